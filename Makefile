@@ -1,0 +1,130 @@
+# paddock — the front door. `make help` lists every target.
+#
+# Tools are pinned by version and installed into bin/ by `go install`; the Kubernetes
+# control-plane binaries are built from the Go module proxy by hack/k8s-bins.sh into
+# bin/k8s/<version>/. Nothing here needs Docker or a download site.
+
+SHELL := /usr/bin/env bash -o pipefail
+.SHELLFLAGS := -ec
+.DEFAULT_GOAL := help
+
+## Versions (pinned)
+CONTROLLER_TOOLS_VERSION ?= v0.23.0
+KUSTOMIZE_VERSION ?= v5.8.2
+GOTESTSUM_VERSION ?= v1.13.0
+
+## Locations
+ROOT := $(shell pwd)
+LOCALBIN ?= $(ROOT)/bin
+CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
+KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
+K8S_VERSION := $(shell grep -oE 'k8s.io/kubernetes v[0-9.]+' hack/k8s-bins/go.mod | head -1 | cut -dv -f2)
+K8S_BINS := $(LOCALBIN)/k8s/$(K8S_VERSION)
+export KUBEBUILDER_ASSETS := $(K8S_BINS)
+
+IMG ?= ghcr.io/paddock-dev/paddock:latest
+GO_TEST_FLAGS ?= -count=1 -timeout=40m
+FUZZTIME ?= 20s
+
+##@ General
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-22s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+
+##@ Development
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types.
+	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
+
+.PHONY: manifests
+manifests: $(CONTROLLER_GEN) ## Generate CRDs (config/crd/bases) and the manager's RBAC (config/rbac).
+	$(CONTROLLER_GEN) rbac:roleName=paddock-manager crd:generateEmbeddedObjectMeta=false webhook \
+		paths="./api/..." paths="./controllers/..." \
+		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+
+.PHONY: fmt
+fmt: ## Run gofmt on the code.
+	gofmt -l -w $$(git ls-files '*.go' | grep -v "^hack/.*/")
+
+.PHONY: vet
+vet: ## Run go vet.
+	go vet ./...
+
+.PHONY: lint
+lint: vet ## Run the linters (gofmt check and go vet).
+	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+.PHONY: verify
+verify: $(CONTROLLER_GEN) lint ## Fail if generated files are stale or the code is not gofmt/vet clean.
+	hack/verify-generated.sh
+
+##@ Test
+
+.PHONY: test
+test: manifests generate k8s-bins ## Run every test: unit, envtest, broker, fuzz (bounded) and e2e.
+	go test $(GO_TEST_FLAGS) ./...
+	$(MAKE) fuzz
+
+.PHONY: test-unit
+test-unit: ## Run the tests that need no control plane (pure rules and the broker).
+	go test $(GO_TEST_FLAGS) ./internal/... ./broker/...
+
+.PHONY: fuzz
+fuzz: ## Run each fuzz target for FUZZTIME (default 20s) on top of its committed seed corpus.
+	hack/fuzz.sh $(FUZZTIME)
+
+.PHONY: test-update-golden
+test-update-golden: ## Regenerate golden files for the child-object builders.
+	go test ./controllers/... -run Golden -update
+
+.PHONY: k8s-bins
+k8s-bins: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler into bin/k8s/ (cached).
+	hack/k8s-bins.sh >/dev/null
+
+##@ Build
+
+.PHONY: build
+build: ## Build the paddock binary into bin/paddock.
+	CGO_ENABLED=0 go build -trimpath -o $(LOCALBIN)/paddock .
+
+.PHONY: run
+run: manifests generate ## Run the manager against the cluster in $$KUBECONFIG.
+	go run . manager
+
+.PHONY: dev
+dev: build k8s-bins ## Run the whole system locally: control plane, operator and broker processes.
+	$(LOCALBIN)/paddock dev $(DEV_FLAGS)
+
+.PHONY: docker-build
+docker-build: ## Build the container image (needs a Docker engine).
+	docker build -t $(IMG) .
+
+.PHONY: build-installer
+build-installer: manifests $(KUSTOMIZE) ## Write dist/install.yaml: CRDs, RBAC and the manager Deployment.
+	mkdir -p dist
+	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
+	$(KUSTOMIZE) build config/default > dist/install.yaml
+
+##@ Tools
+
+$(LOCALBIN):
+	mkdir -p $(LOCALBIN)
+
+$(CONTROLLER_GEN): | $(LOCALBIN)
+	$(call go-install-tool,$(CONTROLLER_GEN),sigs.k8s.io/controller-tools/cmd/controller-gen,$(CONTROLLER_TOOLS_VERSION))
+
+$(KUSTOMIZE): | $(LOCALBIN)
+	$(call go-install-tool,$(KUSTOMIZE),sigs.k8s.io/kustomize/kustomize/v5,$(KUSTOMIZE_VERSION))
+
+.PHONY: controller-gen kustomize
+controller-gen: $(CONTROLLER_GEN) ## Install controller-gen into bin/.
+kustomize: $(KUSTOMIZE) ## Install kustomize into bin/.
+
+# go-install-tool installs package $(2) at version $(3) as the file $(1).
+define go-install-tool
+@set -e; echo "Installing $(2)@$(3)"; tmp=$$(mktemp -d); \
+GOBIN=$$tmp go install $(2)@$(3); mv $$tmp/$$(basename $$(echo $(2) | sed 's|/v[0-9]*$$||')) $(1); rm -rf $$tmp
+endef

@@ -1,0 +1,362 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ListenerType says how a listener is reachable from outside the broker pods.
+// +kubebuilder:validation:Enum=Internal;NodePort;LoadBalancer
+type ListenerType string
+
+const (
+	// ListenerInternal is reachable inside the Kubernetes cluster only (ClusterIP Services).
+	ListenerInternal ListenerType = "Internal"
+	// ListenerNodePort exposes the bootstrap and per-broker Services as NodePorts.
+	ListenerNodePort ListenerType = "NodePort"
+	// ListenerLoadBalancer exposes the bootstrap and per-broker Services as LoadBalancers.
+	ListenerLoadBalancer ListenerType = "LoadBalancer"
+)
+
+// AdvertisedHostMode says which host a broker advertises to clients for a listener.
+// +kubebuilder:validation:Enum=PodDNS;PodIP
+type AdvertisedHostMode string
+
+const (
+	// AdvertisePodDNS advertises <pod>.<cluster>-brokers.<namespace>.svc.<domain>.
+	AdvertisePodDNS AdvertisedHostMode = "PodDNS"
+	// AdvertisePodIP advertises the pod's IP, for environments without cluster DNS.
+	AdvertisePodIP AdvertisedHostMode = "PodIP"
+)
+
+// Listener is one port the brokers accept Kafka connections on.
+type Listener struct {
+	// name identifies the listener; it is also the container and Service port name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// port is the TCP port the brokers listen on.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	Port int32 `json:"port"`
+
+	// type says how the listener is exposed: Internal (ClusterIP), NodePort or LoadBalancer.
+	// +optional
+	// +kubebuilder:default=Internal
+	Type ListenerType `json:"type,omitempty"`
+
+	// advertisedHost says which host the brokers advertise for this listener: PodDNS (the
+	// pod's stable DNS name under the headless Service) or PodIP.
+	// +optional
+	// +kubebuilder:default=PodDNS
+	AdvertisedHost AdvertisedHostMode `json:"advertisedHost,omitempty"`
+}
+
+// StorageType says where a cluster keeps its data.
+// +kubebuilder:validation:Enum=PersistentClaim;Ephemeral
+type StorageType string
+
+const (
+	// StoragePersistentClaim keeps data on a PersistentVolumeClaim that outlives pods and nodes.
+	StoragePersistentClaim StorageType = "PersistentClaim"
+	// StorageEphemeral keeps data in an emptyDir: lost with the pod. For development only.
+	StorageEphemeral StorageType = "Ephemeral"
+)
+
+// Storage is where the brokers keep partition data and consumer offsets.
+type Storage struct {
+	// type is PersistentClaim (the default: one shared ReadWriteMany claim that every broker
+	// mounts, so a broker's partitions can be taken over by any other) or Ephemeral (an
+	// emptyDir per pod; data is lost with the pod — for development).
+	// +optional
+	// +kubebuilder:default=PersistentClaim
+	Type StorageType `json:"type,omitempty"`
+
+	// size is the requested capacity of the claim.
+	// +optional
+	// +kubebuilder:default="10Gi"
+	Size resource.Quantity `json:"size,omitempty"`
+
+	// storageClassName is the StorageClass of the claim; empty uses the cluster default.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	StorageClassName *string `json:"storageClassName,omitempty"`
+
+	// accessMode of the claim. ReadWriteMany (the default) lets any broker take over any
+	// partition, wherever it runs.
+	// +optional
+	// +kubebuilder:default=ReadWriteMany
+	// +kubebuilder:validation:Enum=ReadWriteMany;ReadWriteOnce;ReadWriteOncePod
+	AccessMode corev1.PersistentVolumeAccessMode `json:"accessMode,omitempty"`
+}
+
+// Heartbeat sets how often brokers renew their Lease and how long a silent broker stays alive.
+// +kubebuilder:validation:XValidation:rule="duration(self.interval) < duration(self.sessionTimeout)",message="heartbeat.interval must be shorter than heartbeat.sessionTimeout"
+type Heartbeat struct {
+	// interval between two renewals of a broker's heartbeat Lease.
+	// +optional
+	// +kubebuilder:default="1s"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('100ms')",message="heartbeat.interval must be at least 100ms"
+	Interval metav1.Duration `json:"interval,omitempty"`
+
+	// sessionTimeout is how long after its last renewal a broker counts as Dead. It becomes
+	// the Lease's leaseDurationSeconds, so it is a whole number of seconds.
+	// +optional
+	// +kubebuilder:default="6s"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('1h')",message="heartbeat.sessionTimeout must be between 1s and 1h"
+	// +kubebuilder:validation:XValidation:rule="duration(self).getMilliseconds() % 1000 == 0",message="heartbeat.sessionTimeout must be a whole number of seconds"
+	SessionTimeout metav1.Duration `json:"sessionTimeout,omitempty"`
+}
+
+// Rack spreads brokers over failure domains and reports each broker's rack to clients.
+type Rack struct {
+	// topologyKey is the Node label whose value is a broker's rack (its zone).
+	// +optional
+	// +kubebuilder:default="topology.kubernetes.io/zone"
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=316
+	TopologyKey string `json:"topologyKey,omitempty"`
+}
+
+// KafkaClusterSpec is what a user asks for: how many brokers, how they are reached, where
+// they keep data and how quickly a silent broker is declared dead.
+// +kubebuilder:validation:XValidation:rule="self.listeners.all(l, self.listeners.exists_one(m, m.port == l.port))",message="listener ports must be unique"
+type KafkaClusterSpec struct {
+	// replicas is the number of brokers. Lowering it deregisters the highest broker ids.
+	// +optional
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// image runs the brokers; empty uses the operator's default (its own image).
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Image string `json:"image,omitempty"`
+
+	// listeners are the ports clients connect to.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:default={{name: "kafka", port: 9092}}
+	Listeners []Listener `json:"listeners,omitempty"`
+
+	// storage is where brokers keep their data.
+	// +optional
+	// +kubebuilder:default={}
+	Storage Storage `json:"storage,omitempty"`
+
+	// heartbeat tunes broker liveness detection.
+	// +optional
+	// +kubebuilder:default={}
+	Heartbeat Heartbeat `json:"heartbeat,omitempty"`
+
+	// drainTimeout is the longest a broker that got SIGTERM keeps serving while it hands its
+	// partitions and group coordinators over. The pod's termination grace period is a little
+	// longer.
+	// +optional
+	// +kubebuilder:default="60s"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('1h')",message="drainTimeout must be between 0s and 1h"
+	DrainTimeout metav1.Duration `json:"drainTimeout,omitempty"`
+
+	// rack spreads brokers over zones and reports each broker's zone as its rack.
+	// +optional
+	// +kubebuilder:default={}
+	Rack Rack `json:"rack,omitempty"`
+
+	// resources of the broker container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// config holds Kafka-style broker settings (for example "log.retention.ms").
+	// +optional
+	// +kubebuilder:validation:MaxProperties=256
+	Config map[string]string `json:"config,omitempty"`
+}
+
+// BrokerState says whether a registered broker serves clients.
+// +kubebuilder:validation:Enum=Serving;Fenced
+type BrokerState string
+
+const (
+	// BrokerServing: registered and its endpoint is serving; clients see it in Metadata.
+	BrokerServing BrokerState = "Serving"
+	// BrokerFenced: registered but not serving; omitted from Metadata, listed by
+	// DescribeCluster v2 with IsFenced.
+	BrokerFenced BrokerState = "Fenced"
+)
+
+// BrokerHealth is what a broker's heartbeat says.
+// +kubebuilder:validation:Enum=Alive;Draining;Dead
+type BrokerHealth string
+
+const (
+	// BrokerAlive: fresh heartbeat, healthy, not draining; eligible for work.
+	BrokerAlive BrokerHealth = "Alive"
+	// BrokerDraining: fresh heartbeat announcing a shutdown; its work is being moved away.
+	BrokerDraining BrokerHealth = "Draining"
+	// BrokerDead: no fresh healthy heartbeat. Still registered: it counts in the coordinator
+	// divisor.
+	BrokerDead BrokerHealth = "Dead"
+)
+
+// BrokerRow is one broker's entry in the registry.
+type BrokerRow struct {
+	// id is the broker id: the ordinal of its StatefulSet pod.
+	// +kubebuilder:validation:Minimum=0
+	ID int32 `json:"id"`
+
+	// pod is the broker's pod name.
+	// +optional
+	Pod string `json:"pod,omitempty"`
+
+	// node is the Node the pod runs on.
+	// +optional
+	Node string `json:"node,omitempty"`
+
+	// host is the broker's address as listed by its endpoint.
+	// +optional
+	Host string `json:"host,omitempty"`
+
+	// port is the broker's first listener port.
+	// +optional
+	Port int32 `json:"port,omitempty"`
+
+	// rack is the broker's zone.
+	// +optional
+	Rack string `json:"rack,omitempty"`
+
+	// state is Serving or Fenced.
+	State BrokerState `json:"state"`
+
+	// health is Alive, Draining or Dead.
+	Health BrokerHealth `json:"health"`
+
+	// reason says why the broker is Fenced or not Alive; empty when it is Serving and Alive.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+
+	// epoch grows with each incarnation of the broker (its Lease's leaseTransitions).
+	// +optional
+	Epoch int64 `json:"epoch,omitempty"`
+
+	// lastSeen is when the broker last renewed its heartbeat. A dead broker keeps the time it
+	// was last heard from.
+	// +optional
+	LastSeen *metav1.Time `json:"lastSeen,omitempty"`
+}
+
+// BrokerCounts sums the registry rows.
+type BrokerCounts struct {
+	// registered is the number of registered brokers: the coordinator divisor.
+	Registered int32 `json:"registered"`
+	// serving is the number of registered brokers whose endpoint is serving.
+	Serving int32 `json:"serving"`
+	// fenced is the number of registered brokers that are not serving.
+	Fenced int32 `json:"fenced"`
+	// alive is the number of brokers with a fresh, healthy heartbeat that are not draining.
+	Alive int32 `json:"alive"`
+	// draining is the number of brokers handing their work over before a shutdown.
+	Draining int32 `json:"draining"`
+	// dead is the number of registered brokers without a fresh healthy heartbeat.
+	Dead int32 `json:"dead"`
+}
+
+// ListenerStatus is where clients find a listener.
+type ListenerStatus struct {
+	// name of the listener.
+	Name string `json:"name"`
+	// type of the listener.
+	// +optional
+	Type ListenerType `json:"type,omitempty"`
+	// bootstrap is the host:port clients use for their first connection.
+	// +optional
+	Bootstrap string `json:"bootstrap,omitempty"`
+}
+
+// KafkaClusterStatus is what the operator observed.
+type KafkaClusterStatus struct {
+	// observedGeneration is the spec generation the status was computed for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// clusterID is the Kafka cluster id: 22 characters of base64url, minted once and never
+	// changed.
+	// +optional
+	ClusterID string `json:"clusterID,omitempty"`
+
+	// conditions are Ready, Progressing and Degraded.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// replicas is the number of broker pods the StatefulSet has.
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// readyReplicas is the number of ready broker pods.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+
+	// brokers lists every registered broker, sorted by id.
+	// +optional
+	// +listType=map
+	// +listMapKey=id
+	Brokers []BrokerRow `json:"brokers,omitempty"`
+
+	// counts sums the brokers rows.
+	// +optional
+	Counts BrokerCounts `json:"counts,omitempty"`
+
+	// listeners gives each listener's bootstrap address.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Listeners []ListenerStatus `json:"listeners,omitempty"`
+}
+
+// KafkaCluster is a set of paddock brokers run by the operator, and the honest report of their
+// registration and health.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=pkc,categories={paddock,kafka}
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
+// +kubebuilder:printcolumn:name="Brokers",type=integer,JSONPath=`.status.counts.registered`
+// +kubebuilder:printcolumn:name="Fenced",type=integer,JSONPath=`.status.counts.fenced`
+// +kubebuilder:printcolumn:name="Alive",type=integer,JSONPath=`.status.counts.alive`
+// +kubebuilder:printcolumn:name="Cluster-ID",type=string,JSONPath=`.status.clusterID`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type KafkaCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired cluster.
+	// +optional
+	// +kubebuilder:default={}
+	Spec KafkaClusterSpec `json:"spec,omitempty"`
+
+	// status is what the operator observed.
+	// +optional
+	Status KafkaClusterStatus `json:"status,omitempty"`
+}
+
+// KafkaClusterList is a list of KafkaClusters.
+// +kubebuilder:object:root=true
+type KafkaClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []KafkaCluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&KafkaCluster{}, &KafkaClusterList{})
+}

@@ -1,0 +1,211 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+)
+
+// newNamespace creates a namespace for one test and deletes it afterwards.
+func newNamespace(ctx context.Context) string {
+	GinkgoHelper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "crd-"}}
+	Expect(k8sClient.Create(ctx, ns)).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) { _ = k8sClient.Delete(ctx, ns) })
+	return ns.Name
+}
+
+// tableColumns asks the apiserver for resource's server-side table (what kubectl get prints)
+// and returns its column names by priority.
+func tableColumns(ctx context.Context, namespace, resource string) (names []string, priority map[string]int32) {
+	GinkgoHelper()
+	gv := kafkav1alpha1.GroupVersion
+	rc, err := rest.RESTClientFor(rawRESTConfig())
+	Expect(err).NotTo(HaveOccurred())
+	raw, err := rc.Get().AbsPath("/apis", gv.Group, gv.Version, "namespaces", namespace, resource).
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	var table metav1.Table
+	Expect(json.Unmarshal(raw, &table)).To(Succeed())
+	priority = map[string]int32{}
+	for _, c := range table.ColumnDefinitions {
+		names = append(names, c.Name)
+		priority[c.Name] = c.Priority
+	}
+	return names, priority
+}
+
+// rawRESTConfig is cfg set up for raw requests to the kafka.paddock.dev API.
+func rawRESTConfig() *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.APIPath = "/apis"
+	c.GroupVersion = &kafkav1alpha1.GroupVersion
+	c.NegotiatedSerializer = clientgoscheme.Codecs.WithoutConversion()
+	return c
+}
+
+var _ = Describe("CRDs", func() {
+	It("default a minimal KafkaCluster to the documented values", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		kc := &kafkav1alpha1.KafkaCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: ns}}
+		Expect(k8sClient.Create(ctx, kc)).To(Succeed())
+
+		got := &kafkav1alpha1.KafkaCluster{}
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(kc), got)).To(Succeed())
+		Expect(got.Spec.Replicas).To(Equal(int32(3)))
+		Expect(got.Spec.Listeners).To(Equal([]kafkav1alpha1.Listener{{
+			Name: "kafka", Port: 9092, Type: kafkav1alpha1.ListenerInternal, AdvertisedHost: kafkav1alpha1.AdvertisePodDNS,
+		}}))
+		Expect(got.Spec.Heartbeat.Interval.Duration).To(Equal(time.Second))
+		Expect(got.Spec.Heartbeat.SessionTimeout.Duration).To(Equal(6 * time.Second))
+		Expect(got.Spec.DrainTimeout.Duration).To(Equal(60 * time.Second))
+		Expect(got.Spec.Storage.Type).To(Equal(kafkav1alpha1.StoragePersistentClaim))
+		Expect(got.Spec.Storage.AccessMode).To(Equal(corev1.ReadWriteMany))
+		Expect(got.Spec.Storage.Size.Cmp(resource.MustParse("10Gi"))).To(Equal(0))
+		Expect(got.Spec.Rack.TopologyKey).To(Equal("topology.kubernetes.io/zone"))
+	})
+
+	It("round-trip a fully specified KafkaCluster and its status", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		kc := &kafkav1alpha1.KafkaCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: "full", Namespace: ns},
+			Spec: kafkav1alpha1.KafkaClusterSpec{
+				Replicas: 5,
+				Image:    "example.com/paddock:v1",
+				Listeners: []kafkav1alpha1.Listener{
+					{Name: "internal", Port: 9092, Type: kafkav1alpha1.ListenerInternal, AdvertisedHost: kafkav1alpha1.AdvertisePodIP},
+					{Name: "external", Port: 9094, Type: kafkav1alpha1.ListenerNodePort, AdvertisedHost: kafkav1alpha1.AdvertisePodDNS},
+				},
+				Storage: kafkav1alpha1.Storage{
+					Type: kafkav1alpha1.StoragePersistentClaim, Size: resource.MustParse("1Gi"),
+					StorageClassName: ptr.To("nfs"), AccessMode: corev1.ReadWriteMany,
+				},
+				Heartbeat:    kafkav1alpha1.Heartbeat{Interval: metav1.Duration{Duration: 500 * time.Millisecond}, SessionTimeout: metav1.Duration{Duration: 3 * time.Second}},
+				DrainTimeout: metav1.Duration{Duration: 30 * time.Second},
+				Rack:         kafkav1alpha1.Rack{TopologyKey: "example.com/rack"},
+				Config:       map[string]string{"log.retention.ms": "1000"},
+			},
+		}
+		Expect(k8sClient.Create(ctx, kc)).To(Succeed())
+		want := kc.Spec.DeepCopy()
+
+		now := metav1.NewTime(time.Now().Truncate(time.Second))
+		kc.Status = kafkav1alpha1.KafkaClusterStatus{
+			ClusterID: "AAAAAAAAAAAAAAAAAAAAAA",
+			Brokers: []kafkav1alpha1.BrokerRow{{
+				ID: 0, Pod: "full-broker-0", State: kafkav1alpha1.BrokerFenced, Health: kafkav1alpha1.BrokerDead,
+				Reason: kafkav1alpha1.ReasonHeartbeatExpired, Epoch: 2, LastSeen: &now,
+			}},
+			Counts: kafkav1alpha1.BrokerCounts{Registered: 1, Fenced: 1, Dead: 1},
+		}
+		Expect(k8sClient.Status().Update(ctx, kc)).To(Succeed())
+
+		got := &kafkav1alpha1.KafkaCluster{}
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(kc), got)).To(Succeed())
+		Expect(got.Spec.Replicas).To(Equal(want.Replicas))
+		Expect(got.Spec.Listeners).To(Equal(want.Listeners))
+		Expect(got.Spec.Heartbeat).To(Equal(want.Heartbeat))
+		Expect(got.Spec.Config).To(Equal(want.Config))
+		Expect(got.Status.Brokers).To(HaveLen(1))
+		Expect(got.Status.Brokers[0].LastSeen.Equal(&now)).To(BeTrue())
+		Expect(got.Status.Counts.Dead).To(Equal(int32(1)))
+	})
+
+	DescribeTable("reject an invalid KafkaCluster spec",
+		func(ctx SpecContext, mutate func(*kafkav1alpha1.KafkaClusterSpec), message string) {
+			ns := newNamespace(ctx)
+			kc := &kafkav1alpha1.KafkaCluster{ObjectMeta: metav1.ObjectMeta{Name: "bad", Namespace: ns}}
+			kc.Spec.Replicas = 3
+			mutate(&kc.Spec)
+			err := k8sClient.Create(ctx, kc)
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
+			Expect(err.Error()).To(ContainSubstring(message))
+		},
+		Entry("heartbeat interval equal to session timeout", func(s *kafkav1alpha1.KafkaClusterSpec) {
+			s.Heartbeat = kafkav1alpha1.Heartbeat{Interval: metav1.Duration{Duration: 6 * time.Second}, SessionTimeout: metav1.Duration{Duration: 6 * time.Second}}
+		}, "heartbeat.interval must be shorter than heartbeat.sessionTimeout"),
+		Entry("heartbeat interval above session timeout", func(s *kafkav1alpha1.KafkaClusterSpec) {
+			s.Heartbeat = kafkav1alpha1.Heartbeat{Interval: metav1.Duration{Duration: 10 * time.Second}, SessionTimeout: metav1.Duration{Duration: 6 * time.Second}}
+		}, "heartbeat.interval must be shorter than heartbeat.sessionTimeout"),
+		Entry("fractional session timeout", func(s *kafkav1alpha1.KafkaClusterSpec) {
+			s.Heartbeat = kafkav1alpha1.Heartbeat{Interval: metav1.Duration{Duration: time.Second}, SessionTimeout: metav1.Duration{Duration: 2500 * time.Millisecond}}
+		}, "whole number of seconds"),
+		Entry("zero replicas", func(s *kafkav1alpha1.KafkaClusterSpec) { s.Replicas = -1 }, "spec.replicas"),
+		Entry("two listeners on one port", func(s *kafkav1alpha1.KafkaClusterSpec) {
+			s.Listeners = []kafkav1alpha1.Listener{{Name: "a", Port: 9092}, {Name: "b", Port: 9092}}
+		}, "listener ports must be unique"),
+		Entry("unknown listener type", func(s *kafkav1alpha1.KafkaClusterSpec) {
+			s.Listeners = []kafkav1alpha1.Listener{{Name: "a", Port: 9092, Type: "Ingress"}}
+		}, "spec.listeners[0].type"),
+		Entry("port out of range", func(s *kafkav1alpha1.KafkaClusterSpec) {
+			s.Listeners = []kafkav1alpha1.Listener{{Name: "a", Port: 70000}}
+		}, "spec.listeners[0].port"),
+	)
+
+	It("reject replicas 0 sent explicitly", func(ctx SpecContext) {
+		// Go's omitempty cannot send replicas: 0 (it would be defaulted to 3), so send JSON.
+		ns := newNamespace(ctx)
+		body := []byte(fmt.Sprintf(`{"apiVersion":"kafka.paddock.dev/v1alpha1","kind":"KafkaCluster","metadata":{"name":"zero","namespace":%q},"spec":{"replicas":0}}`, ns))
+		rc, err := rest.RESTClientFor(rawRESTConfig())
+		Expect(err).NotTo(HaveOccurred())
+		err = rc.Post().AbsPath("/apis/kafka.paddock.dev/v1alpha1/namespaces", ns, "kafkaclusters").
+			SetHeader("Content-Type", "application/json").Body(body).Do(ctx).Error()
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
+		Expect(err.Error()).To(ContainSubstring("spec.replicas"))
+	})
+
+	It("refuse to decrease a KafkaTopic's partitions or move it to another cluster", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		kt := &kafkav1alpha1.KafkaTopic{
+			ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: ns},
+			Spec:       kafkav1alpha1.KafkaTopicSpec{Cluster: "demo", Partitions: 6},
+		}
+		Expect(k8sClient.Create(ctx, kt)).To(Succeed())
+
+		kt.Spec.Partitions = 8
+		Expect(k8sClient.Update(ctx, kt)).To(Succeed(), "growing partitions is allowed")
+
+		kt.Spec.Partitions = 4
+		err := k8sClient.Update(ctx, kt)
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
+		Expect(err.Error()).To(ContainSubstring("partitions cannot be decreased"))
+
+		kt.Spec.Partitions = 8
+		kt.Spec.Cluster = "other"
+		err = k8sClient.Update(ctx, kt)
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
+		Expect(err.Error()).To(ContainSubstring("cluster is immutable"))
+	})
+
+	DescribeTable("give kubectl get the promised columns",
+		func(ctx SpecContext, resource string, want []string, wide []string) {
+			ns := newNamespace(ctx)
+			names, priority := tableColumns(ctx, ns, resource)
+			Expect(names).To(ContainElements(append(append([]string{}, want...), wide...)))
+			for _, n := range want {
+				Expect(priority[n]).To(BeZero(), "column %s should show without -o wide", n)
+			}
+			for _, n := range wide {
+				Expect(priority[n]).To(Equal(int32(1)), "column %s should show only with -o wide", n)
+			}
+			Expect(names[len(names)-1]).To(Equal("Age"), "Age comes last")
+		},
+		Entry("kafkaclusters", "kafkaclusters", []string{"Name", "Ready", "Brokers", "Fenced", "Alive", "Age"}, []string{"Cluster-ID"}),
+		Entry("brokers", "brokers", []string{"Name", "Cluster", "ID", "State", "Health", "Rack", "Last-Seen", "Age"}, []string{"Epoch", "Pod", "Node"}),
+		Entry("kafkatopics", "kafkatopics", []string{"Name", "Cluster", "Partitions", "Ready", "Age"}, nil),
+	)
+})

@@ -1,0 +1,66 @@
+// Command paddock is one binary with three roles, so one image serves them all:
+//
+//	paddock manager   the operator: provisions KafkaClusters and keeps the broker registry
+//	paddock broker    one Kafka-wire-compatible broker (run by the StatefulSet)
+//	paddock dev       a whole paddock system on this machine, without Docker
+//
+// Run `paddock <command> --help` for a command's flags.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/paddock-dev/paddock/broker"
+	"github.com/paddock-dev/paddock/internal/devcluster"
+)
+
+// command is one subcommand: run gets the arguments after its name and returns the exit code.
+type command struct {
+	name, summary string
+	run           func(args []string) int
+}
+
+var commands = []command{
+	{"manager", "run the operator (controller-runtime manager with leader election)", runManager},
+	{"broker", "run one broker: the Kafka wire server, heartbeat and drain", broker.Main},
+	{"dev", "run etcd, kube-apiserver, controllers, the operator and broker processes locally", devcluster.Main},
+}
+
+func main() {
+	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func dispatch(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	switch args[0] {
+	case "-h", "--help", "help":
+		usage(stdout)
+		return 0
+	}
+	for _, c := range commands {
+		if c.name == args[0] {
+			return c.run(args[1:])
+		}
+	}
+	fmt.Fprintf(stderr, "paddock: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return 2
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "paddock — a Kubernetes operator with an embedded Kafka-compatible broker.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Usage: paddock <command> [flags]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Commands:")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Run 'paddock <command> --help' for a command's flags.")
+}
