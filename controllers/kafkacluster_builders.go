@@ -1,0 +1,428 @@
+package controllers
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+)
+
+// The desired* builders turn a KafkaCluster into the children it needs. They are pure: the
+// same cluster and options always give the same object, which is what makes server-side
+// apply a no-op when nothing changed and what the golden files in testdata/golden pin.
+// Every builder sets TypeMeta, because the object is sent as an apply configuration.
+
+// provisioningDrainMargin is added to spec.drainTimeout to get the pod's
+// terminationGracePeriodSeconds: the broker closes its listeners and exits after the drain
+// timeout, and the margin leaves room for that plus a last heartbeat before SIGKILL.
+const provisioningDrainMargin = 15 * time.Second
+
+// Probe timings. Readiness is checked often because it is the Fenced/Serving signal clients
+// see through Metadata; liveness is slower so a busy broker is not restarted on one slow
+// answer; the startup probe allows five minutes for a broker to recover its partitions.
+const (
+	provisioningReadinessPeriod    = 2
+	provisioningLivenessPeriod     = 10
+	provisioningLivenessFailures   = 3
+	provisioningStartupPeriod      = 2
+	provisioningStartupFailures    = 150
+	provisioningProbeTimeout       = 2
+	provisioningBrokerUser         = 65532 // the distroless "nonroot" user
+	provisioningTmpVolumeName      = "tmp"
+	provisioningAntiAffinityWeight = 100
+)
+
+// provisioningLabels are the labels every child of cluster carries (DESIGN.md "Names").
+func provisioningLabels(cluster *kafkav1alpha1.KafkaCluster) map[string]string {
+	return map[string]string{
+		kafkav1alpha1.LabelName:     kafkav1alpha1.LabelNameValue,
+		kafkav1alpha1.LabelInstance: cluster.Name,
+		kafkav1alpha1.LabelCluster:  cluster.Name,
+	}
+}
+
+// provisioningSelector selects cluster's broker pods. It is the StatefulSet's selector, which
+// Kubernetes never lets change, so it must stay this small and stable.
+func provisioningSelector(cluster *kafkav1alpha1.KafkaCluster) map[string]string {
+	return map[string]string{
+		kafkav1alpha1.LabelName:    kafkav1alpha1.LabelNameValue,
+		kafkav1alpha1.LabelCluster: cluster.Name,
+	}
+}
+
+// provisioningMeta is the ObjectMeta of a child: name, cluster's namespace and labels, and a
+// controller owner reference so the child is garbage-collected with the cluster.
+func provisioningMeta(cluster *kafkav1alpha1.KafkaCluster, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:      name,
+		Namespace: cluster.Namespace,
+		Labels:    provisioningLabels(cluster),
+		OwnerReferences: []metav1.OwnerReference{
+			*metav1.NewControllerRef(cluster, kafkav1alpha1.GroupVersion.WithKind("KafkaCluster")),
+		},
+	}
+}
+
+// desiredServiceAccount is the identity the broker pods run as.
+func desiredServiceAccount(cluster *kafkav1alpha1.KafkaCluster) *corev1.ServiceAccount {
+	return &corev1.ServiceAccount{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+		ObjectMeta: provisioningMeta(cluster, kafkav1alpha1.StatefulSetName(cluster.Name)),
+	}
+}
+
+// desiredRole grants the brokers exactly what they need and nothing more: read their own
+// KafkaCluster, the Brokers and KafkaTopics; create and delete KafkaTopics (CreateTopics /
+// DeleteTopics); and renew their own heartbeat Leases. List and watch cannot be limited by
+// name for an informer without a field selector, and create cannot be limited by name at all
+// (the name is not known when the request is authorized), so those rules carry none.
+func desiredRole(cluster *kafkav1alpha1.KafkaCluster) *rbacv1.Role {
+	leases := make([]string, 0, cluster.Spec.Replicas)
+	for id := int32(0); id < cluster.Spec.Replicas; id++ {
+		leases = append(leases, kafkav1alpha1.LeaseName(cluster.Name, id))
+	}
+	group := kafkav1alpha1.GroupVersion.Group
+	return &rbacv1.Role{
+		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"},
+		ObjectMeta: provisioningMeta(cluster, kafkav1alpha1.StatefulSetName(cluster.Name)),
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{group}, Resources: []string{"kafkaclusters"}, ResourceNames: []string{cluster.Name}, Verbs: []string{"get"}},
+			{APIGroups: []string{group}, Resources: []string{"kafkaclusters"}, Verbs: []string{"list", "watch"}},
+			{APIGroups: []string{group}, Resources: []string{"brokers"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{group}, Resources: []string{"kafkatopics"}, Verbs: []string{"get", "list", "watch", "create", "delete"}},
+			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: leases, Verbs: []string{"get", "update"}},
+			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
+		},
+	}
+}
+
+// desiredRoleBinding binds the broker Role to the broker ServiceAccount.
+func desiredRoleBinding(cluster *kafkav1alpha1.KafkaCluster) *rbacv1.RoleBinding {
+	name := kafkav1alpha1.StatefulSetName(cluster.Name)
+	return &rbacv1.RoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
+		ObjectMeta: provisioningMeta(cluster, name),
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: cluster.Namespace}},
+	}
+}
+
+// provisioningListenerPorts are the Service ports of cluster's listeners, in spec order,
+// each targeting the container port of the same name.
+func provisioningListenerPorts(cluster *kafkav1alpha1.KafkaCluster) []corev1.ServicePort {
+	ports := make([]corev1.ServicePort, 0, len(cluster.Spec.Listeners)+1)
+	for _, l := range cluster.Spec.Listeners {
+		ports = append(ports, corev1.ServicePort{
+			Name: l.Name, Port: l.Port, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromString(l.Name),
+		})
+	}
+	return ports
+}
+
+// provisioningExposure is the Service type of the bootstrap and per-broker Services: the
+// type of the first listener that asks for outside access, else ClusterIP. Validation
+// refuses a spec that mixes NodePort and LoadBalancer listeners.
+func provisioningExposure(cluster *kafkav1alpha1.KafkaCluster) corev1.ServiceType {
+	for _, l := range cluster.Spec.Listeners {
+		switch l.Type {
+		case kafkav1alpha1.ListenerNodePort:
+			return corev1.ServiceTypeNodePort
+		case kafkav1alpha1.ListenerLoadBalancer:
+			return corev1.ServiceTypeLoadBalancer
+		}
+	}
+	return corev1.ServiceTypeClusterIP
+}
+
+// desiredHeadlessService is the StatefulSet's governing Service: it gives every pod its DNS
+// name, and its EndpointSlices are the registry's registration source. Not-ready addresses
+// are published so a fenced broker stays registered (and keeps its DNS name).
+func desiredHeadlessService(cluster *kafkav1alpha1.KafkaCluster) *corev1.Service {
+	ports := provisioningListenerPorts(cluster)
+	ports = append(ports, corev1.ServicePort{
+		Name: kafkav1alpha1.HealthPortName, Port: kafkav1alpha1.HealthPort, Protocol: corev1.ProtocolTCP,
+		TargetPort: intstr.FromString(kafkav1alpha1.HealthPortName),
+	})
+	return &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: provisioningMeta(cluster, kafkav1alpha1.HeadlessServiceName(cluster.Name)),
+		Spec: corev1.ServiceSpec{
+			ClusterIP:                corev1.ClusterIPNone,
+			PublishNotReadyAddresses: true,
+			Selector:                 provisioningSelector(cluster),
+			Ports:                    ports,
+		},
+	}
+}
+
+// desiredBootstrapService is where clients make their first connection: it load-balances
+// over the ready brokers only, so a first connection never lands on a fenced broker.
+func desiredBootstrapService(cluster *kafkav1alpha1.KafkaCluster) *corev1.Service {
+	return &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: provisioningMeta(cluster, kafkav1alpha1.BootstrapServiceName(cluster.Name)),
+		Spec: corev1.ServiceSpec{
+			Type:     provisioningExposure(cluster),
+			Selector: provisioningSelector(cluster),
+			Ports:    provisioningListenerPorts(cluster),
+		},
+	}
+}
+
+// desiredBrokerServices are the per-broker Services c-broker-<id>, one per desired broker.
+// Each selects its pod by the StatefulSet's pod-name label, so the broker's network target
+// follows the pod wherever it is rescheduled. Not-ready addresses are published: the broker
+// decides whom it serves, and a client that was told about it must be able to reach it.
+func desiredBrokerServices(cluster *kafkav1alpha1.KafkaCluster) []*corev1.Service {
+	services := make([]*corev1.Service, 0, cluster.Spec.Replicas)
+	for id := int32(0); id < cluster.Spec.Replicas; id++ {
+		meta := provisioningMeta(cluster, kafkav1alpha1.BrokerServiceName(cluster.Name, id))
+		meta.Labels[kafkav1alpha1.LabelBrokerID] = strconv.Itoa(int(id))
+		selector := provisioningSelector(cluster)
+		selector[kafkav1alpha1.LabelPodName] = kafkav1alpha1.BrokerPodName(cluster.Name, id)
+		services = append(services, &corev1.Service{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+			ObjectMeta: meta,
+			Spec: corev1.ServiceSpec{
+				Type:                     provisioningExposure(cluster),
+				PublishNotReadyAddresses: true,
+				Selector:                 selector,
+				Ports:                    provisioningListenerPorts(cluster),
+			},
+		})
+	}
+	return services
+}
+
+// desiredDataClaim is the shared ReadWriteMany claim every broker mounts, so any broker can
+// take over any partition. Nil when the cluster's storage is Ephemeral.
+func desiredDataClaim(cluster *kafkav1alpha1.KafkaCluster) *corev1.PersistentVolumeClaim {
+	if cluster.Spec.Storage.Type == kafkav1alpha1.StorageEphemeral {
+		return nil
+	}
+	mode := cluster.Spec.Storage.AccessMode
+	if mode == "" {
+		mode = corev1.ReadWriteMany
+	}
+	return &corev1.PersistentVolumeClaim{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
+		ObjectMeta: provisioningMeta(cluster, kafkav1alpha1.DataClaimName(cluster.Name)),
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{mode},
+			StorageClassName: cluster.Spec.Storage.StorageClassName,
+			Resources: corev1.VolumeResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceStorage: cluster.Spec.Storage.Size},
+			},
+		},
+	}
+}
+
+// desiredPodDisruptionBudget keeps voluntary evictions (node drains) to one broker at a
+// time, so a drain never takes two brokers' work away at once.
+func desiredPodDisruptionBudget(cluster *kafkav1alpha1.KafkaCluster) *policyv1.PodDisruptionBudget {
+	return &policyv1.PodDisruptionBudget{
+		TypeMeta:   metav1.TypeMeta{APIVersion: policyv1.SchemeGroupVersion.String(), Kind: "PodDisruptionBudget"},
+		ObjectMeta: provisioningMeta(cluster, kafkav1alpha1.StatefulSetName(cluster.Name)),
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+			Selector:       &metav1.LabelSelector{MatchLabels: provisioningSelector(cluster)},
+		},
+	}
+}
+
+// provisioningBrokerImage is the image the brokers run: the spec's, else the manager's
+// default. Empty when neither is set, which validation reports.
+func provisioningBrokerImage(cluster *kafkav1alpha1.KafkaCluster, opts Options) string {
+	if cluster.Spec.Image != "" {
+		return cluster.Spec.Image
+	}
+	return opts.DefaultBrokerImage
+}
+
+// provisioningBrokerArgs are the broker container's arguments (CONTRACTS.md §1).
+func provisioningBrokerArgs(cluster *kafkav1alpha1.KafkaCluster) []string {
+	listeners := make([]string, 0, len(cluster.Spec.Listeners))
+	for _, l := range cluster.Spec.Listeners {
+		mode := l.AdvertisedHost
+		if mode == "" {
+			mode = kafkav1alpha1.AdvertisePodDNS
+		}
+		listeners = append(listeners, fmt.Sprintf("%s:%d:%s", l.Name, l.Port, mode))
+	}
+	return []string{
+		"broker",
+		"--cluster=" + cluster.Name,
+		"--listeners=" + strings.Join(listeners, ","),
+		fmt.Sprintf("--health-port=%d", kafkav1alpha1.HealthPort),
+		"--heartbeat-interval=" + cluster.Spec.Heartbeat.Interval.Duration.String(),
+		"--session-timeout=" + cluster.Spec.Heartbeat.SessionTimeout.Duration.String(),
+		"--drain-timeout=" + cluster.Spec.DrainTimeout.Duration.String(),
+		"--data-dir=" + kafkav1alpha1.DataMountPath,
+	}
+}
+
+// provisioningGracePeriodSeconds is drainTimeout plus the margin, rounded up to a second.
+func provisioningGracePeriodSeconds(cluster *kafkav1alpha1.KafkaCluster) int64 {
+	return int64(math.Ceil((cluster.Spec.DrainTimeout.Duration + provisioningDrainMargin).Seconds()))
+}
+
+// provisioningDownwardEnv gives the broker its pod identity (CONTRACTS.md §1).
+func provisioningDownwardEnv() []corev1.EnvVar {
+	field := func(name, path string) corev1.EnvVar {
+		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{
+			FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path},
+		}}
+	}
+	return []corev1.EnvVar{
+		field("POD_NAME", "metadata.name"),
+		field("POD_NAMESPACE", "metadata.namespace"),
+		field("POD_UID", "metadata.uid"),
+		field("POD_IP", "status.podIP"),
+		field("NODE_NAME", "spec.nodeName"),
+	}
+}
+
+// provisioningHTTPProbe is a GET of path on the health port.
+func provisioningHTTPProbe(path string, period, failures int32) *corev1.Probe {
+	return &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+			Path: path, Port: intstr.FromString(kafkav1alpha1.HealthPortName), Scheme: corev1.URISchemeHTTP,
+		}},
+		TimeoutSeconds:   provisioningProbeTimeout,
+		PeriodSeconds:    period,
+		SuccessThreshold: 1,
+		FailureThreshold: failures,
+	}
+}
+
+// provisioningDataVolume is the broker's data volume: the shared claim, or an emptyDir
+// capped at the requested size for Ephemeral storage.
+func provisioningDataVolume(cluster *kafkav1alpha1.KafkaCluster) corev1.Volume {
+	v := corev1.Volume{Name: kafkav1alpha1.DataVolumeName}
+	if cluster.Spec.Storage.Type == kafkav1alpha1.StorageEphemeral {
+		v.EmptyDir = &corev1.EmptyDirVolumeSource{}
+		if !cluster.Spec.Storage.Size.IsZero() {
+			v.EmptyDir.SizeLimit = ptr.To(cluster.Spec.Storage.Size.DeepCopy())
+		}
+		return v
+	}
+	v.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{ClaimName: kafkav1alpha1.DataClaimName(cluster.Name)}
+	return v
+}
+
+// desiredStatefulSet runs the brokers. Pods are managed in parallel: brokers need no ordered
+// bootstrap (there is no quorum to form), and parallel management lets a scale-up or the
+// replacement of several lost pods happen at once; rolling updates still replace one pod at
+// a time. The grace period covers the drain, zone spread and one-broker-per-node placement
+// are preferences (a cluster with fewer zones or nodes than brokers still runs).
+func desiredStatefulSet(cluster *kafkav1alpha1.KafkaCluster, opts Options) *appsv1.StatefulSet {
+	ports := make([]corev1.ContainerPort, 0, len(cluster.Spec.Listeners)+1)
+	for _, l := range cluster.Spec.Listeners {
+		ports = append(ports, corev1.ContainerPort{Name: l.Name, ContainerPort: l.Port, Protocol: corev1.ProtocolTCP})
+	}
+	ports = append(ports, corev1.ContainerPort{Name: kafkav1alpha1.HealthPortName, ContainerPort: kafkav1alpha1.HealthPort, Protocol: corev1.ProtocolTCP})
+	selector := &metav1.LabelSelector{MatchLabels: provisioningSelector(cluster)}
+
+	name := kafkav1alpha1.StatefulSetName(cluster.Name)
+	return &appsv1.StatefulSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "StatefulSet"},
+		ObjectMeta: provisioningMeta(cluster, name),
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:            ptr.To(cluster.Spec.Replicas),
+			Selector:            selector,
+			ServiceName:         kafkav1alpha1.HeadlessServiceName(cluster.Name),
+			PodManagementPolicy: appsv1.ParallelPodManagement,
+			UpdateStrategy:      appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: provisioningLabels(cluster)},
+				Spec: corev1.PodSpec{
+					ServiceAccountName:            name,
+					TerminationGracePeriodSeconds: ptr.To(provisioningGracePeriodSeconds(cluster)),
+					// Service links would put one env var per Service of the namespace into the
+					// broker's environment; the broker learns what it needs from its flags.
+					EnableServiceLinks: ptr.To(false),
+					SecurityContext: &corev1.PodSecurityContext{
+						RunAsNonRoot:   ptr.To(true),
+						RunAsUser:      ptr.To[int64](provisioningBrokerUser),
+						RunAsGroup:     ptr.To[int64](provisioningBrokerUser),
+						FSGroup:        ptr.To[int64](provisioningBrokerUser),
+						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+					},
+					TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{
+						MaxSkew:           1,
+						TopologyKey:       cluster.Spec.Rack.TopologyKey,
+						WhenUnsatisfiable: corev1.ScheduleAnyway,
+						LabelSelector:     selector,
+					}},
+					Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+						PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+							Weight: provisioningAntiAffinityWeight,
+							PodAffinityTerm: corev1.PodAffinityTerm{
+								LabelSelector: selector,
+								TopologyKey:   corev1.LabelHostname,
+							},
+						}},
+					}},
+					Containers: []corev1.Container{{
+						Name:           kafkav1alpha1.BrokerContainerName,
+						Image:          provisioningBrokerImage(cluster, opts),
+						Args:           provisioningBrokerArgs(cluster),
+						Env:            provisioningDownwardEnv(),
+						Ports:          ports,
+						ReadinessProbe: provisioningHTTPProbe("/readyz", provisioningReadinessPeriod, 1),
+						LivenessProbe:  provisioningHTTPProbe("/healthz", provisioningLivenessPeriod, provisioningLivenessFailures),
+						StartupProbe:   provisioningHTTPProbe("/healthz", provisioningStartupPeriod, provisioningStartupFailures),
+						Resources:      *cluster.Spec.Resources.DeepCopy(),
+						VolumeMounts: []corev1.VolumeMount{
+							{Name: kafkav1alpha1.DataVolumeName, MountPath: kafkav1alpha1.DataMountPath},
+							{Name: provisioningTmpVolumeName, MountPath: "/tmp"},
+						},
+						SecurityContext: &corev1.SecurityContext{
+							AllowPrivilegeEscalation: ptr.To(false),
+							ReadOnlyRootFilesystem:   ptr.To(true),
+							RunAsNonRoot:             ptr.To(true),
+							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+						},
+					}},
+					Volumes: []corev1.Volume{
+						provisioningDataVolume(cluster),
+						// The root filesystem is read-only; the broker gets a scratch /tmp.
+						{Name: provisioningTmpVolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+					},
+				},
+			},
+		},
+	}
+}
+
+// desiredChildren is every child cluster needs, in the order they are applied: identity and
+// permissions first, then the Services the pods' DNS names and registration depend on, the
+// data claim, and the StatefulSet last.
+func desiredChildren(cluster *kafkav1alpha1.KafkaCluster, opts Options) []client.Object {
+	children := []client.Object{
+		desiredServiceAccount(cluster),
+		desiredRole(cluster),
+		desiredRoleBinding(cluster),
+		desiredHeadlessService(cluster),
+		desiredBootstrapService(cluster),
+	}
+	for _, s := range desiredBrokerServices(cluster) {
+		children = append(children, s)
+	}
+	if pvc := desiredDataClaim(cluster); pvc != nil {
+		children = append(children, pvc)
+	}
+	return append(children, desiredPodDisruptionBudget(cluster), desiredStatefulSet(cluster, opts))
+}

@@ -1,0 +1,276 @@
+package controllers
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+)
+
+// KafkaClusterReconciler provisions a KafkaCluster: it applies the children the desired*
+// builders describe (server-side apply, field owner paddock-manager, controller owner
+// references, so garbage collection removes them with the cluster and no finalizer is
+// needed) and reports clusterID, replicas, listeners and the Ready/Progressing/Degraded
+// conditions. It owns only those status fields; the registry reconciler writes the rest
+// (CONTRACTS.md §2).
+type KafkaClusterReconciler struct {
+	client.Client
+	Options Options
+}
+
+// provisioningScope is one reconcile's state, passed through the phases in order.
+type provisioningScope struct {
+	// cluster is the KafkaCluster being reconciled; phases set its owned status fields.
+	cluster *kafkav1alpha1.KafkaCluster
+	// orig is cluster as read, the base of the status merge patch.
+	orig *kafkav1alpha1.KafkaCluster
+	// mintedClusterID is true when this reconcile minted status.clusterID; its write is then
+	// guarded by resourceVersion so a reconcile working from a stale read cannot replace an
+	// id that was already stored.
+	mintedClusterID bool
+	// statefulSet, dataClaim and bootstrap are the existing children as read before applying
+	// (nil when absent). Status is computed from them; the effect of this reconcile's apply
+	// comes back as a watch event and the next reconcile reports it.
+	statefulSet *appsv1.StatefulSet
+	dataClaim   *corev1.PersistentVolumeClaim
+	bootstrap   *corev1.Service
+	// problem is why the spec was refused; applyErr why applying the children failed.
+	problem  *provisioningProblem
+	applyErr error
+}
+
+// provisioningPhase is one ordered step of a reconcile. An error stops the reconcile.
+type provisioningPhase func(ctx context.Context, s *provisioningScope) error
+
+// Reconcile reads the cluster, runs the phases in order, and writes the status once, at the
+// end, whatever happened.
+func (r *KafkaClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	cluster := &kafkav1alpha1.KafkaCluster{}
+	if err := r.Get(ctx, req.NamespacedName, cluster); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !cluster.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil // garbage collection removes the children
+	}
+	s := &provisioningScope{cluster: cluster, orig: cluster.DeepCopy()}
+	defer r.writeStatus(ctx, s, &reterr)
+
+	phases := []provisioningPhase{
+		r.observeChildren,
+		r.validateSpec,
+		r.refuseStorageChange,
+		r.ensureClusterID,
+		r.applyChildren,
+		r.pruneBrokerServices,
+	}
+	for _, phase := range phases {
+		if err := phase(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// observeChildren reads the children status and the storage check are computed from.
+func (r *KafkaClusterReconciler) observeChildren(ctx context.Context, s *provisioningScope) error {
+	c := s.cluster
+	var err error
+	if s.statefulSet, err = provisioningGetOptional(ctx, r.Client, c.Namespace, kafkav1alpha1.StatefulSetName(c.Name), &appsv1.StatefulSet{}); err != nil {
+		return err
+	}
+	if s.dataClaim, err = provisioningGetOptional(ctx, r.Client, c.Namespace, kafkav1alpha1.DataClaimName(c.Name), &corev1.PersistentVolumeClaim{}); err != nil {
+		return err
+	}
+	s.bootstrap, err = provisioningGetOptional(ctx, r.Client, c.Namespace, kafkav1alpha1.BootstrapServiceName(c.Name), &corev1.Service{})
+	return err
+}
+
+// validateSpec refuses a spec that cannot be acted on. Retrying cannot fix it, so the error is
+// terminal; the next spec edit triggers a new reconcile. No child is touched.
+func (r *KafkaClusterReconciler) validateSpec(_ context.Context, s *provisioningScope) error {
+	if s.problem = provisioningValidateSpec(s.cluster, r.Options); s.problem != nil {
+		return reconcile.TerminalError(s.problem)
+	}
+	return nil
+}
+
+// refuseStorageChange refuses a storage change of an existing cluster. Nothing is applied,
+// so the StatefulSet keeps its volume and the claim its size and class.
+func (r *KafkaClusterReconciler) refuseStorageChange(_ context.Context, s *provisioningScope) error {
+	if s.problem = provisioningStorageChange(s.cluster.Spec.Storage, s.statefulSet, s.dataClaim); s.problem != nil {
+		return reconcile.TerminalError(s.problem)
+	}
+	return nil
+}
+
+// ensureClusterID mints the Kafka cluster id once. It lives in status, so it survives
+// manager restarts; it is never changed once stored.
+func (r *KafkaClusterReconciler) ensureClusterID(_ context.Context, s *provisioningScope) error {
+	if s.cluster.Status.ClusterID != "" {
+		return nil
+	}
+	id, err := provisioningNewClusterID(rand.Reader)
+	if err != nil {
+		return err
+	}
+	s.cluster.Status.ClusterID, s.mintedClusterID = id, true
+	return nil
+}
+
+// applyChildren server-side applies every desired child. It applies them all even when one
+// fails, so one broken child does not hold the others back.
+func (r *KafkaClusterReconciler) applyChildren(ctx context.Context, s *provisioningScope) error {
+	var errs []error
+	for _, child := range desiredChildren(s.cluster, r.Options) {
+		if err := provisioningApply(ctx, r.Client, child); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	s.applyErr = errors.Join(errs...)
+	return s.applyErr
+}
+
+// pruneBrokerServices deletes the per-broker Services of brokers the cluster no longer has
+// (after a scale-down): server-side apply never removes objects it is not asked about.
+func (r *KafkaClusterReconciler) pruneBrokerServices(ctx context.Context, s *provisioningScope) error {
+	selector, err := provisioningBrokerServiceSelector(s.cluster)
+	if err != nil {
+		return err
+	}
+	services := &corev1.ServiceList{}
+	if err := r.List(ctx, services, client.InNamespace(s.cluster.Namespace), selector); err != nil {
+		return fmt.Errorf("list broker services: %w", err)
+	}
+	for i := range services.Items {
+		svc := &services.Items[i]
+		id, err := strconv.Atoi(svc.Labels[kafkav1alpha1.LabelBrokerID])
+		if err != nil || id < int(s.cluster.Spec.Replicas) || !metav1.IsControlledBy(svc, s.cluster) {
+			continue
+		}
+		if err := r.Delete(ctx, svc); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete service %s of removed broker %d: %w", svc.Name, id, err)
+		}
+		log.FromContext(ctx).Info("Deleted the Service of a removed broker", "service", svc.Name, "broker", id)
+	}
+	return nil
+}
+
+// writeStatus computes the owned status fields from this reconcile's observations and
+// writes them with one merge patch, only when they changed. Its error joins the reconcile's.
+func (r *KafkaClusterReconciler) writeStatus(ctx context.Context, s *provisioningScope, reterr *error) {
+	c := s.cluster
+	o := provisioningObservation{
+		Generation: c.Generation, DesiredReplicas: c.Spec.Replicas,
+		Problem: s.problem, ApplyErr: s.applyErr, StatefulSet: s.statefulSet,
+	}
+	c.Status.ObservedGeneration = c.Generation
+	c.Status.Replicas, c.Status.ReadyReplicas = 0, 0
+	if s.statefulSet != nil {
+		c.Status.Replicas, c.Status.ReadyReplicas = s.statefulSet.Status.Replicas, s.statefulSet.Status.ReadyReplicas
+	}
+	c.Status.Listeners = provisioningListenerStatuses(c, s.bootstrap)
+	meta.SetStatusCondition(&c.Status.Conditions, provisioningReadyCondition(o))
+	meta.SetStatusCondition(&c.Status.Conditions, provisioningProgressingCondition(o))
+	meta.SetStatusCondition(&c.Status.Conditions, provisioningDegradedCondition(o))
+
+	if equality.Semantic.DeepEqual(s.orig.Status, c.Status) {
+		return
+	}
+	patch := client.MergeFrom(s.orig)
+	if s.mintedClusterID {
+		patch = client.MergeFromWithOptions(s.orig, client.MergeFromWithOptimisticLock{})
+	}
+	if err := r.Status().Patch(ctx, c, patch); err != nil {
+		*reterr = errors.Join(*reterr, fmt.Errorf("patch status of kafkacluster %s: %w", c.Name, err))
+	}
+}
+
+// SetupWithManager watches KafkaClusters (spec changes only, so the status writes of this
+// and the registry reconciler do not retrigger it) and every child it owns, so a child that
+// is changed or deleted is put back.
+func (r *KafkaClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("kafkacluster").
+		For(&kafkav1alpha1.KafkaCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&corev1.ServiceAccount{}).
+		Owns(&rbacv1.Role{}).
+		Owns(&rbacv1.RoleBinding{}).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.PersistentVolumeClaim{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
+		Owns(&appsv1.StatefulSet{}).
+		Complete(r)
+}
+
+// provisioningGetOptional reads namespace/name into obj; nil (no error) when it does not exist.
+func provisioningGetOptional[T client.Object](ctx context.Context, c client.Client, namespace, name string, obj T) (T, error) {
+	var none T
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return none, nil
+		}
+		return none, fmt.Errorf("get %T %s: %w", obj, name, err)
+	}
+	return obj, nil
+}
+
+// provisioningApply server-side applies obj under the paddock-manager field owner, taking
+// over fields another manager set (the operator is the authority on its children).
+func provisioningApply(ctx context.Context, c client.Client, obj client.Object) error {
+	body, err := provisioningApplyBody(obj)
+	if err != nil {
+		return err
+	}
+	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(body),
+		client.FieldOwner(kafkav1alpha1.FieldOwner), client.ForceOwnership); err != nil {
+		return fmt.Errorf("apply %s %s: %w", body.GetKind(), body.GetName(), err)
+	}
+	return nil
+}
+
+// provisioningApplyBody is the apply configuration sent for obj: the object as JSON without
+// status and the null creationTimestamps a typed object carries, so the operator claims only
+// the fields the builder set. The golden files are this body.
+func provisioningApplyBody(obj client.Object) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, fmt.Errorf("convert %T %s: %w", obj, obj.GetName(), err)
+	}
+	delete(m, "status")
+	unstructured.RemoveNestedField(m, "metadata", "creationTimestamp")
+	unstructured.RemoveNestedField(m, "spec", "template", "metadata", "creationTimestamp")
+	return &unstructured.Unstructured{Object: m}, nil
+}
+
+// provisioningBrokerServiceSelector selects cluster's per-broker Services: the cluster's
+// objects that carry a broker id.
+func provisioningBrokerServiceSelector(cluster *kafkav1alpha1.KafkaCluster) (client.MatchingLabelsSelector, error) {
+	hasID, err := labels.NewRequirement(kafkav1alpha1.LabelBrokerID, selection.Exists, nil)
+	if err != nil {
+		return client.MatchingLabelsSelector{}, fmt.Errorf("selector for label %s: %w", kafkav1alpha1.LabelBrokerID, err)
+	}
+	sel := labels.SelectorFromSet(labels.Set{kafkav1alpha1.LabelCluster: cluster.Name}).Add(*hasID)
+	return client.MatchingLabelsSelector{Selector: sel}, nil
+}

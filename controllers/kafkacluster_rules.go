@@ -1,0 +1,128 @@
+package controllers
+
+import (
+	"encoding/base64"
+	"fmt"
+	"io"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+)
+
+// The rules the provisioning reconciler decides by. They are pure: plain inputs, no client,
+// so each is pinned by a table test in kafkacluster_rules_test.go.
+
+// provisioningProblem is why a spec cannot be acted on: a condition reason and a sentence
+// for the user.
+type provisioningProblem struct {
+	Reason  string
+	Message string
+}
+
+func (p *provisioningProblem) Error() string { return p.Reason + ": " + p.Message }
+
+// provisioningValidateSpec reports what schema validation cannot catch: a broker image
+// nobody named, listeners that collide with the health port, and listeners asking for two
+// different external Service types (one bootstrap Service has one type). Nil means valid.
+func provisioningValidateSpec(cluster *kafkav1alpha1.KafkaCluster, opts Options) *provisioningProblem {
+	var problems []string
+	if provisioningBrokerImage(cluster, opts) == "" {
+		problems = append(problems, "spec.image is empty and the manager has no --default-broker-image")
+	}
+	external := map[kafkav1alpha1.ListenerType]bool{}
+	for _, l := range cluster.Spec.Listeners {
+		if l.Name == kafkav1alpha1.HealthPortName {
+			problems = append(problems, fmt.Sprintf("listener name %q is reserved for the health port", l.Name))
+		}
+		if l.Port == kafkav1alpha1.HealthPort {
+			problems = append(problems, fmt.Sprintf("listener %q uses port %d, which the health endpoints use", l.Name, l.Port))
+		}
+		if l.Type == kafkav1alpha1.ListenerNodePort || l.Type == kafkav1alpha1.ListenerLoadBalancer {
+			external[l.Type] = true
+		}
+	}
+	if len(external) > 1 {
+		problems = append(problems, "listeners mix NodePort and LoadBalancer types; the bootstrap Service can have only one")
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return &provisioningProblem{Reason: kafkav1alpha1.ReasonInvalidSpec, Message: strings.Join(problems, "; ")}
+}
+
+// provisioningStorageChange reports a change of spec.storage against the storage the
+// cluster already has, which paddock refuses: a claim's class and access mode cannot change,
+// a size change would resize (or fail to resize) the only copy of the data, and switching
+// between a claim and an emptyDir would lose it. The existing storage is read from the
+// objects themselves — the StatefulSet's data volume says which type, the claim says its
+// class, access mode and size — so the check needs no memory of its own. sts and claim are
+// nil when they do not exist yet; a cluster with no StatefulSet has no storage to protect.
+func provisioningStorageChange(want kafkav1alpha1.Storage, sts *appsv1.StatefulSet, claim *corev1.PersistentVolumeClaim) *provisioningProblem {
+	if sts == nil {
+		return nil
+	}
+	refuse := func(format string, args ...any) *provisioningProblem {
+		return &provisioningProblem{
+			Reason:  kafkav1alpha1.ReasonStorageImmutable,
+			Message: fmt.Sprintf(format, args...) + "; storage of an existing cluster cannot change, set it back (the brokers keep their current volume)",
+		}
+	}
+	wantType := want.Type
+	if wantType == "" {
+		wantType = kafkav1alpha1.StoragePersistentClaim
+	}
+	haveType := provisioningStorageTypeOf(sts)
+	if haveType != "" && haveType != wantType {
+		return refuse("storage.type changed from %s to %s", haveType, wantType)
+	}
+	if wantType != kafkav1alpha1.StoragePersistentClaim || claim == nil {
+		return nil
+	}
+	if want.StorageClassName != nil && *want.StorageClassName != ptrDeref(claim.Spec.StorageClassName) {
+		return refuse("storage.storageClassName changed from %q to %q", ptrDeref(claim.Spec.StorageClassName), *want.StorageClassName)
+	}
+	if want.AccessMode != "" && (len(claim.Spec.AccessModes) != 1 || claim.Spec.AccessModes[0] != want.AccessMode) {
+		return refuse("storage.accessMode changed from %v to %s", claim.Spec.AccessModes, want.AccessMode)
+	}
+	if have, ok := claim.Spec.Resources.Requests[corev1.ResourceStorage]; ok && !want.Size.IsZero() && have.Cmp(want.Size) != 0 {
+		return refuse("storage.size changed from %s to %s", have.String(), want.Size.String())
+	}
+	return nil
+}
+
+// provisioningStorageTypeOf reads the storage type from a StatefulSet's data volume; empty
+// when it has none (not one of ours).
+func provisioningStorageTypeOf(sts *appsv1.StatefulSet) kafkav1alpha1.StorageType {
+	for _, v := range sts.Spec.Template.Spec.Volumes {
+		if v.Name != kafkav1alpha1.DataVolumeName {
+			continue
+		}
+		switch {
+		case v.PersistentVolumeClaim != nil:
+			return kafkav1alpha1.StoragePersistentClaim
+		case v.EmptyDir != nil:
+			return kafkav1alpha1.StorageEphemeral
+		}
+	}
+	return ""
+}
+
+func ptrDeref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// provisioningNewClusterID mints a Kafka cluster id the way Kafka's own tools do: 16 random
+// bytes (a UUID's worth) as unpadded base64url, 22 characters.
+func provisioningNewClusterID(random io.Reader) (string, error) {
+	var b [16]byte
+	if _, err := io.ReadFull(random, b[:]); err != nil {
+		return "", fmt.Errorf("read random bytes for the cluster id: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:]), nil
+}

@@ -1,0 +1,153 @@
+package controllers
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+)
+
+// provisioningObservation is everything the provisioning conditions are computed from: what
+// this reconcile found and what went wrong. Conditions never read the previous status.
+type provisioningObservation struct {
+	// Generation is the KafkaCluster's metadata.generation.
+	Generation int64
+	// DesiredReplicas is spec.replicas.
+	DesiredReplicas int32
+	// Problem is why the spec was refused (invalid, or a storage change); nil when accepted.
+	Problem *provisioningProblem
+	// ApplyErr is the error applying the children failed with; nil when they applied.
+	ApplyErr error
+	// StatefulSet is the broker StatefulSet as read this reconcile; nil when it does not exist.
+	StatefulSet *appsv1.StatefulSet
+}
+
+// provisioningRolloutPending says why the StatefulSet is not yet at the spec, or "" when it
+// is: the controller has not seen its latest spec, pods are missing or of an old revision,
+// or not every desired broker is ready yet.
+func provisioningRolloutPending(o provisioningObservation) string {
+	sts := o.StatefulSet
+	switch {
+	case sts == nil:
+		return "the broker StatefulSet does not exist yet"
+	case sts.Status.ObservedGeneration < sts.Generation:
+		return "the StatefulSet controller has not observed the latest spec yet"
+	case sts.Spec.Replicas != nil && *sts.Spec.Replicas != o.DesiredReplicas:
+		return fmt.Sprintf("scaling the StatefulSet to %d brokers", o.DesiredReplicas)
+	case sts.Status.Replicas != o.DesiredReplicas:
+		return fmt.Sprintf("%d of %d broker pods exist", sts.Status.Replicas, o.DesiredReplicas)
+	case sts.Status.UpdatedReplicas < o.DesiredReplicas ||
+		(sts.Status.UpdateRevision != "" && sts.Status.CurrentRevision != sts.Status.UpdateRevision):
+		return fmt.Sprintf("%d of %d broker pods run the latest revision", sts.Status.UpdatedReplicas, o.DesiredReplicas)
+	case sts.Status.ReadyReplicas < o.DesiredReplicas:
+		return fmt.Sprintf("%d of %d brokers are ready", sts.Status.ReadyReplicas, o.DesiredReplicas)
+	}
+	return ""
+}
+
+// provisioningReadyCondition is True when every desired broker is ready.
+func provisioningReadyCondition(o provisioningObservation) metav1.Condition {
+	c := metav1.Condition{Type: kafkav1alpha1.ConditionReady, ObservedGeneration: o.Generation}
+	ready := int32(0)
+	if o.StatefulSet != nil {
+		ready = o.StatefulSet.Status.ReadyReplicas
+	}
+	if o.StatefulSet != nil && ready >= o.DesiredReplicas {
+		c.Status, c.Reason = metav1.ConditionTrue, kafkav1alpha1.ReasonAllBrokersReady
+		c.Message = fmt.Sprintf("%d of %d brokers are ready", ready, o.DesiredReplicas)
+		return c
+	}
+	c.Status, c.Reason = metav1.ConditionFalse, kafkav1alpha1.ReasonBrokersNotReady
+	c.Message = fmt.Sprintf("%d of %d brokers are ready", ready, o.DesiredReplicas)
+	return c
+}
+
+// provisioningProgressingCondition is True while the StatefulSet is moving towards the spec;
+// False when it is there, or when the spec was refused (nothing will move until it is fixed).
+func provisioningProgressingCondition(o provisioningObservation) metav1.Condition {
+	c := metav1.Condition{Type: kafkav1alpha1.ConditionProgressing, ObservedGeneration: o.Generation}
+	if o.Problem != nil {
+		c.Status, c.Reason = metav1.ConditionFalse, o.Problem.Reason
+		c.Message = "the spec was refused; see the Degraded condition"
+		return c
+	}
+	if pending := provisioningRolloutPending(o); pending != "" {
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, kafkav1alpha1.ReasonRollingOut, pending
+		return c
+	}
+	c.Status, c.Reason = metav1.ConditionFalse, kafkav1alpha1.ReasonUpToDate
+	c.Message = "the broker StatefulSet matches the spec"
+	return c
+}
+
+// provisioningDegradedCondition is True when a human must act: the spec was refused or a
+// child could not be applied.
+func provisioningDegradedCondition(o provisioningObservation) metav1.Condition {
+	c := metav1.Condition{Type: kafkav1alpha1.ConditionDegraded, ObservedGeneration: o.Generation}
+	switch {
+	case o.Problem != nil:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, o.Problem.Reason, o.Problem.Message
+	case o.ApplyErr != nil:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, kafkav1alpha1.ReasonApplyFailed, o.ApplyErr.Error()
+	default:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, kafkav1alpha1.ReasonAsExpected, "nothing is wrong"
+	}
+	return c
+}
+
+// provisioningListenerStatuses gives each listener's bootstrap address, from the bootstrap
+// Service as observed (nil when it does not exist yet):
+//   - Internal: the Service's cluster DNS name and the listener port;
+//   - NodePort: ":<nodePort>", i.e. that port on any node's address;
+//   - LoadBalancer: the load balancer's first ingress address and the listener port, empty
+//     until the load balancer is provisioned.
+func provisioningListenerStatuses(cluster *kafkav1alpha1.KafkaCluster, bootstrap *corev1.Service) []kafkav1alpha1.ListenerStatus {
+	out := make([]kafkav1alpha1.ListenerStatus, 0, len(cluster.Spec.Listeners))
+	internal := fmt.Sprintf("%s.%s.svc", kafkav1alpha1.BootstrapServiceName(cluster.Name), cluster.Namespace)
+	for _, l := range cluster.Spec.Listeners {
+		typ := l.Type
+		if typ == "" {
+			typ = kafkav1alpha1.ListenerInternal
+		}
+		s := kafkav1alpha1.ListenerStatus{Name: l.Name, Type: typ}
+		switch typ {
+		case kafkav1alpha1.ListenerInternal:
+			s.Bootstrap = net.JoinHostPort(internal, strconv.Itoa(int(l.Port)))
+		case kafkav1alpha1.ListenerNodePort:
+			if p := provisioningServicePort(bootstrap, l.Name); p != nil && p.NodePort != 0 {
+				s.Bootstrap = ":" + strconv.Itoa(int(p.NodePort))
+			}
+		case kafkav1alpha1.ListenerLoadBalancer:
+			if bootstrap != nil && len(bootstrap.Status.LoadBalancer.Ingress) > 0 {
+				in := bootstrap.Status.LoadBalancer.Ingress[0]
+				host := in.Hostname
+				if host == "" {
+					host = in.IP
+				}
+				if host != "" {
+					s.Bootstrap = net.JoinHostPort(host, strconv.Itoa(int(l.Port)))
+				}
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// provisioningServicePort is svc's port called name, or nil.
+func provisioningServicePort(svc *corev1.Service, name string) *corev1.ServicePort {
+	if svc == nil {
+		return nil
+	}
+	for i := range svc.Spec.Ports {
+		if svc.Spec.Ports[i].Name == name {
+			return &svc.Spec.Ports[i]
+		}
+	}
+	return nil
+}

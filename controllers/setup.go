@@ -1,0 +1,23 @@
+package controllers
+
+import (
+	"fmt"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// Options configure the reconcilers the manager runs.
+type Options struct {
+	// DefaultBrokerImage runs the brokers of a KafkaCluster whose spec.image is empty. The
+	// manager Deployment passes its own image, since one image serves every role.
+	DefaultBrokerImage string
+}
+
+// SetupWithManager registers every paddock reconciler with mgr. `paddock manager` and
+// `paddock dev` both call it, so they run the same controllers.
+func SetupWithManager(mgr ctrl.Manager, opts Options) error {
+	if err := (&KafkaClusterReconciler{Client: mgr.GetClient(), Options: opts}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up kafkacluster controller: %w", err)
+	}
+	return nil
+}
