@@ -1,0 +1,331 @@
+package registry
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/paddock-dev/paddock/api/v1alpha1"
+)
+
+// Input is everything one recompute of a cluster's registry looks at.
+type Input struct {
+	// Cluster is the KafkaCluster's name. Broker pods and heartbeat Leases are named
+	// <Cluster>-broker-<id>; names of any other shape are not brokers.
+	Cluster string
+	// Slices are the EndpointSlices of the cluster's headless Service, in any order. A Service
+	// may be sharded over several slices; their union is the registration source.
+	Slices []discoveryv1.EndpointSlice
+	// Leases are the cluster's heartbeat Leases, in any order.
+	Leases []coordinationv1.Lease
+	// Replicas is the StatefulSet's spec.replicas: it still wants every ordinal below it.
+	// Pass 0 when the StatefulSet does not exist (a gone StatefulSet wants no broker).
+	Replicas int32
+	// PortName is the name of the cluster's first listener; a row's port is the slice port
+	// of that name, or the slice's first port when none has it.
+	PortName string
+	// Now is the time freshness is judged at.
+	Now time.Time
+}
+
+// Result is the registry as of Input.Now.
+type Result struct {
+	// Rows has one row per registered broker, sorted by id.
+	Rows []v1alpha1.BrokerRow
+	// Counts sums Rows.
+	Counts v1alpha1.BrokerCounts
+	// Alive is the ids whose health is Alive, sorted. It may be empty: the caller must then
+	// keep the current assignment (DESIGN.md "Never unassign everything").
+	Alive []int32
+	// NextExpiry is the earliest time a fresh Lease goes stale, when the registry will change
+	// without any object changing; zero when no Lease is fresh.
+	NextExpiry time.Time
+}
+
+// Registered is the ids of every registered broker (the coordinator divisor), sorted.
+func (r Result) Registered() []int32 {
+	ids := make([]int32, len(r.Rows))
+	for i, row := range r.Rows {
+		ids[i] = row.ID
+	}
+	return ids
+}
+
+// endpoint is what the slices say about one broker.
+type endpoint struct {
+	pod, node, host, rack string
+	port                  int32
+	serving, terminating  bool
+	slice                 string // for a deterministic choice between duplicates
+}
+
+// heartbeat is what a Lease says about one broker as of now.
+type heartbeat struct {
+	fresh, healthy, draining bool
+	renewed                  *metav1.Time
+	expiry                   time.Time
+	epoch                    int64
+}
+
+// Compute applies the registry rules (DESIGN.md "The registry") to in. It does not modify in.
+func Compute(in Input) Result {
+	listed := listedEndpoints(in)
+	beats := heartbeats(in)
+
+	ids := make([]int32, 0, max(len(listed), int(in.Replicas))+len(beats)/8)
+	for id := range listed {
+		ids = append(ids, id)
+	}
+	for id := int32(0); id < in.Replicas; id++ {
+		if _, ok := listed[id]; !ok {
+			ids = append(ids, id) // the recreate gap: still wanted, so still registered
+		}
+	}
+	for id, hb := range beats {
+		_, isListed := listed[id]
+		if hb.fresh && !isListed && id >= in.Replicas {
+			ids = append(ids, id) // heartbeating but unlisted: never drop a live broker
+		}
+	}
+	slices.Sort(ids)
+
+	res := Result{Rows: make([]v1alpha1.BrokerRow, 0, len(ids)), Alive: []int32{}}
+	for _, id := range ids {
+		ep, isListed := listed[id]
+		hb, hasLease := beats[id]
+		row := makeRow(in.Cluster, id, ep, isListed, hb, hasLease, in.Replicas)
+		res.Rows = append(res.Rows, row)
+		count(&res.Counts, row)
+		if row.Health == v1alpha1.BrokerAlive {
+			res.Alive = append(res.Alive, id)
+		}
+	}
+	for _, hb := range beats {
+		if hb.fresh && (res.NextExpiry.IsZero() || hb.expiry.Before(res.NextExpiry)) {
+			res.NextExpiry = hb.expiry
+		}
+	}
+	return res
+}
+
+// listedEndpoints is the union of every slice's brokers. A broker listed twice (slices are
+// briefly inconsistent while the EndpointSlice controller rebalances them) is taken from the
+// entry that serves, so a stale duplicate cannot fence it.
+func listedEndpoints(in Input) map[int32]endpoint {
+	n := 0
+	for i := range in.Slices {
+		n += len(in.Slices[i].Endpoints)
+	}
+	listed := make(map[int32]endpoint, n)
+	prefix := podPrefix(in.Cluster)
+	for i := range in.Slices {
+		s := &in.Slices[i]
+		port := slicePort(s.Ports, in.PortName)
+		for j := range s.Endpoints {
+			e := &s.Endpoints[j]
+			name := endpointName(e)
+			id, ok := ordinal(prefix, name)
+			if !ok {
+				continue
+			}
+			cand := endpoint{
+				pod:         name,
+				node:        deref(e.NodeName, ""),
+				rack:        deref(e.Zone, ""),
+				port:        port,
+				serving:     isServing(e.Conditions),
+				terminating: deref(e.Conditions.Terminating, false),
+				slice:       s.Name,
+			}
+			if len(e.Addresses) > 0 {
+				cand.host = e.Addresses[0]
+			}
+			if old, dup := listed[id]; !dup || better(cand, old) {
+				listed[id] = cand
+			}
+		}
+	}
+	return listed
+}
+
+// better reports whether a should win over b when both list the same broker: serving first,
+// then not terminating, then the lower slice name (so the choice does not depend on list order).
+func better(a, b endpoint) bool {
+	if a.serving != b.serving {
+		return a.serving
+	}
+	if a.terminating != b.terminating {
+		return !a.terminating
+	}
+	return a.slice < b.slice
+}
+
+// endpointName is the name whose trailing ordinal is the broker id: the target Pod's name, or
+// the endpoint's hostname when it has no target.
+func endpointName(e *discoveryv1.Endpoint) string {
+	if e.TargetRef != nil && e.TargetRef.Name != "" {
+		return e.TargetRef.Name
+	}
+	return deref(e.Hostname, "")
+}
+
+// isServing reads conditions.serving, falling back to conditions.ready: serving reflects the
+// pod's readiness even when the headless Service publishes not-ready addresses (which forces
+// ready to true). The API says an unset condition means true.
+func isServing(c discoveryv1.EndpointConditions) bool {
+	if c.Serving != nil {
+		return *c.Serving
+	}
+	return deref(c.Ready, true)
+}
+
+// slicePort is the port named name, or the first port, or 0 when the slice has none.
+func slicePort(ports []discoveryv1.EndpointPort, name string) int32 {
+	for _, p := range ports {
+		if p.Name != nil && *p.Name == name && p.Port != nil {
+			return *p.Port
+		}
+	}
+	if len(ports) > 0 && ports[0].Port != nil {
+		return *ports[0].Port
+	}
+	return 0
+}
+
+// heartbeats reads each broker's Lease as of now. Fresh = renewTime + leaseDurationSeconds >
+// now; a Lease without either is never fresh.
+func heartbeats(in Input) map[int32]heartbeat {
+	beats := make(map[int32]heartbeat, len(in.Leases))
+	prefix := podPrefix(in.Cluster)
+	seen := make([]metav1.Time, len(in.Leases)) // one allocation for every row's lastSeen
+	for i := range in.Leases {
+		l := &in.Leases[i]
+		id, ok := ordinal(prefix, l.Name)
+		if !ok {
+			continue
+		}
+		hb := heartbeat{
+			healthy:  l.Annotations[v1alpha1.AnnotationHealthy] != "false",
+			draining: l.Annotations[v1alpha1.AnnotationDraining] == "true",
+			epoch:    int64(deref(l.Spec.LeaseTransitions, 0)),
+		}
+		if r := l.Spec.RenewTime; r != nil {
+			// metav1.Time keeps whole seconds on the wire; truncating here keeps a row equal
+			// to what the apiserver stores, so a comparison never sees a phantom change.
+			seen[i] = metav1.Time{Time: r.Truncate(time.Second)}
+			hb.renewed = &seen[i]
+			if d := l.Spec.LeaseDurationSeconds; d != nil {
+				hb.expiry = r.Add(time.Duration(*d) * time.Second)
+				hb.fresh = hb.expiry.After(in.Now)
+			}
+		}
+		beats[id] = hb
+	}
+	return beats
+}
+
+// makeRow builds one registered broker's row. The reason says why it is Fenced when it is;
+// otherwise why it is not Alive; it is empty for a Serving, Alive broker.
+func makeRow(cluster string, id int32, ep endpoint, listed bool, hb heartbeat, hasLease bool, replicas int32) v1alpha1.BrokerRow {
+	row := v1alpha1.BrokerRow{
+		ID: id, Pod: ep.pod,
+		Node: ep.node, Host: ep.host, Port: ep.port, Rack: ep.rack,
+		State: v1alpha1.BrokerFenced, Epoch: hb.epoch, LastSeen: hb.renewed,
+	}
+	var fenceReason string
+	switch {
+	case !listed && id < replicas:
+		fenceReason = v1alpha1.ReasonPodMissing
+	case !listed:
+		fenceReason = v1alpha1.ReasonNotListed
+	case ep.terminating:
+		fenceReason = v1alpha1.ReasonTerminating
+	case !ep.serving:
+		fenceReason = v1alpha1.ReasonNotServing
+	default:
+		row.State = v1alpha1.BrokerServing
+	}
+	if !listed {
+		row.Pod = v1alpha1.BrokerPodName(cluster, id)
+	}
+	var healthReason string
+	row.Health, healthReason = health(hb, hasLease)
+	row.Reason = fenceReason
+	if row.Reason == "" {
+		row.Reason = healthReason
+	}
+	return row
+}
+
+// health is Draining if the fresh Lease says draining (draining outranks alive), else Alive if
+// the Lease is fresh and healthy, else Dead, with the reason it is not Alive.
+func health(hb heartbeat, hasLease bool) (v1alpha1.BrokerHealth, string) {
+	switch {
+	case !hasLease:
+		return v1alpha1.BrokerDead, v1alpha1.ReasonNoHeartbeat
+	case !hb.fresh:
+		return v1alpha1.BrokerDead, v1alpha1.ReasonHeartbeatExpired
+	case hb.draining:
+		return v1alpha1.BrokerDraining, v1alpha1.ReasonDraining
+	case !hb.healthy:
+		return v1alpha1.BrokerDead, v1alpha1.ReasonUnhealthy
+	default:
+		return v1alpha1.BrokerAlive, ""
+	}
+}
+
+func count(c *v1alpha1.BrokerCounts, row v1alpha1.BrokerRow) {
+	c.Registered++
+	if row.State == v1alpha1.BrokerServing {
+		c.Serving++
+	} else {
+		c.Fenced++
+	}
+	switch row.Health {
+	case v1alpha1.BrokerAlive:
+		c.Alive++
+	case v1alpha1.BrokerDraining:
+		c.Draining++
+	default:
+		c.Dead++
+	}
+}
+
+// Ordinal parses the broker id out of a pod or Lease name of the form <cluster>-broker-<id>.
+// Names of another shape (another StatefulSet's pod that the Service happens to select, a
+// non-numeric or zero-padded suffix, an id beyond int32) are not brokers.
+func Ordinal(cluster, name string) (int32, bool) {
+	return ordinal(podPrefix(cluster), name)
+}
+
+// podPrefix is what every broker pod and Lease name of cluster starts with.
+func podPrefix(cluster string) string { return v1alpha1.StatefulSetName(cluster) + "-" }
+
+func ordinal(prefix, name string) (int32, bool) {
+	digits, ok := strings.CutPrefix(name, prefix)
+	if !ok || digits == "" || (len(digits) > 1 && digits[0] == '0') {
+		return 0, false
+	}
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
+			return 0, false
+		}
+	}
+	id, err := strconv.ParseInt(digits, 10, 32)
+	if err != nil {
+		return 0, false
+	}
+	return int32(id), true
+}
+
+func deref[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
+}
