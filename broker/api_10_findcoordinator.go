@@ -1,0 +1,85 @@
+package broker
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/internal/coordinator"
+)
+
+// FindCoordinator (key 10), versions 0–4 (v4 batches keys; v0–v3 answer one key at top level).
+//
+// Group keys (type 0; v0 has no type and means group) follow the registry's coordinator rule,
+// coordinator.Pick over the view's registered ids and Alive ids. The answer is read from the
+// view only — the answering broker is not added to either set — so every broker gives the same
+// answer for a group, and a draining broker (no longer Alive) stops being picked. The answer's
+// endpoint is the chosen broker's registry row, or this connection's listener when it is the
+// answering broker. Nothing alive → COORDINATOR_NOT_AVAILABLE.
+//
+// Transaction keys (type 1) answer COORDINATOR_NOT_AVAILABLE until transactions exist; any
+// other key type is INVALID_REQUEST.
+func init() { register(10, 0, 4, handleFindCoordinator) }
+
+const (
+	coordinatorTypeGroup       = 0
+	coordinatorTypeTransaction = 1
+)
+
+func handleFindCoordinator(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.FindCoordinatorRequest)
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+
+	keys := req.CoordinatorKeys
+	if req.Version < 4 {
+		keys = []string{req.CoordinatorKey}
+	}
+	for _, key := range keys {
+		resp.Coordinators = append(resp.Coordinators, rc.findCoordinator(key, req.CoordinatorType))
+	}
+	if req.Version < 4 {
+		c := resp.Coordinators[0]
+		resp.Coordinators = nil
+		resp.ErrorCode, resp.ErrorMessage = c.ErrorCode, c.ErrorMessage
+		resp.NodeID, resp.Host, resp.Port = c.NodeID, c.Host, c.Port
+	}
+	return resp, nil
+}
+
+func (rc *requestContext) findCoordinator(key string, keyType int8) kmsg.FindCoordinatorResponseCoordinator {
+	c := kmsg.NewFindCoordinatorResponseCoordinator()
+	c.Key = key
+	fail := func(e *kerr.Error, msg string) kmsg.FindCoordinatorResponseCoordinator {
+		c.ErrorCode, c.ErrorMessage = e.Code, &msg
+		c.NodeID, c.Host, c.Port = -1, "", -1
+		return c
+	}
+	switch keyType {
+	case coordinatorTypeGroup:
+	case coordinatorTypeTransaction:
+		return fail(kerr.CoordinatorNotAvailable, "transactions are not served yet")
+	default:
+		return fail(kerr.InvalidRequest, "unknown coordinator key type")
+	}
+
+	registered := make([]int32, 0, len(rc.view.Brokers))
+	alive := make([]int32, 0, len(rc.view.Brokers))
+	for _, row := range rc.view.Brokers {
+		registered = append(registered, row.ID)
+		if row.Health == v1alpha1.BrokerAlive {
+			alive = append(alive, row.ID)
+		}
+	}
+	id, ok := coordinator.Pick(key, registered, alive)
+	if !ok {
+		return fail(kerr.CoordinatorNotAvailable, "no broker is alive")
+	}
+	c.NodeID = id
+	if id == rc.self {
+		c.Host, c.Port = rc.host, rc.port
+	} else {
+		row, _ := rc.view.Row(id)
+		c.Host, c.Port = row.Host, row.Port
+	}
+	return c
+}

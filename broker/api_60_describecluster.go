@@ -1,0 +1,60 @@
+package broker
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// DescribeCluster (key 60), versions 0–2. Apache 3.7 serves 0–1; v2 (KIP-1073, Kafka 4.0) is a
+// deliberate exception to our parity target, because it is the only way a client can see the
+// fenced state the registry reports.
+//
+// v0/v1 and v2 without IncludeFencedBrokers list the serving brokers only (as Metadata does);
+// v2 with IncludeFencedBrokers lists every registered broker with IsFenced. The answering
+// broker is always listed and never fenced (see brokers).
+//
+// EndpointType (v1+): 1 (brokers) is served; 2 (controllers) is MISMATCHED_ENDPOINT_TYPE, since
+// clients reach brokers only; any other type is UNSUPPORTED_ENDPOINT_TYPE. An error answer
+// carries no brokers. ControllerID follows Metadata. ClusterAuthorizedOperations stays at the
+// INT32_MIN sentinel unless requested (there is no authorizer, so requested means "all").
+func init() { register(60, 0, 2, handleDescribeCluster) }
+
+const (
+	endpointTypeBroker     = 1
+	endpointTypeController = 2
+)
+
+func handleDescribeCluster(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.DescribeClusterRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
+	resp.ClusterID = rc.view.ClusterID
+
+	if req.Version >= 1 {
+		resp.EndpointType = req.EndpointType
+		switch req.EndpointType {
+		case endpointTypeBroker:
+		case endpointTypeController:
+			resp.ErrorCode = kerr.MismatchedEndpointType.Code
+			msg := "this is a broker endpoint; controllers are not reachable by clients"
+			resp.ErrorMessage = &msg
+			return resp, nil
+		default:
+			resp.ErrorCode = kerr.UnsupportedEndpointType.Code
+			msg := "unsupported endpoint type"
+			resp.ErrorMessage = &msg
+			return resp, nil
+		}
+	}
+
+	includeFenced := req.Version >= 2 && req.IncludeFencedBrokers
+	for _, b := range rc.brokers(includeFenced) {
+		db := kmsg.NewDescribeClusterResponseBroker()
+		db.NodeID, db.Host, db.Port, db.Rack, db.IsFenced = b.id, b.host, b.port, b.rack, b.fenced
+		resp.Brokers = append(resp.Brokers, db)
+	}
+	resp.ControllerID = rc.controllerID()
+	if req.IncludeClusterAuthorizedOperations {
+		resp.ClusterAuthorizedOperations = clusterAuthorizedOps
+	}
+	return resp, nil
+}

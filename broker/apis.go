@@ -1,0 +1,45 @@
+package broker
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// handler answers one decoded request. A protocol error belongs in the response (an error
+// code); a returned Go error means the request cannot be answered and the connection is
+// closed.
+type handler func(rc *requestContext, req kmsg.Request) (kmsg.Response, error)
+
+// api is one served API key and the version range it is implemented for.
+type api struct {
+	key      int16
+	min, max int16
+	handle   handler
+}
+
+// apis holds every served key. It is filled by the init functions of the api_NN_*.go files and
+// read-only afterwards; ApiVersions advertises exactly this table, so what is advertised cannot
+// drift from what is implemented.
+var apis = map[int16]api{}
+
+// register adds key's handler for versions min..max. Called only from init.
+func register(key, min, max int16, h handler) {
+	if _, dup := apis[key]; dup {
+		panic(fmt.Sprintf("broker: api key %d registered twice", key))
+	}
+	if kmsg.RequestForKey(key) == nil || max > kmsg.RequestForKey(key).MaxVersion() || min < 0 || min > max {
+		panic(fmt.Sprintf("broker: api key %d range %d-%d not known to kmsg", key, min, max))
+	}
+	apis[key] = api{key: key, min: min, max: max, handle: h}
+}
+
+// requestContext is what a handler may use: the state snapshot taken for this request and the
+// identity and endpoint of the broker as seen on the connection the request came in on.
+type requestContext struct {
+	view *Snapshot
+	self int32
+	// host and port are the advertised endpoint of the listener the request arrived on.
+	host string
+	port int32
+}

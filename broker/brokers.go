@@ -1,0 +1,77 @@
+package broker
+
+import (
+	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+)
+
+// endpoint is one broker as a client sees it.
+type endpoint struct {
+	id     int32
+	host   string
+	port   int32
+	rack   *string
+	fenced bool
+}
+
+// brokers is the broker list of an answer, sorted by id. With includeFenced=false it is every
+// registered broker whose state is Serving (what Metadata and DescribeCluster v0/v1 show);
+// with includeFenced=true every registered broker, fenced ones marked. The answering broker is
+// always listed, never fenced, with the endpoint of the listener the request came in on: it is
+// serving — it just answered — whatever a possibly stale view says.
+func (rc *requestContext) brokers(includeFenced bool) []endpoint {
+	out := make([]endpoint, 0, len(rc.view.Brokers)+1)
+	selfListed := false
+	for _, row := range rc.view.Brokers {
+		if row.ID == rc.self {
+			out = append(out, rc.selfEndpoint(row))
+			selfListed = true
+			continue
+		}
+		fenced := row.State != v1alpha1.BrokerServing
+		if fenced && !includeFenced {
+			continue
+		}
+		out = append(out, endpoint{id: row.ID, host: row.Host, port: row.Port, rack: rack(row), fenced: fenced})
+	}
+	if !selfListed {
+		self := rc.selfEndpoint(v1alpha1.BrokerRow{ID: rc.self})
+		// Rows are sorted by id; insert self in order.
+		i := 0
+		for i < len(out) && out[i].id < rc.self {
+			i++
+		}
+		out = append(out, endpoint{})
+		copy(out[i+1:], out[i:])
+		out[i] = self
+	}
+	return out
+}
+
+func (rc *requestContext) selfEndpoint(row v1alpha1.BrokerRow) endpoint {
+	return endpoint{id: rc.self, host: rc.host, port: rc.port, rack: rack(row)}
+}
+
+func rack(row v1alpha1.BrokerRow) *string {
+	if row.Rack == "" {
+		return nil
+	}
+	r := row.Rack
+	return &r
+}
+
+// controllerID is the id reported as the controller: the lowest-id broker that is serving and
+// Alive, the answering broker included (it is always a candidate, so the answer names a
+// broker the client can reach). KRaft brokers likewise report a live broker, since clients
+// cannot reach the real controller.
+func (rc *requestContext) controllerID() int32 {
+	lowest := rc.self
+	for _, row := range rc.view.Brokers {
+		if row.ID >= lowest {
+			break
+		}
+		if row.State == v1alpha1.BrokerServing && row.Health == v1alpha1.BrokerAlive {
+			return row.ID
+		}
+	}
+	return lowest
+}

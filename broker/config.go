@@ -1,0 +1,234 @@
+package broker
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+)
+
+// DefaultMaxFrameBytes caps a request frame, as Kafka's socket.request.max.bytes does.
+const DefaultMaxFrameBytes = 100 << 20
+
+// Config is everything `paddock broker` is told at start: flags (CONTRACTS.md §1), each with a
+// PADDOCK_<FLAG> environment default, and the pod identity from the downward API.
+type Config struct {
+	Cluster           string
+	Listeners         []ListenerSpec
+	HealthPort        int
+	HeartbeatInterval time.Duration
+	SessionTimeout    time.Duration
+	DrainTimeout      time.Duration
+	DataDir           string
+	ClusterDomain     string
+	BindAddress       string
+	MaxFrameBytes     int
+	LogLevel          string
+
+	Identity Identity
+}
+
+// ListenerSpec is one --listeners entry: name:port:mode.
+type ListenerSpec struct {
+	Name string
+	Port int32
+	Mode v1alpha1.AdvertisedHostMode
+	// Host is the advertised host, resolved from Mode and the pod identity.
+	Host string
+}
+
+// Identity is who this broker is, from the pod's downward-API environment.
+type Identity struct {
+	ID        int32
+	Pod       string // POD_NAME
+	Namespace string // POD_NAMESPACE
+	UID       string // POD_UID
+	IP        string // POD_IP
+	Node      string // NODE_NAME
+}
+
+// HolderIdentity is the heartbeat Lease's holderIdentity: one value per pod incarnation.
+func (id Identity) HolderIdentity() string { return id.Pod + "_" + id.UID }
+
+// envName is the environment variable that defaults flag name: PADDOCK_<NAME_IN_UPPER_SNAKE>.
+func envName(flagName string) string {
+	return "PADDOCK_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// newFlagSet declares every flag on cfg. Each flag's default is its PADDOCK_ variable when set;
+// an explicit flag wins. A malformed environment value is reported by parseConfig.
+func newFlagSet(cfg *Config, listeners *string, getenv func(string) string) (*flag.FlagSet, *[]error) {
+	fs := flag.NewFlagSet("paddock broker", flag.ContinueOnError)
+	var envErrs []error
+	str := func(p *string, name, def, usage string) {
+		if v := getenv(envName(name)); v != "" {
+			def = v
+		}
+		fs.StringVar(p, name, def, usage+" (env "+envName(name)+")")
+	}
+	dur := func(p *time.Duration, name string, def time.Duration, usage string) {
+		if v := getenv(envName(name)); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				envErrs = append(envErrs, fmt.Errorf("%s=%q: %w", envName(name), v, err))
+			} else {
+				def = d
+			}
+		}
+		fs.DurationVar(p, name, def, usage+" (env "+envName(name)+")")
+	}
+	num := func(p *int, name string, def int, usage string) {
+		if v := getenv(envName(name)); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				envErrs = append(envErrs, fmt.Errorf("%s=%q: %w", envName(name), v, err))
+			} else {
+				def = n
+			}
+		}
+		fs.IntVar(p, name, def, usage+" (env "+envName(name)+")")
+	}
+	str(&cfg.Cluster, "cluster", "", "name of the KafkaCluster this broker belongs to (required)")
+	str(listeners, "listeners", "kafka:9092:PodDNS",
+		"comma-separated listeners name:port:mode, mode PodDNS (advertise <pod>.<cluster>-brokers.<ns>.svc.<domain>) or PodIP (advertise $POD_IP)")
+	num(&cfg.HealthPort, "health-port", 9644, "port of the /healthz, /readyz and /metrics HTTP server")
+	dur(&cfg.HeartbeatInterval, "heartbeat-interval", time.Second, "how often the heartbeat Lease is renewed")
+	dur(&cfg.SessionTimeout, "session-timeout", 6*time.Second, "heartbeat Lease duration (leaseDurationSeconds); whole seconds")
+	dur(&cfg.DrainTimeout, "drain-timeout", time.Minute, "longest time to keep serving after SIGTERM while work moves away")
+	str(&cfg.DataDir, "data-dir", "/var/lib/paddock", "directory for partition data and offsets (unused until storage lands)")
+	str(&cfg.ClusterDomain, "cluster-domain", "cluster.local", "cluster DNS domain used in PodDNS advertised hosts")
+	str(&cfg.BindAddress, "bind-address", "", "IP address the listeners and the health server bind to; empty binds every interface")
+	num(&cfg.MaxFrameBytes, "max-frame-bytes", DefaultMaxFrameBytes, "largest request frame accepted; a larger size prefix closes the connection before any allocation")
+	str(&cfg.LogLevel, "log-level", "info", "log level: debug, info or error")
+	return fs, &envErrs
+}
+
+// parseConfig parses args and the environment into a validated Config.
+func parseConfig(fs *flag.FlagSet, cfg *Config, listeners string, envErrs []error, getenv func(string) string) error {
+	if len(envErrs) > 0 {
+		return errors.Join(envErrs...)
+	}
+	if cfg.Cluster == "" {
+		return errors.New("--cluster is required")
+	}
+	if cfg.HeartbeatInterval <= 0 || cfg.SessionTimeout < time.Second || cfg.HeartbeatInterval >= cfg.SessionTimeout {
+		return fmt.Errorf("need 0 < --heartbeat-interval (%s) < --session-timeout (%s), session timeout at least 1s", cfg.HeartbeatInterval, cfg.SessionTimeout)
+	}
+	if cfg.SessionTimeout%time.Second != 0 {
+		return fmt.Errorf("--session-timeout %s is not a whole number of seconds", cfg.SessionTimeout)
+	}
+	if cfg.DrainTimeout < 0 {
+		return fmt.Errorf("--drain-timeout %s is negative", cfg.DrainTimeout)
+	}
+	if cfg.MaxFrameBytes < minFrameBytes {
+		return fmt.Errorf("--max-frame-bytes %d is below the smallest request (%d)", cfg.MaxFrameBytes, minFrameBytes)
+	}
+	id, err := identityFromEnv(getenv)
+	if err != nil {
+		return err
+	}
+	cfg.Identity = id
+	ls, err := parseListeners(listeners)
+	if err != nil {
+		return err
+	}
+	for i := range ls {
+		h, err := advertisedHost(ls[i].Mode, cfg.Cluster, cfg.ClusterDomain, id)
+		if err != nil {
+			return fmt.Errorf("listener %s: %w", ls[i].Name, err)
+		}
+		ls[i].Host = h
+	}
+	cfg.Listeners = ls
+	return nil
+}
+
+var trailingOrdinal = regexp.MustCompile(`-([0-9]+)$`)
+
+// brokerIDFromPod is the trailing ordinal of a StatefulSet pod name: c-broker-2 → 2.
+func brokerIDFromPod(pod string) (int32, error) {
+	m := trailingOrdinal.FindStringSubmatch(pod)
+	if m == nil {
+		return 0, fmt.Errorf("pod name %q has no trailing ordinal", pod)
+	}
+	n, err := strconv.ParseInt(m[1], 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("pod name %q: ordinal: %w", pod, err)
+	}
+	return int32(n), nil
+}
+
+func identityFromEnv(getenv func(string) string) (Identity, error) {
+	id := Identity{
+		Pod:       getenv("POD_NAME"),
+		Namespace: getenv("POD_NAMESPACE"),
+		UID:       getenv("POD_UID"),
+		IP:        getenv("POD_IP"),
+		Node:      getenv("NODE_NAME"),
+	}
+	if id.Pod == "" || id.Namespace == "" {
+		return id, errors.New("POD_NAME and POD_NAMESPACE must be set (downward API)")
+	}
+	n, err := brokerIDFromPod(id.Pod)
+	if err != nil {
+		return id, err
+	}
+	id.ID = n
+	return id, nil
+}
+
+// parseListeners parses name:port:mode[,...]; mode defaults to PodDNS when omitted.
+func parseListeners(s string) ([]ListenerSpec, error) {
+	var out []ListenerSpec
+	seen := map[string]bool{}
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		parts := strings.Split(item, ":")
+		if len(parts) < 2 || len(parts) > 3 || parts[0] == "" {
+			return nil, fmt.Errorf("listener %q: want name:port:mode", item)
+		}
+		port, err := strconv.ParseUint(parts[1], 10, 16)
+		if err != nil || port == 0 {
+			return nil, fmt.Errorf("listener %q: bad port %q", item, parts[1])
+		}
+		mode := v1alpha1.AdvertisePodDNS
+		if len(parts) == 3 {
+			mode = v1alpha1.AdvertisedHostMode(parts[2])
+		}
+		if mode != v1alpha1.AdvertisePodDNS && mode != v1alpha1.AdvertisePodIP {
+			return nil, fmt.Errorf("listener %q: mode %q is not PodDNS or PodIP", item, mode)
+		}
+		if seen[parts[0]] {
+			return nil, fmt.Errorf("listener %q: duplicate name", parts[0])
+		}
+		seen[parts[0]] = true
+		out = append(out, ListenerSpec{Name: parts[0], Port: int32(port), Mode: mode})
+	}
+	if len(out) == 0 {
+		return nil, errors.New("--listeners is empty")
+	}
+	return out, nil
+}
+
+// advertisedHost is the host clients are told for a listener in mode (CONTRACTS.md §1).
+func advertisedHost(mode v1alpha1.AdvertisedHostMode, cluster, domain string, id Identity) (string, error) {
+	if mode == v1alpha1.AdvertisePodIP {
+		if id.IP == "" {
+			return "", errors.New("mode PodIP needs POD_IP")
+		}
+		return id.IP, nil
+	}
+	return fmt.Sprintf("%s.%s.%s.svc.%s", id.Pod, v1alpha1.HeadlessServiceName(cluster), id.Namespace, domain), nil
+}
+
+// osGetenv is os.Getenv; a variable so tests can pass their own environment.
+var osGetenv = os.Getenv

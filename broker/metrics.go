@@ -1,0 +1,95 @@
+package broker
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Metrics are the broker's Prometheus series, on a registry of their own (not the process
+// global), so tests and several in-process brokers never collide. A nil *Metrics counts
+// nothing.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	requests    *prometheus.CounterVec
+	errors      *prometheus.CounterVec
+	connections prometheus.Gauge
+
+	// byKey caches the request counter of every advertised key and version, so the request
+	// path does no label lookup. Written only by NewMetrics.
+	byKey map[int16][]prometheus.Counter
+}
+
+// NewMetrics registers the broker's series. heartbeatAge and draining are read at scrape time.
+func NewMetrics(heartbeatAge func() float64, draining func() bool) *Metrics {
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "paddock_broker_requests_total",
+			Help: "Kafka requests answered, by API key name and version.",
+		}, []string{"api", "version"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "paddock_broker_connection_errors_total",
+			Help: "Connections closed because of a bad request, by reason (unknown_key, unsupported_version, bad_frame, bad_header, bad_body, panic, handler, read).",
+		}, []string{"reason"}),
+		connections: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "paddock_broker_open_connections",
+			Help: "Client connections currently open.",
+		}),
+		byKey: map[int16][]prometheus.Counter{},
+	}
+	m.Registry.MustRegister(m.requests, m.errors, m.connections,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "paddock_broker_heartbeat_age_seconds",
+			Help: "Seconds since the heartbeat Lease was last renewed; +Inf before the first renewal.",
+		}, heartbeatAge),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "paddock_broker_draining",
+			Help: "1 once the broker got SIGTERM and is handing its work over, else 0.",
+		}, func() float64 {
+			if draining() {
+				return 1
+			}
+			return 0
+		}),
+	)
+	for key, a := range apis {
+		cs := make([]prometheus.Counter, a.max+1)
+		for v := a.min; v <= a.max; v++ {
+			cs[v] = m.requests.WithLabelValues(kmsg.NameForKey(key), strconv.Itoa(int(v)))
+		}
+		m.byKey[key] = cs
+	}
+	return m
+}
+
+func (m *Metrics) request(key, version int16) {
+	if m == nil {
+		return
+	}
+	if cs, ok := m.byKey[key]; ok && version >= 0 && int(version) < len(cs) && cs[version] != nil {
+		cs[version].Inc()
+		return
+	}
+	m.requests.WithLabelValues(kmsg.NameForKey(key), strconv.Itoa(int(version))).Inc()
+}
+
+func (m *Metrics) connError(reason string) {
+	if m != nil {
+		m.errors.WithLabelValues(reason).Inc()
+	}
+}
+
+func (m *Metrics) connOpened() {
+	if m != nil {
+		m.connections.Inc()
+	}
+}
+
+func (m *Metrics) connClosed() {
+	if m != nil {
+		m.connections.Dec()
+	}
+}

@@ -1,0 +1,365 @@
+package broker
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ErrServerClosed is returned by Serve after Shutdown or Close.
+var ErrServerClosed = errors.New("broker: server closed")
+
+// writeTimeout bounds one response write, so a client that stops reading cannot pin a
+// connection's goroutines forever.
+const writeTimeout = 30 * time.Second
+
+// responseQueue is how many encoded responses may wait for the writer per connection. The
+// reader blocks when it is full, which is the backpressure a pipelining client gets.
+const responseQueue = 64
+
+// Server is the Kafka wire server. Set the exported fields before the first Serve and do not
+// change them afterwards. Serve, Shutdown and Close follow net/http's contracts.
+type Server struct {
+	// View is the cluster state the handlers answer from. Required.
+	View View
+	// Self is this broker's id.
+	Self int32
+	// MaxFrameBytes caps a request frame; 0 means DefaultMaxFrameBytes.
+	MaxFrameBytes int
+	// Log receives connection-level events (closed connections and why).
+	Log logr.Logger
+	// Metrics, when not nil, counts requests, errors and open connections.
+	Metrics *Metrics
+	// Liveness, when not nil, is ticked by every completed request.
+	Liveness *Liveness
+
+	inShutdown atomic.Bool
+	closeOnce  sync.Once
+	hardClose  chan struct{} // closed by Close; made by init
+
+	initOnce  sync.Once
+	mu        sync.Mutex
+	listeners map[net.Listener]struct{} // guarded by mu
+	conns     map[*conn]struct{}        // guarded by mu
+	wg        sync.WaitGroup            // one count per connection goroutine
+}
+
+func (s *Server) init() {
+	s.initOnce.Do(func() {
+		s.hardClose = make(chan struct{})
+		s.listeners = map[net.Listener]struct{}{}
+		s.conns = map[*conn]struct{}{}
+	})
+}
+
+// advertisedListener is a net.Listener that carries the endpoint clients are told to use.
+type advertisedListener struct {
+	net.Listener
+	host string
+	port int32
+}
+
+// Advertise wraps ln so that the broker's own entry in answers to requests accepted on it
+// names host:port. Without it, Serve advertises ln's local address.
+func Advertise(ln net.Listener, host string, port int32) net.Listener {
+	return &advertisedListener{Listener: ln, host: host, port: port}
+}
+
+// Serve accepts connections on ln and serves each on its own goroutines until Shutdown or
+// Close. It always returns a non-nil error; after Shutdown or Close, ErrServerClosed. Serve
+// may be called for several listeners at once.
+func (s *Server) Serve(ln net.Listener) error {
+	s.init()
+	host, port := listenerEndpoint(ln)
+	if !s.trackListener(ln) {
+		return ErrServerClosed
+	}
+	defer s.untrackListener(ln)
+
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.inShutdown.Load() {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded) {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				s.Log.Error(err, "Accept failed; retrying", "backoff", backoff)
+				time.Sleep(backoff)
+				continue
+			}
+			return fmt.Errorf("accept on %s: %w", ln.Addr(), err)
+		}
+		backoff = 0
+		c := &conn{
+			srv:  s,
+			nc:   nc,
+			host: host,
+			port: port,
+			out:  make(chan []byte, responseQueue),
+			dead: make(chan struct{}),
+			log:  s.Log.WithValues("remote", nc.RemoteAddr().String(), "local", nc.LocalAddr().String()),
+		}
+		if !s.trackConn(c) {
+			nc.Close()
+			return ErrServerClosed
+		}
+		go c.serve()
+	}
+}
+
+func listenerEndpoint(ln net.Listener) (string, int32) {
+	if a, ok := ln.(*advertisedListener); ok {
+		return a.host, a.port
+	}
+	host, portStr, err := net.SplitHostPort(ln.Addr().String())
+	if err != nil {
+		return ln.Addr().String(), -1
+	}
+	port, _ := strconv.Atoi(portStr)
+	return host, int32(port)
+}
+
+func (s *Server) trackListener(ln net.Listener) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inShutdown.Load() {
+		return false
+	}
+	s.listeners[ln] = struct{}{}
+	return true
+}
+
+func (s *Server) untrackListener(ln net.Listener) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.listeners, ln)
+}
+
+// trackConn registers c and counts its two goroutines; false once shutdown began (the
+// shutdown sweep holds mu, so no connection slips past it).
+func (s *Server) trackConn(c *conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inShutdown.Load() {
+		return false
+	}
+	s.conns[c] = struct{}{}
+	s.wg.Add(2)
+	s.Metrics.connOpened()
+	return true
+}
+
+func (s *Server) untrackConn(c *conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.conns, c)
+	s.Metrics.connClosed()
+}
+
+// Shutdown stops accepting, lets every connection finish the request it is handling and
+// flush the responses it owes, then closes it. It returns when all connections are closed, or
+// with ctx's error after closing them hard (as Close) when ctx ends first. Kafka clients
+// reconnect to another broker on their own.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.init()
+	s.mu.Lock()
+	s.inShutdown.Store(true)
+	s.closeListenersLocked()
+	for c := range s.conns {
+		// Wakes the reader from its read; it sees inShutdown and stops reading requests.
+		c.nc.SetReadDeadline(time.Now())
+	}
+	s.mu.Unlock()
+
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		s.Close()
+		return ctx.Err()
+	}
+}
+
+// Close closes every listener and connection at once, without flushing, and waits for the
+// connection goroutines to end. It is safe to call more than once and after Shutdown.
+func (s *Server) Close() error {
+	s.init()
+	s.mu.Lock()
+	s.inShutdown.Store(true)
+	s.closeOnce.Do(func() { close(s.hardClose) })
+	s.closeListenersLocked()
+	for c := range s.conns {
+		c.nc.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return nil
+}
+
+func (s *Server) closeListenersLocked() {
+	for ln := range s.listeners {
+		ln.Close()
+		delete(s.listeners, ln)
+	}
+}
+
+// conn is one client connection: a reader goroutine that decodes and handles requests in
+// order and a writer goroutine that writes their responses in the same order.
+type conn struct {
+	srv  *Server
+	nc   net.Conn
+	host string
+	port int32
+	log  logr.Logger
+
+	// out carries encoded responses from reader to writer. Only the reader sends and closes.
+	out chan []byte
+	// dead is closed by the writer when it stops early (write failed), so the reader never
+	// blocks on out again.
+	dead chan struct{}
+}
+
+// serve runs the reader on this goroutine and the writer on another; both end when the
+// connection does.
+func (c *conn) serve() {
+	go c.writeLoop()
+	defer c.srv.wg.Done()
+	defer close(c.out)
+
+	maxBytes := c.srv.MaxFrameBytes
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxFrameBytes
+	}
+	r := bufio.NewReaderSize(c.nc, 32<<10)
+	var buf []byte
+	for {
+		var err error
+		buf, err = readFrame(r, buf, maxBytes)
+		if err != nil {
+			c.readFailed(err)
+			return
+		}
+		resp, err := c.handle(buf)
+		if err != nil {
+			c.log.Info("Closing connection", "reason", err.Error())
+			return
+		}
+		if resp == nil {
+			continue
+		}
+		select {
+		case c.out <- resp:
+		case <-c.dead:
+			return
+		case <-c.srv.hardClose:
+			return
+		}
+	}
+}
+
+func (c *conn) readFailed(err error) {
+	switch {
+	case c.srv.inShutdown.Load():
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+		c.log.V(1).Info("Client closed connection")
+	case errors.Is(err, errFrameTooLarge), errors.Is(err, errFrameTooSmall):
+		c.srv.Metrics.connError("bad_frame")
+		c.log.Info("Closing connection", "reason", err.Error())
+	default:
+		c.srv.Metrics.connError("read")
+		c.log.Info("Closing connection", "reason", err.Error())
+	}
+}
+
+// handle decodes and answers one frame. It returns the encoded response (nil when the request
+// gets none), or an error that closes the connection. A handler panic is recovered here and
+// closes only this connection.
+func (c *conn) handle(frame []byte) (out []byte, err error) {
+	h, req, err := decodeRequest(frame)
+	if err != nil {
+		if errors.Is(err, errVersionRange) && h.Key == apiVersionsKey && h.Version > apis[apiVersionsKey].max {
+			c.srv.Metrics.request(h.Key, h.Version)
+			return appendResponse(nil, h.CorrelationID, unsupportedApiVersions()), nil
+		}
+		c.srv.Metrics.connError(errorReason(err))
+		return nil, fmt.Errorf("request key %d v%d correlation %d: %w", h.Key, h.Version, h.CorrelationID, err)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			c.srv.Metrics.connError("panic")
+			c.log.Error(fmt.Errorf("%v", r), "Handler panicked", "key", h.Key, "version", h.Version, "stack", string(debug.Stack()))
+			out, err = nil, fmt.Errorf("%s v%d handler panicked: %v", kmsg.NameForKey(h.Key), h.Version, r)
+		}
+	}()
+	resp, err := c.srv.dispatch(h, req, c.host, c.port)
+	if err != nil {
+		c.srv.Metrics.connError("handler")
+		return nil, err
+	}
+	return appendResponse(nil, h.CorrelationID, resp), nil
+}
+
+// dispatch runs the handler of a decoded request against the current view snapshot and ticks
+// the liveness clock: a completed request proves the request path works.
+func (s *Server) dispatch(h requestHeader, req kmsg.Request, host string, port int32) (kmsg.Response, error) {
+	rc := &requestContext{view: s.View.Snapshot(), self: s.Self, host: host, port: port}
+	resp, err := apis[h.Key].handle(rc, req)
+	if err != nil {
+		return nil, fmt.Errorf("%s v%d: %w", kmsg.NameForKey(h.Key), h.Version, err)
+	}
+	s.Metrics.request(h.Key, h.Version)
+	s.Liveness.Tick()
+	return resp, nil
+}
+
+func errorReason(err error) string {
+	switch {
+	case errors.Is(err, errUnknownKey):
+		return "unknown_key"
+	case errors.Is(err, errVersionRange):
+		return "unsupported_version"
+	case errors.Is(err, errMalformedHeader), errors.Is(err, errFrameTooSmall):
+		return "bad_header"
+	default:
+		return "bad_body"
+	}
+}
+
+// writeLoop writes responses in the order the reader queued them, then closes the connection
+// once the reader is done (out closed) or a write fails.
+func (c *conn) writeLoop() {
+	defer c.srv.wg.Done()
+	defer c.srv.untrackConn(c)
+	defer c.nc.Close()
+	for b := range c.out {
+		c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		if _, err := c.nc.Write(b); err != nil {
+			if !c.srv.inShutdown.Load() {
+				c.log.Info("Closing connection", "reason", "write: "+err.Error())
+			}
+			close(c.dead)
+			// Unblock a reader waiting in Read; it then sees dead and stops.
+			c.nc.Close()
+			for range c.out {
+			}
+			return
+		}
+	}
+}
