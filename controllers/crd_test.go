@@ -70,12 +70,15 @@ var _ = Describe("CRDs", func() {
 		Expect(got.Spec.Listeners).To(Equal([]kafkav1alpha1.Listener{{
 			Name: "kafka", Port: 9092, Type: kafkav1alpha1.ListenerInternal, AdvertisedHost: kafkav1alpha1.AdvertisePodDNS,
 		}}))
-		Expect(got.Spec.Heartbeat.Interval.Duration).To(Equal(time.Second))
-		Expect(got.Spec.Heartbeat.SessionTimeout.Duration).To(Equal(6 * time.Second))
-		Expect(got.Spec.DrainTimeout.Duration).To(Equal(60 * time.Second))
+		Expect(got.Spec.Heartbeat.Interval).To(Equal(&metav1.Duration{Duration: time.Second}))
+		Expect(got.Spec.Heartbeat.SessionTimeout).To(Equal(&metav1.Duration{Duration: 6 * time.Second}))
+		Expect(got.Spec.DrainTimeout).To(Equal(&metav1.Duration{Duration: 60 * time.Second}))
 		Expect(got.Spec.Storage.Type).To(Equal(kafkav1alpha1.StoragePersistentClaim))
 		Expect(got.Spec.Storage.AccessMode).To(Equal(corev1.ReadWriteMany))
 		Expect(got.Spec.Storage.Size.Cmp(resource.MustParse("10Gi"))).To(Equal(0))
+		Expect(got.Spec.HeartbeatInterval()).To(Equal(kafkav1alpha1.DefaultHeartbeatInterval), "Go accessors agree with the schema defaults")
+		Expect(got.Spec.SessionTimeout()).To(Equal(kafkav1alpha1.DefaultSessionTimeout))
+		Expect(got.Spec.DrainTimeoutOrDefault()).To(Equal(kafkav1alpha1.DefaultDrainTimeout))
 		Expect(got.Spec.Rack.TopologyKey).To(Equal("topology.kubernetes.io/zone"))
 	})
 
@@ -91,11 +94,11 @@ var _ = Describe("CRDs", func() {
 					{Name: "external", Port: 9094, Type: kafkav1alpha1.ListenerNodePort, AdvertisedHost: kafkav1alpha1.AdvertisePodDNS},
 				},
 				Storage: kafkav1alpha1.Storage{
-					Type: kafkav1alpha1.StoragePersistentClaim, Size: resource.MustParse("1Gi"),
+					Type: kafkav1alpha1.StoragePersistentClaim, Size: ptr.To(resource.MustParse("1Gi")),
 					StorageClassName: ptr.To("nfs"), AccessMode: corev1.ReadWriteMany,
 				},
-				Heartbeat:    kafkav1alpha1.Heartbeat{Interval: metav1.Duration{Duration: 500 * time.Millisecond}, SessionTimeout: metav1.Duration{Duration: 3 * time.Second}},
-				DrainTimeout: metav1.Duration{Duration: 30 * time.Second},
+				Heartbeat:    kafkav1alpha1.Heartbeat{Interval: &metav1.Duration{Duration: 500 * time.Millisecond}, SessionTimeout: &metav1.Duration{Duration: 3 * time.Second}},
+				DrainTimeout: &metav1.Duration{Duration: 30 * time.Second},
 				Rack:         kafkav1alpha1.Rack{TopologyKey: "example.com/rack"},
 				Config:       map[string]string{"log.retention.ms": "1000"},
 			},
@@ -136,13 +139,13 @@ var _ = Describe("CRDs", func() {
 			Expect(err.Error()).To(ContainSubstring(message))
 		},
 		Entry("heartbeat interval equal to session timeout", func(s *kafkav1alpha1.KafkaClusterSpec) {
-			s.Heartbeat = kafkav1alpha1.Heartbeat{Interval: metav1.Duration{Duration: 6 * time.Second}, SessionTimeout: metav1.Duration{Duration: 6 * time.Second}}
+			s.Heartbeat = kafkav1alpha1.Heartbeat{Interval: &metav1.Duration{Duration: 6 * time.Second}, SessionTimeout: &metav1.Duration{Duration: 6 * time.Second}}
 		}, "heartbeat.interval must be shorter than heartbeat.sessionTimeout"),
 		Entry("heartbeat interval above session timeout", func(s *kafkav1alpha1.KafkaClusterSpec) {
-			s.Heartbeat = kafkav1alpha1.Heartbeat{Interval: metav1.Duration{Duration: 10 * time.Second}, SessionTimeout: metav1.Duration{Duration: 6 * time.Second}}
+			s.Heartbeat = kafkav1alpha1.Heartbeat{Interval: &metav1.Duration{Duration: 10 * time.Second}, SessionTimeout: &metav1.Duration{Duration: 6 * time.Second}}
 		}, "heartbeat.interval must be shorter than heartbeat.sessionTimeout"),
 		Entry("fractional session timeout", func(s *kafkav1alpha1.KafkaClusterSpec) {
-			s.Heartbeat = kafkav1alpha1.Heartbeat{Interval: metav1.Duration{Duration: time.Second}, SessionTimeout: metav1.Duration{Duration: 2500 * time.Millisecond}}
+			s.Heartbeat = kafkav1alpha1.Heartbeat{Interval: &metav1.Duration{Duration: time.Second}, SessionTimeout: &metav1.Duration{Duration: 2500 * time.Millisecond}}
 		}, "whole number of seconds"),
 		Entry("zero replicas", func(s *kafkav1alpha1.KafkaClusterSpec) { s.Replicas = -1 }, "spec.replicas"),
 		Entry("two listeners on one port", func(s *kafkav1alpha1.KafkaClusterSpec) {

@@ -80,7 +80,7 @@ type Storage struct {
 	// size is the requested capacity of the claim.
 	// +optional
 	// +kubebuilder:default="10Gi"
-	Size resource.Quantity `json:"size,omitempty"`
+	Size *resource.Quantity `json:"size,omitempty"`
 
 	// storageClassName is the StorageClass of the claim; empty uses the cluster default.
 	// +optional
@@ -96,13 +96,13 @@ type Storage struct {
 }
 
 // Heartbeat sets how often brokers renew their Lease and how long a silent broker stays alive.
-// +kubebuilder:validation:XValidation:rule="duration(self.interval) < duration(self.sessionTimeout)",message="heartbeat.interval must be shorter than heartbeat.sessionTimeout"
+// +kubebuilder:validation:XValidation:rule="!has(self.interval) || !has(self.sessionTimeout) || duration(self.interval) < duration(self.sessionTimeout)",message="heartbeat.interval must be shorter than heartbeat.sessionTimeout"
 type Heartbeat struct {
 	// interval between two renewals of a broker's heartbeat Lease.
 	// +optional
 	// +kubebuilder:default="1s"
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('100ms')",message="heartbeat.interval must be at least 100ms"
-	Interval metav1.Duration `json:"interval,omitempty"`
+	Interval *metav1.Duration `json:"interval,omitempty"`
 
 	// sessionTimeout is how long after its last renewal a broker counts as Dead. It becomes
 	// the Lease's leaseDurationSeconds, so it is a whole number of seconds.
@@ -110,7 +110,7 @@ type Heartbeat struct {
 	// +kubebuilder:default="6s"
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('1h')",message="heartbeat.sessionTimeout must be between 1s and 1h"
 	// +kubebuilder:validation:XValidation:rule="duration(self).getMilliseconds() % 1000 == 0",message="heartbeat.sessionTimeout must be a whole number of seconds"
-	SessionTimeout metav1.Duration `json:"sessionTimeout,omitempty"`
+	SessionTimeout *metav1.Duration `json:"sessionTimeout,omitempty"`
 }
 
 // Rack spreads brokers over failure domains and reports each broker's rack to clients.
@@ -125,7 +125,7 @@ type Rack struct {
 
 // KafkaClusterSpec is what a user asks for: how many brokers, how they are reached, where
 // they keep data and how quickly a silent broker is declared dead.
-// +kubebuilder:validation:XValidation:rule="self.listeners.all(l, self.listeners.exists_one(m, m.port == l.port))",message="listener ports must be unique"
+// +kubebuilder:validation:XValidation:rule="!has(self.listeners) || self.listeners.all(l, self.listeners.exists_one(m, m.port == l.port))",message="listener ports must be unique"
 type KafkaClusterSpec struct {
 	// replicas is the number of brokers. Lowering it deregisters the highest broker ids.
 	// +optional
@@ -164,7 +164,7 @@ type KafkaClusterSpec struct {
 	// +optional
 	// +kubebuilder:default="60s"
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('1h')",message="drainTimeout must be between 0s and 1h"
-	DrainTimeout metav1.Duration `json:"drainTimeout,omitempty"`
+	DrainTimeout *metav1.Duration `json:"drainTimeout,omitempty"`
 
 	// rack spreads brokers over zones and reports each broker's zone as its rack.
 	// +optional

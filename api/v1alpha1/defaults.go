@@ -1,0 +1,59 @@
+package v1alpha1
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Defaults the CRD schema applies. The accessors below return them for fields left unset, so
+// code that builds objects in Go (tests, the dev environment) sees the same values the
+// apiserver would fill in. Keep them equal to the +kubebuilder:default markers.
+const (
+	DefaultReplicas          int32 = 3
+	DefaultHeartbeatInterval       = time.Second
+	DefaultSessionTimeout          = 6 * time.Second
+	DefaultDrainTimeout            = 60 * time.Second
+	DefaultRackTopologyKey         = "topology.kubernetes.io/zone"
+	DefaultStorageSize             = "10Gi"
+)
+
+// HeartbeatInterval is spec.heartbeat.interval, or its default.
+func (s *KafkaClusterSpec) HeartbeatInterval() time.Duration {
+	if s.Heartbeat.Interval == nil {
+		return DefaultHeartbeatInterval
+	}
+	return s.Heartbeat.Interval.Duration
+}
+
+// SessionTimeout is spec.heartbeat.sessionTimeout, or its default.
+func (s *KafkaClusterSpec) SessionTimeout() time.Duration {
+	if s.Heartbeat.SessionTimeout == nil {
+		return DefaultSessionTimeout
+	}
+	return s.Heartbeat.SessionTimeout.Duration
+}
+
+// DrainTimeoutOrDefault is spec.drainTimeout, or its default.
+func (s *KafkaClusterSpec) DrainTimeoutOrDefault() time.Duration {
+	if s.DrainTimeout == nil {
+		return DefaultDrainTimeout
+	}
+	return s.DrainTimeout.Duration
+}
+
+// StorageSize is spec.storage.size, or its default.
+func (s *KafkaClusterSpec) StorageSize() resource.Quantity {
+	if s.Storage.Size == nil {
+		return resource.MustParse(DefaultStorageSize)
+	}
+	return *s.Storage.Size
+}
+
+// RackTopologyKey is spec.rack.topologyKey, or its default.
+func (s *KafkaClusterSpec) RackTopologyKey() string {
+	if s.Rack.TopologyKey == "" {
+		return DefaultRackTopologyKey
+	}
+	return s.Rack.TopologyKey
+}
