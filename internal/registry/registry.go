@@ -37,6 +37,8 @@ type Input struct {
 type Result struct {
 	// Rows has one row per registered broker, sorted by id.
 	Rows []v1alpha1.BrokerRow
+	// Reasons explains Rows, index for index. A row's own reason is only one of the two.
+	Reasons []Reasons
 	// Counts sums Rows.
 	Counts v1alpha1.BrokerCounts
 	// Alive is the ids whose health is Alive, sorted. It may be empty: the caller must then
@@ -45,6 +47,12 @@ type Result struct {
 	// NextExpiry is the earliest time a fresh Lease goes stale, when the registry will change
 	// without any object changing; zero when no Lease is fresh.
 	NextExpiry time.Time
+}
+
+// Reasons says why a registered broker is Fenced and why it is not Alive; each is empty when
+// the broker is Serving or Alive, and is one of the registry row reasons of api/v1alpha1.
+type Reasons struct {
+	State, Health string
 }
 
 // Registered is the ids of every registered broker (the coordinator divisor), sorted.
@@ -94,12 +102,17 @@ func Compute(in Input) Result {
 	}
 	slices.Sort(ids)
 
-	res := Result{Rows: make([]v1alpha1.BrokerRow, 0, len(ids)), Alive: []int32{}}
+	res := Result{
+		Rows:    make([]v1alpha1.BrokerRow, 0, len(ids)),
+		Reasons: make([]Reasons, 0, len(ids)),
+		Alive:   []int32{},
+	}
 	for _, id := range ids {
 		ep, isListed := listed[id]
 		hb, hasLease := beats[id]
-		row := makeRow(in.Cluster, id, ep, isListed, hb, hasLease, in.Replicas)
+		row, why := makeRow(in.Cluster, id, ep, isListed, hb, hasLease, in.Replicas)
 		res.Rows = append(res.Rows, row)
+		res.Reasons = append(res.Reasons, why)
 		count(&res.Counts, row)
 		if row.Health == v1alpha1.BrokerAlive {
 			res.Alive = append(res.Alive, id)
@@ -197,8 +210,7 @@ func slicePort(ports []discoveryv1.EndpointPort, name string) int32 {
 	return 0
 }
 
-// heartbeats reads each broker's Lease as of now. Fresh = renewTime + leaseDurationSeconds >
-// now; a Lease without either is never fresh.
+// heartbeats reads each broker's Lease as of now.
 func heartbeats(in Input) map[int32]heartbeat {
 	beats := make(map[int32]heartbeat, len(in.Leases))
 	prefix := podPrefix(in.Cluster)
@@ -219,47 +231,53 @@ func heartbeats(in Input) map[int32]heartbeat {
 			// to what the apiserver stores, so a comparison never sees a phantom change.
 			seen[i] = metav1.Time{Time: r.Truncate(time.Second)}
 			hb.renewed = &seen[i]
-			if d := l.Spec.LeaseDurationSeconds; d != nil {
-				hb.expiry = r.Add(time.Duration(*d) * time.Second)
-				hb.fresh = hb.expiry.After(in.Now)
-			}
 		}
+		hb.expiry, hb.fresh = Fresh(l, in.Now)
 		beats[id] = hb
 	}
 	return beats
 }
 
+// Fresh reports whether l is fresh at now — renewTime + leaseDurationSeconds > now — and
+// when it stops being fresh. A Lease without either field is never fresh.
+func Fresh(l *coordinationv1.Lease, now time.Time) (expiry time.Time, fresh bool) {
+	if l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
+		return time.Time{}, false
+	}
+	expiry = l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second)
+	return expiry, expiry.After(now)
+}
+
 // makeRow builds one registered broker's row. The reason says why it is Fenced when it is;
 // otherwise why it is not Alive; it is empty for a Serving, Alive broker.
-func makeRow(cluster string, id int32, ep endpoint, listed bool, hb heartbeat, hasLease bool, replicas int32) v1alpha1.BrokerRow {
+func makeRow(cluster string, id int32, ep endpoint, listed bool, hb heartbeat, hasLease bool, replicas int32) (v1alpha1.BrokerRow, Reasons) {
 	row := v1alpha1.BrokerRow{
 		ID: id, Pod: ep.pod,
 		Node: ep.node, Host: ep.host, Port: ep.port, Rack: ep.rack,
 		State: v1alpha1.BrokerFenced, Epoch: hb.epoch, LastSeen: hb.renewed,
 	}
-	var fenceReason string
+	var why Reasons
 	switch {
 	case !listed && id < replicas:
-		fenceReason = v1alpha1.ReasonPodMissing
+		why.State = v1alpha1.ReasonPodMissing
 	case !listed:
-		fenceReason = v1alpha1.ReasonNotListed
+		why.State = v1alpha1.ReasonNotListed
 	case ep.terminating:
-		fenceReason = v1alpha1.ReasonTerminating
+		why.State = v1alpha1.ReasonTerminating
 	case !ep.serving:
-		fenceReason = v1alpha1.ReasonNotServing
+		why.State = v1alpha1.ReasonNotServing
 	default:
 		row.State = v1alpha1.BrokerServing
 	}
 	if !listed {
 		row.Pod = v1alpha1.BrokerPodName(cluster, id)
 	}
-	var healthReason string
-	row.Health, healthReason = health(hb, hasLease)
-	row.Reason = fenceReason
+	row.Health, why.Health = health(hb, hasLease)
+	row.Reason = why.State
 	if row.Reason == "" {
-		row.Reason = healthReason
+		row.Reason = why.Health
 	}
-	return row
+	return row, why
 }
 
 // health is Draining if the fresh Lease says draining (draining outranks alive), else Alive if

@@ -525,3 +525,20 @@ func TestOrdinal(t *testing.T) {
 		}
 	}
 }
+
+func TestRegistryReasonsExplainBothFencingAndHealth(t *testing.T) {
+	got := Compute(Input{Cluster: "c", Replicas: 2, Now: t0,
+		Slices: []discoveryv1.EndpointSlice{slice("s1", serving(0))},
+		Leases: leases(lease{id: 0, age: time.Second, healthy: "false"}, lease{id: 1, age: time.Minute})})
+	want := []Reasons{
+		{State: "", Health: v1alpha1.ReasonUnhealthy},
+		{State: v1alpha1.ReasonPodMissing, Health: v1alpha1.ReasonHeartbeatExpired},
+	}
+	if !slices.Equal(got.Reasons, want) {
+		t.Fatalf("reasons = %+v, want %+v", got.Reasons, want)
+	}
+	// The row's single reason: why it is Fenced first, else why it is not Alive.
+	if got.Rows[0].Reason != v1alpha1.ReasonUnhealthy || got.Rows[1].Reason != v1alpha1.ReasonPodMissing {
+		t.Fatalf("row reasons = %q, %q", got.Rows[0].Reason, got.Rows[1].Reason)
+	}
+}
