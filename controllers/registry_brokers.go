@@ -1,0 +1,189 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/internal/registry"
+)
+
+// Event actions (events.k8s.io requires one): what the registry did when it recorded the event.
+const (
+	registryActionCreate = "Create"
+	registryActionDelete = "Delete"
+	registryActionReport = "UpdateStatus"
+)
+
+// syncBroker makes the Broker object of the i-th row say that row: it creates the object for
+// a newly registered broker, writes its status when it differs, and records an Event for each
+// transition.
+func (r *RegistryReconciler) syncBroker(ctx context.Context, s *registryScope, i int) error {
+	row, why := s.cluster.Status.Brokers[i], s.result.Reasons[i]
+	b, exists := s.brokers[row.ID]
+	if !exists {
+		var err error
+		if b, err = r.createBroker(ctx, s.cluster, row); err != nil || b == nil {
+			return err
+		}
+	}
+	var written *kafkav1alpha1.BrokerRow
+	if b.Status.State != "" {
+		written = b.Status.BrokerRow.DeepCopy()
+	}
+	want := registryBrokerStatus(s.cluster.Name, row, why, b, s.now)
+	if equality.Semantic.DeepEqual(b.Status, want) {
+		return nil
+	}
+	orig := b.DeepCopy()
+	b.Status = want
+	if err := r.Status().Patch(ctx, b, client.MergeFrom(orig)); err != nil {
+		return fmt.Errorf("patch status of broker %s: %w", b.Name, err)
+	}
+	for _, t := range registry.Transitions(written, row) {
+		r.recordTransition(ctx, b, t)
+	}
+	return nil
+}
+
+// createBroker creates broker row.ID's object, owned by the cluster. It returns nil (no
+// error) when the object already exists: the cache has not seen this controller's own create
+// yet, and the create event brings the reconcile back.
+func (r *RegistryReconciler) createBroker(ctx context.Context, cluster *kafkav1alpha1.KafkaCluster, row kafkav1alpha1.BrokerRow) (*kafkav1alpha1.Broker, error) {
+	b := registryDesiredBroker(cluster, row.ID)
+	scheme := r.Scheme
+	if scheme == nil {
+		scheme = r.Client.Scheme()
+	}
+	if err := controllerutil.SetControllerReference(cluster, b, scheme); err != nil {
+		return nil, fmt.Errorf("own broker %s: %w", b.Name, err)
+	}
+	if err := r.Create(ctx, b); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("create broker %s: %w", b.Name, err)
+	}
+	log.FromContext(ctx).Info("Registered broker", "broker", row.ID, "pod", row.Pod)
+	r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, kafkav1alpha1.EventRegistered, registryActionCreate,
+		"Broker %d (pod %s) is registered", row.ID, row.Pod)
+	return b, nil
+}
+
+// deregister deletes broker id's object: the StatefulSet no longer wants it and it no longer
+// heartbeats. The Event goes on the cluster, since the Broker object is gone with it.
+func (r *RegistryReconciler) deregister(ctx context.Context, cluster *kafkav1alpha1.KafkaCluster, id int32, b *kafkav1alpha1.Broker) error {
+	if err := r.Delete(ctx, b); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("delete broker %s: %w", b.Name, err)
+	}
+	log.FromContext(ctx).Info("Deregistered broker", "broker", id)
+	r.Recorder.Eventf(cluster, b, corev1.EventTypeNormal, kafkav1alpha1.EventDeregistered, registryActionDelete,
+		"Broker %d is deregistered: the StatefulSet no longer wants it and it stopped heartbeating", id)
+	return nil
+}
+
+// recordTransition records one transition event on b, whose status is already the new one.
+// Only Dead is a warning: fencing is also what a booting or restarting broker goes through.
+func (r *RegistryReconciler) recordTransition(ctx context.Context, b *kafkav1alpha1.Broker, transition string) {
+	condType := kafkav1alpha1.ConditionAlive
+	if transition == kafkav1alpha1.EventFenced || transition == kafkav1alpha1.EventServing {
+		condType = kafkav1alpha1.ConditionReady
+	}
+	cond := meta.FindStatusCondition(b.Status.Conditions, condType)
+	eventType := corev1.EventTypeNormal
+	if transition == kafkav1alpha1.EventDead {
+		eventType = corev1.EventTypeWarning
+	}
+	log.FromContext(ctx).Info("Broker changed", "broker", b.Status.ID, "transition", transition, "reason", cond.Reason)
+	r.Recorder.Eventf(b, nil, eventType, transition, registryActionReport, "Broker %d is %s (%s): %s",
+		b.Status.ID, transition, cond.Reason, cond.Message)
+}
+
+// registryDesiredBroker is broker id's object without status (status is a subresource, written
+// separately).
+func registryDesiredBroker(cluster *kafkav1alpha1.KafkaCluster, id int32) *kafkav1alpha1.Broker {
+	return &kafkav1alpha1.Broker{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      kafkav1alpha1.BrokerObjectName(cluster.Name, id),
+			Namespace: cluster.Namespace,
+			Labels: map[string]string{
+				kafkav1alpha1.LabelName:     kafkav1alpha1.LabelNameValue,
+				kafkav1alpha1.LabelInstance: cluster.Name,
+				kafkav1alpha1.LabelCluster:  cluster.Name,
+				kafkav1alpha1.LabelBrokerID: strconv.Itoa(int(id)),
+			},
+		},
+	}
+}
+
+// registryBrokerID is the id of a Broker object this cluster controls, from its broker-id
+// label; false for an object it does not control or whose label is not an id.
+func registryBrokerID(cluster *kafkav1alpha1.KafkaCluster, b *kafkav1alpha1.Broker) (int32, bool) {
+	if !metav1.IsControlledBy(b, cluster) {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(b.Labels[kafkav1alpha1.LabelBrokerID], 10, 32)
+	if err != nil || id < 0 || b.Name != kafkav1alpha1.BrokerObjectName(cluster.Name, int32(id)) {
+		return 0, false
+	}
+	return int32(id), true
+}
+
+// registryBrokerStatus is the status broker b should have for row: the row, its cluster,
+// Ready (state Serving) and the Ready and Alive conditions. A condition's lastTransitionTime
+// moves only when its status does.
+func registryBrokerStatus(cluster string, row kafkav1alpha1.BrokerRow, why registry.Reasons, b *kafkav1alpha1.Broker, now time.Time) kafkav1alpha1.BrokerStatus {
+	st := kafkav1alpha1.BrokerStatus{
+		Cluster:    cluster,
+		BrokerRow:  *row.DeepCopy(),
+		Ready:      row.State == kafkav1alpha1.BrokerServing,
+		Conditions: b.Status.DeepCopy().Conditions,
+	}
+	meta.SetStatusCondition(&st.Conditions, registryCondition(kafkav1alpha1.ConditionReady,
+		st.Ready, kafkav1alpha1.ReasonServing, why.State, b.Generation, now))
+	meta.SetStatusCondition(&st.Conditions, registryCondition(kafkav1alpha1.ConditionAlive,
+		row.Health == kafkav1alpha1.BrokerAlive, kafkav1alpha1.ReasonHeartbeating, why.Health, b.Generation, now))
+	return st
+}
+
+// registryCondition is a condition that is True with trueReason, or False with falseReason.
+func registryCondition(condType string, isTrue bool, trueReason, falseReason string, generation int64, now time.Time) metav1.Condition {
+	c := metav1.Condition{
+		Type: condType, Status: metav1.ConditionFalse, Reason: falseReason,
+		ObservedGeneration: generation, LastTransitionTime: metav1.NewTime(now),
+	}
+	if isTrue {
+		c.Status, c.Reason = metav1.ConditionTrue, trueReason
+	}
+	c.Message = registryMessages[c.Reason]
+	return c
+}
+
+// registryMessages says what each reason means for the broker, in a sentence a user reading
+// `kubectl describe broker` can act on.
+var registryMessages = map[string]string{
+	kafkav1alpha1.ReasonServing:          "The broker's endpoint is serving; clients see it in Metadata.",
+	kafkav1alpha1.ReasonNotServing:       "The broker's endpoint is listed but its pod is not ready; clients do not see it in Metadata.",
+	kafkav1alpha1.ReasonTerminating:      "The broker's pod is being deleted.",
+	kafkav1alpha1.ReasonPodMissing:       "The StatefulSet wants this broker but no endpoint lists it: its pod is missing or being recreated.",
+	kafkav1alpha1.ReasonNotListed:        "The broker heartbeats but no endpoint lists it.",
+	kafkav1alpha1.ReasonHeartbeating:     "The broker's heartbeat Lease is fresh and healthy; it may be given work.",
+	kafkav1alpha1.ReasonNoHeartbeat:      "The broker has no heartbeat Lease.",
+	kafkav1alpha1.ReasonHeartbeatExpired: "The broker's heartbeat Lease was not renewed within its duration.",
+	kafkav1alpha1.ReasonUnhealthy:        "The broker reports itself unhealthy: its request loop is wedged or its storage is failing.",
+	kafkav1alpha1.ReasonDraining:         "The broker announced a shutdown and is handing its work over.",
+}

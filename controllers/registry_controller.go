@@ -1,0 +1,236 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/internal/registry"
+)
+
+// RegistryReconciler keeps a KafkaCluster's broker registry: it reads the headless Service's
+// EndpointSlices, the brokers' heartbeat Leases and the broker StatefulSet's replicas from the
+// cache, applies the rules of internal/registry, and writes the result as one Broker object
+// per registered broker (created on registration, deleted on deregistration, owned by the
+// cluster) and as the cluster's status.brokers and status.counts — the only KafkaCluster
+// status fields it owns (CONTRACTS.md §2).
+//
+// Writes happen only on change, and a heartbeat alone is not a change: lastSeen, which is
+// the Lease's renewTime and so moves every beat, is written with a row's other changes and
+// otherwise at most every registry.LastSeenRefresh while the broker is live. A Dead broker's
+// lastSeen is always its last renewTime exactly (it cannot move without a new beat). The
+// reconciler requeues itself at the next Lease expiry, so a broker that falls silent turns
+// Dead on time with no event to announce it.
+type RegistryReconciler struct {
+	client.Client
+	Scheme *runtime.Scheme
+	// Recorder receives an Event on a Broker for each transition (Fenced, Serving, Dead,
+	// Draining, Alive) and on the KafkaCluster for each deregistration.
+	Recorder events.EventRecorder
+	// Clock is what freshness is judged against; nil means the real clock.
+	Clock clock.PassiveClock
+}
+
+// registryScope is one reconcile's state, passed through the phases in order.
+type registryScope struct {
+	// cluster is the KafkaCluster being reconciled; its status.brokers and status.counts are
+	// set by computeRows. orig is the cluster as read, the base of the status merge patch.
+	cluster, orig *kafkav1alpha1.KafkaCluster
+	// now is the one instant this reconcile judges freshness at.
+	now time.Time
+	// input is what the registry rules read; result what they said.
+	input  registry.Input
+	result registry.Result
+	// brokers are the cluster's existing Broker objects by id.
+	brokers map[int32]*kafkav1alpha1.Broker
+}
+
+// registryPhase is one ordered step of a reconcile. An error stops the reconcile.
+type registryPhase func(ctx context.Context, s *registryScope) error
+
+// Reconcile recomputes one cluster's registry, syncs its Broker objects, writes the cluster's
+// registry status once at the end, and requeues at the next Lease expiry.
+func (r *RegistryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	cluster := &kafkav1alpha1.KafkaCluster{}
+	if err := r.Get(ctx, req.NamespacedName, cluster); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !cluster.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil // garbage collection removes the Broker objects
+	}
+	s := &registryScope{cluster: cluster, orig: cluster.DeepCopy(), now: r.clock().Now()}
+	defer r.writeClusterStatus(ctx, s, &reterr)
+
+	phases := []registryPhase{
+		r.observeSources,
+		r.computeRows,
+		r.observeBrokers,
+		r.deleteDeregistered,
+		r.syncRegistered,
+	}
+	for _, phase := range phases {
+		if err := phase(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{RequeueAfter: registryRequeueAfter(s.result.NextExpiry, s.now)}, nil
+}
+
+// observeSources reads the registry's inputs from the cache: the headless Service's
+// EndpointSlices, the cluster's Leases and the StatefulSet's replicas.
+func (r *RegistryReconciler) observeSources(ctx context.Context, s *registryScope) error {
+	c := s.cluster
+	s.input = registry.Input{Cluster: c.Name, Now: s.now}
+	if len(c.Spec.Listeners) > 0 {
+		s.input.PortName = c.Spec.Listeners[0].Name
+	}
+	endpointSlices := &discoveryv1.EndpointSliceList{}
+	if err := r.List(ctx, endpointSlices, client.InNamespace(c.Namespace),
+		client.MatchingLabels{discoveryv1.LabelServiceName: kafkav1alpha1.HeadlessServiceName(c.Name)}); err != nil {
+		return fmt.Errorf("list endpointslices of %s: %w", kafkav1alpha1.HeadlessServiceName(c.Name), err)
+	}
+	s.input.Slices = endpointSlices.Items
+	leases := &coordinationv1.LeaseList{}
+	if err := r.List(ctx, leases, client.InNamespace(c.Namespace), client.MatchingLabels{kafkav1alpha1.LabelCluster: c.Name}); err != nil {
+		return fmt.Errorf("list leases of cluster %s: %w", c.Name, err)
+	}
+	s.input.Leases = leases.Items
+	sts, err := provisioningGetOptional(ctx, r.Client, c.Namespace, kafkav1alpha1.StatefulSetName(c.Name), &appsv1.StatefulSet{})
+	if err != nil {
+		return err
+	}
+	s.input.Replicas = registryWantedReplicas(sts)
+	return nil
+}
+
+// computeRows applies the registry rules and settles lastSeen against the rows last written,
+// so that a heartbeat alone changes nothing.
+func (r *RegistryReconciler) computeRows(_ context.Context, s *registryScope) error {
+	s.result = registry.Compute(s.input)
+	s.cluster.Status.Brokers = registry.SettleAll(s.orig.Status.Brokers, s.result.Rows)
+	s.cluster.Status.Counts = s.result.Counts
+	return nil
+}
+
+// observeBrokers reads the cluster's existing Broker objects from the cache.
+func (r *RegistryReconciler) observeBrokers(ctx context.Context, s *registryScope) error {
+	list := &kafkav1alpha1.BrokerList{}
+	if err := r.List(ctx, list, client.InNamespace(s.cluster.Namespace), client.MatchingLabels{kafkav1alpha1.LabelCluster: s.cluster.Name}); err != nil {
+		return fmt.Errorf("list brokers of cluster %s: %w", s.cluster.Name, err)
+	}
+	s.brokers = make(map[int32]*kafkav1alpha1.Broker, len(list.Items))
+	for i := range list.Items {
+		b := &list.Items[i]
+		if id, ok := registryBrokerID(s.cluster, b); ok {
+			s.brokers[id] = b
+		}
+	}
+	return nil
+}
+
+// deleteDeregistered deletes the Broker object of every broker the rules no longer register.
+func (r *RegistryReconciler) deleteDeregistered(ctx context.Context, s *registryScope) error {
+	registered := make(map[int32]bool, len(s.cluster.Status.Brokers))
+	for _, row := range s.cluster.Status.Brokers {
+		registered[row.ID] = true
+	}
+	var errs []error
+	for id, b := range s.brokers {
+		if !registered[id] {
+			errs = append(errs, r.deregister(ctx, s.cluster, id, b))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// syncRegistered creates the Broker object of each newly registered broker and writes the
+// status of each whose row or conditions changed, with an Event per transition.
+func (r *RegistryReconciler) syncRegistered(ctx context.Context, s *registryScope) error {
+	var errs []error
+	for i := range s.cluster.Status.Brokers {
+		errs = append(errs, r.syncBroker(ctx, s, i))
+	}
+	return errors.Join(errs...)
+}
+
+// writeClusterStatus writes status.brokers and status.counts with one merge patch, only when
+// they changed. The patch carries only those fields: the kafkacluster reconciler owns the
+// rest. Its error joins the reconcile's.
+func (r *RegistryReconciler) writeClusterStatus(ctx context.Context, s *registryScope, reterr *error) {
+	c := s.cluster
+	if equality.Semantic.DeepEqual(s.orig.Status.Brokers, c.Status.Brokers) &&
+		s.orig.Status.Counts == c.Status.Counts {
+		return
+	}
+	// Patch from a copy that differs from orig in the owned fields only, so a change another
+	// reconciler made to the object in between can never be reverted by this patch.
+	want := s.orig.DeepCopy()
+	want.Status.Brokers, want.Status.Counts = c.Status.Brokers, c.Status.Counts
+	if err := r.Status().Patch(ctx, want, client.MergeFrom(s.orig)); err != nil {
+		*reterr = errors.Join(*reterr, fmt.Errorf("patch registry status of kafkacluster %s: %w", c.Name, err))
+		return
+	}
+	log.FromContext(ctx).V(1).Info("Wrote registry status", "registered", c.Status.Counts.Registered,
+		"serving", c.Status.Counts.Serving, "alive", c.Status.Counts.Alive, "dead", c.Status.Counts.Dead)
+}
+
+// SetupWithManager watches what the registry is computed from. Status writes of the
+// KafkaCluster and Brokers do not retrigger it (generation predicates), and a heartbeat that
+// only renews a still-fresh Lease does not either: the requeue at the next expiry covers time.
+func (r *RegistryReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("registry").
+		For(&kafkav1alpha1.KafkaCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&kafkav1alpha1.Broker{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(endpointSliceToCluster)).
+		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(leaseToCluster),
+			builder.WithPredicates(registryHeartbeatChanged(r.clock()))).
+		Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(statefulSetToCluster),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Complete(r)
+}
+
+func (r *RegistryReconciler) clock() clock.PassiveClock {
+	if r.Clock == nil {
+		return clock.RealClock{}
+	}
+	return r.Clock
+}
+
+// registryRequeueAfter is how long until the next Lease expires (0: nothing will).
+func registryRequeueAfter(nextExpiry, now time.Time) time.Duration {
+	if nextExpiry.IsZero() {
+		return 0
+	}
+	// A Lease is stale from the instant renewTime+duration on; a millisecond past it keeps a
+	// timer that fires a hair early from finding it still fresh.
+	return max(nextExpiry.Sub(now), 0) + time.Millisecond
+}
+
+// registryWantedReplicas is the StatefulSet's spec.replicas, 0 when it does not exist.
+func registryWantedReplicas(sts *appsv1.StatefulSet) int32 {
+	switch {
+	case sts == nil || !sts.DeletionTimestamp.IsZero():
+		return 0
+	case sts.Spec.Replicas == nil:
+		return 1 // the API default
+	default:
+		return *sts.Spec.Replicas
+	}
+}

@@ -1,0 +1,125 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+)
+
+func TestRegistryMapFunctionsFindTheCluster(t *testing.T) {
+	meta := func(name string, labels map[string]string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: labels}
+	}
+	for _, tc := range []struct {
+		name string
+		fn   func(client.Object) string
+		obj  client.Object
+		want string // "" = no request
+	}{
+		{"a slice of the headless Service maps to its cluster", sliceCluster,
+			&discoveryv1.EndpointSlice{ObjectMeta: meta("demo-brokers-x7k", map[string]string{discoveryv1.LabelServiceName: "demo-brokers"})}, "demo"},
+		{"a slice of another Service maps to nothing", sliceCluster,
+			&discoveryv1.EndpointSlice{ObjectMeta: meta("demo-bootstrap-1", map[string]string{discoveryv1.LabelServiceName: "demo-bootstrap"})}, ""},
+		{"a slice named -brokers of no cluster maps to nothing", sliceCluster,
+			&discoveryv1.EndpointSlice{ObjectMeta: meta("x", map[string]string{discoveryv1.LabelServiceName: "-brokers"})}, ""},
+		{"a labelled Lease maps to its cluster", leaseCluster,
+			&coordinationv1.Lease{ObjectMeta: meta("demo-broker-0", map[string]string{kafkav1alpha1.LabelCluster: "demo"})}, "demo"},
+		{"a node Lease maps to nothing", leaseCluster,
+			&coordinationv1.Lease{ObjectMeta: meta("node-1", nil)}, ""},
+		{"the broker StatefulSet maps to its cluster", stsCluster,
+			&appsv1.StatefulSet{ObjectMeta: meta("demo-broker", nil)}, "demo"},
+		{"another StatefulSet maps to nothing", stsCluster,
+			&appsv1.StatefulSet{ObjectMeta: meta("postgres", nil)}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.fn(tc.obj); got != tc.want {
+				t.Fatalf("cluster = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func sliceCluster(o client.Object) string {
+	return onlyRequest(endpointSliceToCluster(context.Background(), o))
+}
+func leaseCluster(o client.Object) string {
+	return onlyRequest(leaseToCluster(context.Background(), o))
+}
+func stsCluster(o client.Object) string {
+	return onlyRequest(statefulSetToCluster(context.Background(), o))
+}
+
+func onlyRequest(reqs []reconcile.Request) string {
+	switch len(reqs) {
+	case 0:
+		return ""
+	case 1:
+		if reqs[0].Namespace != "ns" {
+			return "wrong namespace " + reqs[0].Namespace
+		}
+		return reqs[0].Name
+	default:
+		return "several requests"
+	}
+}
+
+func TestRegistryHeartbeatChangedSkipsOnlyRenewalsOfFreshLeases(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakePassiveClock(now)
+	lease := func(age time.Duration, mutate func(*coordinationv1.Lease)) *coordinationv1.Lease {
+		l := &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: "c-broker-0", Annotations: map[string]string{kafkav1alpha1.AnnotationDraining: "false"}},
+			Spec: coordinationv1.LeaseSpec{
+				HolderIdentity: ptr.To("c-broker-0_u1"), LeaseDurationSeconds: ptr.To[int32](6),
+				RenewTime: &metav1.MicroTime{Time: now.Add(-age)}, LeaseTransitions: ptr.To[int32](1),
+			},
+		}
+		if mutate != nil {
+			mutate(l)
+		}
+		return l
+	}
+	p := registryHeartbeatChanged(clk)
+	for _, tc := range []struct {
+		name     string
+		old, cur *coordinationv1.Lease
+		want     bool
+	}{
+		{"a renewal of a fresh lease is skipped", lease(time.Second, nil), lease(0, nil), false},
+		{"a renewal of a stale lease passes: the broker is back", lease(7*time.Second, nil), lease(0, nil), true},
+		{"a draining beat passes", lease(time.Second, nil),
+			lease(0, func(l *coordinationv1.Lease) { l.Annotations[kafkav1alpha1.AnnotationDraining] = "true" }), true},
+		{"a new incarnation passes", lease(time.Second, nil),
+			lease(0, func(l *coordinationv1.Lease) { l.Spec.LeaseTransitions = ptr.To[int32](2) }), true},
+		{"a changed duration passes", lease(time.Second, nil),
+			lease(0, func(l *coordinationv1.Lease) { l.Spec.LeaseDurationSeconds = ptr.To[int32](9) }), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := p.Update(event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.cur}); got != tc.want {
+				t.Fatalf("passes = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRegistryRequeueAfterIsTheNextExpiry(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	if got := registryRequeueAfter(time.Time{}, now); got != 0 {
+		t.Fatalf("nothing expires: requeue %v, want none", got)
+	}
+	if got := registryRequeueAfter(now.Add(4*time.Second), now); got != 4*time.Second+time.Millisecond {
+		t.Fatalf("requeue %v, want just past 4s", got)
+	}
+}
