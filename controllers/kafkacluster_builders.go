@@ -34,6 +34,7 @@ const provisioningDrainMargin = 15 * time.Second
 // answer; the startup probe allows five minutes for a broker to recover its partitions.
 const (
 	provisioningReadinessPeriod    = 2
+	provisioningReadinessFailures  = 2
 	provisioningLivenessPeriod     = 10
 	provisioningLivenessFailures   = 3
 	provisioningStartupPeriod      = 2
@@ -223,7 +224,7 @@ func desiredDataClaim(cluster *kafkav1alpha1.KafkaCluster) *corev1.PersistentVol
 			AccessModes:      []corev1.PersistentVolumeAccessMode{mode},
 			StorageClassName: cluster.Spec.Storage.StorageClassName,
 			Resources: corev1.VolumeResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceStorage: cluster.Spec.Storage.Size},
+				Requests: corev1.ResourceList{corev1.ResourceStorage: cluster.Spec.StorageSize()},
 			},
 		},
 	}
@@ -266,16 +267,16 @@ func provisioningBrokerArgs(cluster *kafkav1alpha1.KafkaCluster) []string {
 		"--cluster=" + cluster.Name,
 		"--listeners=" + strings.Join(listeners, ","),
 		fmt.Sprintf("--health-port=%d", kafkav1alpha1.HealthPort),
-		"--heartbeat-interval=" + cluster.Spec.Heartbeat.Interval.Duration.String(),
-		"--session-timeout=" + cluster.Spec.Heartbeat.SessionTimeout.Duration.String(),
-		"--drain-timeout=" + cluster.Spec.DrainTimeout.Duration.String(),
+		"--heartbeat-interval=" + cluster.Spec.HeartbeatInterval().String(),
+		"--session-timeout=" + cluster.Spec.SessionTimeout().String(),
+		"--drain-timeout=" + cluster.Spec.DrainTimeoutOrDefault().String(),
 		"--data-dir=" + kafkav1alpha1.DataMountPath,
 	}
 }
 
 // provisioningGracePeriodSeconds is drainTimeout plus the margin, rounded up to a second.
 func provisioningGracePeriodSeconds(cluster *kafkav1alpha1.KafkaCluster) int64 {
-	return int64(math.Ceil((cluster.Spec.DrainTimeout.Duration + provisioningDrainMargin).Seconds()))
+	return int64(math.Ceil((cluster.Spec.DrainTimeoutOrDefault() + provisioningDrainMargin).Seconds()))
 }
 
 // provisioningDownwardEnv gives the broker its pod identity (CONTRACTS.md §1).
@@ -313,7 +314,7 @@ func provisioningDataVolume(cluster *kafkav1alpha1.KafkaCluster) corev1.Volume {
 	v := corev1.Volume{Name: kafkav1alpha1.DataVolumeName}
 	if cluster.Spec.Storage.Type == kafkav1alpha1.StorageEphemeral {
 		v.EmptyDir = &corev1.EmptyDirVolumeSource{}
-		if !cluster.Spec.Storage.Size.IsZero() {
+		if cluster.Spec.Storage.Size != nil {
 			v.EmptyDir.SizeLimit = ptr.To(cluster.Spec.Storage.Size.DeepCopy())
 		}
 		return v
@@ -362,7 +363,7 @@ func desiredStatefulSet(cluster *kafkav1alpha1.KafkaCluster, opts Options) *apps
 					},
 					TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{
 						MaxSkew:           1,
-						TopologyKey:       cluster.Spec.Rack.TopologyKey,
+						TopologyKey:       cluster.Spec.RackTopologyKey(),
 						WhenUnsatisfiable: corev1.ScheduleAnyway,
 						LabelSelector:     selector,
 					}},
@@ -381,7 +382,7 @@ func desiredStatefulSet(cluster *kafkav1alpha1.KafkaCluster, opts Options) *apps
 						Args:           provisioningBrokerArgs(cluster),
 						Env:            provisioningDownwardEnv(),
 						Ports:          ports,
-						ReadinessProbe: provisioningHTTPProbe("/readyz", provisioningReadinessPeriod, 1),
+						ReadinessProbe: provisioningHTTPProbe("/readyz", provisioningReadinessPeriod, provisioningReadinessFailures),
 						LivenessProbe:  provisioningHTTPProbe("/healthz", provisioningLivenessPeriod, provisioningLivenessFailures),
 						StartupProbe:   provisioningHTTPProbe("/healthz", provisioningStartupPeriod, provisioningStartupFailures),
 						Resources:      *cluster.Spec.Resources.DeepCopy(),

@@ -87,8 +87,9 @@ func provisioningStorageChange(want kafkav1alpha1.Storage, sts *appsv1.StatefulS
 	if want.AccessMode != "" && (len(claim.Spec.AccessModes) != 1 || claim.Spec.AccessModes[0] != want.AccessMode) {
 		return refuse("storage.accessMode changed from %v to %s", claim.Spec.AccessModes, want.AccessMode)
 	}
-	if have, ok := claim.Spec.Resources.Requests[corev1.ResourceStorage]; ok && !want.Size.IsZero() && have.Cmp(want.Size) != 0 {
-		return refuse("storage.size changed from %s to %s", have.String(), want.Size.String())
+	wantSize := (&kafkav1alpha1.KafkaClusterSpec{Storage: want}).StorageSize()
+	if have, ok := claim.Spec.Resources.Requests[corev1.ResourceStorage]; ok && have.Cmp(wantSize) != 0 {
+		return refuse("storage.size changed from %s to %s", have.String(), wantSize.String())
 	}
 	return nil
 }

@@ -1,0 +1,149 @@
+package controllers
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+)
+
+// The -update flag rewrites the golden files instead of comparing against them
+// (`make test-update-golden`). It is defined only if no other test file of the package
+// defined it first, so a second golden-file test cannot make the package panic.
+var _ = func() bool {
+	if flag.Lookup("update") == nil {
+		flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+	}
+	return true
+}()
+
+// provisioningUpdatingGolden reports whether -update was given.
+func provisioningUpdatingGolden() bool {
+	g, ok := flag.Lookup("update").Value.(flag.Getter)
+	if !ok {
+		return false
+	}
+	b, _ := g.Get().(bool)
+	return b
+}
+
+// provisioningGoldenCluster is the cluster the golden files are built from: the sample's
+// defaults (as the apiserver fills them in), with a fixed UID so owner references are stable.
+func provisioningGoldenCluster() *kafkav1alpha1.KafkaCluster {
+	return &kafkav1alpha1.KafkaCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "kafka", UID: "0b6f1c8e-6a52-4a43-9f0e-3f1f2d7c5a10"},
+		Spec: kafkav1alpha1.KafkaClusterSpec{
+			Replicas: 3,
+			Listeners: []kafkav1alpha1.Listener{{
+				Name: "kafka", Port: 9092, Type: kafkav1alpha1.ListenerInternal, AdvertisedHost: kafkav1alpha1.AdvertisePodDNS,
+			}},
+			Storage: kafkav1alpha1.Storage{
+				Type: kafkav1alpha1.StoragePersistentClaim, Size: ptr.To(resource.MustParse("10Gi")), AccessMode: corev1.ReadWriteMany,
+			},
+			Heartbeat: kafkav1alpha1.Heartbeat{
+				Interval: &metav1.Duration{Duration: time.Second}, SessionTimeout: &metav1.Duration{Duration: 6 * time.Second},
+			},
+			DrainTimeout: &metav1.Duration{Duration: time.Minute},
+			Rack:         kafkav1alpha1.Rack{TopologyKey: "topology.kubernetes.io/zone"},
+			Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("512Mi")},
+				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")},
+			},
+		},
+	}
+}
+
+// provisioningGoldenExternalCluster adds a NodePort listener advertising pod IPs, a storage
+// class and an explicit image.
+func provisioningGoldenExternalCluster() *kafkav1alpha1.KafkaCluster {
+	c := provisioningGoldenCluster()
+	c.Spec.Replicas = 2
+	c.Spec.Image = "example.com/paddock:v1"
+	c.Spec.Listeners = append(c.Spec.Listeners, kafkav1alpha1.Listener{
+		Name: "external", Port: 9094, Type: kafkav1alpha1.ListenerNodePort, AdvertisedHost: kafkav1alpha1.AdvertisePodIP,
+	})
+	c.Spec.Storage.StorageClassName = ptr.To("nfs")
+	c.Spec.DrainTimeout = &metav1.Duration{Duration: 90500 * time.Millisecond}
+	return c
+}
+
+// provisioningGoldenEphemeralCluster keeps its data in an emptyDir.
+func provisioningGoldenEphemeralCluster() *kafkav1alpha1.KafkaCluster {
+	c := provisioningGoldenCluster()
+	c.Spec.Replicas = 1
+	c.Spec.Storage = kafkav1alpha1.Storage{Type: kafkav1alpha1.StorageEphemeral, Size: ptr.To(resource.MustParse("1Gi"))}
+	return c
+}
+
+var provisioningGoldenOptions = Options{DefaultBrokerImage: "ghcr.io/paddock-dev/paddock:v0.1.0"}
+
+func TestProvisioningGolden(t *testing.T) {
+	def, ext, eph := provisioningGoldenCluster(), provisioningGoldenExternalCluster(), provisioningGoldenEphemeralCluster()
+	cases := map[string]client.Object{
+		"serviceaccount":             desiredServiceAccount(def),
+		"role":                       desiredRole(def),
+		"rolebinding":                desiredRoleBinding(def),
+		"service-headless":           desiredHeadlessService(def),
+		"service-bootstrap":          desiredBootstrapService(def),
+		"service-broker-1":           desiredBrokerServices(def)[1],
+		"pvc-data":                   desiredDataClaim(def),
+		"pdb":                        desiredPodDisruptionBudget(def),
+		"statefulset":                desiredStatefulSet(def, provisioningGoldenOptions),
+		"external-service-bootstrap": desiredBootstrapService(ext),
+		"external-service-broker-0":  desiredBrokerServices(ext)[0],
+		"external-pvc-data":          desiredDataClaim(ext),
+		"external-statefulset":       desiredStatefulSet(ext, provisioningGoldenOptions),
+		"ephemeral-statefulset":      desiredStatefulSet(eph, provisioningGoldenOptions),
+	}
+	for name, obj := range cases {
+		t.Run(name, func(t *testing.T) {
+			body, err := provisioningApplyBody(obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := yaml.Marshal(body.Object)
+			if err != nil {
+				t.Fatal(err)
+			}
+			provisioningCompareGolden(t, name, got)
+		})
+	}
+}
+
+// provisioningCompareGolden compares got with testdata/golden/kafkacluster-<name>.yaml, or
+// rewrites that file with -update.
+func provisioningCompareGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", "kafkacluster-"+name+".yaml")
+	if provisioningUpdatingGolden() {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden file (run `make test-update-golden` to create it): %v", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the builder's output (run `make test-update-golden` if the change is intended)\n--- got ---\n%s\n--- want ---\n%s", path, got, want)
+	}
+}
+
+// The ephemeral cluster has no claim to build.
+func TestProvisioningGoldenEphemeralClusterHasNoDataClaim(t *testing.T) {
+	if pvc := desiredDataClaim(provisioningGoldenEphemeralCluster()); pvc != nil {
+		t.Fatalf("want no data claim for Ephemeral storage, got %s", pvc.Name)
+	}
+}

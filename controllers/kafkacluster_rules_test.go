@@ -1,0 +1,198 @@
+package controllers
+
+import (
+	"bytes"
+	"crypto/rand"
+	"errors"
+	"regexp"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+)
+
+func TestProvisioningValidateSpec(t *testing.T) {
+	cases := []struct {
+		rule   string
+		mutate func(*kafkav1alpha1.KafkaCluster, *Options)
+		want   string // substring of the message; "" means valid
+	}{
+		{"the golden cluster is valid", func(*kafkav1alpha1.KafkaCluster, *Options) {}, ""},
+		{"spec.image alone names the image", func(c *kafkav1alpha1.KafkaCluster, o *Options) { o.DefaultBrokerImage, c.Spec.Image = "", "x/y:1" }, ""},
+		{"no image anywhere is refused", func(c *kafkav1alpha1.KafkaCluster, o *Options) { o.DefaultBrokerImage = "" }, "no --default-broker-image"},
+		{"a listener named health is refused", func(c *kafkav1alpha1.KafkaCluster, _ *Options) { c.Spec.Listeners[0].Name = "health" }, "reserved for the health port"},
+		{"a listener on the health port is refused", func(c *kafkav1alpha1.KafkaCluster, _ *Options) { c.Spec.Listeners[0].Port = 9644 }, "port 9644"},
+		{"NodePort and LoadBalancer listeners together are refused", func(c *kafkav1alpha1.KafkaCluster, _ *Options) {
+			c.Spec.Listeners = append(c.Spec.Listeners,
+				kafkav1alpha1.Listener{Name: "np", Port: 9094, Type: kafkav1alpha1.ListenerNodePort},
+				kafkav1alpha1.Listener{Name: "lb", Port: 9095, Type: kafkav1alpha1.ListenerLoadBalancer})
+		}, "mix NodePort and LoadBalancer"},
+		{"one external type with internal listeners is valid", func(c *kafkav1alpha1.KafkaCluster, _ *Options) {
+			c.Spec.Listeners = append(c.Spec.Listeners, kafkav1alpha1.Listener{Name: "lb", Port: 9095, Type: kafkav1alpha1.ListenerLoadBalancer})
+		}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.rule, func(t *testing.T) {
+			c, o := provisioningGoldenCluster(), provisioningGoldenOptions
+			tc.mutate(c, &o)
+			p := provisioningValidateSpec(c, o)
+			switch {
+			case tc.want == "" && p != nil:
+				t.Fatalf("want valid, got %v", p)
+			case tc.want != "" && p == nil:
+				t.Fatalf("want refused with %q, got valid", tc.want)
+			case tc.want != "" && (p.Reason != kafkav1alpha1.ReasonInvalidSpec || !strings.Contains(p.Message, tc.want)):
+				t.Fatalf("want InvalidSpec with %q, got %v", tc.want, p)
+			}
+		})
+	}
+}
+
+func TestProvisioningStorageChange(t *testing.T) {
+	base := provisioningGoldenCluster()
+	sts := desiredStatefulSet(base, provisioningGoldenOptions)
+	claim := desiredDataClaim(base)
+	claim.Spec.StorageClassName = ptr.To("standard") // filled in by the default StorageClass
+	ephemeralSTS := desiredStatefulSet(provisioningGoldenEphemeralCluster(), provisioningGoldenOptions)
+
+	cases := []struct {
+		rule   string
+		want   kafkav1alpha1.Storage
+		sts    *appsv1.StatefulSet
+		claim  *corev1.PersistentVolumeClaim
+		refuse string // substring of the message; "" means accepted
+	}{
+		{"a new cluster may choose any storage", kafkav1alpha1.Storage{Type: kafkav1alpha1.StorageEphemeral}, nil, nil, ""},
+		{"unchanged storage is accepted", base.Spec.Storage, sts, claim, ""},
+		{"a class left empty accepts the default class", base.Spec.Storage, sts, claim, ""},
+		{"the claim not created yet is accepted", base.Spec.Storage, sts, nil, ""},
+		{"claim to emptyDir is refused", kafkav1alpha1.Storage{Type: kafkav1alpha1.StorageEphemeral}, sts, claim, "from PersistentClaim to Ephemeral"},
+		{"emptyDir to claim is refused", base.Spec.Storage, ephemeralSTS, nil, "from Ephemeral to PersistentClaim"},
+		{"a new size is refused", kafkav1alpha1.Storage{Type: kafkav1alpha1.StoragePersistentClaim, Size: ptr.To(resource.MustParse("20Gi"))}, sts, claim, "size changed from 10Gi to 20Gi"},
+		{"a new class is refused", kafkav1alpha1.Storage{Type: kafkav1alpha1.StoragePersistentClaim, Size: ptr.To(resource.MustParse("10Gi")), StorageClassName: ptr.To("fast")}, sts, claim, `storageClassName changed from "standard" to "fast"`},
+		{"a new access mode is refused", kafkav1alpha1.Storage{Type: kafkav1alpha1.StoragePersistentClaim, Size: ptr.To(resource.MustParse("10Gi")), AccessMode: corev1.ReadWriteOnce}, sts, claim, "accessMode changed"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.rule, func(t *testing.T) {
+			p := provisioningStorageChange(tc.want, tc.sts, tc.claim)
+			switch {
+			case tc.refuse == "" && p != nil:
+				t.Fatalf("want accepted, got %v", p)
+			case tc.refuse != "" && p == nil:
+				t.Fatalf("want refused with %q, got accepted", tc.refuse)
+			case tc.refuse != "" && (p.Reason != kafkav1alpha1.ReasonStorageImmutable || !strings.Contains(p.Message, tc.refuse)):
+				t.Fatalf("want StorageImmutable with %q, got %v", tc.refuse, p)
+			}
+		})
+	}
+}
+
+func TestProvisioningNewClusterIDIs22CharsOfBase64URL(t *testing.T) {
+	id, err := provisioningNewClusterID(bytes.NewReader(bytes.Repeat([]byte{0xfb}, 16)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id != "-_v7-_v7-_v7-_v7-_v7-w" {
+		t.Fatalf("16 bytes of 0xfb: got %q", id)
+	}
+	if _, err := provisioningNewClusterID(bytes.NewReader(make([]byte, 15))); err == nil {
+		t.Fatal("want an error when the random source runs dry")
+	}
+	shape := regexp.MustCompile(`^[A-Za-z0-9_-]{22}$`)
+	for range 100 {
+		id, err := provisioningNewClusterID(rand.Reader)
+		if err != nil || !shape.MatchString(id) {
+			t.Fatalf("got %q, %v", id, err)
+		}
+	}
+}
+
+// provisioningSTS is a StatefulSet at generation gen with the given status.
+func provisioningSTS(specReplicas int32, gen int64, st appsv1.StatefulSetStatus) *appsv1.StatefulSet {
+	return &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Generation: gen},
+		Spec:       appsv1.StatefulSetSpec{Replicas: ptr.To(specReplicas)},
+		Status:     st,
+	}
+}
+
+func TestProvisioningConditions(t *testing.T) {
+	settled := appsv1.StatefulSetStatus{ObservedGeneration: 2, Replicas: 3, ReadyReplicas: 3, UpdatedReplicas: 3, CurrentRevision: "r2", UpdateRevision: "r2"}
+	rolling := settled
+	rolling.UpdatedReplicas, rolling.CurrentRevision, rolling.ReadyReplicas = 1, "r1", 2
+	unseen := settled
+	unseen.ObservedGeneration = 1
+	oneDown := settled
+	oneDown.ReadyReplicas = 2
+	invalid := &provisioningProblem{Reason: kafkav1alpha1.ReasonInvalidSpec, Message: "bad listener"}
+
+	type want struct{ ready, progressing, degraded, reason string }
+	cases := []struct {
+		rule string
+		obs  provisioningObservation
+		want want
+	}{
+		{"no StatefulSet yet: not ready, progressing", provisioningObservation{DesiredReplicas: 3},
+			want{"False", "True", "False", kafkav1alpha1.ReasonAsExpected}},
+		{"every broker ready and up to date: ready, settled", provisioningObservation{DesiredReplicas: 3, StatefulSet: provisioningSTS(3, 2, settled)},
+			want{"True", "False", "False", kafkav1alpha1.ReasonAsExpected}},
+		{"a rolling update is progressing and not ready", provisioningObservation{DesiredReplicas: 3, StatefulSet: provisioningSTS(3, 2, rolling)},
+			want{"False", "True", "False", kafkav1alpha1.ReasonAsExpected}},
+		{"a spec the StatefulSet controller has not seen is progressing", provisioningObservation{DesiredReplicas: 3, StatefulSet: provisioningSTS(3, 2, unseen)},
+			want{"True", "True", "False", kafkav1alpha1.ReasonAsExpected}},
+		{"a scale-up not yet applied is progressing", provisioningObservation{DesiredReplicas: 5, StatefulSet: provisioningSTS(3, 2, settled)},
+			want{"False", "True", "False", kafkav1alpha1.ReasonAsExpected}},
+		{"a broker not ready is not ready", provisioningObservation{DesiredReplicas: 3, StatefulSet: provisioningSTS(3, 2, oneDown)},
+			want{"False", "True", "False", kafkav1alpha1.ReasonAsExpected}},
+		{"an invalid spec is degraded and not progressing; running brokers stay ready", provisioningObservation{DesiredReplicas: 3, Problem: invalid, StatefulSet: provisioningSTS(3, 2, settled)},
+			want{"True", "False", "True", kafkav1alpha1.ReasonInvalidSpec}},
+		{"a failed apply is degraded", provisioningObservation{DesiredReplicas: 3, ApplyErr: errors.New("apply Service x: forbidden"), StatefulSet: provisioningSTS(3, 2, settled)},
+			want{"True", "False", "True", kafkav1alpha1.ReasonApplyFailed}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.rule, func(t *testing.T) {
+			tc.obs.Generation = 7
+			r, p, d := provisioningReadyCondition(tc.obs), provisioningProgressingCondition(tc.obs), provisioningDegradedCondition(tc.obs)
+			got := want{string(r.Status), string(p.Status), string(d.Status), d.Reason}
+			if got != tc.want {
+				t.Fatalf("ready/progressing/degraded/reason: got %+v, want %+v (messages: %q %q %q)", got, tc.want, r.Message, p.Message, d.Message)
+			}
+			for _, c := range []metav1.Condition{r, p, d} {
+				if c.ObservedGeneration != 7 || c.Reason == "" || c.Message == "" {
+					t.Errorf("%s: want observedGeneration 7, a reason and a message, got %+v", c.Type, c)
+				}
+			}
+		})
+	}
+}
+
+func TestProvisioningListenerStatuses(t *testing.T) {
+	c := provisioningGoldenCluster()
+	c.Spec.Listeners = append(c.Spec.Listeners,
+		kafkav1alpha1.Listener{Name: "np", Port: 9094, Type: kafkav1alpha1.ListenerNodePort},
+		kafkav1alpha1.Listener{Name: "lb", Port: 9095, Type: kafkav1alpha1.ListenerLoadBalancer})
+	svc := desiredBootstrapService(c)
+	svc.Spec.Ports[1].NodePort = 30094
+
+	got := provisioningListenerStatuses(c, svc)
+	want := []string{"demo-bootstrap.kafka.svc:9092", ":30094", ""}
+	for i, w := range want {
+		if got[i].Bootstrap != w || got[i].Name != c.Spec.Listeners[i].Name {
+			t.Errorf("listener %d: got %+v, want bootstrap %q", i, got[i], w)
+		}
+	}
+
+	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "203.0.113.7"}}
+	if got := provisioningListenerStatuses(c, svc)[2].Bootstrap; got != "203.0.113.7:9095" {
+		t.Errorf("a provisioned load balancer: got %q", got)
+	}
+	if got := provisioningListenerStatuses(c, nil)[1].Bootstrap; got != "" {
+		t.Errorf("no bootstrap Service yet: want no NodePort address, got %q", got)
+	}
+}
