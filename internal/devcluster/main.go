@@ -1,25 +1,205 @@
 package devcluster
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// sampleName is the KafkaCluster paddock dev applies in the default namespace.
+const sampleName = "demo"
+
 // Main runs `paddock dev` with args and returns the process exit code.
-// Not implemented yet: it lands with the paddock dev issue.
 func Main(args []string) int {
+	cfg := DefaultConfig()
+	var brokers int
+	var noSample bool
 	fs := flag.NewFlagSet("paddock dev", flag.ContinueOnError)
+	fs.IntVar(&cfg.Nodes, "nodes", cfg.Nodes, "Number of Nodes (zones zone-a, zone-b, … in turn).")
+	fs.IntVar(&brokers, "brokers", 3, "Brokers of the sample KafkaCluster.")
+	fs.BoolVar(&noSample, "no-sample", false, "Do not apply the sample KafkaCluster.")
+	fs.BoolVar(&cfg.Keep, "keep", false, "Resume the state of the previous run instead of starting clean.")
+	fs.StringVar(&cfg.Dir, "dir", cfg.Dir, "State directory: kubeconfig, env, logs, pid files, data.")
+	fs.StringVar(&cfg.K8sBinDir, "k8s-bin-dir", cfg.K8sBinDir, "Directory with etcd, kube-apiserver, kube-controller-manager, kube-scheduler (make k8s-bins).")
+	fs.StringVar(&cfg.CRDDir, "crd-dir", cfg.CRDDir, "Directory with the CRD manifests.")
+	fs.StringVar(&cfg.PaddockBinary, "paddock-binary", "", "Binary that runs broker containers (default: this executable).")
+	fs.IntVar(&cfg.APIServerPort, "apiserver-port", cfg.APIServerPort, "kube-apiserver port (inside the private network).")
+	fs.IntVar(&cfg.EtcdPort, "etcd-port", cfg.EtcdPort, "etcd client port; the peer port is the next one.")
+	fs.DurationVar(&cfg.NodeMonitorGracePeriod, "node-monitor-grace-period", cfg.NodeMonitorGracePeriod, "How long a silent node stays Ready.")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: paddock dev [flags]\n\nNot implemented yet: the dev environment lands with the paddock dev issue.")
+		fmt.Fprintln(fs.Output(), `Usage: paddock dev [flags]
+
+Run a whole paddock system on this machine without Docker: etcd, kube-apiserver,
+kube-controller-manager and kube-scheduler, the operator, and a node agent that runs broker
+pods as local processes. Everything runs in a private network namespace; .paddock/dev/shell
+enters it. Ctrl-C stops everything.
+
+Flags:`)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
+		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
 	}
-	fmt.Fprintln(os.Stderr, "paddock dev: not implemented yet")
-	return 2
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "paddock dev: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	// Fail before entering the namespace when the binaries are missing: the message is the
+	// same, but it comes at once.
+	if err := checkBinaries(cfg.K8sBinDir); err != nil {
+		fmt.Fprintln(os.Stderr, "paddock dev:", err)
+		return 1
+	}
+	if !InPrivateNetwork() {
+		code, err := RunInPrivateNetwork()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "paddock dev:", err)
+		}
+		return code
+	}
+	if err := SetupPrivateNetwork(); err != nil {
+		fmt.Fprintln(os.Stderr, "paddock dev:", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	if err := run(ctx, cfg, int32(brokers), noSample); err != nil {
+		fmt.Fprintln(os.Stderr, "paddock dev:", err)
+		return 1
+	}
+	return 0
+}
+
+// run starts the environment, applies the sample, prints how to use it and waits for a signal.
+func run(ctx context.Context, cfg Config, brokers int32, noSample bool) error {
+	started := time.Now()
+	fmt.Printf("paddock dev: starting the control plane and %d nodes in %s\n", cfg.Nodes, cfg.Dir)
+	env, err := Start(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		fmt.Println("paddock dev: stopping")
+		env.Stop()
+		fmt.Println("paddock dev: stopped; every process it started is gone")
+	}()
+	if err := writeShell(env.Dir()); err != nil {
+		return err
+	}
+	if err := writeEnvFile(env.Dir(), env.KubeconfigPath(), ""); err != nil {
+		return err
+	}
+	fmt.Printf("paddock dev: control plane and operator up in %s; logs in %s\n",
+		time.Since(started).Round(time.Millisecond), filepath.Join(env.Dir(), "logs"))
+
+	if !noSample {
+		cluster := SampleCluster(metav1.NamespaceDefault, sampleName, brokers)
+		if err := env.Client().Create(ctx, cluster); err != nil {
+			return fmt.Errorf("apply the sample KafkaCluster: %w", err)
+		}
+		fmt.Printf("paddock dev: applied KafkaCluster %s/%s with %d brokers; waiting for their pods\n",
+			cluster.Namespace, cluster.Name, brokers)
+		bootstrap, err := waitBootstrap(ctx, env, cluster.Namespace, cluster.Name, int(brokers), cluster.Spec.Listeners[0].Port)
+		if err != nil {
+			return err
+		}
+		if err := writeEnvFile(env.Dir(), env.KubeconfigPath(), bootstrap); err != nil {
+			return err
+		}
+	}
+	rel := func(p string) string {
+		if wd, err := os.Getwd(); err == nil {
+			if r, err := filepath.Rel(wd, p); err == nil && !strings.HasPrefix(r, "..") {
+				return r
+			}
+		}
+		return p
+	}
+	fmt.Printf(`
+paddock dev is running (Ctrl-C stops it). It lives in a private network namespace; in another
+terminal, enter it and look around:
+
+  %s
+  source %s
+  kubectl get kafkaclusters,brokers
+  kcat -b $PADDOCK_BOOTSTRAP -L
+
+Crash a broker with: kill -9 $(cat %s)
+`, rel(filepath.Join(env.Dir(), "shell")), rel(filepath.Join(env.Dir(), "env")),
+		rel(filepath.Join(env.Dir(), "run", metav1.NamespaceDefault, sampleName+"-broker-0.pid")))
+
+	ticker := time.NewTicker(time.Second)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+			if err := env.Err(); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// waitBootstrap waits until every broker pod of the cluster has an IP and returns them.
+func waitBootstrap(ctx context.Context, env *Env, namespace, cluster string, brokers int, port int32) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	for {
+		bootstrap, err := env.Bootstrap(ctx, namespace, cluster, port)
+		if err == nil && strings.Count(bootstrap, ",") == brokers-1 {
+			return bootstrap, nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("broker pods of %s did not get IPs (see %s): %w",
+				cluster, filepath.Join(env.Dir(), "logs"), ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// writeEnvFile writes the shell file that points kubectl and kcat at the environment.
+func writeEnvFile(dir, kubeconfig, bootstrap string) error {
+	content := fmt.Sprintf("# Written by paddock dev. Source it inside the environment (%s).\nexport KUBECONFIG=%s\n",
+		filepath.Join(dir, "shell"), kubeconfig)
+	if bootstrap != "" {
+		content += fmt.Sprintf("# Broker pod addresses when paddock dev started; a recreated pod gets a new one\n"+
+			"# (kubectl get pods -o wide).\nexport PADDOCK_BOOTSTRAP=%s\n", bootstrap)
+	}
+	return os.WriteFile(filepath.Join(dir, "env"), []byte(content), 0o644)
+}
+
+// writeShell writes the script that runs a command (default: a shell) inside the
+// environment's private network namespace.
+func writeShell(dir string) error {
+	nsenter := fmt.Sprintf("nsenter --target %d --net", os.Getpid())
+	if !inInitialUserNamespace() {
+		// Started unprivileged: the network belongs to our user namespace; join both.
+		nsenter = fmt.Sprintf("nsenter --target %d --user --net --preserve-credentials", os.Getpid())
+	}
+	script := fmt.Sprintf("#!/bin/sh\n# Written by paddock dev: run a command (default: your shell) inside its private network.\n"+
+		"if [ $# -eq 0 ]; then set -- \"${SHELL:-/bin/sh}\"; fi\nexec %s -- \"$@\"\n", nsenter)
+	return os.WriteFile(filepath.Join(dir, "shell"), []byte(script), 0o755)
+}
+
+// inInitialUserNamespace reports whether this process is in the host's user namespace (it ran
+// as root), where joining the network namespace alone is enough.
+func inInitialUserNamespace() bool {
+	self, err1 := os.Readlink("/proc/self/ns/user")
+	init, err2 := os.Readlink("/proc/1/ns/user")
+	return err1 == nil && err2 == nil && self == init
 }

@@ -1,0 +1,250 @@
+package devcluster
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// serviceClusterIPRange holds the ClusterIPs of Services. Nothing routes them (there is no
+// kube-proxy): clients use pod IPs, which is why the dev sample advertises PodIP.
+const (
+	serviceClusterIPRange = "10.96.0.0/16"
+	serviceClusterFirstIP = "10.96.0.1"
+)
+
+// controllers kube-controller-manager runs: the ones whose real work paddock depends on
+// (StatefulSet, EndpointSlice, garbage collection, node lifecycle), the ones behind them
+// (ReplicaSet/Deployment for users' workloads, disruption for the PDB, namespace deletion,
+// pod GC, taint eviction) and the PersistentVolume binder for the shared data claim.
+var controllerManagerControllers = []string{
+	"endpointslice", "statefulset", "garbagecollector", "nodelifecycle", "taint-eviction-controller",
+	"replicaset", "deployment", "disruption", "namespace", "podgc", "persistentvolume-binder",
+}
+
+// k8sBinaries are the files paddock dev needs in the k8s binary directory.
+var k8sBinaries = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
+
+// controlPlane is the running etcd, kube-apiserver, kube-controller-manager and
+// kube-scheduler of one environment.
+type controlPlane struct {
+	cfg        Config
+	pki        *pki
+	restConfig *rest.Config
+	procs      []*process // in start order; stopped in reverse
+}
+
+// checkBinaries fails with the command that builds the control-plane binaries when one is
+// missing.
+func checkBinaries(dir string) error {
+	for _, name := range k8sBinaries {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			return fmt.Errorf("%s not found in %s: build the Kubernetes binaries with `make k8s-bins` (or pass --k8s-bin-dir)", name, dir)
+		}
+	}
+	return nil
+}
+
+// startControlPlane starts the four components, waits for the apiserver to be ready, and
+// writes the admin kubeconfig.
+func startControlPlane(ctx context.Context, cfg Config) (_ *controlPlane, err error) {
+	if err := checkBinaries(cfg.K8sBinDir); err != nil {
+		return nil, err
+	}
+	cp := &controlPlane{cfg: cfg}
+	defer func() {
+		if err != nil {
+			cp.stop()
+		}
+	}()
+	pkiDir := filepath.Join(cfg.Dir, "pki")
+	if cfg.Keep {
+		cp.pki, err = loadPKI(pkiDir)
+	}
+	if cp.pki == nil {
+		cp.pki, err = newPKI(pkiDir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	cp.restConfig = &rest.Config{
+		Host:            "https://" + cfg.apiServerAddr(),
+		BearerToken:     cp.pki.token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: cp.pki.caPEM},
+		QPS:             100,
+		Burst:           200,
+	}
+	if err := writeKubeconfig(cfg.KubeconfigPath(), cp.restConfig); err != nil {
+		return nil, err
+	}
+
+	etcdURL := "http://127.0.0.1:" + strconv.Itoa(cfg.EtcdPort)
+	if err := cp.start("etcd", []string{
+		"--name=paddock-dev",
+		"--data-dir=" + filepath.Join(cfg.Dir, "etcd"),
+		"--listen-client-urls=" + etcdURL,
+		"--advertise-client-urls=" + etcdURL,
+		"--listen-peer-urls=http://127.0.0.1:" + strconv.Itoa(cfg.EtcdPort+1),
+		"--initial-advertise-peer-urls=http://127.0.0.1:" + strconv.Itoa(cfg.EtcdPort+1),
+		"--initial-cluster=paddock-dev=http://127.0.0.1:" + strconv.Itoa(cfg.EtcdPort+1),
+		"--unsafe-no-fsync=true",
+		"--log-level=warn",
+	}); err != nil {
+		return nil, err
+	}
+	if err := waitHTTP(ctx, http.DefaultClient, etcdURL+"/health", 30*time.Second); err != nil {
+		return nil, fmt.Errorf("etcd did not become healthy (see %s): %w", cfg.logPath("etcd"), err)
+	}
+
+	issuer := "https://" + cfg.apiServerAddr()
+	if err := cp.start("kube-apiserver", []string{
+		"--etcd-servers=" + etcdURL,
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(cfg.APIServerPort),
+		"--tls-cert-file=" + cp.pki.path(servingCertFile),
+		"--tls-private-key-file=" + cp.pki.path(servingKeyFile),
+		"--token-auth-file=" + cp.pki.path(tokenFile),
+		"--authorization-mode=RBAC",
+		"--service-account-issuer=" + issuer,
+		"--service-account-key-file=" + cp.pki.path(saKeyFile),
+		"--service-account-signing-key-file=" + cp.pki.path(saKeyFile),
+		"--service-cluster-ip-range=" + serviceClusterIPRange,
+		// Pods run as local processes with the dev kubeconfig: no token volumes to mount.
+		"--disable-admission-plugins=ServiceAccount",
+		// The `kubernetes` Service's endpoints would be the loopback address, which
+		// EndpointSlices reject.
+		"--endpoint-reconciler-type=none",
+		"--allow-privileged=true",
+		"--cert-dir=" + filepath.Join(cfg.Dir, "pki", "apiserver"),
+	}); err != nil {
+		return nil, err
+	}
+	if err := cp.waitAPIServer(ctx); err != nil {
+		return nil, fmt.Errorf("kube-apiserver did not become ready (see %s): %w", cfg.logPath("kube-apiserver"), err)
+	}
+
+	kubeconfig := cfg.KubeconfigPath()
+	if err := cp.start("kube-controller-manager", []string{
+		"--kubeconfig=" + kubeconfig,
+		"--controllers=" + strings.Join(controllerManagerControllers, ","),
+		"--leader-elect=false",
+		"--secure-port=0",
+		"--use-service-account-credentials=false",
+		"--node-monitor-period=1s",
+		"--node-monitor-grace-period=" + cfg.NodeMonitorGracePeriod.String(),
+		"--concurrent-statefulset-syncs=5",
+		"--endpointslice-updates-batch-period=0s",
+	}); err != nil {
+		return nil, err
+	}
+	if err := cp.start("kube-scheduler", []string{
+		"--kubeconfig=" + kubeconfig,
+		"--leader-elect=false",
+		"--secure-port=0",
+	}); err != nil {
+		return nil, err
+	}
+	return cp, nil
+}
+
+// start runs one component from the k8s binary directory, logging to logs/<name>.log.
+func (cp *controlPlane) start(name string, args []string) error {
+	p, err := startProcess(name, filepath.Join(cp.cfg.K8sBinDir, name), args, nil, cp.cfg.logPath(name))
+	if err != nil {
+		return err
+	}
+	cp.procs = append(cp.procs, p)
+	return nil
+}
+
+// exitedComponent returns the name of a component that has exited, or "".
+func (cp *controlPlane) exitedComponent() string {
+	for _, p := range cp.procs {
+		if p.exited() {
+			return p.name
+		}
+	}
+	return ""
+}
+
+// stop stops the components in reverse start order.
+func (cp *controlPlane) stop() {
+	for i := len(cp.procs) - 1; i >= 0; i-- {
+		cp.procs[i].stop(10 * time.Second)
+	}
+	cp.procs = nil
+}
+
+func (cp *controlPlane) waitAPIServer(ctx context.Context) error {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(cp.pki.caPEM)
+	client := &http.Client{
+		Timeout:   5 * time.Second,
+		Transport: &bearerTransport{token: cp.pki.token, base: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}},
+	}
+	return waitHTTP(ctx, client, cp.restConfig.Host+"/readyz", 60*time.Second)
+}
+
+type bearerTransport struct {
+	token string
+	base  http.RoundTripper
+}
+
+func (t *bearerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	req.Header.Set("Authorization", "Bearer "+t.token)
+	return t.base.RoundTrip(req)
+}
+
+// waitHTTP polls url until it answers 200 or timeout passes.
+func waitHTTP(ctx context.Context, client *http.Client, url string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	lastErr := errors.New("no answer yet")
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			lastErr = fmt.Errorf("GET %s: %s", url, resp.Status)
+		} else {
+			lastErr = err
+		}
+		select {
+		case <-ctx.Done():
+			return lastErr
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// writeKubeconfig writes an admin kubeconfig for rc to path.
+func writeKubeconfig(path string, rc *rest.Config) error {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["paddock-dev"] = &clientcmdapi.Cluster{Server: rc.Host, CertificateAuthorityData: rc.CAData}
+	kc.AuthInfos[adminUser] = &clientcmdapi.AuthInfo{Token: rc.BearerToken}
+	kc.Contexts["paddock-dev"] = &clientcmdapi.Context{Cluster: "paddock-dev", AuthInfo: adminUser, Namespace: "default"}
+	kc.CurrentContext = "paddock-dev"
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		return fmt.Errorf("write kubeconfig: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,399 @@
+package devcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/controllers"
+)
+
+// DevImage is the image the in-process manager puts in broker pods. Nothing pulls it: the node
+// agent runs the local paddock binary for a container without a command.
+const DevImage = "paddock:dev"
+
+// stateMarker is the file that marks a directory as paddock dev state, so a clean start only
+// ever wipes a directory paddock dev made.
+const stateMarker = ".paddock-dev"
+
+// Config is what an environment is made of.
+type Config struct {
+	// Dir holds all state: kubeconfig, env, pki, etcd, logs, pid files, volume data.
+	Dir string
+	// K8sBinDir holds etcd, kube-apiserver, kube-controller-manager and kube-scheduler.
+	K8sBinDir string
+	// PaddockBinary runs the containers that have no command (the broker pods).
+	PaddockBinary string
+	// CRDDir holds the CRD manifests to install.
+	CRDDir string
+	// Nodes is the number of Nodes the node agent plays.
+	Nodes int
+	// Keep resumes the state in Dir instead of starting clean.
+	Keep bool
+	// APIServerPort and EtcdPort (EtcdPort+1 is etcd's peer port) are inside the private
+	// network, so they never collide with anything on the host.
+	APIServerPort, EtcdPort int
+	// NodeMonitorGracePeriod is how long a silent node stays Ready (kube-controller-manager's
+	// --node-monitor-grace-period).
+	NodeMonitorGracePeriod time.Duration
+}
+
+// DefaultConfig is the configuration of `paddock dev` without flags.
+func DefaultConfig() Config {
+	return Config{
+		Dir:                    filepath.Join(".paddock", "dev"),
+		K8sBinDir:              filepath.Join("bin", "k8s", "1.37.2"),
+		CRDDir:                 filepath.Join("config", "crd", "bases"),
+		Nodes:                  3,
+		APIServerPort:          6443,
+		EtcdPort:               2379,
+		NodeMonitorGracePeriod: 8 * time.Second,
+	}
+}
+
+// KubeconfigPath is the admin kubeconfig of the environment.
+func (c Config) KubeconfigPath() string { return filepath.Join(c.Dir, "kubeconfig") }
+
+func (c Config) apiServerAddr() string { return "127.0.0.1:" + strconv.Itoa(c.APIServerPort) }
+func (c Config) logPath(component string) string {
+	return filepath.Join(c.Dir, "logs", component+".log")
+}
+func (c Config) dataDir() string { return filepath.Join(c.Dir, "data") }
+func (c Config) podDir(uid types.UID) string {
+	return filepath.Join(c.dataDir(), "pods", string(uid))
+}
+
+// Env is a running environment: control plane, node agents and the in-process manager.
+type Env struct {
+	cfg        Config
+	cp         *controlPlane
+	rt         *podRuntime
+	nodes      []*nodeAgent
+	restConfig *rest.Config
+	client     client.Client
+	logFiles   []io.Closer
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mgrMu     sync.Mutex
+	mgrCancel context.CancelFunc // guarded by mgrMu; nil while the manager is stopped
+	mgrDone   chan struct{}      // guarded by mgrMu
+	mgrLog    io.Writer
+}
+
+// Start brings an environment up: control plane, CRDs, volume provisioner, node agents and
+// the manager. It must run inside the private network (RunInPrivateNetwork). Stop undoes it.
+func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
+	if err := checkPodNetwork(); err != nil {
+		return nil, err
+	}
+	if cfg.PaddockBinary == "" {
+		if cfg.PaddockBinary, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("find the paddock binary: %w", err)
+		}
+	}
+	for _, p := range []*string{&cfg.Dir, &cfg.K8sBinDir, &cfg.CRDDir, &cfg.PaddockBinary} {
+		if *p, err = filepath.Abs(*p); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkBinaries(cfg.K8sBinDir); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(cfg.CRDDir); err != nil {
+		return nil, fmt.Errorf("CRD directory %s: %w (run paddock dev from the repository root, or pass --crd-dir)", cfg.CRDDir, err)
+	}
+	if err := prepareDir(cfg.Dir, cfg.Keep); err != nil {
+		return nil, err
+	}
+
+	e := &Env{cfg: cfg}
+	e.ctx, e.cancel = context.WithCancel(context.Background())
+	defer func() {
+		if err != nil {
+			e.Stop()
+		}
+	}()
+	agentLog, err := e.openLog("node-agents")
+	if err != nil {
+		return nil, err
+	}
+	if e.mgrLog, err = e.openLog("manager"); err != nil {
+		return nil, err
+	}
+	agentLogger := zap.New(zap.WriteTo(agentLog))
+	ctrl.SetLogger(zap.New(zap.WriteTo(e.mgrLog)))
+	klog.SetLogger(agentLogger.WithName("client-go"))
+	e.ctx = log.IntoContext(e.ctx, agentLogger)
+
+	if e.cp, err = startControlPlane(ctx, cfg); err != nil {
+		return nil, err
+	}
+	e.restConfig = e.cp.restConfig
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := kafkav1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if e.client, err = client.New(e.restConfig, client.Options{Scheme: scheme}); err != nil {
+		return nil, fmt.Errorf("create client: %w", err)
+	}
+	if _, err := envtest.InstallCRDs(e.restConfig, envtest.CRDInstallOptions{
+		Paths: []string{cfg.CRDDir}, ErrorIfPathMissing: true, Scheme: scheme,
+	}); err != nil {
+		return nil, fmt.Errorf("install CRDs: %w", err)
+	}
+	clientset, err := kubernetes.NewForConfig(e.restConfig)
+	if err != nil {
+		return nil, fmt.Errorf("create clientset: %w", err)
+	}
+	e.rt = &podRuntime{client: clientset, cfg: cfg, history: &history{}}
+	e.wg.Add(1)
+	go func() { defer e.wg.Done(); provision(e.ctx, e.rt) }()
+	for i := range cfg.Nodes {
+		n := newNodeAgent(i, e.rt)
+		e.nodes = append(e.nodes, n)
+		if err := n.start(e.ctx); err != nil {
+			return nil, err
+		}
+	}
+	if err := e.StartManager(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// prepareDir empties dir (unless keep) and creates the layout. It refuses to empty a
+// directory that paddock dev did not create.
+func prepareDir(dir string, keep bool) error {
+	if !keep {
+		entries, err := os.ReadDir(dir)
+		if err == nil && len(entries) > 0 {
+			if _, err := os.Stat(filepath.Join(dir, stateMarker)); err != nil {
+				return fmt.Errorf("%s is not empty and was not made by paddock dev; refusing to wipe it", dir)
+			}
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("clean %s: %w", dir, err)
+		}
+	}
+	for _, sub := range []string{"logs/pods", "run", "data"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", sub, err)
+		}
+	}
+	return os.WriteFile(filepath.Join(dir, stateMarker), nil, 0o644)
+}
+
+func (e *Env) openLog(name string) (*os.File, error) {
+	f, err := os.OpenFile(e.cfg.logPath(name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open %s log: %w", name, err)
+	}
+	e.logFiles = append(e.logFiles, f)
+	return f, nil
+}
+
+// Stop stops everything the environment started: manager, node agents (killing every pod
+// process), provisioner, control plane. Safe to call more than once.
+func (e *Env) Stop() {
+	e.StopManager()
+	for _, n := range e.nodes {
+		n.stop()
+	}
+	e.cancel()
+	e.wg.Wait()
+	if e.cp != nil {
+		e.cp.stop()
+	}
+	for _, f := range e.logFiles {
+		f.Close()
+	}
+	e.logFiles = nil
+}
+
+// Err reports a control-plane component that exited on its own.
+func (e *Env) Err() error {
+	if name := e.cp.exitedComponent(); name != "" {
+		return fmt.Errorf("%s exited (see %s)", name, e.cfg.logPath(name))
+	}
+	return nil
+}
+
+// StartManager runs the operator in-process (every reconciler, no leader election).
+func (e *Env) StartManager() error {
+	e.mgrMu.Lock()
+	defer e.mgrMu.Unlock()
+	if e.mgrCancel != nil {
+		return nil
+	}
+	mgr, err := ctrl.NewManager(e.restConfig, ctrl.Options{
+		Scheme:                 e.client.Scheme(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Logger:                 zap.New(zap.WriteTo(e.mgrLog)),
+		// The manager is stopped and started again (the operator-down scenario); a new
+		// manager registers the same controller names.
+		Controller: crconfig.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		return fmt.Errorf("create manager: %w", err)
+	}
+	if err := controllers.SetupWithManager(mgr, controllers.Options{DefaultBrokerImage: DevImage}); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(e.ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			log.FromContext(e.ctx).Error(err, "Manager stopped")
+		}
+	}()
+	e.mgrCancel, e.mgrDone = cancel, done
+	return nil
+}
+
+// StopManager stops the in-process operator and waits for it; the brokers keep running.
+func (e *Env) StopManager() {
+	e.mgrMu.Lock()
+	defer e.mgrMu.Unlock()
+	if e.mgrCancel == nil {
+		return
+	}
+	e.mgrCancel()
+	<-e.mgrDone
+	e.mgrCancel = nil
+}
+
+// Client is an uncached client with the core and paddock types: every read sees the
+// apiserver's current state.
+func (e *Env) Client() client.Client { return e.client }
+
+// RestConfig is the admin connection to the apiserver.
+func (e *Env) RestConfig() *rest.Config { return rest.CopyConfig(e.restConfig) }
+
+// KubeconfigPath is the admin kubeconfig file.
+func (e *Env) KubeconfigPath() string { return e.cfg.KubeconfigPath() }
+
+// Dir is the absolute state directory.
+func (e *Env) Dir() string { return e.cfg.Dir }
+
+// Nodes lists the Node names the agents play.
+func (e *Env) Nodes() []string {
+	names := make([]string, len(e.nodes))
+	for i, n := range e.nodes {
+		names[i] = n.name
+	}
+	return names
+}
+
+// StopNode is a node loss: its Lease stops being renewed and its processes are killed.
+func (e *Env) StopNode(name string) error {
+	n, err := e.node(name)
+	if err != nil {
+		return err
+	}
+	n.stop()
+	return nil
+}
+
+// StartNode brings a stopped node back: it reports Ready again and restarts its pods.
+func (e *Env) StartNode(name string) error {
+	n, err := e.node(name)
+	if err != nil {
+		return err
+	}
+	return n.start(e.ctx)
+}
+
+func (e *Env) node(name string) (*nodeAgent, error) {
+	for _, n := range e.nodes {
+		if n.name == name {
+			return n, nil
+		}
+	}
+	return nil, fmt.Errorf("no node %s", name)
+}
+
+// PIDFile is where the node agent writes the PID of pod namespace/name's first container.
+func (e *Env) PIDFile(namespace, pod string) string {
+	return filepath.Join(e.cfg.Dir, "run", namespace, pod+".pid")
+}
+
+// ContainerRuns lists the runs of namespace/pod's containers, oldest first.
+func (e *Env) ContainerRuns(namespace, pod string) []ContainerRun {
+	return e.rt.history.of(namespace, pod)
+}
+
+// Bootstrap returns "ip:port,…" of the running pods of cluster, sorted by pod name.
+func (e *Env) Bootstrap(ctx context.Context, namespace, cluster string, port int32) (string, error) {
+	var pods corev1.PodList
+	if err := e.client.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{kafkav1alpha1.LabelCluster: cluster}); err != nil {
+		return "", fmt.Errorf("list pods of %s: %w", cluster, err)
+	}
+	sort.Slice(pods.Items, func(i, j int) bool { return pods.Items[i].Name < pods.Items[j].Name })
+	var addrs []string
+	for _, p := range pods.Items {
+		if p.Status.PodIP != "" && p.DeletionTimestamp == nil {
+			addrs = append(addrs, fmt.Sprintf("%s:%d", p.Status.PodIP, port))
+		}
+	}
+	if len(addrs) == 0 {
+		return "", errors.New("no broker pod has an IP yet")
+	}
+	return strings.Join(addrs, ","), nil
+}
+
+// SampleCluster is the KafkaCluster paddock dev applies: brokers advertise their pod IPs (there
+// is no cluster DNS here) and share one persistent claim (the dev provisioner backs it with a
+// local directory).
+func SampleCluster(namespace, name string, brokers int32) *kafkav1alpha1.KafkaCluster {
+	return &kafkav1alpha1.KafkaCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: kafkav1alpha1.KafkaClusterSpec{
+			Replicas: brokers,
+			Listeners: []kafkav1alpha1.Listener{{
+				Name: "kafka", Port: 9092, Type: kafkav1alpha1.ListenerInternal, AdvertisedHost: kafkav1alpha1.AdvertisePodIP,
+			}},
+			Storage: kafkav1alpha1.Storage{
+				Type: kafkav1alpha1.StoragePersistentClaim, AccessMode: corev1.ReadWriteMany,
+			},
+			Heartbeat: kafkav1alpha1.Heartbeat{
+				Interval: &metav1.Duration{Duration: time.Second}, SessionTimeout: &metav1.Duration{Duration: 6 * time.Second},
+			},
+			DrainTimeout: &metav1.Duration{Duration: 30 * time.Second},
+			Rack:         kafkav1alpha1.Rack{TopologyKey: corev1.LabelTopologyZone},
+		},
+	}
+}

@@ -1,0 +1,95 @@
+package devcluster
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+)
+
+// Pod IPs. Every pod gets its own address so every broker can listen on the same port, as
+// in a real cluster. They cannot be loopback addresses (127.0.0.0/8): the apiserver rejects
+// loopback addresses in EndpointSlices, and the registry is built on EndpointSlices. So the
+// environment runs in a private network namespace whose loopback device also answers for a
+// whole test range (RFC 2544 benchmarking addresses, never routed on real networks): any
+// 198.18.x.y can be bound and reached inside the namespace, and nothing of the environment is
+// reachable from, or visible to, the host network.
+const (
+	podNetwork        = "198.18.0.0/15"
+	privateNetworkEnv = "PADDOCK_DEV_PRIVATE_NETWORK"
+)
+
+// InPrivateNetwork reports whether this process runs inside the environment's private network
+// namespace (it was started by RunInPrivateNetwork).
+func InPrivateNetwork() bool { return os.Getenv(privateNetworkEnv) == "1" }
+
+// RunInPrivateNetwork runs this program again, with the same arguments, in a new network
+// namespace (and, when not root, a user namespace that maps the caller to root so it may
+// configure that network), forwards signals to it, and returns its exit code. The child must
+// call SetupPrivateNetwork first thing.
+func RunInPrivateNetwork() (int, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return 1, fmt.Errorf("find own executable: %w", err)
+	}
+	cmd := exec.Command(self, os.Args[1:]...)
+	cmd.Env = append(os.Environ(), privateNetworkEnv+"=1")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	attr := &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET, Pdeathsig: syscall.SIGKILL}
+	if os.Getuid() != 0 {
+		attr.Cloneflags |= syscall.CLONE_NEWUSER
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}}
+		attr.GidMappingsEnableSetgroups = false
+	}
+	cmd.SysProcAttr = attr
+	signals := make(chan os.Signal, 4)
+	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(signals)
+	if err := cmd.Start(); err != nil {
+		return 1, fmt.Errorf("start in a private network namespace (needs root or unprivileged user namespaces): %w", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	for {
+		select {
+		case sig := <-signals:
+			_ = cmd.Process.Signal(sig)
+		case err := <-done:
+			var exitErr *exec.ExitError
+			if errors.As(err, &exitErr) {
+				return exitErr.ExitCode(), nil
+			}
+			if err != nil {
+				return 1, err
+			}
+			return 0, nil
+		}
+	}
+}
+
+// SetupPrivateNetwork brings the namespace's loopback device up and makes it answer for the
+// whole pod network.
+func SetupPrivateNetwork() error {
+	for _, args := range [][]string{
+		{"link", "set", "lo", "up"},
+		{"route", "add", "local", podNetwork, "dev", "lo"},
+	} {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("ip %v: %w: %s (paddock dev needs iproute2's `ip`)", args, err, out)
+		}
+	}
+	return nil
+}
+
+// checkPodNetwork fails unless a pod address can be bound here.
+func checkPodNetwork() error {
+	l, err := net.Listen("tcp", "198.18.0.1:0")
+	if err != nil {
+		return fmt.Errorf("pod network %s is not local here (run inside RunInPrivateNetwork): %w", podNetwork, err)
+	}
+	return l.Close()
+}

@@ -1,0 +1,503 @@
+package devcluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// podRuntime is what every node agent shares.
+type podRuntime struct {
+	client  kubernetes.Interface
+	cfg     Config
+	history *history
+}
+
+// Container restart backoff. The kubelet starts at 10 s and caps at 5 min; a dev machine
+// wants a crashed broker back quickly, so paddock dev starts at 1 s and caps at 20 s. A run
+// longer than backoffReset starts the backoff over.
+const (
+	backoffInitial = time.Second
+	backoffMax     = 20 * time.Second
+	backoffReset   = time.Minute
+)
+
+// container is the state of one of a pod's containers. Owned by the pod worker's goroutine.
+type container struct {
+	spec        corev1.Container
+	incarnation int      // bumped at every start; events of older incarnations are stale
+	proc        *process // nil when not running
+	run         *ContainerRun
+	startedAt   metav1.Time
+	everStarted bool
+	started     bool // startup probe passed
+	ready       bool
+	restarts    int32
+	waiting     corev1.ContainerStateWaiting
+	lastTerm    *corev1.ContainerStateTerminated
+	final       *corev1.ContainerStateTerminated // set when it exited and will not restart
+	backoff     time.Duration
+	restart     *time.Timer
+	stopProbes  context.CancelFunc
+}
+
+// podEvent is something that happened to a container, sent to its pod worker.
+type podEvent struct {
+	index, incarnation int
+	exited, restart    bool
+	probe              *probeResult
+}
+
+// podWorker runs one pod on its node: it starts the containers, probes them, restarts them,
+// reports the pod's status, and on deletion stops them and lets the pod go.
+type podWorker struct {
+	node *nodeAgent
+
+	mu     sync.Mutex
+	latest *corev1.Pod // guarded by mu: the newest version the informer delivered
+	gone   bool        // guarded by mu: the pod was removed from the API
+
+	kick     chan struct{} // a new latest or gone
+	events   chan podEvent
+	finished chan struct{} // closed when run returns; senders give up then
+
+	// Owned by run.
+	pod         *corev1.Pod
+	podIP       string
+	startTime   metav1.Time
+	containers  []*container
+	terminating bool
+	transitions map[corev1.PodConditionType]conditionState
+	lastStatus  []byte
+}
+
+type conditionState struct {
+	status corev1.ConditionStatus
+	since  metav1.Time
+}
+
+func newPodWorker(n *nodeAgent, pod *corev1.Pod) *podWorker {
+	return &podWorker{
+		node:        n,
+		latest:      pod,
+		kick:        make(chan struct{}, 1),
+		events:      make(chan podEvent),
+		finished:    make(chan struct{}),
+		transitions: map[corev1.PodConditionType]conditionState{},
+	}
+}
+
+// deliver hands the worker a newer version of its pod.
+func (w *podWorker) deliver(pod *corev1.Pod) {
+	w.mu.Lock()
+	w.latest = pod
+	w.mu.Unlock()
+	w.poke()
+}
+
+// removed tells the worker its pod is gone from the API.
+func (w *podWorker) removed() {
+	w.mu.Lock()
+	w.gone = true
+	w.mu.Unlock()
+	w.poke()
+}
+
+func (w *podWorker) poke() {
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+// send delivers an event unless the worker has finished.
+func (w *podWorker) send(ev podEvent) {
+	select {
+	case w.events <- ev:
+	case <-w.finished:
+	}
+}
+
+func (w *podWorker) run(ctx context.Context) {
+	defer close(w.finished)
+	w.mu.Lock()
+	w.pod = w.latest
+	w.mu.Unlock()
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("pod", klog.KObj(w.pod)))
+	logger := log.FromContext(ctx)
+	if w.pod.DeletionTimestamp != nil {
+		// Deleted while no worker ran it (the node was down): nothing runs, let it go.
+		w.deletePod(ctx)
+		return
+	}
+	ip, err := w.node.ips.allocate(w.pod.Status.PodIP)
+	if err != nil {
+		logger.Error(err, "Allocate pod IP")
+		return
+	}
+	w.podIP = ip
+	defer w.node.ips.release(ip)
+	w.startTime = metav1.Now()
+	if w.pod.Status.StartTime != nil {
+		w.startTime = *w.pod.Status.StartTime
+	}
+	w.containers = make([]*container, len(w.pod.Spec.Containers))
+	for i, spec := range w.pod.Spec.Containers {
+		c := &container{spec: spec, waiting: corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}
+		for _, st := range w.pod.Status.ContainerStatuses {
+			if st.Name == spec.Name {
+				// A restarted node agent: the container ran before, this start is a restart.
+				c.restarts = st.RestartCount
+				c.everStarted = st.State.Running != nil || st.State.Terminated != nil || st.LastTerminationState.Terminated != nil
+			}
+		}
+		w.containers[i] = c
+	}
+	logger.Info("Starting pod", "podIP", ip)
+	for i := range w.containers {
+		w.startContainer(ctx, i)
+	}
+	w.writeStatus(ctx)
+
+	var killAfterGrace <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			// Node loss or environment shutdown: the processes die with the node.
+			w.killAll()
+			return
+		case <-w.kick:
+			w.mu.Lock()
+			pod, gone := w.latest, w.gone
+			w.mu.Unlock()
+			if gone {
+				w.killAll()
+				w.cleanup()
+				return
+			}
+			w.pod = pod
+			if pod.DeletionTimestamp != nil && !w.terminating {
+				killAfterGrace = w.beginTermination(ctx)
+			}
+		case ev := <-w.events:
+			w.handle(ctx, ev)
+		case <-killAfterGrace:
+			logger.Info("Grace period over, killing containers")
+			for _, c := range w.containers {
+				if c.proc != nil {
+					c.proc.signal(syscall.SIGKILL)
+				}
+			}
+		}
+		if w.terminating && w.allExited() {
+			w.writeStatus(ctx)
+			w.deletePod(ctx)
+			w.cleanup()
+			return
+		}
+		w.writeStatus(ctx)
+	}
+}
+
+// startContainer starts container i as a local process, or schedules a retry when its
+// command cannot be built.
+func (w *podWorker) startContainer(ctx context.Context, i int) {
+	c := w.containers[i]
+	c.incarnation++
+	if c.everStarted {
+		c.restarts++
+	}
+	argv, env, err := w.command(ctx, c.spec)
+	if err != nil {
+		c.waiting = corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError", Message: err.Error()}
+		w.scheduleRestart(i)
+		return
+	}
+	name := fmt.Sprintf("%s_%s_%s", w.pod.Namespace, w.pod.Name, c.spec.Name)
+	logPath := filepath.Join(w.node.rt.cfg.Dir, "logs", "pods", name+".log")
+	if f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
+		fmt.Fprintf(f, "==== %s paddock dev: starting %q (restart %d) on %s, pod IP %s\n",
+			time.Now().Format(time.RFC3339Nano), argv, c.restarts, w.node.name, w.podIP)
+		f.Close()
+	}
+	proc, err := startProcess(name, argv[0], argv[1:], env, logPath)
+	if err != nil {
+		c.waiting = corev1.ContainerStateWaiting{Reason: "RunContainerError", Message: err.Error()}
+		w.scheduleRestart(i)
+		return
+	}
+	c.proc, c.everStarted, c.ready = proc, true, false
+	c.started = c.spec.StartupProbe == nil
+	c.startedAt = metav1.Now()
+	c.waiting = corev1.ContainerStateWaiting{}
+	c.run = w.node.rt.history.started(ContainerRun{
+		Namespace: w.pod.Namespace, Pod: w.pod.Name, Container: c.spec.Name, Node: w.node.name,
+		PID: proc.pid(), Started: c.startedAt.Time,
+	})
+	if i == 0 {
+		w.writePIDFile(proc.pid())
+	}
+	incarnation := c.incarnation
+	go func() {
+		<-proc.done
+		w.send(podEvent{index: i, incarnation: incarnation, exited: true})
+	}()
+	probeCtx, stop := context.WithCancel(ctx)
+	c.stopProbes = stop
+	go runProbes(probeCtx, c.spec, w.podIP, func(r probeResult) {
+		w.send(podEvent{index: i, incarnation: incarnation, probe: &r})
+	})
+}
+
+// scheduleRestart starts container i again after its backoff.
+func (w *podWorker) scheduleRestart(i int) {
+	c := w.containers[i]
+	switch {
+	case c.backoff == 0 || (c.lastTerm != nil && c.lastTerm.FinishedAt.Sub(c.lastTerm.StartedAt.Time) > backoffReset):
+		c.backoff = backoffInitial
+	default:
+		c.backoff = min(2*c.backoff, backoffMax)
+	}
+	incarnation := c.incarnation
+	c.restart = time.AfterFunc(c.backoff, func() {
+		w.send(podEvent{index: i, incarnation: incarnation, restart: true})
+	})
+}
+
+func (w *podWorker) handle(ctx context.Context, ev podEvent) {
+	c := w.containers[ev.index]
+	if ev.incarnation != c.incarnation {
+		return
+	}
+	logger := log.FromContext(ctx).WithValues("container", c.spec.Name)
+	switch {
+	case ev.exited:
+		term := w.reap(c)
+		logger.Info("Container exited", "exitCode", term.ExitCode, "signal", term.Signal)
+		restart := w.pod.Spec.RestartPolicy == corev1.RestartPolicyAlways ||
+			(w.pod.Spec.RestartPolicy == corev1.RestartPolicyOnFailure && term.ExitCode != 0)
+		if w.terminating || !restart {
+			c.final = term
+			return
+		}
+		c.lastTerm = term
+		c.waiting = corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff",
+			Message: fmt.Sprintf("back-off restarting failed container %s", c.spec.Name)}
+		w.scheduleRestart(ev.index)
+	case ev.restart:
+		if !w.terminating {
+			w.startContainer(ctx, ev.index)
+		}
+	case ev.probe != nil:
+		switch ev.probe.kind {
+		case probeStartup:
+			c.started = ev.probe.ok
+		case probeReadiness:
+			c.ready = ev.probe.ok && c.proc != nil
+		}
+		if !ev.probe.ok && ev.probe.kind != probeReadiness && c.proc != nil && !w.terminating {
+			logger.Info("Probe failed, restarting container", "probe", ev.probe.kind)
+			w.node.rt.history.update(c.run, func(r *ContainerRun) { r.TermSent = time.Now() })
+			go c.proc.stop(w.gracePeriod())
+		}
+	}
+}
+
+// reap records a container's exit and returns its terminated state.
+func (w *podWorker) reap(c *container) *corev1.ContainerStateTerminated {
+	code, sig := c.proc.exitStatus()
+	now := metav1.Now()
+	term := &corev1.ContainerStateTerminated{
+		ExitCode: int32(code), Signal: int32(sig), Reason: "Completed",
+		StartedAt: c.startedAt, FinishedAt: now, ContainerID: containerID(c.proc),
+	}
+	if code != 0 {
+		term.Reason = "Error"
+	}
+	w.node.rt.history.update(c.run, func(r *ContainerRun) { r.Exited, r.ExitCode = now.Time, code })
+	c.stopProbes()
+	c.proc, c.ready, c.started = nil, false, false
+	if c == w.containers[0] {
+		w.removePIDFile()
+	}
+	return term
+}
+
+// beginTermination sends SIGTERM to every container and returns when to SIGKILL them.
+func (w *podWorker) beginTermination(ctx context.Context) <-chan time.Time {
+	w.terminating = true
+	grace := w.gracePeriod()
+	if s := w.pod.DeletionGracePeriodSeconds; s != nil {
+		grace = time.Duration(*s) * time.Second
+	}
+	log.FromContext(ctx).Info("Pod deleted, stopping containers", "gracePeriod", grace)
+	now := time.Now()
+	for _, c := range w.containers {
+		if c.restart != nil {
+			c.restart.Stop()
+		}
+		if c.proc != nil {
+			w.node.rt.history.update(c.run, func(r *ContainerRun) { r.TermSent = now })
+			c.proc.signal(syscall.SIGTERM)
+		}
+	}
+	return time.After(grace)
+}
+
+func (w *podWorker) gracePeriod() time.Duration {
+	if s := w.pod.Spec.TerminationGracePeriodSeconds; s != nil {
+		return time.Duration(*s) * time.Second
+	}
+	return 30 * time.Second
+}
+
+func (w *podWorker) allExited() bool {
+	for _, c := range w.containers {
+		if c.proc != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// killAll SIGKILLs every running container and waits for them.
+func (w *podWorker) killAll() {
+	for _, c := range w.containers {
+		if c.restart != nil {
+			c.restart.Stop()
+		}
+		if c.proc != nil {
+			c.proc.signal(syscall.SIGKILL)
+			<-c.proc.done
+			w.reap(c)
+		}
+	}
+}
+
+// deletePod removes the pod from the API once nothing of it runs, so its controller can
+// replace it.
+func (w *podWorker) deletePod(ctx context.Context) {
+	err := w.node.rt.client.CoreV1().Pods(w.pod.Namespace).Delete(ctx, w.pod.Name, metav1.DeleteOptions{
+		GracePeriodSeconds: ptr.To[int64](0),
+		Preconditions:      &metav1.Preconditions{UID: &w.pod.UID},
+	})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) && ctx.Err() == nil {
+		log.FromContext(ctx).Error(err, "Delete terminated pod")
+	}
+}
+
+// cleanup removes the pod's emptyDir volumes.
+func (w *podWorker) cleanup() {
+	_ = os.RemoveAll(w.node.rt.cfg.podDir(w.pod.UID))
+}
+
+func (w *podWorker) pidFile() string {
+	return filepath.Join(w.node.rt.cfg.Dir, "run", w.pod.Namespace, w.pod.Name+".pid")
+}
+
+func (w *podWorker) writePIDFile(pid int) {
+	_ = os.MkdirAll(filepath.Dir(w.pidFile()), 0o755)
+	_ = os.WriteFile(w.pidFile(), []byte(strconv.Itoa(pid)+"\n"), 0o644)
+}
+
+func (w *podWorker) removePIDFile() { _ = os.Remove(w.pidFile()) }
+
+func containerID(p *process) string { return fmt.Sprintf("paddock-dev://%d", p.pid()) }
+
+// writeStatus patches the pod's status when it changed since the last write.
+func (w *podWorker) writeStatus(ctx context.Context) {
+	patch, err := json.Marshal(map[string]any{"status": w.status()})
+	if err != nil || string(patch) == string(w.lastStatus) {
+		return
+	}
+	_, err = w.node.rt.client.CoreV1().Pods(w.pod.Namespace).Patch(ctx, w.pod.Name, types.StrategicMergePatchType, patch,
+		metav1.PatchOptions{}, "status")
+	if err != nil {
+		if !apierrors.IsNotFound(err) && ctx.Err() == nil {
+			log.FromContext(ctx).Error(err, "Patch pod status")
+		}
+		return
+	}
+	w.lastStatus = patch
+}
+
+// status is the pod status the kubelet would report for the containers' current state.
+func (w *podWorker) status() corev1.PodStatus {
+	st := corev1.PodStatus{
+		Phase:     corev1.PodPending,
+		HostIP:    w.node.ips.nodeIP(),
+		HostIPs:   []corev1.HostIP{{IP: w.node.ips.nodeIP()}},
+		PodIP:     w.podIP,
+		PodIPs:    []corev1.PodIP{{IP: w.podIP}},
+		StartTime: &w.startTime,
+		QOSClass:  w.pod.Status.QOSClass,
+	}
+	allReady, anyStarted, allFinal, allSucceeded := true, false, true, true
+	for _, c := range w.containers {
+		cs := corev1.ContainerStatus{
+			Name: c.spec.Name, Image: c.spec.Image, ImageID: "paddock-dev://" + c.spec.Image,
+			RestartCount: c.restarts, Ready: c.ready, Started: ptr.To(c.proc != nil && c.started),
+		}
+		switch {
+		case c.proc != nil:
+			cs.State.Running = &corev1.ContainerStateRunning{StartedAt: c.startedAt}
+			cs.ContainerID = containerID(c.proc)
+		case c.final != nil:
+			cs.State.Terminated = c.final
+			cs.ContainerID = c.final.ContainerID
+		default:
+			waiting := c.waiting
+			cs.State.Waiting = &waiting
+		}
+		cs.LastTerminationState.Terminated = c.lastTerm
+		allReady = allReady && c.ready
+		anyStarted = anyStarted || c.everStarted
+		allFinal = allFinal && c.final != nil
+		allSucceeded = allSucceeded && c.final != nil && c.final.ExitCode == 0
+		st.ContainerStatuses = append(st.ContainerStatuses, cs)
+	}
+	switch {
+	case allFinal && !w.terminating && allSucceeded:
+		st.Phase = corev1.PodSucceeded
+	case allFinal && !w.terminating:
+		st.Phase = corev1.PodFailed
+	case anyStarted:
+		st.Phase = corev1.PodRunning
+	}
+	ready := corev1.ConditionFalse
+	if allReady {
+		ready = corev1.ConditionTrue
+	}
+	for _, c := range []struct {
+		t      corev1.PodConditionType
+		status corev1.ConditionStatus
+	}{
+		{corev1.PodReadyToStartContainers, corev1.ConditionTrue},
+		{corev1.PodInitialized, corev1.ConditionTrue},
+		{corev1.ContainersReady, ready},
+		{corev1.PodReady, ready},
+	} {
+		prev, ok := w.transitions[c.t]
+		if !ok || prev.status != c.status {
+			prev = conditionState{status: c.status, since: metav1.Now()}
+			w.transitions[c.t] = prev
+		}
+		st.Conditions = append(st.Conditions, corev1.PodCondition{Type: c.t, Status: c.status, LastTransitionTime: prev.since})
+	}
+	return st
+}
