@@ -64,13 +64,17 @@ verify: $(CONTROLLER_GEN) lint ## Fail if generated files are stale or the code 
 ##@ Test
 
 .PHONY: test
-test: manifests generate k8s-bins ## Run every test: unit, envtest, broker, fuzz (bounded) and e2e.
+test: manifests generate k8s-bins kcat ## Run every test: unit, envtest, broker, fuzz (bounded) and e2e.
 	go test $(GO_TEST_FLAGS) ./...
 	$(MAKE) fuzz
 
 .PHONY: test-unit
 test-unit: ## Run the tests that need no control plane (pure rules and the broker).
 	go test $(GO_TEST_FLAGS) ./internal/... ./broker/...
+
+.PHONY: e2e
+e2e: k8s-bins kcat ## Run only the end-to-end suite (test/e2e) against a fresh paddock dev environment.
+	go test $(GO_TEST_FLAGS) -v ./test/e2e/...
 
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for FUZZTIME (default 20s) on top of its committed seed corpus.
@@ -96,7 +100,7 @@ run: manifests generate ## Run the manager against the cluster in $$KUBECONFIG.
 
 .PHONY: dev
 dev: build k8s-bins ## Run the whole system locally: control plane, operator and broker processes.
-	$(LOCALBIN)/paddock dev $(DEV_FLAGS)
+	$(LOCALBIN)/paddock dev --k8s-bin-dir=$(K8S_BINS) $(DEV_FLAGS)
 
 .PHONY: docker-build
 docker-build: ## Build the container image (needs a Docker engine).
@@ -118,6 +122,10 @@ $(CONTROLLER_GEN): | $(LOCALBIN)
 
 $(KUSTOMIZE): | $(LOCALBIN)
 	$(call go-install-tool,$(KUSTOMIZE),sigs.k8s.io/kustomize/kustomize/v5,$(KUSTOMIZE_VERSION))
+
+.PHONY: kcat
+kcat: ## Install kcat (the e2e suite's CLI Kafka client) with apt-get when it is missing.
+	hack/install-kcat.sh >/dev/null
 
 .PHONY: controller-gen kustomize
 controller-gen: $(CONTROLLER_GEN) ## Install controller-gen into bin/.
