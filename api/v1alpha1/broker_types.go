@@ -6,18 +6,21 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 type BrokerStatus struct {
 	// cluster is the KafkaCluster this broker belongs to.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Kafka Cluster",xDescriptors={"urn:alm:descriptor:io.kubernetes:kafka.paddock.dev:v1alpha1:KafkaCluster"}
 	Cluster string `json:"cluster,omitempty"`
 
 	BrokerRow `json:",inline"`
 
 	// ready is true when the broker's endpoint is serving (state Serving).
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Ready"
 	Ready bool `json:"ready"`
 
 	// conditions of the broker.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Conditions",xDescriptors={"urn:alm:descriptor:io.kubernetes.conditions"}
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
@@ -38,6 +41,7 @@ type BrokerStatus struct {
 // +kubebuilder:printcolumn:name="Pod",type=string,JSONPath=`.status.pod`,priority=1
 // +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.status.node`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +operator-sdk:csv:customresourcedefinitions:displayName="Broker",resources={{Pod,v1,<cluster>-broker-<id>},{Lease,v1,<cluster>-broker-<id>}}
 type Broker struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -75,16 +75,19 @@ type Storage struct {
 	// emptyDir per pod; data is lost with the pod — for development).
 	// +optional
 	// +kubebuilder:default=PersistentClaim
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Storage Type",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:PersistentClaim","urn:alm:descriptor:com.tectonic.ui:select:Ephemeral"}
 	Type StorageType `json:"type,omitempty"`
 
 	// size is the requested capacity of the claim.
 	// +optional
 	// +kubebuilder:default="10Gi"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Storage Size",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	Size *resource.Quantity `json:"size,omitempty"`
 
 	// storageClassName is the StorageClass of the claim; empty uses the cluster default.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Storage Class",xDescriptors={"urn:alm:descriptor:io.kubernetes:StorageClass"}
 	StorageClassName *string `json:"storageClassName,omitempty"`
 
 	// accessMode of the claim. ReadWriteMany (the default) lets any broker take over any
@@ -92,6 +95,7 @@ type Storage struct {
 	// +optional
 	// +kubebuilder:default=ReadWriteMany
 	// +kubebuilder:validation:Enum=ReadWriteMany;ReadWriteOnce;ReadWriteOncePod
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Access Mode",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:ReadWriteMany","urn:alm:descriptor:com.tectonic.ui:select:ReadWriteOnce","urn:alm:descriptor:com.tectonic.ui:select:ReadWriteOncePod","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	AccessMode corev1.PersistentVolumeAccessMode `json:"accessMode,omitempty"`
 }
 
@@ -102,6 +106,7 @@ type Heartbeat struct {
 	// +optional
 	// +kubebuilder:default="1s"
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('100ms')",message="heartbeat.interval must be at least 100ms"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Heartbeat Interval",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Interval *metav1.Duration `json:"interval,omitempty"`
 
 	// sessionTimeout is how long after its last renewal a broker counts as Dead. It becomes
@@ -110,6 +115,7 @@ type Heartbeat struct {
 	// +kubebuilder:default="6s"
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('1h')",message="heartbeat.sessionTimeout must be between 1s and 1h"
 	// +kubebuilder:validation:XValidation:rule="duration(self).getMilliseconds() % 1000 == 0",message="heartbeat.sessionTimeout must be a whole number of seconds"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Session Timeout",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	SessionTimeout *metav1.Duration `json:"sessionTimeout,omitempty"`
 }
 
@@ -120,6 +126,7 @@ type Rack struct {
 	// +kubebuilder:default="topology.kubernetes.io/zone"
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=316
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Rack Topology Key",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	TopologyKey string `json:"topologyKey,omitempty"`
 }
 
@@ -132,11 +139,13 @@ type KafkaClusterSpec struct {
 	// +kubebuilder:default=3
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=1000
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Brokers",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:podCount"}
 	Replicas int32 `json:"replicas,omitempty"`
 
 	// image runs the brokers; empty uses the operator's default (its own image).
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Broker Image",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Image string `json:"image,omitempty"`
 
 	// listeners are the ports clients connect to.
@@ -146,16 +155,19 @@ type KafkaClusterSpec struct {
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=8
 	// +kubebuilder:default={{name: "kafka", port: 9092}}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Listeners"
 	Listeners []Listener `json:"listeners,omitempty"`
 
 	// storage is where brokers keep their data.
 	// +optional
 	// +kubebuilder:default={}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Storage"
 	Storage Storage `json:"storage,omitempty"`
 
 	// heartbeat tunes broker liveness detection.
 	// +optional
 	// +kubebuilder:default={}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Heartbeat",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Heartbeat Heartbeat `json:"heartbeat,omitempty"`
 
 	// drainTimeout is the longest a broker that got SIGTERM keeps serving while it hands its
@@ -164,20 +176,24 @@ type KafkaClusterSpec struct {
 	// +optional
 	// +kubebuilder:default="60s"
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('1h')",message="drainTimeout must be between 0s and 1h"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Drain Timeout",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	DrainTimeout *metav1.Duration `json:"drainTimeout,omitempty"`
 
 	// rack spreads brokers over zones and reports each broker's zone as its rack.
 	// +optional
 	// +kubebuilder:default={}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Rack Awareness",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Rack Rack `json:"rack,omitempty"`
 
 	// resources of the broker container.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Broker Resources",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:resourceRequirements"}
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 
 	// config holds Kafka-style broker settings (for example "log.retention.ms").
 	// +optional
 	// +kubebuilder:validation:MaxProperties=256
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Broker Configuration",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Config map[string]string `json:"config,omitempty"`
 }
 
@@ -211,61 +227,78 @@ const (
 type BrokerRow struct {
 	// id is the broker id: the ordinal of its StatefulSet pod.
 	// +kubebuilder:validation:Minimum=0
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Broker ID"
 	ID int32 `json:"id"`
 
 	// pod is the broker's pod name.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Pod",xDescriptors={"urn:alm:descriptor:io.kubernetes:Pod"}
 	Pod string `json:"pod,omitempty"`
 
 	// node is the Node the pod runs on.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Node",xDescriptors={"urn:alm:descriptor:io.kubernetes:Node"}
 	Node string `json:"node,omitempty"`
 
 	// host is the broker's address as listed by its endpoint.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Host"
 	Host string `json:"host,omitempty"`
 
 	// port is the broker's first listener port.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Port"
 	Port int32 `json:"port,omitempty"`
 
 	// rack is the broker's zone.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Rack"
 	Rack string `json:"rack,omitempty"`
 
 	// state is Serving or Fenced.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="State"
 	State BrokerState `json:"state"`
 
 	// health is Alive, Draining or Dead.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Health"
 	Health BrokerHealth `json:"health"`
 
 	// reason says why the broker is Fenced or not Alive; empty when it is Serving and Alive.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Reason"
 	Reason string `json:"reason,omitempty"`
 
 	// epoch grows with each incarnation of the broker (its Lease's leaseTransitions).
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Epoch"
 	Epoch int64 `json:"epoch,omitempty"`
 
 	// lastSeen is when the broker last renewed its heartbeat. A dead broker keeps the time it
 	// was last heard from.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Seen"
 	LastSeen *metav1.Time `json:"lastSeen,omitempty"`
 }
 
 // BrokerCounts sums the registry rows.
 type BrokerCounts struct {
 	// registered is the number of registered brokers: the coordinator divisor.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Registered Brokers"
 	Registered int32 `json:"registered"`
 	// serving is the number of registered brokers whose endpoint is serving.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Serving Brokers"
 	Serving int32 `json:"serving"`
 	// fenced is the number of registered brokers that are not serving.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Fenced Brokers"
 	Fenced int32 `json:"fenced"`
 	// alive is the number of brokers with a fresh, healthy heartbeat that are not draining.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Alive Brokers"
 	Alive int32 `json:"alive"`
 	// draining is the number of brokers handing their work over before a shutdown.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Draining Brokers"
 	Draining int32 `json:"draining"`
 	// dead is the number of registered brokers without a fresh healthy heartbeat.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Dead Brokers"
 	Dead int32 `json:"dead"`
 }
 
@@ -290,36 +323,43 @@ type KafkaClusterStatus struct {
 	// clusterID is the Kafka cluster id: 22 characters of base64url, minted once and never
 	// changed.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Cluster ID",xDescriptors={"urn:alm:descriptor:text"}
 	ClusterID string `json:"clusterID,omitempty"`
 
 	// conditions are Ready, Progressing and Degraded.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Conditions",xDescriptors={"urn:alm:descriptor:io.kubernetes.conditions"}
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
 	// replicas is the number of broker pods the StatefulSet has.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Broker Pods"
 	Replicas int32 `json:"replicas,omitempty"`
 
 	// readyReplicas is the number of ready broker pods.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Ready Broker Pods"
 	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
 
 	// brokers lists every registered broker, sorted by id.
 	// +optional
 	// +listType=map
 	// +listMapKey=id
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Broker Registry"
 	Brokers []BrokerRow `json:"brokers,omitempty"`
 
 	// counts sums the brokers rows.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Broker Counts"
 	Counts BrokerCounts `json:"counts,omitempty"`
 
 	// listeners gives each listener's bootstrap address.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Bootstrap Addresses"
 	Listeners []ListenerStatus `json:"listeners,omitempty"`
 }
 
@@ -335,6 +375,7 @@ type KafkaClusterStatus struct {
 // +kubebuilder:printcolumn:name="Alive",type=integer,JSONPath=`.status.counts.alive`
 // +kubebuilder:printcolumn:name="Cluster-ID",type=string,JSONPath=`.status.clusterID`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +operator-sdk:csv:customresourcedefinitions:displayName="Kafka Cluster",resources={{StatefulSet,v1,<cluster>-broker},{Service,v1,<cluster>-brokers},{Service,v1,<cluster>-bootstrap},{Service,v1,<cluster>-broker-<id>},{Pod,v1,<cluster>-broker-<id>},{Lease,v1,<cluster>-broker-<id>},{Broker,v1alpha1,<cluster>-<id>},{PodDisruptionBudget,v1,<cluster>-broker},{ServiceAccount,v1,<cluster>-broker},{Role,v1,<cluster>-broker},{RoleBinding,v1,<cluster>-broker}}
 type KafkaCluster struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

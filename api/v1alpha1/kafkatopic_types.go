@@ -9,6 +9,7 @@ type KafkaTopicSpec struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="cluster is immutable"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Kafka Cluster",xDescriptors={"urn:alm:descriptor:io.kubernetes:kafka.paddock.dev:v1alpha1:KafkaCluster"}
 	Cluster string `json:"cluster"`
 
 	// topicName is the Kafka topic name; empty uses the object's name. Set it for names a
@@ -18,6 +19,7 @@ type KafkaTopicSpec struct {
 	// +kubebuilder:validation:MaxLength=249
 	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9._-]+$`
 	// +kubebuilder:validation:XValidation:rule="self != '.' && self != '..'",message="topicName may not be '.' or '..'"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Topic Name",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	TopicName string `json:"topicName,omitempty"`
 
 	// partitions is the number of partitions. It can grow and never shrinks (as in Kafka).
@@ -26,11 +28,13 @@ type KafkaTopicSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=10000
 	// +kubebuilder:validation:XValidation:rule="self >= oldSelf",message="partitions cannot be decreased"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Partitions",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number"}
 	Partitions int32 `json:"partitions,omitempty"`
 
 	// config holds Kafka topic settings (for example "retention.ms").
 	// +optional
 	// +kubebuilder:validation:MaxProperties=256
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Topic Configuration",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Config map[string]string `json:"config,omitempty"`
 }
 
@@ -53,18 +57,21 @@ type KafkaTopicStatus struct {
 
 	// topicID is the Kafka topic id (base64url of 16 random bytes), minted once.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Topic ID",xDescriptors={"urn:alm:descriptor:text"}
 	TopicID string `json:"topicID,omitempty"`
 
 	// partitions lists each partition's leader, sorted by partition.
 	// +optional
 	// +listType=map
 	// +listMapKey=partition
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Partition Leaders"
 	Partitions []PartitionStatus `json:"partitions,omitempty"`
 
 	// conditions are Ready and Degraded.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Conditions",xDescriptors={"urn:alm:descriptor:io.kubernetes.conditions"}
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
@@ -77,6 +84,7 @@ type KafkaTopicStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Topic",type=string,JSONPath=`.spec.topicName`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +operator-sdk:csv:customresourcedefinitions:displayName="Kafka Topic",resources={{KafkaCluster,v1alpha1,<spec.cluster>}}
 type KafkaTopic struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
