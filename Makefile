@@ -96,7 +96,7 @@ build: ## Build the paddock binary into bin/paddock.
 
 .PHONY: run
 run: manifests generate ## Run the manager against the cluster in $$KUBECONFIG.
-	go run . manager
+	go run . manager --default-broker-image=$(IMG)
 
 .PHONY: dev
 dev: build k8s-bins ## Run the whole system locally: control plane, operator and broker processes.

@@ -5,9 +5,13 @@ package controllers
 //
 // The manager must hold every permission it grants in the per-cluster broker Role (Kubernetes
 // refuses to let it escalate), which is why it can read and write Leases and KafkaTopics.
+// It may update kafkaclusters/finalizers so it can set blockOwnerDeletion on the owner
+// references of a cluster's children where the OwnerReferencesPermissionEnforcement admission
+// plugin is on.
 
 // +kubebuilder:rbac:groups=kafka.paddock.dev,resources=kafkaclusters;brokers;kafkatopics,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=kafka.paddock.dev,resources=kafkaclusters/status;brokers/status;kafkatopics/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=kafka.paddock.dev,resources=kafkaclusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=services;serviceaccounts;persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods;nodes,verbs=get;list;watch
