@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -110,7 +109,7 @@ func newFlagSet(cfg *Config, listeners *string, getenv func(string) string) (*fl
 }
 
 // parseConfig parses args and the environment into a validated Config.
-func parseConfig(fs *flag.FlagSet, cfg *Config, listeners string, envErrs []error, getenv func(string) string) error {
+func parseConfig(cfg *Config, listeners string, envErrs []error, getenv func(string) string) error {
 	if len(envErrs) > 0 {
 		return errors.Join(envErrs...)
 	}
@@ -229,6 +228,3 @@ func advertisedHost(mode v1alpha1.AdvertisedHostMode, cluster, domain string, id
 	}
 	return fmt.Sprintf("%s.%s.%s.svc.%s", id.Pod, v1alpha1.HeadlessServiceName(cluster), id.Namespace, domain), nil
 }
-
-// osGetenv is os.Getenv; a variable so tests can pass their own environment.
-var osGetenv = os.Getenv

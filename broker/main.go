@@ -1,25 +1,161 @@
 package broker
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/zapr"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/config"
+
+	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 )
 
-// Main runs `paddock broker` with args and returns the process exit code.
-// Not implemented yet: it lands with the embedded broker issue.
+// Main runs `paddock broker` with args and returns the process exit code: 0 after a clean
+// drain (or --help), 2 for bad flags or environment, 1 for any other failure or a second
+// signal during the drain.
 func Main(args []string) int {
-	fs := flag.NewFlagSet("paddock broker", flag.ContinueOnError)
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, syscall.SIGTERM, os.Interrupt)
+	defer signal.Stop(signals)
+	return run(args, os.Getenv, os.Stderr, signals)
+}
+
+const usageHeader = `Usage: paddock broker [flags]
+
+Runs one paddock broker: a Kafka-wire-compatible server (ApiVersions, Metadata,
+DescribeCluster 0-2, FindCoordinator) answering from its KafkaCluster's registry and
+KafkaTopics, which it watches through informers; a heartbeat Lease <cluster>-broker-<id>;
+and /healthz, /readyz, /metrics on --health-port. SIGTERM or SIGINT starts a drain: a
+draining heartbeat at once, serving until the registry moves this broker's partitions and
+groups away (or --drain-timeout), then exit 0. A second signal exits at once.
+
+Environment (downward API): POD_NAME (its trailing ordinal is the broker id), POD_NAMESPACE,
+POD_UID, POD_IP (PodIP listeners), NODE_NAME. Kubernetes access: in-cluster config, or
+$KUBECONFIG when set. Every flag defaults to its PADDOCK_<FLAG> variable; flags win.
+
+Flags:
+`
+
+func run(args []string, getenv func(string) string, stderr io.Writer, signals <-chan os.Signal) int {
+	var cfg Config
+	var listeners string
+	fs, envErrs := newFlagSet(&cfg, &listeners, getenv)
+	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: paddock broker [flags]\n\nNot implemented yet: the broker lands with the embedded broker issue.")
+		fmt.Fprint(fs.Output(), usageHeader)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
+		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
 	}
-	fmt.Fprintln(os.Stderr, "paddock broker: not implemented yet")
-	return 2
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "paddock broker: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	if err := parseConfig(&cfg, listeners, *envErrs, getenv); err != nil {
+		fmt.Fprintf(stderr, "paddock broker: %v\n", err)
+		return 2
+	}
+	log, sync, err := newLogger(cfg.LogLevel)
+	if err != nil {
+		fmt.Fprintf(stderr, "paddock broker: %v\n", err)
+		return 2
+	}
+	defer sync()
+	log = log.WithValues("cluster", cfg.Cluster, "broker", cfg.Identity.ID)
+
+	if err := runWithCluster(cfg, log, signals); err != nil {
+		log.Error(err, "Broker stopped")
+		return 1
+	}
+	return 0
+}
+
+// runWithCluster connects to the API server, starts the informer view and runs the broker.
+func runWithCluster(cfg Config, log logr.Logger, signals <-chan os.Signal) error {
+	restCfg, err := config.GetConfig()
+	if err != nil {
+		return fmt.Errorf("kubernetes config: %w", err)
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	c, err := client.New(restCfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("kubernetes client: %w", err)
+	}
+	view, err := NewInformerView(restCfg, scheme, cfg.Identity.Namespace, cfg.Cluster, log.WithName("view"))
+	if err != nil {
+		return err
+	}
+
+	// The informers live as long as the process; a signal before they sync ends the start.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	synced := make(chan error, 1)
+	go func() { synced <- view.Start(ctx) }()
+	select {
+	case err := <-synced:
+		if err != nil {
+			return err
+		}
+	case sig := <-signals:
+		log.Info("Signal before the cluster view synced; exiting", "signal", sig.String())
+		return nil
+	}
+
+	b := NewBroker(cfg, view, log)
+	b.Heartbeat = &Heartbeat{
+		Client:         c,
+		Cluster:        cfg.Cluster,
+		Identity:       cfg.Identity,
+		Interval:       cfg.HeartbeatInterval,
+		SessionTimeout: cfg.SessionTimeout,
+		Healthy:        b.Healthy,
+		Draining:       b.Draining,
+		Log:            log.WithName("heartbeat"),
+	}
+	return b.Run(ctx, signals)
+}
+
+func newLogger(level string) (logr.Logger, func(), error) {
+	var lvl zapcore.Level
+	switch level {
+	case "debug":
+		lvl = zapcore.DebugLevel
+	case "info":
+		lvl = zapcore.InfoLevel
+	case "error":
+		lvl = zapcore.ErrorLevel
+	default:
+		return logr.Discard(), nil, fmt.Errorf("--log-level %q: want debug, info or error", level)
+	}
+	zc := zap.NewProductionConfig()
+	zc.Level = zap.NewAtomicLevelAt(lvl)
+	zc.EncoderConfig.EncodeTime = zapcore.RFC3339NanoTimeEncoder
+	zc.Sampling = nil
+	zl, err := zc.Build()
+	if err != nil {
+		return logr.Discard(), nil, err
+	}
+	return zapr.NewLogger(zl), func() { _ = zl.Sync() }, nil
 }

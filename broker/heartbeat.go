@@ -1,0 +1,179 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+)
+
+// Heartbeat renews the broker's Lease (CONTRACTS.md §3): the registry's only evidence that the
+// broker lives, whether it is healthy, and whether it is draining. Beats are serialized (one
+// writer of the Lease), so a draining beat written out of band never interleaves with the loop.
+type Heartbeat struct {
+	Client         client.Client
+	Cluster        string
+	Identity       Identity
+	Interval       time.Duration
+	SessionTimeout time.Duration
+	// Healthy and Draining are read at each beat.
+	Healthy  func() bool
+	Draining func() bool
+	Log      logr.Logger
+	// Now reads the clock; time.Now when nil.
+	Now func() time.Time
+
+	mu    sync.Mutex
+	lease *coordinationv1.Lease // last lease written; nil forces a fresh read. Guarded by mu.
+
+	lastRenew atomic.Int64 // unix nanoseconds of the last successful beat; 0 before the first
+}
+
+func (h *Heartbeat) now() time.Time {
+	if h.Now != nil {
+		return h.Now()
+	}
+	return time.Now()
+}
+
+// Age is the time since the last successful beat, or -1 before the first one.
+func (h *Heartbeat) Age() time.Duration {
+	if h == nil {
+		return -1
+	}
+	last := h.lastRenew.Load()
+	if last == 0 {
+		return -1
+	}
+	return h.now().Sub(time.Unix(0, last))
+}
+
+// Run beats every Interval until ctx ends. A failed beat is logged and retried sooner, with an
+// exponential backoff capped at Interval; failures never stop the broker serving.
+func (h *Heartbeat) Run(ctx context.Context) {
+	failures := 0
+	for {
+		beatCtx, cancel := context.WithTimeout(ctx, h.SessionTimeout/2)
+		err := h.Beat(beatCtx)
+		cancel()
+		next := h.Interval
+		if err != nil && ctx.Err() == nil {
+			failures++
+			next = min(50*time.Millisecond<<min(failures, 10), h.Interval)
+			h.Log.Error(err, "Heartbeat failed; retrying", "failures", failures, "retryIn", next)
+		} else {
+			failures = 0
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(next):
+		}
+	}
+}
+
+// Beat writes one renewal now. Conflicts (someone else wrote the Lease, or it was created
+// concurrently) are retried at once from a fresh read, a few times.
+func (h *Heartbeat) Beat(ctx context.Context) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var err error
+	for attempt := 0; attempt < 4; attempt++ {
+		if err = h.beatLocked(ctx); err == nil {
+			h.lastRenew.Store(h.now().UnixNano())
+			return nil
+		}
+		h.lease = nil
+		if !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	return err
+}
+
+func (h *Heartbeat) beatLocked(ctx context.Context) error {
+	name := v1alpha1.LeaseName(h.Cluster, h.Identity.ID)
+	if h.lease == nil {
+		l := &coordinationv1.Lease{}
+		err := h.Client.Get(ctx, client.ObjectKey{Namespace: h.Identity.Namespace, Name: name}, l)
+		switch {
+		case apierrors.IsNotFound(err):
+			return h.createLocked(ctx, name)
+		case err != nil:
+			return fmt.Errorf("get lease %s: %w", name, err)
+		}
+		h.lease = l
+	}
+	l := h.lease.DeepCopy()
+	h.renew(l)
+	if err := h.Client.Update(ctx, l); err != nil {
+		return fmt.Errorf("update lease %s: %w", name, err)
+	}
+	h.lease = l
+	return nil
+}
+
+func (h *Heartbeat) createLocked(ctx context.Context, name string) error {
+	kc := &v1alpha1.KafkaCluster{}
+	if err := h.Client.Get(ctx, client.ObjectKey{Namespace: h.Identity.Namespace, Name: h.Cluster}, kc); err != nil {
+		return fmt.Errorf("get kafkacluster %s for the lease owner: %w", h.Cluster, err)
+	}
+	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
+		Name:      name,
+		Namespace: h.Identity.Namespace,
+		OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: v1alpha1.GroupVersion.String(),
+			Kind:       "KafkaCluster",
+			Name:       kc.Name,
+			UID:        kc.UID,
+		}},
+	}}
+	h.renew(l)
+	if err := h.Client.Create(ctx, l); err != nil {
+		return fmt.Errorf("create lease %s: %w", name, err)
+	}
+	h.lease = l
+	return nil
+}
+
+// renew sets everything a beat writes on l. A holder change (a new pod incarnation, or a
+// fresh Lease) stamps acquireTime, and bumps leaseTransitions when there was a previous holder:
+// that count is the broker's epoch.
+func (h *Heartbeat) renew(l *coordinationv1.Lease) {
+	now := metav1.NewMicroTime(h.now())
+	holder := h.Identity.HolderIdentity()
+	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != holder {
+		if l.Spec.HolderIdentity != nil {
+			l.Spec.LeaseTransitions = ptr.To(ptr.Deref(l.Spec.LeaseTransitions, 0) + 1)
+		} else if l.Spec.LeaseTransitions == nil {
+			l.Spec.LeaseTransitions = ptr.To[int32](0)
+		}
+		l.Spec.HolderIdentity = &holder
+		l.Spec.AcquireTime = &now
+	}
+	l.Spec.RenewTime = &now
+	l.Spec.LeaseDurationSeconds = ptr.To(int32(h.SessionTimeout / time.Second))
+	if l.Labels == nil {
+		l.Labels = map[string]string{}
+	}
+	l.Labels[v1alpha1.LabelName] = v1alpha1.LabelNameValue
+	l.Labels[v1alpha1.LabelInstance] = h.Cluster
+	l.Labels[v1alpha1.LabelCluster] = h.Cluster
+	l.Labels[v1alpha1.LabelBrokerID] = strconv.Itoa(int(h.Identity.ID))
+	if l.Annotations == nil {
+		l.Annotations = map[string]string{}
+	}
+	l.Annotations[v1alpha1.AnnotationHealthy] = strconv.FormatBool(h.Healthy())
+	l.Annotations[v1alpha1.AnnotationDraining] = strconv.FormatBool(h.Draining())
+}

@@ -1,0 +1,165 @@
+package broker
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"strings"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+)
+
+// InformerView is the production View: informers on the broker's own KafkaCluster (a field
+// selector on its name) and on the KafkaTopics of its namespace. Every informer event marks
+// the view dirty; one goroutine rebuilds the snapshot from the cache, so the snapshot has a
+// single writer and the request path only loads a pointer.
+type InformerView struct {
+	snapshotStore
+	cache     cache.Cache
+	namespace string
+	cluster   string
+	log       logr.Logger
+	dirty     chan struct{} // capacity 1: a pending rebuild
+}
+
+// NewInformerView prepares the informers; Start runs them.
+func NewInformerView(cfg *rest.Config, scheme *runtime.Scheme, namespace, cluster string, log logr.Logger) (*InformerView, error) {
+	c, err := cache.New(cfg, cache.Options{
+		Scheme:            scheme,
+		DefaultNamespaces: map[string]cache.Config{namespace: {}},
+		ByObject: map[client.Object]cache.ByObject{
+			&v1alpha1.KafkaCluster{}: {Field: fields.OneTermEqualSelector("metadata.name", cluster)},
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create informer cache: %w", err)
+	}
+	return &InformerView{cache: c, namespace: namespace, cluster: cluster, log: log, dirty: make(chan struct{}, 1)}, nil
+}
+
+// Start runs the informers until ctx ends and returns once they have synced and the first
+// snapshot is published, or with an error.
+func (v *InformerView) Start(ctx context.Context) error {
+	mark := toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { v.markDirty() },
+		UpdateFunc: func(any, any) { v.markDirty() },
+		DeleteFunc: func(any) { v.markDirty() },
+	}
+	for _, obj := range []client.Object{&v1alpha1.KafkaCluster{}, &v1alpha1.KafkaTopic{}} {
+		inf, err := v.cache.GetInformer(ctx, obj)
+		if err != nil {
+			return fmt.Errorf("informer for %T: %w", obj, err)
+		}
+		if _, err := inf.AddEventHandler(mark); err != nil {
+			return fmt.Errorf("event handler for %T: %w", obj, err)
+		}
+	}
+	go func() {
+		if err := v.cache.Start(ctx); err != nil {
+			v.log.Error(err, "Informer cache stopped")
+		}
+	}()
+	if !v.cache.WaitForCacheSync(ctx) {
+		return fmt.Errorf("informer cache did not sync: %w", ctx.Err())
+	}
+	if err := v.rebuild(ctx); err != nil {
+		return err
+	}
+	go v.rebuildLoop(ctx)
+	return nil
+}
+
+func (v *InformerView) markDirty() {
+	select {
+	case v.dirty <- struct{}{}:
+	default:
+	}
+}
+
+func (v *InformerView) rebuildLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-v.dirty:
+			if err := v.rebuild(ctx); err != nil && ctx.Err() == nil {
+				v.log.Error(err, "Rebuild cluster view")
+			}
+		}
+	}
+}
+
+func (v *InformerView) rebuild(ctx context.Context) error {
+	var kcs v1alpha1.KafkaClusterList
+	if err := v.cache.List(ctx, &kcs, client.InNamespace(v.namespace)); err != nil {
+		return fmt.Errorf("list kafkaclusters: %w", err)
+	}
+	var topics v1alpha1.KafkaTopicList
+	if err := v.cache.List(ctx, &topics, client.InNamespace(v.namespace)); err != nil {
+		return fmt.Errorf("list kafkatopics: %w", err)
+	}
+	var kc *v1alpha1.KafkaCluster
+	for i := range kcs.Items {
+		if kcs.Items[i].Name == v.cluster {
+			kc = &kcs.Items[i]
+		}
+	}
+	v.store(snapshotFrom(v.cluster, kc, topics.Items))
+	return nil
+}
+
+// snapshotFrom is the wire view of a KafkaCluster (nil when it does not exist) and the
+// namespace's KafkaTopics; topics of other clusters are ignored.
+func snapshotFrom(cluster string, kc *v1alpha1.KafkaCluster, topics []v1alpha1.KafkaTopic) *Snapshot {
+	s := &Snapshot{Synced: true}
+	if kc != nil {
+		s.ClusterID = kc.Status.ClusterID
+		s.Brokers = append(s.Brokers, kc.Status.Brokers...)
+	}
+	for _, kt := range topics {
+		if kt.Spec.Cluster != cluster {
+			continue
+		}
+		t := Topic{Name: kt.Spec.TopicName, ID: decodeTopicID(kt.Status.TopicID)}
+		if t.Name == "" {
+			t.Name = kt.Name
+		}
+		// Every partition below the count exists; those the assignment has not reached yet
+		// have no leader.
+		n := kt.Spec.Partitions
+		for _, p := range kt.Status.Partitions {
+			n = max(n, p.Partition+1)
+		}
+		t.Partitions = make([]Partition, n)
+		for i := range t.Partitions {
+			t.Partitions[i] = Partition{Index: int32(i), Leader: -1}
+		}
+		for _, p := range kt.Status.Partitions {
+			if p.Partition >= 0 {
+				t.Partitions[p.Partition] = Partition{Index: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch}
+			}
+		}
+		s.Topics = append(s.Topics, t)
+	}
+	return s
+}
+
+// decodeTopicID decodes status.topicID (base64url of 16 bytes, padded or not); anything else
+// is the zero id, which clients read as "no id".
+func decodeTopicID(s string) [16]byte {
+	var id [16]byte
+	b, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(s, "="))
+	if err != nil || len(b) != len(id) {
+		return id
+	}
+	copy(id[:], b)
+	return id
+}
