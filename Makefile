@@ -112,6 +112,29 @@ build-installer: manifests $(KUSTOMIZE) ## Write dist/install.yaml: CRDs, RBAC a
 	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
 	$(KUSTOMIZE) build config/default > dist/install.yaml
 
+##@ OLM bundle
+
+VERSION ?= 0.1.0
+CHANNELS ?= candidate
+DEFAULT_CHANNEL ?=
+BUNDLE_TOOL ?= $(LOCALBIN)/paddock-bundle
+# The bundle names a released image: an IMG given to make wins, else the VERSION's tag.
+BUNDLE_OPERATOR_IMG = $(if $(filter command line environment,$(origin IMG)),$(IMG),ghcr.io/paddock-dev/paddock:v$(VERSION))
+
+.PHONY: bundle
+bundle: manifests $(KUSTOMIZE) bundle-tool ## Generate the OLM bundle (bundle/, bundle.Dockerfile) for VERSION, CHANNELS, DEFAULT_CHANNEL, IMG.
+	$(KUSTOMIZE) build config/manifests | $(BUNDLE_TOOL) generate --version $(VERSION) \
+		--channels $(CHANNELS) $(if $(DEFAULT_CHANNEL),--default-channel $(DEFAULT_CHANNEL)) \
+		--image $(BUNDLE_OPERATOR_IMG) --bundle-dir bundle --dockerfile bundle.Dockerfile
+
+.PHONY: bundle-validate
+bundle-validate: bundle-tool ## Validate bundle/ with OLM's validators (operator-sdk's operatorframework suite).
+	$(BUNDLE_TOOL) validate --bundle-dir bundle --dockerfile bundle.Dockerfile
+
+.PHONY: bundle-tool
+bundle-tool: | $(LOCALBIN) ## Build hack/bundle (its own Go module) into bin/.
+	go -C hack/bundle build -o $(BUNDLE_TOOL) .
+
 ##@ Tools
 
 $(LOCALBIN):
