@@ -11,6 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -46,14 +48,32 @@ func (r *RegistryReconciler) syncBroker(ctx context.Context, s *registryScope, i
 	if equality.Semantic.DeepEqual(b.Status, want) {
 		return nil
 	}
-	orig := b.DeepCopy()
-	b.Status = want
-	if err := r.Status().Patch(ctx, b, client.MergeFrom(orig)); err != nil {
-		return fmt.Errorf("patch status of broker %s: %w", b.Name, err)
+	if err := r.applyBrokerStatus(ctx, b, want); err != nil {
+		return err
 	}
 	for _, t := range registry.Transitions(written, row) {
 		r.recordTransition(ctx, b, t)
 	}
+	return nil
+}
+
+// applyBrokerStatus server-side applies b's whole status. The registry owns every status
+// field of a Broker, so apply is the write that also removes a field the new status leaves
+// out (a cleared reason), without the resourceVersion conflicts of an update.
+func (r *RegistryReconciler) applyBrokerStatus(ctx context.Context, b *kafkav1alpha1.Broker, status kafkav1alpha1.BrokerStatus) error {
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&status)
+	if err != nil {
+		return fmt.Errorf("convert status of broker %s: %w", b.Name, err)
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"status": content}}
+	u.SetGroupVersionKind(kafkav1alpha1.GroupVersion.WithKind("Broker"))
+	u.SetNamespace(b.Namespace)
+	u.SetName(b.Name)
+	if err := r.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+		client.FieldOwner(kafkav1alpha1.FieldOwner), client.ForceOwnership); err != nil {
+		return fmt.Errorf("apply status of broker %s: %w", b.Name, err)
+	}
+	b.Status = status
 	return nil
 }
 

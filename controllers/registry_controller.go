@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -11,6 +12,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -178,11 +180,14 @@ func (r *RegistryReconciler) writeClusterStatus(ctx context.Context, s *registry
 		s.orig.Status.Counts == c.Status.Counts {
 		return
 	}
-	// Patch from a copy that differs from orig in the owned fields only, so a change another
-	// reconciler made to the object in between can never be reverted by this patch.
-	want := s.orig.DeepCopy()
-	want.Status.Brokers, want.Status.Counts = c.Status.Brokers, c.Status.Counts
-	if err := r.Status().Patch(ctx, want, client.MergeFrom(s.orig)); err != nil {
+	// The patch spells out both owned fields whole (a patch diffed from the cached object would
+	// leave out zero counts the stored object may not have), and nothing else, so it can
+	// never revert a field the kafkacluster reconciler wrote in between.
+	patch, err := registryStatusPatch(map[string]any{"brokers": c.Status.Brokers, "counts": c.Status.Counts})
+	if err == nil {
+		err = r.Status().Patch(ctx, c, patch)
+	}
+	if err != nil {
 		*reterr = errors.Join(*reterr, fmt.Errorf("patch registry status of kafkacluster %s: %w", c.Name, err))
 		return
 	}
@@ -221,6 +226,15 @@ func registryRequeueAfter(nextExpiry, now time.Time) time.Duration {
 	// A Lease is stale from the instant renewTime+duration on; a millisecond past it keeps a
 	// timer that fires a hair early from finding it still fresh.
 	return max(nextExpiry.Sub(now), 0) + time.Millisecond
+}
+
+// registryStatusPatch is a JSON merge patch that sets the given status fields.
+func registryStatusPatch(status any) (client.Patch, error) {
+	body, err := json.Marshal(map[string]any{"status": status})
+	if err != nil {
+		return nil, fmt.Errorf("encode status patch: %w", err)
+	}
+	return client.RawPatch(types.MergePatchType, body), nil
 }
 
 // registryWantedReplicas is the StatefulSet's spec.replicas, 0 when it does not exist.

@@ -1,0 +1,374 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+)
+
+// registryClock is the reconciler's clock in the registry specs: real time plus an offset the
+// zero-writes spec advances, so a minute of heartbeats takes seconds, while RequeueAfter
+// (which the workqueue waits out in real time) still lines up with it.
+type registryClock struct {
+	mu     sync.Mutex
+	offset time.Duration // guarded by mu
+}
+
+func (c *registryClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+func (c *registryClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
+// Step moves the clock forward by d.
+func (c *registryClock) Step(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.offset += d
+}
+
+// registryCountingClient counts the writes the reconciler makes, per namespace.
+type registryCountingClient struct {
+	client.Client
+	mu     sync.Mutex
+	writes map[string]int // by namespace; guarded by mu
+}
+
+func newRegistryCountingClient(c client.Client) *registryCountingClient {
+	return &registryCountingClient{Client: c, writes: map[string]int{}}
+}
+
+func (c *registryCountingClient) count(obj client.Object) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.writes[obj.GetNamespace()]++
+}
+
+// Writes is how many writes were made in namespace ns so far.
+func (c *registryCountingClient) Writes(ns string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.writes[ns]
+}
+
+func (c *registryCountingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	c.count(obj)
+	return c.Client.Create(ctx, obj, opts...)
+}
+
+func (c *registryCountingClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	c.count(obj)
+	return c.Client.Update(ctx, obj, opts...)
+}
+
+func (c *registryCountingClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	c.count(obj)
+	return c.Client.Patch(ctx, obj, patch, opts...)
+}
+
+func (c *registryCountingClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	c.count(obj)
+	return c.Client.Delete(ctx, obj, opts...)
+}
+
+func (c *registryCountingClient) Status() client.SubResourceWriter {
+	return &registryCountingStatus{SubResourceWriter: c.Client.Status(), c: c}
+}
+
+func (s *registryCountingStatus) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+	ns := "unknown"
+	switch o := obj.(type) {
+	case interface{ GetNamespace() string }: // an unstructured apply configuration
+		ns = o.GetNamespace()
+	case interface{ GetNamespace() *string }: // a typed one
+		ns = ptr.Deref(o.GetNamespace(), "")
+	}
+	s.c.mu.Lock()
+	s.c.writes[ns]++
+	s.c.mu.Unlock()
+	return s.SubResourceWriter.Apply(ctx, obj, opts...)
+}
+
+type registryCountingStatus struct {
+	client.SubResourceWriter
+	c *registryCountingClient
+}
+
+func (s *registryCountingStatus) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	s.c.count(obj)
+	return s.SubResourceWriter.Update(ctx, obj, opts...)
+}
+
+func (s *registryCountingStatus) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	s.c.count(obj)
+	return s.SubResourceWriter.Patch(ctx, obj, patch, opts...)
+}
+
+// registryNewCluster creates KafkaCluster name in ns and its broker StatefulSet with replicas
+// (a minimal valid object: no controller runs it here).
+func registryNewCluster(ctx context.Context, ns, name string, replicas int32) {
+	GinkgoHelper()
+	Expect(k8sClient.Create(ctx, &kafkav1alpha1.KafkaCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec:       kafkav1alpha1.KafkaClusterSpec{Replicas: replicas},
+	})).To(Succeed())
+	labels := map[string]string{kafkav1alpha1.LabelInstance: name}
+	Expect(k8sClient.Create(ctx, &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: kafkav1alpha1.StatefulSetName(name), Namespace: ns},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:    ptr.To(replicas),
+			ServiceName: kafkav1alpha1.HeadlessServiceName(name),
+			Selector:    &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "broker", Image: "paddock"}}},
+			},
+		},
+	})).To(Succeed())
+}
+
+// registrySetReplicas scales the StatefulSet's spec the way the provisioning reconciler would.
+func registrySetReplicas(ctx context.Context, ns, cluster string, replicas int32) {
+	GinkgoHelper()
+	sts := &appsv1.StatefulSet{}
+	Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: kafkav1alpha1.StatefulSetName(cluster)}, sts)).To(Succeed())
+	sts.Spec.Replicas = ptr.To(replicas)
+	Expect(k8sClient.Update(ctx, sts)).To(Succeed())
+}
+
+// registryEndpoint is broker id's endpoint as the EndpointSlice controller lists it.
+type registryEndpoint struct {
+	id                   int32
+	serving, terminating bool
+}
+
+func registryServing(ids ...int32) []registryEndpoint {
+	out := make([]registryEndpoint, len(ids))
+	for i, id := range ids {
+		out[i] = registryEndpoint{id: id, serving: true}
+	}
+	return out
+}
+
+// registryPutSlice creates or replaces EndpointSlice sliceName of cluster's headless Service
+// with exactly eps, the way the EndpointSlice controller writes the slice's whole membership.
+// The headless Service publishes not-ready addresses, so ready is true whenever the pod is
+// not terminating; serving carries the pod's readiness.
+func registryPutSlice(ctx context.Context, ns, cluster, sliceName string, eps ...registryEndpoint) {
+	GinkgoHelper()
+	s := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: sliceName, Namespace: ns, Labels: map[string]string{
+			discoveryv1.LabelServiceName: kafkav1alpha1.HeadlessServiceName(cluster),
+			discoveryv1.LabelManagedBy:   "endpointslice-controller.k8s.io",
+		}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports: []discoveryv1.EndpointPort{
+			{Name: ptr.To("kafka"), Port: ptr.To[int32](9092), Protocol: ptr.To(corev1.ProtocolTCP)},
+			{Name: ptr.To("health"), Port: ptr.To[int32](9644), Protocol: ptr.To(corev1.ProtocolTCP)},
+		},
+		Endpoints: []discoveryv1.Endpoint{},
+	}
+	for _, e := range eps {
+		pod := kafkav1alpha1.BrokerPodName(cluster, e.id)
+		s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{
+			Addresses: []string{registryPodIP(e.id)},
+			Hostname:  ptr.To(pod),
+			NodeName:  ptr.To(fmt.Sprintf("node-%d", e.id%3)),
+			Zone:      ptr.To(fmt.Sprintf("zone-%c", 'a'+e.id%3)),
+			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: pod},
+			Conditions: discoveryv1.EndpointConditions{
+				Ready: ptr.To(!e.terminating), Serving: ptr.To(e.serving), Terminating: ptr.To(e.terminating),
+			},
+		})
+	}
+	existing := &discoveryv1.EndpointSlice{}
+	err := k8sClient.Get(ctx, client.ObjectKeyFromObject(s), existing)
+	if apierrors.IsNotFound(err) {
+		Expect(k8sClient.Create(ctx, s)).To(Succeed())
+		return
+	}
+	Expect(err).NotTo(HaveOccurred())
+	s.ResourceVersion = existing.ResourceVersion
+	Expect(k8sClient.Update(ctx, s)).To(Succeed())
+}
+
+func registryPodIP(id int32) string { return fmt.Sprintf("10.0.%d.%d", id/250, id%250+1) }
+
+// registryBeat is one heartbeat of broker id, as the broker writes it (CONTRACTS.md §3).
+type registryBeat struct {
+	id       int32
+	seconds  int32 // leaseDurationSeconds
+	draining bool
+	extra    map[string]string // more annotations
+}
+
+// registryHeartbeat creates or renews broker id's Lease with renewTime = clk.Now() and
+// returns that renewTime.
+func registryHeartbeat(ctx context.Context, clk *registryClock, ns, cluster string, b registryBeat) time.Time {
+	GinkgoHelper()
+	now := clk.Now()
+	pod := kafkav1alpha1.BrokerPodName(cluster, b.id)
+	annotations := map[string]string{
+		kafkav1alpha1.AnnotationHealthy:  "true",
+		kafkav1alpha1.AnnotationDraining: fmt.Sprint(b.draining),
+	}
+	for k, v := range b.extra {
+		annotations[k] = v
+	}
+	key := client.ObjectKey{Namespace: ns, Name: kafkav1alpha1.LeaseName(cluster, b.id)}
+	lease := &coordinationv1.Lease{}
+	err := k8sClient.Get(ctx, key, lease)
+	if apierrors.IsNotFound(err) {
+		lease = &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: ns, Annotations: annotations, Labels: map[string]string{
+				kafkav1alpha1.LabelName:     kafkav1alpha1.LabelNameValue,
+				kafkav1alpha1.LabelInstance: cluster,
+				kafkav1alpha1.LabelCluster:  cluster,
+				kafkav1alpha1.LabelBrokerID: fmt.Sprint(b.id),
+			}},
+			Spec: coordinationv1.LeaseSpec{
+				HolderIdentity:       ptr.To(pod + "_uid-1"),
+				LeaseDurationSeconds: ptr.To(b.seconds),
+				AcquireTime:          &metav1.MicroTime{Time: now},
+				RenewTime:            &metav1.MicroTime{Time: now},
+				LeaseTransitions:     ptr.To[int32](1),
+			},
+		}
+		Expect(k8sClient.Create(ctx, lease)).To(Succeed())
+		return now
+	}
+	Expect(err).NotTo(HaveOccurred())
+	lease.Annotations = annotations
+	lease.Spec.LeaseDurationSeconds = ptr.To(b.seconds)
+	lease.Spec.RenewTime = &metav1.MicroTime{Time: now}
+	Expect(k8sClient.Update(ctx, lease)).To(Succeed())
+	return now
+}
+
+// registryRenew renews broker id's existing Lease with one merge patch (no read), as a
+// broker's steady-state beat does; extra annotations ride along.
+func registryRenew(ctx context.Context, clk *registryClock, ns, cluster string, id int32, extra map[string]string) {
+	GinkgoHelper()
+	patch := map[string]any{
+		"metadata": map[string]any{"annotations": extra},
+		"spec":     map[string]any{"renewTime": metav1.MicroTime{Time: clk.Now()}},
+	}
+	body, err := json.Marshal(patch)
+	Expect(err).NotTo(HaveOccurred())
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: kafkav1alpha1.LeaseName(cluster, id)}}
+	Expect(k8sClient.Patch(ctx, lease, client.RawPatch("application/merge-patch+json", body))).To(Succeed())
+}
+
+// registryStartBrokers makes brokers ids of cluster serving and heartbeating (one slice,
+// leases of the given duration).
+func registryStartBrokers(ctx context.Context, clk *registryClock, ns, cluster string, seconds int32, ids ...int32) {
+	GinkgoHelper()
+	registryPutSlice(ctx, ns, cluster, kafkav1alpha1.HeadlessServiceName(cluster)+"-abc12", registryServing(ids...)...)
+	for _, id := range ids {
+		registryHeartbeat(ctx, clk, ns, cluster, registryBeat{id: id, seconds: seconds})
+	}
+}
+
+// registryCluster reads the cluster (uncached).
+func registryCluster(ctx context.Context, ns, name string) *kafkav1alpha1.KafkaCluster {
+	GinkgoHelper()
+	kc := &kafkav1alpha1.KafkaCluster{}
+	Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, kc)).To(Succeed())
+	return kc
+}
+
+// registryRow is broker id's row in the cluster's status, or nil.
+func registryRow(ctx context.Context, ns, cluster string, id int32) *kafkav1alpha1.BrokerRow {
+	GinkgoHelper()
+	for _, row := range registryCluster(ctx, ns, cluster).Status.Brokers {
+		if row.ID == id {
+			return &row
+		}
+	}
+	return nil
+}
+
+// registryRowSays matches a row with the given state, health and reason.
+func registryRowSays(state kafkav1alpha1.BrokerState, health kafkav1alpha1.BrokerHealth, reason string) OmegaMatcher {
+	return And(Not(BeNil()), HaveField("State", state), HaveField("Health", health), HaveField("Reason", reason))
+}
+
+// registryBroker reads Broker object <cluster>-<id> (uncached); nil when it does not exist.
+func registryBroker(ctx context.Context, ns, cluster string, id int32) *kafkav1alpha1.Broker {
+	GinkgoHelper()
+	b := &kafkav1alpha1.Broker{}
+	err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: kafkav1alpha1.BrokerObjectName(cluster, id)}, b)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	Expect(err).NotTo(HaveOccurred())
+	return b
+}
+
+// registryIDs is the ids of the cluster's status rows.
+func registryIDs(ctx context.Context, ns, cluster string) []int32 {
+	GinkgoHelper()
+	ids := []int32{}
+	for _, row := range registryCluster(ctx, ns, cluster).Status.Brokers {
+		ids = append(ids, row.ID)
+	}
+	return ids
+}
+
+// registryEventReasons is the reasons of the events.k8s.io Events about object name in ns.
+func registryEventReasons(ctx context.Context, ns, name string) []string {
+	GinkgoHelper()
+	list := &eventsv1.EventList{}
+	Expect(k8sClient.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+	var reasons []string
+	for _, e := range list.Items {
+		if e.Regarding.Name == name {
+			reasons = append(reasons, e.Reason)
+		}
+	}
+	return reasons
+}
+
+// registryBrokerTable asks the apiserver for the server-side table of ns's brokers (what
+// `kubectl get brokers` prints; -o wide adds the priority-1 columns, which the table always
+// carries) and returns each row's cells by column name.
+func registryBrokerTable(ctx context.Context, ns string) []map[string]string {
+	GinkgoHelper()
+	gv := kafkav1alpha1.GroupVersion
+	rc, err := rest.RESTClientFor(rawRESTConfig())
+	Expect(err).NotTo(HaveOccurred())
+	raw, err := rc.Get().AbsPath("/apis", gv.Group, gv.Version, "namespaces", ns, "brokers").
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	var table metav1.Table
+	Expect(json.Unmarshal(raw, &table)).To(Succeed())
+	var rows []map[string]string
+	for _, r := range table.Rows {
+		cells := map[string]string{}
+		for i, c := range table.ColumnDefinitions {
+			cells[c.Name] = fmt.Sprint(r.Cells[i])
+		}
+		rows = append(rows, cells)
+	}
+	return rows
+}
