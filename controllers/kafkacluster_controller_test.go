@@ -3,6 +3,8 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -22,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/yaml"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 )
@@ -315,6 +318,18 @@ var _ = Describe("KafkaCluster provisioning", Ordered, func() {
 		}}))
 		Expect(meta.IsStatusConditionTrue(got.Status.Conditions, kafkav1alpha1.ConditionProgressing)).To(BeTrue())
 		Expect(meta.IsStatusConditionFalse(got.Status.Conditions, kafkav1alpha1.ConditionReady)).To(BeTrue())
+	})
+
+	It("provisions the sample in config/samples", func(ctx SpecContext) {
+		raw, err := os.ReadFile(filepath.Join("..", "config", "samples", "kafka_v1alpha1_kafkacluster.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		sample := &kafkav1alpha1.KafkaCluster{}
+		Expect(yaml.UnmarshalStrict(raw, sample)).To(Succeed())
+		ns := newNamespace(ctx)
+		sample.Name, sample.Namespace = "c", ns
+		Expect(k8sClient.Create(ctx, sample)).To(Succeed())
+		provisioningWaitForChildren(ctx, ns, sample.Spec.Replicas)
+		provisioningWaitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionFalse, kafkav1alpha1.ReasonAsExpected)
 	})
 
 	It("grants the brokers exactly the documented permissions", func(ctx SpecContext) {
