@@ -66,6 +66,10 @@ func (w *podWorker) command(ctx context.Context, c corev1.Container) (argv, env 
 	}
 	// The broker reaches the apiserver with the dev kubeconfig instead of in-cluster config.
 	env = append(env, "KUBECONFIG="+cfg.KubeconfigPath())
+	// A real pod has its own network namespace, so binding every interface binds its pod IP
+	// only. Here all pods share one network: the broker binds its pod IP (its --bind-address
+	// flag reads this variable as its default), so every broker can use the same port.
+	env = append(env, "PADDOCK_BIND_ADDRESS="+w.podIP)
 	if len(c.EnvFrom) > 0 {
 		return nil, nil, fmt.Errorf("container %s: envFrom is not supported by paddock dev", c.Name)
 	}

@@ -23,6 +23,8 @@ import (
 const (
 	serviceClusterIPRange = "10.96.0.0/16"
 	serviceClusterFirstIP = "10.96.0.1"
+	// apiServerAdvertiseAddress is a local address of the private network (198.18.0.0/15).
+	apiServerAdvertiseAddress = "198.18.0.1"
 )
 
 // controllers kube-controller-manager runs: the ones whose real work paddock depends on
@@ -112,6 +114,8 @@ func startControlPlane(ctx context.Context, cfg Config) (_ *controlPlane, err er
 	if err := cp.start("kube-apiserver", []string{
 		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1",
+		// The private network has no default route to derive an address from.
+		"--advertise-address=" + apiServerAdvertiseAddress,
 		"--secure-port=" + strconv.Itoa(cfg.APIServerPort),
 		"--tls-cert-file=" + cp.pki.path(servingCertFile),
 		"--tls-private-key-file=" + cp.pki.path(servingKeyFile),

@@ -346,6 +346,18 @@ func (e *Env) node(name string) (*nodeAgent, error) {
 	return nil, fmt.Errorf("no node %s", name)
 }
 
+// HoldRestarts keeps namespace/pod's crashed containers down while hold is true (a
+// crash-looping container, for tests that need a broker to stay dead); releasing it lets the
+// next backoff restart them.
+func (e *Env) HoldRestarts(namespace, pod string, hold bool) {
+	e.rt.mu.Lock()
+	defer e.rt.mu.Unlock()
+	if e.rt.held == nil {
+		e.rt.held = map[string]bool{}
+	}
+	e.rt.held[namespace+"/"+pod] = hold
+}
+
 // PIDFile is where the node agent writes the PID of pod namespace/name's first container.
 func (e *Env) PIDFile(namespace, pod string) string {
 	return filepath.Join(e.cfg.Dir, "run", namespace, pod+".pid")

@@ -187,19 +187,11 @@ func writeEnvFile(dir, kubeconfig, bootstrap string) error {
 // environment's private network namespace.
 func writeShell(dir string) error {
 	nsenter := fmt.Sprintf("nsenter --target %d --net", os.Getpid())
-	if !inInitialUserNamespace() {
+	if inOwnUserNamespace() {
 		// Started unprivileged: the network belongs to our user namespace; join both.
 		nsenter = fmt.Sprintf("nsenter --target %d --user --net --preserve-credentials", os.Getpid())
 	}
 	script := fmt.Sprintf("#!/bin/sh\n# Written by paddock dev: run a command (default: your shell) inside its private network.\n"+
 		"if [ $# -eq 0 ]; then set -- \"${SHELL:-/bin/sh}\"; fi\nexec %s -- \"$@\"\n", nsenter)
 	return os.WriteFile(filepath.Join(dir, "shell"), []byte(script), 0o755)
-}
-
-// inInitialUserNamespace reports whether this process is in the host's user namespace (it ran
-// as root), where joining the network namespace alone is enough.
-func inInitialUserNamespace() bool {
-	self, err1 := os.Readlink("/proc/self/ns/user")
-	init, err2 := os.Readlink("/proc/1/ns/user")
-	return err1 == nil && err2 == nil && self == init
 }

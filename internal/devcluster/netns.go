@@ -24,7 +24,11 @@ const (
 
 // InPrivateNetwork reports whether this process runs inside the environment's private network
 // namespace (it was started by RunInPrivateNetwork).
-func InPrivateNetwork() bool { return os.Getenv(privateNetworkEnv) == "1" }
+func InPrivateNetwork() bool { return os.Getenv(privateNetworkEnv) != "" }
+
+// inOwnUserNamespace reports whether RunInPrivateNetwork also made a user namespace (it ran
+// unprivileged); joining the network then means joining that user namespace too.
+func inOwnUserNamespace() bool { return os.Getenv(privateNetworkEnv) == "user" }
 
 // RunInPrivateNetwork runs this program again, with the same arguments, in a new network
 // namespace (and, when not root, a user namespace that maps the caller to root so it may
@@ -36,10 +40,11 @@ func RunInPrivateNetwork() (int, error) {
 		return 1, fmt.Errorf("find own executable: %w", err)
 	}
 	cmd := exec.Command(self, os.Args[1:]...)
-	cmd.Env = append(os.Environ(), privateNetworkEnv+"=1")
+	cmd.Env = append(os.Environ(), privateNetworkEnv+"=net")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	attr := &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET, Pdeathsig: syscall.SIGKILL}
 	if os.Getuid() != 0 {
+		cmd.Env = append(os.Environ(), privateNetworkEnv+"=user")
 		attr.Cloneflags |= syscall.CLONE_NEWUSER
 		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}}
 		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}}

@@ -2,6 +2,7 @@ package devcluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
@@ -115,7 +117,17 @@ func (n *nodeAgent) register(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("register node %s: %w", n.name, err)
 	}
-	return n.reportReady(ctx, node)
+	// The node-lifecycle controller taints a new Node at once; retry on its writes.
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := n.reportReady(ctx, node); !apierrors.IsConflict(err) {
+			return err
+		}
+		node, err = nodes.Get(ctx, n.name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		return apierrors.NewConflict(corev1.Resource("nodes"), n.name, errors.New("node changed"))
+	})
 }
 
 // reportReady writes the Node's status: capacity, addresses and a fresh Ready condition.

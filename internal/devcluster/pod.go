@@ -26,6 +26,16 @@ type podRuntime struct {
 	client  kubernetes.Interface
 	cfg     Config
 	history *history
+
+	mu   sync.Mutex
+	held map[string]bool // guarded by mu: "<ns>/<pod>" whose crashed containers stay down
+}
+
+// restartsHeld reports whether namespace/pod's crashed containers must stay down for now.
+func (rt *podRuntime) restartsHeld(namespace, pod string) bool {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.held[namespace+"/"+pod]
 }
 
 // Container restart backoff. The kubelet starts at 10 s and caps at 5 min; a dev machine
@@ -300,7 +310,13 @@ func (w *podWorker) handle(ctx context.Context, ev podEvent) {
 			Message: fmt.Sprintf("back-off restarting failed container %s", c.spec.Name)}
 		w.scheduleRestart(ev.index)
 	case ev.restart:
-		if !w.terminating {
+		switch {
+		case w.terminating:
+		case w.node.rt.restartsHeld(w.pod.Namespace, w.pod.Name):
+			c.restart = time.AfterFunc(backoffInitial, func() {
+				w.send(podEvent{index: ev.index, incarnation: ev.incarnation, restart: true})
+			})
+		default:
 			w.startContainer(ctx, ev.index)
 		}
 	case ev.probe != nil:
