@@ -1,0 +1,470 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/internal/coordinator"
+	"github.com/paddock-dev/paddock/internal/devcluster"
+)
+
+// TestFencingScenarios runs the seven scenarios on one environment, in an order where each
+// starts from three healthy brokers (scale-down, which ends with two, comes last).
+func TestFencingScenarios(t *testing.T) {
+	if _, err := exec.LookPath("kcat"); err != nil {
+		t.Fatal("kcat is not installed: run `make kcat` (hack/install-kcat.sh); the e2e suite does not run without it")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	defer cancel()
+	cfg := devcluster.DefaultConfig()
+	cfg.Dir = filepath.Join(t.TempDir(), "dev")
+	cfg.K8sBinDir = filepath.Join("..", "..", "bin", "k8s", "1.37.2")
+	cfg.CRDDir = filepath.Join("..", "..", "config", "crd", "bases")
+	cfg.PaddockBinary = paddockBinary
+	started := time.Now()
+	env, err := devcluster.Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			keepLogs(t, env.Dir())
+		}
+		env.Stop()
+	})
+	measure(t, "environment", "start (control plane, nodes, operator)", time.Since(started))
+
+	s := &suite{env: env, c: env.Client(), namespace: "e2e", name: "e2e", port: 9092}
+	if err := s.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.namespace}}); err != nil {
+		t.Fatal(err)
+	}
+	kc := devcluster.SampleCluster(s.namespace, s.name, 3)
+	kc.Spec.DrainTimeout = &metav1.Duration{Duration: 20 * time.Second}
+	applied := time.Now()
+	if err := s.c.Create(ctx, kc); err != nil {
+		t.Fatal(err)
+	}
+
+	scenarios := []struct {
+		name string
+		run  func(context.Context, *testing.T, *suite)
+	}{
+		{"1 bring-up", func(ctx context.Context, t *testing.T, s *suite) { bringUp(ctx, t, s, applied) }},
+		{"2 crash", crash},
+		{"3 graceful", graceful},
+		{"7 operator down", operatorDown},
+		{"5 rolling restart", rollingRestart},
+		{"6 node loss", nodeLoss},
+		{"4 scale-down", scaleDown},
+	}
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			waitFor(ctx, t, "three healthy brokers before the scenario", 3*time.Minute, func() (bool, string) { return s.healthy(ctx, 3) })
+			sc.run(ctx, t, s)
+		})
+	}
+}
+
+// keepLogs copies the environment's logs next to the test binary's working directory so a
+// failed run can be read after the temporary directory is gone.
+func keepLogs(t *testing.T, dir string) {
+	dst, err := os.MkdirTemp("", "paddock-e2e-logs-")
+	if err != nil {
+		return
+	}
+	if out, err := exec.Command("cp", "-r", filepath.Join(dir, "logs"), dst).CombinedOutput(); err != nil {
+		t.Logf("copy logs: %v %s", err, out)
+		return
+	}
+	t.Logf("environment logs kept in %s", dst)
+}
+
+// 1. Bring-up: 3 brokers Serving/Alive; 3 Broker objects; Metadata, DescribeCluster and kcat
+// list 3.
+func bringUp(ctx context.Context, t *testing.T, s *suite, applied time.Time) {
+	measure(t, "1 bring-up", "apply → 3 brokers Serving/Alive", time.Since(applied))
+	for id := range int32(3) {
+		addr, err := s.addr(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(ctx, t, fmt.Sprintf("broker %d's Metadata and DescribeCluster to list 3", id), 30*time.Second, func() (bool, string) {
+			ids, err := metadataBrokers(ctx, addr)
+			if err != nil || !slices.Equal(ids, []int32{0, 1, 2}) {
+				return false, fmt.Sprintf("metadata %v %v", ids, err)
+			}
+			fenced, err := describeCluster(ctx, addr, true)
+			if err != nil || len(fenced) != 3 || fenced[0] || fenced[1] || fenced[2] {
+				return false, fmt.Sprintf("describe cluster %v %v", fenced, err)
+			}
+			return true, ""
+		})
+	}
+	addr, _ := s.addr(ctx, 0)
+	n, out, err := kcatBrokers(ctx, addr)
+	if err != nil || n != 3 {
+		t.Fatalf("kcat -L listed %d brokers (err %v):\n%s", n, err, out)
+	}
+}
+
+// 2. Crash: kill -9 → Fenced as soon as the pod is not ready (Metadata omits it,
+// DescribeCluster v2 lists it fenced, the others unfenced); Dead after the session timeout
+// while it stays down; back to Serving/Alive with a higher epoch after the restart.
+func crash(ctx context.Context, t *testing.T, s *suite) {
+	const victim = int32(1)
+	pod := kafkav1alpha1.BrokerPodName(s.name, victim)
+	before, err := s.brokers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	witness, err := s.addr(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := readPID(t, s.env.PIDFile(s.namespace, pod))
+	s.env.HoldRestarts(s.namespace, pod, true)
+	defer s.env.HoldRestarts(s.namespace, pod, false)
+	killed := time.Now()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, "a client to see the crashed broker fenced", 30*time.Second, func() (bool, string) {
+		fenced, err := describeCluster(ctx, witness, true)
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(fenced) == 3 && fenced[victim] && !fenced[0] && !fenced[2], fmt.Sprintf("IsFenced %v", fenced)
+	})
+	measure(t, "2 crash", "kill -9 → Fenced seen by a client", time.Since(killed))
+	ids, err := metadataBrokers(ctx, witness)
+	if err != nil || slices.Contains(ids, victim) {
+		t.Errorf("Metadata lists %v (err %v); want the fenced broker %d omitted", ids, err, victim)
+	}
+	waitFor(ctx, t, "the crashed broker Dead", 30*time.Second, func() (bool, string) {
+		b, err := s.brokers(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		return b[victim].Status.Health == kafkav1alpha1.BrokerDead, string(b[victim].Status.Health)
+	})
+	measure(t, "2 crash", "kill -9 → Dead", time.Since(killed))
+	s.env.HoldRestarts(s.namespace, pod, false)
+	waitFor(ctx, t, "the restarted broker Serving/Alive with a higher epoch", time.Minute, func() (bool, string) {
+		b, err := s.brokers(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		st := b[victim].Status
+		return st.State == kafkav1alpha1.BrokerServing && st.Health == kafkav1alpha1.BrokerAlive && st.Epoch > before[victim].Status.Epoch,
+			fmt.Sprintf("%s/%s epoch %d (was %d)", st.State, st.Health, st.Epoch, before[victim].Status.Epoch)
+	})
+	measure(t, "2 crash", "kill -9 → Serving/Alive again", time.Since(killed))
+}
+
+// 3. Graceful: deleting a broker's pod shows it Draining before the process exits;
+// FindCoordinator for its groups answers other brokers while it is still up; it exits 0
+// inside the grace period; the replacement comes back Serving.
+func graceful(ctx context.Context, t *testing.T, s *suite) {
+	const victim = int32(2)
+	podName := kafkav1alpha1.BrokerPodName(s.name, victim)
+	witness, err := s.addr(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var group string
+	for i := range 200 {
+		g := "e2e-group-" + strconv.Itoa(i)
+		if id, err := findCoordinator(ctx, witness, g); err == nil && id == victim {
+			group = g
+			break
+		}
+	}
+	if group == "" {
+		t.Fatalf("no group of 200 is coordinated by broker %d", victim)
+	}
+	pod, err := s.pod(ctx, victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runsBefore := len(s.env.ContainerRuns(s.namespace, podName))
+	if err := s.c.Delete(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	var run devcluster.ContainerRun
+	waitFor(ctx, t, "the node agent to SIGTERM the broker", 10*time.Second, func() (bool, string) {
+		runs := s.env.ContainerRuns(s.namespace, podName)
+		run = runs[runsBefore-1]
+		return !run.TermSent.IsZero(), ""
+	})
+	sigterm := run.TermSent
+	var drainingSeen, movedSeen time.Time
+	waitFor(ctx, t, "Draining and the group's coordinator moved", 30*time.Second, func() (bool, string) {
+		now := time.Now()
+		if drainingSeen.IsZero() {
+			if b, err := s.brokers(ctx); err == nil && b[victim].Status.Health == kafkav1alpha1.BrokerDraining {
+				drainingSeen = now
+			}
+		}
+		if movedSeen.IsZero() {
+			if id, err := findCoordinator(ctx, witness, group); err == nil && id != victim {
+				movedSeen = now
+			}
+		}
+		return !drainingSeen.IsZero() && !movedSeen.IsZero(), fmt.Sprintf("draining seen %v, moved seen %v", !drainingSeen.IsZero(), !movedSeen.IsZero())
+	})
+	measure(t, "3 graceful", "SIGTERM → Draining seen", drainingSeen.Sub(sigterm))
+	measure(t, "3 graceful", "SIGTERM → coordinator moved", movedSeen.Sub(sigterm))
+	waitFor(ctx, t, "the broker process to exit", time.Minute, func() (bool, string) {
+		run = s.env.ContainerRuns(s.namespace, podName)[runsBefore-1]
+		return !run.Exited.IsZero(), ""
+	})
+	if !drainingSeen.Before(run.Exited) {
+		t.Errorf("Draining first seen at %s, after the process exited at %s", drainingSeen, run.Exited)
+	}
+	if !movedSeen.Before(run.Exited) {
+		t.Errorf("the coordinator moved at %s, after the process exited at %s", movedSeen, run.Exited)
+	}
+	if run.ExitCode != 0 {
+		t.Errorf("broker exited %d after SIGTERM, want 0", run.ExitCode)
+	}
+	grace := time.Duration(*pod.Spec.TerminationGracePeriodSeconds) * time.Second
+	if took := run.Exited.Sub(sigterm); took >= grace {
+		t.Errorf("SIGTERM → exit took %s, not inside the %s grace period", took, grace)
+	}
+	measure(t, "3 graceful", "SIGTERM → exit 0", run.Exited.Sub(sigterm))
+	waitFor(ctx, t, "the replacement Serving/Alive", time.Minute, func() (bool, string) { return s.healthy(ctx, 3) })
+	measure(t, "3 graceful", "SIGTERM → replacement Serving/Alive", time.Since(sigterm))
+}
+
+// 7. Operator down: brokers keep answering from their last view; after a restart the state
+// converges without spurious transitions.
+func operatorDown(ctx context.Context, t *testing.T, s *suite) {
+	before, err := s.brokers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.env.StopManager()
+	stopped := time.Now()
+	for time.Since(stopped) < 10*time.Second {
+		for id := range int32(3) {
+			addr, err := s.addr(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids, err := metadataBrokers(ctx, addr)
+			if err != nil || !slices.Equal(ids, []int32{0, 1, 2}) {
+				t.Fatalf("operator down: broker %d Metadata lists %v (err %v)", id, ids, err)
+			}
+			fenced, err := describeCluster(ctx, addr, true)
+			if err != nil || len(fenced) != 3 || fenced[0] || fenced[1] || fenced[2] {
+				t.Fatalf("operator down: broker %d DescribeCluster %v (err %v)", id, fenced, err)
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if err := s.env.StartManager(); err != nil {
+		t.Fatal(err)
+	}
+	restarted := time.Now()
+	for time.Since(restarted) < 10*time.Second {
+		now, err := s.brokers(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for id, b := range now {
+			st, was := b.Status, before[id].Status
+			if st.State != kafkav1alpha1.BrokerServing || st.Health != kafkav1alpha1.BrokerAlive || st.Epoch != was.Epoch {
+				t.Fatalf("operator restart: broker %d went %s/%s epoch %d (was %s/%s epoch %d)",
+					id, st.State, st.Health, st.Epoch, was.State, was.Health, was.Epoch)
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	measure(t, "7 operator down", "brokers answered with the manager stopped for", restarted.Sub(stopped))
+}
+
+// 5. Rolling restart: a spec change rolls every pod; the registered count never drops below
+// 3 and each broker is Fenced while it restarts, never Gone.
+func rollingRestart(ctx context.Context, t *testing.T, s *suite) {
+	kc, err := s.cluster(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig := kc.DeepCopy()
+	kc.Spec.DrainTimeout = &metav1.Duration{Duration: 21 * time.Second}
+	if err := s.c.Patch(ctx, kc, client.MergeFrom(orig)); err != nil {
+		t.Fatal(err)
+	}
+	started := time.Now()
+	fencedSeen := map[int32]bool{}
+	uids := map[int32]string{}
+	for id := range int32(3) {
+		pod, err := s.pod(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		uids[id] = string(pod.UID)
+	}
+	waitFor(ctx, t, "every pod replaced and all brokers Serving/Alive", 4*time.Minute, func() (bool, string) {
+		kc, err := s.cluster(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		brokers, err := s.brokers(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		if kc.Status.Counts.Registered < 3 || len(brokers) < 3 {
+			t.Fatalf("rolling restart: registered %d, %d Broker objects", kc.Status.Counts.Registered, len(brokers))
+		}
+		for id, b := range brokers {
+			if b.Status.State == kafkav1alpha1.BrokerFenced {
+				fencedSeen[id] = true
+			}
+		}
+		replaced := 0
+		for id := range int32(3) {
+			if pod, err := s.pod(ctx, id); err == nil && string(pod.UID) != uids[id] {
+				replaced++
+			}
+		}
+		ok, detail := s.healthy(ctx, 3)
+		return ok && replaced == 3, fmt.Sprintf("%d pods replaced; %s", replaced, detail)
+	})
+	for id := range int32(3) {
+		if !fencedSeen[id] {
+			t.Errorf("broker %d was never seen Fenced while it restarted", id)
+		}
+	}
+	measure(t, "5 rolling restart", "spec change → all 3 replaced and Serving/Alive", time.Since(started))
+}
+
+// 6. Node loss: stopping a node's agent kills its broker; it is Dead after the session
+// timeout and Fenced once the node-lifecycle controller marks its pod not ready; the
+// registered count holds.
+func nodeLoss(ctx context.Context, t *testing.T, s *suite) {
+	const victim = int32(1)
+	pod, err := s.pod(ctx, victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := pod.Spec.NodeName
+	lost := time.Now()
+	if err := s.env.StopNode(node); err != nil {
+		t.Fatal(err)
+	}
+	restarted := false
+	defer func() {
+		if !restarted {
+			_ = s.env.StartNode(node)
+		}
+	}()
+	var deadAt, fencedAt time.Time
+	waitFor(ctx, t, "the lost broker Dead and Fenced", time.Minute, func() (bool, string) {
+		kc, err := s.cluster(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		if kc.Status.Counts.Registered != 3 {
+			t.Fatalf("node loss: registered count %d, want 3", kc.Status.Counts.Registered)
+		}
+		b, err := s.brokers(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		st := b[victim].Status
+		if deadAt.IsZero() && st.Health == kafkav1alpha1.BrokerDead {
+			deadAt = time.Now()
+		}
+		if fencedAt.IsZero() && st.State == kafkav1alpha1.BrokerFenced {
+			fencedAt = time.Now()
+		}
+		return !deadAt.IsZero() && !fencedAt.IsZero(), fmt.Sprintf("%s/%s", st.State, st.Health)
+	})
+	measure(t, "6 node loss", "node stopped → Dead", deadAt.Sub(lost))
+	measure(t, "6 node loss", "node stopped → Fenced (node-lifecycle)", fencedAt.Sub(lost))
+	restarted = true
+	if err := s.env.StartNode(node); err != nil {
+		t.Fatal(err)
+	}
+	back := time.Now()
+	waitFor(ctx, t, "the node's broker back Serving/Alive", 2*time.Minute, func() (bool, string) { return s.healthy(ctx, 3) })
+	measure(t, "6 node loss", "node back → Serving/Alive", time.Since(back))
+}
+
+// 4. Scale-down 3 → 2: broker 2 is deregistered (Broker object and row gone, absent from
+// DescribeCluster v2 even with fenced brokers) and the coordinator divisor is 2.
+func scaleDown(ctx context.Context, t *testing.T, s *suite) {
+	kc, err := s.cluster(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig := kc.DeepCopy()
+	kc.Spec.Replicas = 2
+	if err := s.c.Patch(ctx, kc, client.MergeFrom(orig)); err != nil {
+		t.Fatal(err)
+	}
+	started := time.Now()
+	witness, err := s.addr(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, "broker 2 deregistered everywhere", 2*time.Minute, func() (bool, string) {
+		kc, err := s.cluster(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, row := range kc.Status.Brokers {
+			if row.ID == 2 {
+				return false, "row 2 still in status"
+			}
+		}
+		var b kafkav1alpha1.Broker
+		err = s.c.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: kafkav1alpha1.BrokerObjectName(s.name, 2)}, &b)
+		if err == nil {
+			return false, "Broker object 2 still exists"
+		}
+		fenced, err := describeCluster(ctx, witness, true)
+		if err != nil {
+			return false, err.Error()
+		}
+		_, listed := fenced[2]
+		return !listed && len(fenced) == 2 && kc.Status.Counts.Registered == 2, fmt.Sprintf("DescribeCluster %v, registered %d", fenced, kc.Status.Counts.Registered)
+	})
+	measure(t, "4 scale-down", "replicas 3→2 → broker 2 deregistered", time.Since(started))
+	for i := range 50 {
+		g := "e2e-divisor-" + strconv.Itoa(i)
+		want, _ := coordinator.Pick(g, []int32{0, 1}, []int32{0, 1})
+		got, err := findCoordinator(ctx, witness, g)
+		if err != nil || got != want {
+			t.Fatalf("FindCoordinator(%s) = %d (err %v), want %d: the divisor is not 2", g, got, err, want)
+		}
+	}
+}
+
+func readPID(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}

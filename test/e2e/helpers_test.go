@@ -1,0 +1,192 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os/exec"
+	"regexp"
+	"sort"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/internal/devcluster"
+)
+
+// suite is the shared environment and the cluster every scenario works on.
+type suite struct {
+	env       *devcluster.Env
+	c         client.Client
+	namespace string
+	name      string
+	port      int32
+}
+
+// brokers returns the cluster's Broker objects by id.
+func (s *suite) brokers(ctx context.Context) (map[int32]kafkav1alpha1.Broker, error) {
+	var list kafkav1alpha1.BrokerList
+	if err := s.c.List(ctx, &list, client.InNamespace(s.namespace), client.MatchingLabels{kafkav1alpha1.LabelCluster: s.name}); err != nil {
+		return nil, err
+	}
+	out := map[int32]kafkav1alpha1.Broker{}
+	for _, b := range list.Items {
+		out[b.Status.ID] = b
+	}
+	return out, nil
+}
+
+func (s *suite) cluster(ctx context.Context) (*kafkav1alpha1.KafkaCluster, error) {
+	var kc kafkav1alpha1.KafkaCluster
+	err := s.c.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: s.name}, &kc)
+	return &kc, err
+}
+
+func (s *suite) pod(ctx context.Context, id int32) (*corev1.Pod, error) {
+	var pod corev1.Pod
+	err := s.c.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: kafkav1alpha1.BrokerPodName(s.name, id)}, &pod)
+	return &pod, err
+}
+
+// addr is broker id's Kafka address (its pod IP).
+func (s *suite) addr(ctx context.Context, id int32) (string, error) {
+	pod, err := s.pod(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	if pod.Status.PodIP == "" {
+		return "", fmt.Errorf("pod of broker %d has no IP", id)
+	}
+	return net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(s.port))), nil
+}
+
+// healthy reports whether exactly n brokers are registered, all Serving and Alive.
+func (s *suite) healthy(ctx context.Context, n int) (bool, string) {
+	brokers, err := s.brokers(ctx)
+	if err != nil {
+		return false, err.Error()
+	}
+	kc, err := s.cluster(ctx)
+	if err != nil {
+		return false, err.Error()
+	}
+	if len(brokers) != n || int(kc.Status.Counts.Registered) != n {
+		return false, fmt.Sprintf("%d Broker objects, %d registered; want %d", len(brokers), kc.Status.Counts.Registered, n)
+	}
+	for id, b := range brokers {
+		if b.Status.State != kafkav1alpha1.BrokerServing || b.Status.Health != kafkav1alpha1.BrokerAlive {
+			return false, fmt.Sprintf("broker %d is %s/%s (%s)", id, b.Status.State, b.Status.Health, b.Status.Reason)
+		}
+	}
+	return true, ""
+}
+
+// kafka sends one request straight to the broker at addr.
+func kafka(ctx context.Context, addr string, req kmsg.Request) (kmsg.Response, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	return cl.SeedBrokers()[0].Request(ctx, req)
+}
+
+// describeCluster asks addr for DescribeCluster v2 and returns IsFenced by broker id.
+func describeCluster(ctx context.Context, addr string, includeFenced bool) (map[int32]bool, error) {
+	req := kmsg.NewPtrDescribeClusterRequest()
+	req.SetVersion(2)
+	req.IncludeFencedBrokers = includeFenced
+	resp, err := kafka(ctx, addr, req)
+	if err != nil {
+		return nil, err
+	}
+	r := resp.(*kmsg.DescribeClusterResponse)
+	if r.ErrorCode != 0 {
+		return nil, fmt.Errorf("DescribeCluster error code %d", r.ErrorCode)
+	}
+	out := map[int32]bool{}
+	for _, b := range r.Brokers {
+		out[b.NodeID] = b.IsFenced
+	}
+	return out, nil
+}
+
+// metadataBrokers asks addr for Metadata (no topics) and returns the broker ids, sorted.
+func metadataBrokers(ctx context.Context, addr string) ([]int32, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	req.Topics = []kmsg.MetadataRequestTopic{}
+	resp, err := kafka(ctx, addr, req)
+	if err != nil {
+		return nil, err
+	}
+	var ids []int32
+	for _, b := range resp.(*kmsg.MetadataResponse).Brokers {
+		ids = append(ids, b.NodeID)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids, nil
+}
+
+// findCoordinator asks addr for group's coordinator.
+func findCoordinator(ctx context.Context, addr, group string) (int32, error) {
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.CoordinatorKey = group
+	req.CoordinatorKeys = []string{group}
+	resp, err := kafka(ctx, addr, req)
+	if err != nil {
+		return 0, err
+	}
+	r := resp.(*kmsg.FindCoordinatorResponse)
+	if len(r.Coordinators) > 0 {
+		if r.Coordinators[0].ErrorCode != 0 {
+			return 0, fmt.Errorf("FindCoordinator %s: error code %d", group, r.Coordinators[0].ErrorCode)
+		}
+		return r.Coordinators[0].NodeID, nil
+	}
+	if r.ErrorCode != 0 {
+		return 0, fmt.Errorf("FindCoordinator %s: error code %d", group, r.ErrorCode)
+	}
+	return r.NodeID, nil
+}
+
+var kcatBrokersLine = regexp.MustCompile(`(?m)^\s*(\d+) brokers:`)
+
+// kcatBrokers runs `kcat -L -b addr` and returns how many brokers it lists.
+func kcatBrokers(ctx context.Context, addr string) (int, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "kcat", "-L", "-b", addr, "-m", "5").CombinedOutput()
+	if err != nil {
+		return 0, string(out), fmt.Errorf("kcat -L: %w", err)
+	}
+	m := kcatBrokersLine.FindSubmatch(out)
+	if m == nil {
+		return 0, string(out), fmt.Errorf("kcat -L printed no broker count")
+	}
+	n, _ := strconv.Atoi(string(m[1]))
+	return n, string(out), nil
+}
+
+// waitFor polls cond every 100 ms until it holds, failing the test after timeout.
+func waitFor(ctx context.Context, t *testing.T, what string, timeout time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, detail := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			t.Fatalf("timed out after %s waiting for %s: %s", timeout, what, detail)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -1,0 +1,83 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"github.com/paddock-dev/paddock/internal/devcluster"
+)
+
+// paddockBinary is the paddock binary built for this run; broker pods run it.
+var paddockBinary string
+
+func TestMain(m *testing.M) {
+	if !devcluster.InPrivateNetwork() {
+		code, err := devcluster.RunInPrivateNetwork()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "e2e:", err)
+		}
+		os.Exit(code)
+	}
+	if err := devcluster.SetupPrivateNetwork(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		os.Exit(1)
+	}
+	dir, err := os.MkdirTemp("", "paddock-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		os.Exit(1)
+	}
+	paddockBinary = filepath.Join(dir, "paddock")
+	build := exec.Command("go", "build", "-o", paddockBinary, "../..")
+	// The private network has no route out: everything must come from the module cache.
+	build.Env = append(os.Environ(), "GOFLAGS=-mod=readonly", "GOPROXY=off", "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: build paddock: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	printSummary()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// measurement is one delay a scenario measured.
+type measurement struct {
+	scenario, what string
+	took           time.Duration
+}
+
+var (
+	measurementsMu sync.Mutex
+	measurements   []measurement
+)
+
+// measure records a delay for the summary table and logs it.
+func measure(t *testing.T, scenario, what string, took time.Duration) {
+	t.Helper()
+	t.Logf("%s: %s = %s", scenario, what, took.Round(time.Millisecond))
+	measurementsMu.Lock()
+	defer measurementsMu.Unlock()
+	measurements = append(measurements, measurement{scenario, what, took})
+}
+
+func printSummary() {
+	measurementsMu.Lock()
+	defer measurementsMu.Unlock()
+	if len(measurements) == 0 {
+		return
+	}
+	fmt.Println("\n=== paddock e2e: measured delays")
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "SCENARIO\tMEASURED\tDELAY")
+	for _, m := range measurements {
+		fmt.Fprintf(w, "%s\t%s\t%s\n", m.scenario, m.what, m.took.Round(time.Millisecond))
+	}
+	w.Flush()
+}
