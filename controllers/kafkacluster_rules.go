@@ -81,8 +81,8 @@ func provisioningStorageChange(want kafkav1alpha1.Storage, sts *appsv1.StatefulS
 	if wantType != kafkav1alpha1.StoragePersistentClaim || claim == nil {
 		return nil
 	}
-	if want.StorageClassName != nil && *want.StorageClassName != ptrDeref(claim.Spec.StorageClassName) {
-		return refuse("storage.storageClassName changed from %q to %q", ptrDeref(claim.Spec.StorageClassName), *want.StorageClassName)
+	if want.StorageClassName != nil && *want.StorageClassName != provisioningDeref(claim.Spec.StorageClassName) {
+		return refuse("storage.storageClassName changed from %q to %q", provisioningDeref(claim.Spec.StorageClassName), *want.StorageClassName)
 	}
 	if want.AccessMode != "" && (len(claim.Spec.AccessModes) != 1 || claim.Spec.AccessModes[0] != want.AccessMode) {
 		return refuse("storage.accessMode changed from %v to %s", claim.Spec.AccessModes, want.AccessMode)
@@ -111,7 +111,8 @@ func provisioningStorageTypeOf(sts *appsv1.StatefulSet) kafkav1alpha1.StorageTyp
 	return ""
 }
 
-func ptrDeref(s *string) string {
+// provisioningDeref is *s, or "" for nil.
+func provisioningDeref(s *string) string {
 	if s == nil {
 		return ""
 	}
