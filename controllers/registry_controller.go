@@ -66,9 +66,13 @@ type registryScope struct {
 // registryPhase is one ordered step of a reconcile. An error stops the reconcile.
 type registryPhase func(ctx context.Context, s *registryScope) error
 
-// Reconcile recomputes one cluster's registry, syncs its Broker objects, writes the cluster's
-// registry status once at the end, and requeues at the next Lease expiry.
-func (r *RegistryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+// Reconcile recomputes one cluster's registry, writes the cluster's registry status, syncs
+// its Broker objects, and requeues at the next Lease expiry.
+//
+// The cluster status is written once, as soon as it is computed rather than deferred to the
+// end: it is what the brokers serve clients from, so it must not wait for a hundred Broker
+// object writes, and nothing after it can change it.
+func (r *RegistryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	cluster := &kafkav1alpha1.KafkaCluster{}
 	if err := r.Get(ctx, req.NamespacedName, cluster); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -77,11 +81,10 @@ func (r *RegistryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_
 		return ctrl.Result{}, nil // garbage collection removes the Broker objects
 	}
 	s := &registryScope{cluster: cluster, orig: cluster.DeepCopy(), now: r.clock().Now()}
-	defer r.writeClusterStatus(ctx, s, &reterr)
-
 	phases := []registryPhase{
 		r.observeSources,
 		r.computeRows,
+		r.writeClusterStatus,
 		r.observeBrokers,
 		r.deleteDeregistered,
 		r.syncRegistered,
@@ -173,12 +176,12 @@ func (r *RegistryReconciler) syncRegistered(ctx context.Context, s *registryScop
 
 // writeClusterStatus writes status.brokers and status.counts with one merge patch, only when
 // they changed. The patch carries only those fields: the kafkacluster reconciler owns the
-// rest. Its error joins the reconcile's.
-func (r *RegistryReconciler) writeClusterStatus(ctx context.Context, s *registryScope, reterr *error) {
+// rest.
+func (r *RegistryReconciler) writeClusterStatus(ctx context.Context, s *registryScope) error {
 	c := s.cluster
 	if equality.Semantic.DeepEqual(s.orig.Status.Brokers, c.Status.Brokers) &&
 		s.orig.Status.Counts == c.Status.Counts {
-		return
+		return nil
 	}
 	// The patch spells out both owned fields whole (a patch diffed from the cached object would
 	// leave out zero counts the stored object may not have), and nothing else, so it can
@@ -188,11 +191,11 @@ func (r *RegistryReconciler) writeClusterStatus(ctx context.Context, s *registry
 		err = r.Status().Patch(ctx, c, patch)
 	}
 	if err != nil {
-		*reterr = errors.Join(*reterr, fmt.Errorf("patch registry status of kafkacluster %s: %w", c.Name, err))
-		return
+		return fmt.Errorf("patch registry status of kafkacluster %s: %w", c.Name, err)
 	}
 	log.FromContext(ctx).V(1).Info("Wrote registry status", "registered", c.Status.Counts.Registered,
 		"serving", c.Status.Counts.Serving, "alive", c.Status.Counts.Alive, "dead", c.Status.Counts.Dead)
+	return nil
 }
 
 // SetupWithManager watches what the registry is computed from. Status writes of the

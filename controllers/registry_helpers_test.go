@@ -269,9 +269,9 @@ func registryHeartbeat(ctx context.Context, clk *registryClock, ns, cluster stri
 // broker's steady-state beat does; extra annotations ride along.
 func registryRenew(ctx context.Context, clk *registryClock, ns, cluster string, id int32, extra map[string]string) {
 	GinkgoHelper()
-	patch := map[string]any{
-		"metadata": map[string]any{"annotations": extra},
-		"spec":     map[string]any{"renewTime": metav1.MicroTime{Time: clk.Now()}},
+	patch := map[string]any{"spec": map[string]any{"renewTime": metav1.MicroTime{Time: clk.Now()}}}
+	if extra != nil {
+		patch["metadata"] = map[string]any{"annotations": extra}
 	}
 	body, err := json.Marshal(patch)
 	Expect(err).NotTo(HaveOccurred())
@@ -284,9 +284,19 @@ func registryRenew(ctx context.Context, clk *registryClock, ns, cluster string, 
 func registryStartBrokers(ctx context.Context, clk *registryClock, ns, cluster string, seconds int32, ids ...int32) {
 	GinkgoHelper()
 	registryPutSlice(ctx, ns, cluster, kafkav1alpha1.HeadlessServiceName(cluster)+"-abc12", registryServing(ids...)...)
-	for _, id := range ids {
-		registryHeartbeat(ctx, clk, ns, cluster, registryBeat{id: id, seconds: seconds})
+	const workers = 10
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer GinkgoRecover()
+			defer wg.Done()
+			for i := w; i < len(ids); i += workers {
+				registryHeartbeat(ctx, clk, ns, cluster, registryBeat{id: ids[i], seconds: seconds})
+			}
+		}()
 	}
+	wg.Wait()
 }
 
 // registryCluster reads the cluster (uncached).
