@@ -19,5 +19,8 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if err := (&KafkaClusterReconciler{Client: mgr.GetClient(), Options: opts}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up kafkacluster controller: %w", err)
 	}
+	if err := (&RegistryReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("registry")}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up registry controller: %w", err)
+	}
 	return nil
 }
