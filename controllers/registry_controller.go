@@ -38,7 +38,7 @@ import (
 // otherwise at most every registry.LastSeenRefresh while the broker is live. A Dead broker's
 // lastSeen is always its last renewTime exactly (it cannot move without a new beat). The
 // reconciler requeues itself at the next Lease expiry, so a broker that falls silent turns
-// Dead on time with no event to announce it.
+// Dead on time although no object changes to announce it.
 type RegistryReconciler struct {
 	client.Client
 	Scheme *runtime.Scheme
@@ -52,7 +52,8 @@ type RegistryReconciler struct {
 // registryScope is one reconcile's state, passed through the phases in order.
 type registryScope struct {
 	// cluster is the KafkaCluster being reconciled; its status.brokers and status.counts are
-	// set by computeRows. orig is the cluster as read, the base of the status merge patch.
+	// set by computeRows. orig is the cluster as read: its rows are the ones last written,
+	// which lastSeen is settled against and the new rows compared with.
 	cluster, orig *kafkav1alpha1.KafkaCluster
 	// now is the one instant this reconcile judges freshness at.
 	now time.Time
