@@ -31,10 +31,7 @@ func newTestCluster(t *testing.T, n int) *testCluster {
 	t.Helper()
 	tc := &testCluster{view: NewMemoryView(Snapshot{})}
 	for i := range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("listen: %v", err)
-		}
+		ln := listenLoopback(t)
 		host, portStr, _ := net.SplitHostPort(ln.Addr().String())
 		port, _ := strconv.Atoi(portStr)
 		srv := &Server{View: tc.view, Self: int32(i), Log: testr.New(t).WithValues("broker", i)}

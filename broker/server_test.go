@@ -143,10 +143,7 @@ func (v *panicView) Snapshot() *Snapshot {
 func TestHandlerPanicClosesOnlyThatConnection(t *testing.T) {
 	pv := &panicView{View: NewMemoryView(Snapshot{})}
 	srv := &Server{View: pv, Log: testr.New(t)}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := listenLoopback(t)
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 
@@ -185,10 +182,7 @@ func TestResponsesComeInRequestOrder(t *testing.T) {
 
 func TestShutdownFlushesAnswersThenCloses(t *testing.T) {
 	srv := &Server{View: NewMemoryView(Snapshot{}), Log: testr.New(t)}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := listenLoopback(t)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	c := dialKafka(t, ln.Addr().String())
@@ -232,10 +226,7 @@ func TestNoGoroutineLeak(t *testing.T) {
 	before := runtime.NumGoroutine()
 	func() {
 		srv := &Server{View: NewMemoryView(Snapshot{}), Log: testr.New(t)}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
+		ln := listenLoopback(t)
 		go srv.Serve(ln)
 		addr := ln.Addr().String()
 		var idle []net.Conn
