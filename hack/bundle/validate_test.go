@@ -154,6 +154,19 @@ func TestCommittedCSVMakesTheClaimsOfTheIssue(t *testing.T) {
 	if want := map[string]bool{"OwnNamespace": true, "SingleNamespace": true, "MultiNamespace": false, "AllNamespaces": true}; !equalMaps(modes, want) {
 		t.Errorf("install modes = %v, want %v", modes, want)
 	}
+	// OwnNamespace and SingleNamespace are honest only if the manager scopes itself to the
+	// namespaces OLM targets.
+	manager := csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs[0].Spec.Template.Spec.Containers[0]
+	scoped := false
+	for _, e := range manager.Env {
+		if e.Name == "WATCH_NAMESPACE" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil &&
+			e.ValueFrom.FieldRef.FieldPath == "metadata.annotations['olm.targetNamespaces']" {
+			scoped = contains(manager.Args, "--namespace=$(WATCH_NAMESPACE)")
+		}
+	}
+	if !scoped {
+		t.Errorf("the manager is not given OLM's target namespaces: args %v, env %v", manager.Args, manager.Env)
+	}
 	var internal []string
 	if err := json.Unmarshal([]byte(csv.Annotations["operators.operatorframework.io/internal-objects"]), &internal); err != nil || len(internal) != 1 || internal[0] != "brokers.kafka.paddock.dev" {
 		t.Errorf("internal-objects = %q, want brokers only", csv.Annotations["operators.operatorframework.io/internal-objects"])
