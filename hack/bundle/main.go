@@ -89,11 +89,7 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	report, err := validateBundle(*bundleDir, *dockerfilePath)
-	if err != nil {
-		fmt.Fprintln(stderr, "bundle validate:", err)
-		return 1
-	}
+	report := validateBundle(*bundleDir, *dockerfilePath)
 	report.print(stdout)
 	if len(report.Errors) > 0 {
 		fmt.Fprintf(stderr, "bundle validate: %d error(s)\n", len(report.Errors))

@@ -53,19 +53,17 @@ func (r *validationReport) print(w io.Writer) {
 }
 
 // validateBundle checks the bundle's format (annotations and Dockerfile labels agree, the
-// registry+v1 layout) and runs OLM's validators on its content. A returned error means the
-// check itself could not run; what is wrong with the bundle is in the report.
-func validateBundle(dir, dockerfilePath string) (*validationReport, error) {
+// registry+v1 layout) and runs OLM's validators on its content. Everything it finds wrong,
+// including a bundle it cannot load, is in the report.
+func validateBundle(dir, dockerfilePath string) *validationReport {
 	report := &validationReport{}
-	if err := checkFormat(report, dir, dockerfilePath); err != nil {
-		return nil, err
-	}
+	checkFormat(report, dir, dockerfilePath)
 	bundle, err := manifests.GetBundleFromDir(dir)
 	if err != nil {
 		report.errorf("[load %s] %v", dir, err)
 	}
 	if bundle == nil || bundle.CSV == nil {
-		return report, nil
+		return report
 	}
 	objs := bundle.ObjectsToValidate()
 	// The deprecated-API checks treat the oldest Kubernetes the CSV installs on as the target.
@@ -78,24 +76,24 @@ func validateBundle(dir, dockerfilePath string) (*validationReport, error) {
 			report.Warnings = append(report.Warnings, fmt.Sprintf("[%s] %s", result.Name, w.Error()))
 		}
 	}
-	return report, nil
+	return report
 }
 
 // checkFormat is the registry+v1 format check that operator-sdk delegates to
 // operator-registry: the annotations a bundle image needs, and a Dockerfile whose labels say
 // exactly the same.
-func checkFormat(report *validationReport, dir, dockerfilePath string) error {
+func checkFormat(report *validationReport, dir, dockerfilePath string) {
 	data, err := os.ReadFile(filepath.Join(dir, "metadata", "annotations.yaml"))
 	if err != nil {
 		report.errorf("[format] %v", err)
-		return nil
+		return
 	}
 	var file struct {
 		Annotations map[string]string `json:"annotations"`
 	}
 	if err := yaml.UnmarshalStrict(data, &file); err != nil {
 		report.errorf("[format] metadata/annotations.yaml: %v", err)
-		return nil
+		return
 	}
 	ann := file.Annotations
 	for key, want := range map[string]string{annMediatype: "registry+v1", annManifests: "manifests/", annMetadata: "metadata/"} {
@@ -122,14 +120,13 @@ func checkFormat(report *validationReport, dir, dockerfilePath string) error {
 	labels, err := dockerfileLabels(dockerfilePath)
 	if err != nil {
 		report.errorf("[format] %v", err)
-		return nil
+		return
 	}
 	for _, key := range unionKeys(ann, labels) {
 		if ann[key] != labels[key] {
 			report.errorf("[format] %s: label %s=%q but metadata/annotations.yaml says %q", dockerfilePath, key, labels[key], ann[key])
 		}
 	}
-	return nil
 }
 
 // dockerfileLabels reads the `LABEL key=value` lines of a Dockerfile.

@@ -22,10 +22,7 @@ const (
 const expectedWarning = "Kind=Broker: provided API should have an example annotation"
 
 func TestCommittedBundlePassesOLMValidators(t *testing.T) {
-	report, err := validateBundle(committedBundle, committedDockerfile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	report := validateBundle(committedBundle, committedDockerfile)
 	if len(report.Errors) > 0 {
 		t.Errorf("errors (run `make bundle` after changing the API, RBAC or config/manifests):\n%s", strings.Join(report.Errors, "\n"))
 	}
@@ -128,10 +125,7 @@ func TestValidationFailsOnABrokenBundle(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir, dockerfile := copyBundle(t)
 			tt.break_(t, dir, dockerfile)
-			report, err := validateBundle(dir, dockerfile)
-			if err != nil {
-				t.Fatal(err)
-			}
+			report := validateBundle(dir, dockerfile)
 			if !strings.Contains(strings.Join(report.Errors, "\n"), tt.wantErr) {
 				t.Fatalf("errors %q do not mention %q", report.Errors, tt.wantErr)
 			}
@@ -224,4 +218,24 @@ func equalMaps(a, b map[string]bool) bool {
 		}
 	}
 	return true
+}
+
+// TestValidateCommandFailsOnErrorsOnly pins the exit code `make bundle-validate` (and so
+// `make test`) relies on: 1 on any error, 0 with warnings alone.
+func TestValidateCommandFailsOnErrorsOnly(t *testing.T) {
+	var out, errOut strings.Builder
+	if code := run([]string{"validate", "--bundle-dir", committedBundle, "--dockerfile", committedDockerfile}, nil, &out, &errOut); code != 0 {
+		t.Errorf("committed bundle: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	dir, dockerfile := copyBundle(t)
+	if err := os.Remove(filepath.Join(dir, "manifests/kafka.paddock.dev_kafkaclusters.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if code := run([]string{"validate", "--bundle-dir", dir, "--dockerfile", dockerfile}, nil, &out, &errOut); code != 1 {
+		t.Errorf("bundle without the KafkaCluster CRD: exit %d, want 1\n%s", code, out.String())
+	}
+	if !strings.Contains(out.String(), "ERROR") {
+		t.Errorf("no ERROR line printed:\n%s", out.String())
+	}
 }
