@@ -53,7 +53,8 @@ vet: ## Run go vet.
 	go vet ./...
 
 .PHONY: lint
-lint: vet ## Run the linters (gofmt check and go vet).
+lint: vet ## Run the linters (gofmt check and go vet, including the nested hack/bundle module).
+	go -C hack/bundle vet ./...
 	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
@@ -66,6 +67,8 @@ verify: $(CONTROLLER_GEN) lint ## Fail if generated files are stale or the code 
 .PHONY: test
 test: manifests generate k8s-bins kcat ## Run every test: unit, envtest, broker, fuzz (bounded) and e2e.
 	go test $(GO_TEST_FLAGS) ./...
+	go -C hack/bundle test $(GO_TEST_FLAGS) ./...
+	$(MAKE) bundle-validate
 	$(MAKE) fuzz
 
 .PHONY: test-unit

@@ -5,13 +5,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-generated() { git ls-files --cached --others --exclude-standard -- 'config/crd/bases' 'config/rbac/role.yaml' '*zz_generated*.go'; }
+generated() { git ls-files --cached --others --exclude-standard -- 'config/crd/bases' 'config/rbac/role.yaml' '*zz_generated*.go' 'bundle' 'bundle.Dockerfile'; }
 
 snap=$(mktemp -d)
 trap 'rm -rf "$snap"' EXIT
 generated | while read -r f; do mkdir -p "$snap/$(dirname "$f")"; cp "$f" "$snap/$f"; done
 
-make --no-print-directory -s generate manifests >/dev/null
+make --no-print-directory -s generate manifests bundle >/dev/null
 
 fail=0
 while read -r f; do
