@@ -211,12 +211,26 @@ func graceful(ctx context.Context, t *testing.T, s *suite) {
 		return !run.TermSent.IsZero(), ""
 	})
 	sigterm := run.TermSent
-	var drainingSeen, movedSeen time.Time
-	waitFor(ctx, t, "Draining and the group's coordinator moved", 30*time.Second, func() (bool, string) {
+	// The registry reports Draining in the cluster's status row first and on the Broker
+	// object right after; the earlier of the two is when the registry said it.
+	var drainingSeen, objectDrainingSeen, movedSeen time.Time
+	waitFor(ctx, t, "Draining on the Broker object and the group's coordinator moved", 30*time.Second, func() (bool, string) {
 		now := time.Now()
 		if drainingSeen.IsZero() {
+			if kc, err := s.cluster(ctx); err == nil {
+				for _, row := range kc.Status.Brokers {
+					if row.ID == victim && row.Health == kafkav1alpha1.BrokerDraining {
+						drainingSeen = now
+					}
+				}
+			}
+		}
+		if objectDrainingSeen.IsZero() {
 			if b, err := s.brokers(ctx); err == nil && b[victim].Status.Health == kafkav1alpha1.BrokerDraining {
-				drainingSeen = now
+				objectDrainingSeen = now
+				if drainingSeen.IsZero() {
+					drainingSeen = now
+				}
 			}
 		}
 		if movedSeen.IsZero() {
@@ -224,9 +238,11 @@ func graceful(ctx context.Context, t *testing.T, s *suite) {
 				movedSeen = now
 			}
 		}
-		return !drainingSeen.IsZero() && !movedSeen.IsZero(), fmt.Sprintf("draining seen %v, moved seen %v", !drainingSeen.IsZero(), !movedSeen.IsZero())
+		return !objectDrainingSeen.IsZero() && !movedSeen.IsZero(),
+			fmt.Sprintf("draining seen %v, moved seen %v", !objectDrainingSeen.IsZero(), !movedSeen.IsZero())
 	})
-	measure(t, "3 graceful", "SIGTERM → Draining seen", drainingSeen.Sub(sigterm))
+	measure(t, "3 graceful", "SIGTERM → Draining seen (status row)", drainingSeen.Sub(sigterm))
+	measure(t, "3 graceful", "SIGTERM → Draining seen (Broker object)", objectDrainingSeen.Sub(sigterm))
 	measure(t, "3 graceful", "SIGTERM → coordinator moved", movedSeen.Sub(sigterm))
 	waitFor(ctx, t, "the broker process to exit", time.Minute, func() (bool, string) {
 		run = s.env.ContainerRuns(s.namespace, podName)[runsBefore-1]
