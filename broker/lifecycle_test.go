@@ -396,18 +396,25 @@ func TestBinaryDrainsOnSIGTERM(t *testing.T) {
 		"--data-dir="+dir, "--bind-address=127.0.0.1")
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kcPath, "POD_NAME=c-broker-0", "POD_NAMESPACE="+ns,
 		"POD_UID=uid-bin", "POD_IP=127.0.0.1", "NODE_NAME=n1")
-	logs := &strings.Builder{}
-	cmd.Stdout, cmd.Stderr = logs, logs
+	logPath := filepath.Join(dir, "broker.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	var waitErr error
+	exited := make(chan struct{})
+	go func() { waitErr = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 		<-exited
 		if t.Failed() {
-			t.Logf("broker output:\n%s", logs.String())
+			out, _ := os.ReadFile(logPath)
+			t.Logf("broker output:\n%s", out)
 		}
 	})
 	kafka := "127.0.0.1:" + strconv.Itoa(kafkaPort)
@@ -441,9 +448,9 @@ func TestBinaryDrainsOnSIGTERM(t *testing.T) {
 	self.Health = v1alpha1.BrokerDraining
 	setRows(t, c, ns, []v1alpha1.BrokerRow{self})
 	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("broker exited with %v, want exit code 0", err)
+	case <-exited:
+		if waitErr != nil {
+			t.Fatalf("broker exited with %v, want exit code 0", waitErr)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("broker did not exit after the view stopped assigning it work")
