@@ -1,0 +1,133 @@
+package broker
+
+import (
+	"encoding/base64"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+)
+
+func TestDrainedOnlyWhenTheViewGivesNoPartitionAndNoGroup(t *testing.T) {
+	alive := v1alpha1.BrokerRow{ID: 3, Health: v1alpha1.BrokerAlive}
+	draining := v1alpha1.BrokerRow{ID: 3, Health: v1alpha1.BrokerDraining}
+	ledHere := []Topic{{Name: "t", Partitions: []Partition{{Index: 0, Leader: 1}, {Index: 1, Leader: 3}}}}
+	ledElsewhere := []Topic{{Name: "t", Partitions: []Partition{{Index: 0, Leader: 1}, {Index: 1, Leader: -1}}}}
+	for _, tt := range []struct {
+		name string
+		s    Snapshot
+		want bool
+	}{
+		{"alive in the registry still coordinates groups", Snapshot{Brokers: []v1alpha1.BrokerRow{alive}, Topics: ledElsewhere}, false},
+		{"draining but still leading a partition", Snapshot{Brokers: []v1alpha1.BrokerRow{draining}, Topics: ledHere}, false},
+		{"draining and leading nothing", Snapshot{Brokers: []v1alpha1.BrokerRow{draining}, Topics: ledElsewhere}, true},
+		{"not registered and leading nothing", Snapshot{Topics: ledElsewhere}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			v := NewMemoryView(tt.s)
+			if got := drained(v.Snapshot(), 3); got != tt.want {
+				t.Fatalf("drained = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSnapshotFromKafkaObjects(t *testing.T) {
+	id := [16]byte{0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
+	kc := &v1alpha1.KafkaCluster{Status: v1alpha1.KafkaClusterStatus{
+		ClusterID: testClusterID,
+		Brokers:   []v1alpha1.BrokerRow{{ID: 2}, {ID: 0}},
+	}}
+	topics := []v1alpha1.KafkaTopic{
+		{ObjectMeta: metav1.ObjectMeta{Name: "orders-obj"},
+			Spec: v1alpha1.KafkaTopicSpec{Cluster: "c", TopicName: "Orders_V2", Partitions: 3},
+			Status: v1alpha1.KafkaTopicStatus{TopicID: base64.RawURLEncoding.EncodeToString(id[:]),
+				Partitions: []v1alpha1.PartitionStatus{{Partition: 0, Leader: 2, LeaderEpoch: 5}, {Partition: 1, Leader: 0}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "other-cluster"}, Spec: v1alpha1.KafkaTopicSpec{Cluster: "d", Partitions: 1}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "audit"}, Spec: v1alpha1.KafkaTopicSpec{Cluster: "c", Partitions: 1},
+			Status: v1alpha1.KafkaTopicStatus{TopicID: "not base64!"}},
+	}
+	st := &snapshotStore{}
+	st.store(snapshotFrom("c", kc, topics))
+	s := st.Snapshot()
+
+	if !s.Synced || s.ClusterID != testClusterID || s.Brokers[0].ID != 0 || s.Brokers[1].ID != 2 {
+		t.Fatalf("snapshot %+v", s)
+	}
+	var names []string
+	for _, tp := range s.Topics {
+		names = append(names, tp.Name)
+	}
+	if !slices.Equal(names, []string{"Orders_V2", "audit"}) {
+		t.Fatalf("topics %v: want spec.topicName or the object name, other clusters' topics left out, sorted", names)
+	}
+	orders, _ := s.Topic("Orders_V2")
+	want := []Partition{{0, 2, 5}, {1, 0, 0}, {2, -1, 0}}
+	if orders.ID != id || !slices.Equal(orders.Partitions, want) {
+		t.Fatalf("orders %+v, want id %x and partitions %v (unassigned partition has leader -1)", orders, id, want)
+	}
+	audit, _ := s.Topic("audit")
+	if audit.ID != ([16]byte{}) {
+		t.Fatalf("a malformed topicID must read as the zero id, got %x", audit.ID)
+	}
+	if empty := snapshotFrom("c", nil, nil); !empty.Synced || len(empty.Brokers) != 0 {
+		t.Fatalf("missing cluster: %+v", empty)
+	}
+}
+
+func TestConfigFromFlagsAndEnvironment(t *testing.T) {
+	env := map[string]string{
+		"POD_NAME": "prod-broker-12", "POD_NAMESPACE": "kafka", "POD_UID": "u", "POD_IP": "10.1.2.3",
+		"PADDOCK_CLUSTER": "prod", "PADDOCK_DRAIN_TIMEOUT": "90s", "PADDOCK_HEALTH_PORT": "9000",
+	}
+	getenv := func(k string) string { return env[k] }
+	parse := func(args ...string) (Config, error) {
+		var cfg Config
+		var listeners string
+		fs, envErrs := newFlagSet(&cfg, &listeners, getenv)
+		fs.SetOutput(&strings.Builder{})
+		if err := fs.Parse(args); err != nil {
+			return cfg, err
+		}
+		return cfg, parseConfig(&cfg, listeners, *envErrs, getenv)
+	}
+
+	cfg, err := parse("--listeners=internal:9092:PodDNS,external:9094:PodIP", "--health-port=9644", "--cluster-domain=example.org")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Identity.ID != 12 || cfg.Cluster != "prod" || cfg.DrainTimeout != 90*time.Second || cfg.HealthPort != 9644 {
+		t.Fatalf("config %+v: want id 12 from POD_NAME, cluster and drain timeout from env, flag health port", cfg)
+	}
+	wantListeners := []ListenerSpec{
+		{Name: "internal", Port: 9092, Mode: v1alpha1.AdvertisePodDNS, Host: "prod-broker-12.prod-brokers.kafka.svc.example.org"},
+		{Name: "external", Port: 9094, Mode: v1alpha1.AdvertisePodIP, Host: "10.1.2.3"},
+	}
+	if !slices.Equal(cfg.Listeners, wantListeners) {
+		t.Fatalf("listeners %+v, want %+v", cfg.Listeners, wantListeners)
+	}
+	if cfg.Identity.HolderIdentity() != "prod-broker-12_u" {
+		t.Fatalf("holder %q", cfg.Identity.HolderIdentity())
+	}
+
+	for _, bad := range [][]string{
+		{"--listeners=kafka:0:PodDNS"},
+		{"--listeners=kafka:9092:Public"},
+		{"--listeners=a:1,a:2"},
+		{"--session-timeout=1500ms"},
+		{"--heartbeat-interval=10s"},
+		{"--max-frame-bytes=4"},
+	} {
+		if _, err := parse(bad...); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+	env["POD_NAME"] = "no-ordinal"
+	if _, err := parse(); err == nil {
+		t.Error("a pod name without an ordinal was accepted")
+	}
+}
