@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"runtime/debug"
 	"strconv"
 	"sync"
@@ -24,6 +23,9 @@ var ErrServerClosed = errors.New("broker: server closed")
 // writeTimeout bounds one response write, so a client that stops reading cannot pin a
 // connection's goroutines forever.
 const writeTimeout = 30 * time.Second
+
+// retainFrameBytes is the largest request buffer a connection keeps for reuse.
+const retainFrameBytes = 1 << 20
 
 // responseQueue is how many encoded responses may wait for the writer per connection. The
 // reader blocks when it is full, which is the backpressure a pipelining client gets.
@@ -95,14 +97,19 @@ func (s *Server) Serve(ln net.Listener) error {
 			if s.inShutdown.Load() {
 				return ErrServerClosed
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded) {
-				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-				s.Log.Error(err, "Accept failed; retrying", "backoff", backoff)
-				time.Sleep(backoff)
-				continue
+			if errors.Is(err, net.ErrClosed) {
+				return fmt.Errorf("accept on %s: %w", ln.Addr(), err)
 			}
-			return fmt.Errorf("accept on %s: %w", ln.Addr(), err)
+			// Anything else (EMFILE, ECONNABORTED, ...) is transient for a server: back off
+			// and keep accepting, as net/http does, rather than take the broker down.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.Log.Error(err, "Accept failed; retrying", "backoff", backoff)
+			select {
+			case <-time.After(backoff):
+			case <-s.hardClose:
+				return ErrServerClosed
+			}
+			continue
 		}
 		backoff = 0
 		c := &conn{
@@ -257,6 +264,9 @@ func (c *conn) serve() {
 			return
 		}
 		resp, err := c.handle(buf)
+		if cap(buf) > retainFrameBytes {
+			buf = nil // one huge request must not pin its buffer for the connection's life
+		}
 		if err != nil {
 			c.log.Info("Closing connection", "reason", err.Error())
 			return
