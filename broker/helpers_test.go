@@ -19,10 +19,9 @@ import (
 // one in-memory view whose rows point at those listeners — so a real client can follow any
 // address an answer gives it.
 type testCluster struct {
-	view    *MemoryView
-	servers []*Server
-	addrs   []string
-	rows    []v1alpha1.BrokerRow
+	view  *MemoryView
+	addrs []string
+	rows  []v1alpha1.BrokerRow
 }
 
 const testClusterID = "cZ4mKx7zQd2cWq0b3nT9fA"
@@ -43,7 +42,6 @@ func newTestCluster(t *testing.T, n int) *testCluster {
 				t.Errorf("Serve returned %v, want ErrServerClosed", err)
 			}
 		})
-		tc.servers = append(tc.servers, srv)
 		tc.addrs = append(tc.addrs, ln.Addr().String())
 		tc.rows = append(tc.rows, v1alpha1.BrokerRow{
 			ID: int32(i), Host: host, Port: int32(port), Rack: "zone-" + strconv.Itoa(i%2),
@@ -71,8 +69,7 @@ func dialKafka(t *testing.T, addr string) net.Conn {
 	return c
 }
 
-// roundTrip sends req on c and decodes the response of the same version (or v0 when
-// respVersion0 is set: the ApiVersions downgrade answer).
+// roundTrip sends req on c and decodes the response of the same version.
 func roundTrip(t *testing.T, c net.Conn, req kmsg.Request) kmsg.Response {
 	t.Helper()
 	resp, err := tryRoundTrip(c, req, 7)

@@ -116,9 +116,11 @@ func TestHugeSizePrefixRefusedWithoutAllocating(t *testing.T) {
 	expectServing(t, tc.addrs[0])
 
 	t.Run("the cap is configurable", func(t *testing.T) {
-		tc := newTestCluster(t, 1)
-		tc.servers[0].MaxFrameBytes = 64 // set before any connection is served
-		c := dialKafka(t, tc.addrs[0])
+		srv := &Server{View: NewMemoryView(Snapshot{}), MaxFrameBytes: 64, Log: testr.New(t)}
+		ln := listenLoopback(t)
+		go srv.Serve(ln)
+		t.Cleanup(func() { srv.Close() })
+		c := dialKafka(t, ln.Addr().String())
 		req := kmsg.NewPtrMetadataRequest()
 		name := string(make([]byte, 100))
 		req.Topics = []kmsg.MetadataRequestTopic{{Topic: &name}}
