@@ -43,7 +43,7 @@ func NewMetrics(heartbeatAge func() float64, draining func() bool) *Metrics {
 	m.Registry.MustRegister(m.requests, m.errors, m.connections,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "paddock_broker_heartbeat_age_seconds",
-			Help: "Seconds since the heartbeat Lease was last renewed; +Inf before the first renewal.",
+			Help: "Seconds since the heartbeat Lease was last renewed; -1 before the first renewal.",
 		}, heartbeatAge),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "paddock_broker_draining",
