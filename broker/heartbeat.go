@@ -36,6 +36,9 @@ type Heartbeat struct {
 
 	mu    sync.Mutex
 	lease *coordinationv1.Lease // last lease written; nil forces a fresh read. Guarded by mu.
+	// acquired is true once this process has written the Lease. Until then every write is
+	// this incarnation's first and bumps the epoch. Guarded by mu.
+	acquired bool
 
 	lastRenew atomic.Int64 // unix nanoseconds of the last successful beat; 0 before the first
 }
@@ -120,7 +123,7 @@ func (h *Heartbeat) beatLocked(ctx context.Context) error {
 	if err := h.Client.Update(ctx, l); err != nil {
 		return fmt.Errorf("update lease %s: %w", name, err)
 	}
-	h.lease = l
+	h.lease, h.acquired = l, true
 	return nil
 }
 
@@ -143,17 +146,19 @@ func (h *Heartbeat) createLocked(ctx context.Context, name string) error {
 	if err := h.Client.Create(ctx, l); err != nil {
 		return fmt.Errorf("create lease %s: %w", name, err)
 	}
-	h.lease = l
+	h.lease, h.acquired = l, true
 	return nil
 }
 
-// renew sets everything a beat writes on l. A holder change (a new pod incarnation, or a
-// fresh Lease) stamps acquireTime, and bumps leaseTransitions when there was a previous holder:
-// that count is the broker's epoch.
+// renew sets everything a beat writes on l. This process's first write — a new pod, or the
+// same pod's container restarted after a crash — and any holder change stamp acquireTime and
+// bump leaseTransitions when there was a previous holder: that count is the broker's epoch,
+// which grows with every incarnation as Kafka's broker epoch does. A restart in the same pod
+// keeps holderIdentity (<pod>_<uid>), so the holder alone cannot tell incarnations apart.
 func (h *Heartbeat) renew(l *coordinationv1.Lease) {
 	now := metav1.NewMicroTime(h.now())
 	holder := h.Identity.HolderIdentity()
-	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != holder {
+	if !h.acquired || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != holder {
 		if l.Spec.HolderIdentity != nil {
 			l.Spec.LeaseTransitions = ptr.To(ptr.Deref(l.Spec.LeaseTransitions, 0) + 1)
 		} else if l.Spec.LeaseTransitions == nil {

@@ -137,6 +137,27 @@ func TestHeartbeatLeaseFollowsTheContract(t *testing.T) {
 		if ptr.Deref(l.Spec.HolderIdentity, "") != "c-broker-1_uid-b" || ptr.Deref(l.Spec.LeaseTransitions, -1) != 1 || !l.Spec.AcquireTime.Time.Equal(clock) {
 			t.Fatalf("spec %+v: want holder uid-b, transitions 1, acquired at %s", l.Spec, clock)
 		}
+
+		// The same pod's container restarted after a crash: same holder, new process.
+		clock = clock.Add(time.Minute)
+		restarted := &Heartbeat{
+			Client: c, Cluster: "c", Identity: next.Identity, Interval: time.Second, SessionTimeout: 6 * time.Second,
+			Healthy: hb.Healthy, Draining: hb.Draining, Log: hb.Log, Now: hb.Now,
+		}
+		if err := restarted.Beat(ctx); err != nil {
+			t.Fatal(err)
+		}
+		l, _ = getLease(t, c, ns, 1)
+		if ptr.Deref(l.Spec.HolderIdentity, "") != "c-broker-1_uid-b" || ptr.Deref(l.Spec.LeaseTransitions, -1) != 2 || !l.Spec.AcquireTime.Time.Equal(clock) {
+			t.Fatalf("spec %+v: a restarted container must bump the epoch to 2, acquired at %s", l.Spec, clock)
+		}
+		clock = clock.Add(time.Second)
+		if err := restarted.Beat(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if l, _ = getLease(t, c, ns, 1); ptr.Deref(l.Spec.LeaseTransitions, -1) != 2 {
+			t.Fatalf("transitions %d after a renewal; the epoch moves only with a new incarnation", ptr.Deref(l.Spec.LeaseTransitions, -1))
+		}
 	})
 }
 

@@ -62,8 +62,8 @@ func (b *Broker) Healthy() bool { return b.liveness.Healthy() }
 func (b *Broker) Draining() bool { return b.draining.Load() }
 
 // Run serves until the first signal on signals, then drains (DESIGN.md "Draining"): it writes
-// a draining beat at once, keeps serving until the view gives it no partition and no group (or
-// DrainTimeout passes), makes sure the draining beat was written, closes the listeners and
+// a draining beat at once, keeps serving until the view gives it no partition and no group
+// and then for one more heartbeat interval (or until DrainTimeout passes), makes sure the draining beat was written, closes the listeners and
 // returns nil. A second signal during the drain returns errInterrupted at once. ctx ending
 // closes everything without draining.
 func (b *Broker) Run(ctx context.Context, signals <-chan os.Signal) error {
@@ -148,12 +148,28 @@ func (b *Broker) Run(ctx context.Context, signals <-chan os.Signal) error {
 
 	timeout := time.NewTimer(b.Config.DrainTimeout)
 	defer timeout.Stop()
+	drainDeadline := time.Now().Add(b.Config.DrainTimeout)
 wait:
 	for {
 		updated := b.View.Updated() // taken before the check, so no change slips between
 		partitions, groups := workHere(b.View.Snapshot(), b.Config.Identity.ID)
 		if partitions == 0 && !groups {
 			b.Log.Info("Drained: the cluster view gives this broker no partition and no group")
+			// Linger one heartbeat interval before closing: clients still connected here get
+			// their next FindCoordinator/Metadata answer from this broker, pointing at the new
+			// owners, instead of a refused connection. Bounded by what is left of drainTimeout.
+			linger := time.NewTimer(min(b.Config.HeartbeatInterval, max(time.Until(drainDeadline), 0)))
+			defer linger.Stop()
+			select {
+			case <-linger.C:
+			case sig := <-signals:
+				b.Log.Info("Second signal; exiting at once", "signal", sig.String())
+				hardStop()
+				return errInterrupted
+			case <-ctx.Done():
+				hardStop()
+				return ctx.Err()
+			}
 			break
 		}
 		select {
