@@ -113,7 +113,7 @@ func startManager(f managerFlags) error {
 	if err != nil {
 		return fmt.Errorf("load kubeconfig: %w", err)
 	}
-	var cacheOpts cache.Options
+	cacheOpts := cache.Options{ByObject: controllers.CacheByObject()}
 	if len(f.namespaces) > 0 {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range f.namespaces {

@@ -23,6 +23,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -64,11 +65,17 @@ type Config struct {
 	NodeMonitorGracePeriod time.Duration
 }
 
-// DefaultConfig is the configuration of `paddock dev` without flags.
+// DefaultConfig is the configuration of `paddock dev` without flags. The control-plane
+// binaries are the ones $KUBEBUILDER_ASSETS names (the Makefile exports it), else those
+// `make k8s-bins` builds into bin/k8s/<version>.
 func DefaultConfig() Config {
+	binDir := os.Getenv("KUBEBUILDER_ASSETS")
+	if binDir == "" {
+		binDir = filepath.Join("bin", "k8s", "1.37.2")
+	}
 	return Config{
 		Dir:                    filepath.Join(".paddock", "dev"),
-		K8sBinDir:              filepath.Join("bin", "k8s", "1.37.2"),
+		K8sBinDir:              binDir,
 		CRDDir:                 filepath.Join("config", "crd", "bases"),
 		Nodes:                  3,
 		APIServerPort:          6443,
@@ -261,6 +268,7 @@ func (e *Env) StartManager() error {
 		Scheme:                 e.client.Scheme(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
+		Cache:                  cache.Options{ByObject: controllers.CacheByObject()},
 		Logger:                 zap.New(zap.WriteTo(e.mgrLog)),
 		// The manager is stopped and started again (the operator-down scenario); a new
 		// manager registers the same controller names.

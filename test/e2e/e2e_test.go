@@ -32,7 +32,9 @@ func TestFencingScenarios(t *testing.T) {
 	defer cancel()
 	cfg := devcluster.DefaultConfig()
 	cfg.Dir = filepath.Join(t.TempDir(), "dev")
-	cfg.K8sBinDir = filepath.Join("..", "..", "bin", "k8s", "1.37.2")
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" { // `go test` outside make: the checkout's binaries
+		cfg.K8sBinDir = filepath.Join("..", "..", "bin", "k8s", "1.37.2")
+	}
 	cfg.CRDDir = filepath.Join("..", "..", "config", "crd", "bases")
 	cfg.PaddockBinary = paddockBinary
 	started := time.Now()
