@@ -149,33 +149,27 @@ func (b *Broker) Run(ctx context.Context, signals <-chan os.Signal) error {
 	timeout := time.NewTimer(b.Config.DrainTimeout)
 	defer timeout.Stop()
 	drainDeadline := time.Now().Add(b.Config.DrainTimeout)
+	// lingered fires one heartbeat interval after the handover (bounded by what is left of
+	// drainTimeout); nil until then. Lingering lets clients still connected here get their
+	// next FindCoordinator/Metadata answer from this broker, pointing at the new owners,
+	// instead of a refused connection.
+	var lingered <-chan time.Time
 wait:
 	for {
 		updated := b.View.Updated() // taken before the check, so no change slips between
 		partitions, groups := workHere(b.View.Snapshot(), b.Config.Identity.ID)
-		if partitions == 0 && !groups {
+		if lingered == nil && partitions == 0 && !groups {
 			b.Log.Info("Drained: the cluster view gives this broker no partition and no group")
-			// Linger one heartbeat interval before closing: clients still connected here get
-			// their next FindCoordinator/Metadata answer from this broker, pointing at the new
-			// owners, instead of a refused connection. Bounded by what is left of drainTimeout.
-			linger := time.NewTimer(min(b.Config.HeartbeatInterval, max(time.Until(drainDeadline), 0)))
-			defer linger.Stop()
-			select {
-			case <-linger.C:
-			case sig := <-signals:
-				b.Log.Info("Second signal; exiting at once", "signal", sig.String())
-				hardStop()
-				return errInterrupted
-			case <-ctx.Done():
-				hardStop()
-				return ctx.Err()
-			}
-			break
+			lingered = time.After(min(b.Config.HeartbeatInterval, max(time.Until(drainDeadline), 0)))
 		}
 		select {
 		case <-updated:
+		case <-lingered:
+			break wait
 		case <-timeout.C:
-			b.Log.Info("Drain timeout; closing with work still assigned", "partitions", partitions, "coordinatesGroups", groups)
+			if lingered == nil {
+				b.Log.Info("Drain timeout; closing with work still assigned", "partitions", partitions, "coordinatesGroups", groups)
+			}
 			break wait
 		case sig := <-signals:
 			b.Log.Info("Second signal; exiting at once", "signal", sig.String())

@@ -371,6 +371,19 @@ func (e *Env) PIDFile(namespace, pod string) string {
 	return filepath.Join(e.cfg.Dir, "run", namespace, pod+".pid")
 }
 
+// PID is the process id in namespace/pod's PID file: its running container's process.
+func (e *Env) PID(namespace, pod string) (int, error) {
+	b, err := os.ReadFile(e.PIDFile(namespace, pod))
+	if err != nil {
+		return 0, fmt.Errorf("read pid of %s/%s: %w", namespace, pod, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0, fmt.Errorf("pid file of %s/%s: %w", namespace, pod, err)
+	}
+	return pid, nil
+}
+
 // ContainerRuns lists the runs of namespace/pod's containers, oldest first.
 func (e *Env) ContainerRuns(namespace, pod string) []ContainerRun {
 	return e.rt.history.of(namespace, pod)

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -172,7 +171,7 @@ func TestEnvironmentRunsAStatefulSetLikeAKubelet(t *testing.T) {
 	})
 
 	t.Run("kill -9 restarts the container", func(t *testing.T) {
-		pid := readPID(t, env.PIDFile(ns, "helper-0"))
+		pid := readPID(t, env, ns, "helper-0")
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
@@ -274,13 +273,9 @@ func isReady(p *corev1.Pod) bool {
 	return false
 }
 
-func readPID(t *testing.T, path string) int {
+func readPID(t *testing.T, env *Env, namespace, pod string) int {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	pid, err := env.PID(namespace, pod)
 	if err != nil {
 		t.Fatal(err)
 	}

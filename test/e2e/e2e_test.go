@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -137,7 +136,7 @@ func crash(ctx context.Context, t *testing.T, s *suite) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid := readPID(t, s.env.PIDFile(s.namespace, pod))
+	pid := readPID(t, s.env, s.namespace, pod)
 	s.env.HoldRestarts(s.namespace, pod, true)
 	defer s.env.HoldRestarts(s.namespace, pod, false)
 	killed := time.Now()
@@ -474,13 +473,9 @@ func scaleDown(ctx context.Context, t *testing.T, s *suite) {
 	}
 }
 
-func readPID(t *testing.T, path string) int {
+func readPID(t *testing.T, env *devcluster.Env, namespace, pod string) int {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	pid, err := env.PID(namespace, pod)
 	if err != nil {
 		t.Fatal(err)
 	}
