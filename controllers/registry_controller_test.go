@@ -256,7 +256,9 @@ var _ = Describe("Registry", Ordered, func() {
 
 		registryPutSlice(ctx, ns, c, "demo-brokers-bbbbb", registryServing(2)...)
 		Eventually(func() []int32 { return registryIDs(ctx, ns, c) }).Should(Equal([]int32{0, 1, 2}))
-		Expect(registryBroker(ctx, ns, c, 3)).To(BeNil())
+		// The cluster status is written before the Broker objects, so the object goes a moment
+		// after the row.
+		Eventually(func() *kafkav1alpha1.Broker { return registryBroker(ctx, ns, c, 3) }).Should(BeNil())
 	})
 
 	// Last: it moves the reconciler's clock a minute ahead, which ages every other spec's Leases.
