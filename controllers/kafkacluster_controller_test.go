@@ -76,33 +76,61 @@ func (m *provisioningManager) Stop() {
 	Eventually(m.done).WithTimeout(provisioningWaitTimeout).Should(BeClosed())
 }
 
-// provisioningCountingClient counts the writes the reconciler makes.
+// provisioningCountingClient counts the writes the reconciler makes in one namespace (set
+// with countIn). The manager is shared by every spec of the container, so clusters of earlier
+// specs — their namespaces being deleted — are still reconciled in the background; their
+// writes must not count against the spec that is measuring.
 type provisioningCountingClient struct {
 	client.Client
+	namespace                       atomic.Pointer[string]
 	applies, deletes, statusPatches atomic.Int32
 }
 
+// countIn makes the client count only writes to objects in namespace.
+func (c *provisioningCountingClient) countIn(namespace string) { c.namespace.Store(&namespace) }
+
+// counts reports whether a write to an object in namespace is counted.
+func (c *provisioningCountingClient) counts(namespace string) bool {
+	ns := c.namespace.Load()
+	return ns != nil && *ns == namespace
+}
+
 func (c *provisioningCountingClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-	c.applies.Add(1)
+	// The reconciler applies unstructured bodies; typed apply configurations name their
+	// namespace through a pointer.
+	switch o := obj.(type) {
+	case interface{ GetNamespace() string }:
+		if c.counts(o.GetNamespace()) {
+			c.applies.Add(1)
+		}
+	case interface{ GetNamespace() *string }:
+		if ns := o.GetNamespace(); ns != nil && c.counts(*ns) {
+			c.applies.Add(1)
+		}
+	}
 	return c.Client.Apply(ctx, obj, opts...)
 }
 
 func (c *provisioningCountingClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
-	c.deletes.Add(1)
+	if c.counts(obj.GetNamespace()) {
+		c.deletes.Add(1)
+	}
 	return c.Client.Delete(ctx, obj, opts...)
 }
 
 func (c *provisioningCountingClient) Status() client.SubResourceWriter {
-	return provisioningCountingStatus{SubResourceWriter: c.Client.Status(), patches: &c.statusPatches}
+	return provisioningCountingStatus{SubResourceWriter: c.Client.Status(), c: c}
 }
 
 type provisioningCountingStatus struct {
 	client.SubResourceWriter
-	patches *atomic.Int32
+	c *provisioningCountingClient
 }
 
 func (s provisioningCountingStatus) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-	s.patches.Add(1)
+	if s.c.counts(obj.GetNamespace()) {
+		s.c.statusPatches.Add(1)
+	}
 	return s.SubResourceWriter.Patch(ctx, obj, patch, opts...)
 }
 
@@ -369,6 +397,7 @@ var _ = Describe("KafkaCluster provisioning", Ordered, func() {
 			g.Expect(cached.ResourceVersion).To(Equal(settled.ResourceVersion))
 		}).WithTimeout(provisioningWaitTimeout).Should(Succeed())
 
+		m.writes.countIn(ns)
 		applies, deletes, patches := m.writes.applies.Load(), m.writes.deletes.Load(), m.writes.statusPatches.Load()
 		for range 2 {
 			_, err := m.recon.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(settled)})
