@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -293,26 +292,16 @@ var _ = Describe("Registry", Ordered, func() {
 		// Broker 0's beat also changes an annotation, so each round reaches the reconciler
 		// (a plain renewal of a fresh Lease is filtered out before it) and recomputes all 100
 		// rows with renewTimes a second newer: this pins the row logic, not only the filter.
-		const workers = 20
 		start := time.Now()
 		for round := range rounds {
 			clk.Step(time.Second)
-			var wg sync.WaitGroup
-			for w := range workers {
-				wg.Add(1)
-				go func() {
-					defer GinkgoRecover()
-					defer wg.Done()
-					for id := w; id < brokers; id += workers {
-						var extra map[string]string
-						if id == 0 {
-							extra = map[string]string{"test.paddock.dev/round": fmt.Sprint(round)}
-						}
-						registryRenew(ctx, clk, ns, c, int32(id), extra)
-					}
-				}()
-			}
-			wg.Wait()
+			registryInParallel(brokers, 20, func(id int) {
+				var extra map[string]string
+				if id == 0 {
+					extra = map[string]string{"test.paddock.dev/round": fmt.Sprint(round)}
+				}
+				registryRenew(ctx, clk, ns, c, int32(id), extra)
+			})
 		}
 		GinkgoWriter.Printf("registry: %d heartbeats took %v\n", rounds*brokers, time.Since(start))
 		Consistently(func() int { return writes.Writes(ns) - before }).WithTimeout(2 * time.Second).Should(BeZero())
