@@ -17,7 +17,8 @@ import (
 //  2. A broker holding more than its target of a topic gives up the difference (its highest
 //     partition numbers).
 //  3. Every partition without a leader goes to a broker still below its target, preferring
-//     the fewest partitions of the topic, then the fewest overall, then the lowest id.
+//     the fewest partitions of the topic, then the fewest overall, then the topic's own
+//     broker order (preference).
 func (p *problem) rebalance() error {
 	n := len(p.brokers)
 	held := make([]int32, len(p.topics)*n) // held[t*n+b]: partitions of topic t kept on broker b
@@ -58,18 +59,22 @@ func (p *problem) rebalance() error {
 	}
 
 	for ti, t := range p.topics {
+		var order []int
 		for i, o := range t.owner {
 			if o >= 0 {
 				continue
 			}
+			if order == nil {
+				order = p.preference(ti)
+			}
 			best := -1
-			for b := range n {
+			for _, b := range order { // ties on both counts keep the earlier broker in order
 				if held[ti*n+b] >= target(ti, b) {
 					continue
 				}
 				if best < 0 || held[ti*n+b] < held[ti*n+best] ||
 					(held[ti*n+b] == held[ti*n+best] && total[b] < total[best]) {
-					best = b // ties on both counts keep the lower index, i.e. the lower id
+					best = b
 				}
 			}
 			if best < 0 {
@@ -102,7 +107,7 @@ func (p *problem) rebalance() error {
 // "Both spreads at once"), so a smaller flow is a bug.
 //
 // Ties between equally cheap choices follow the search order: topics by key, and from each
-// topic the brokers with the fewest partitions overall first, then the lowest id.
+// topic the brokers with the fewest partitions overall first, then the topic's preference.
 func (p *problem) extras(held, total []int32) ([]bool, error) {
 	n := len(p.brokers)
 	var e int
@@ -117,12 +122,6 @@ func (p *problem) extras(held, total []int32) ([]bool, error) {
 	if e == 0 {
 		return extra, nil
 	}
-	rank := make([]int, n)
-	for b := range rank {
-		rank[b] = b
-	}
-	slices.SortStableFunc(rank, func(a, b int) int { return cmp.Compare(total[a], total[b]) })
-
 	// Nodes: source, one per topic with extras, one per broker, bonus, sink.
 	source, firstTopic := 0, 1
 	firstBroker := firstTopic + nodes
@@ -141,7 +140,9 @@ func (p *problem) extras(held, total []int32) ([]bool, error) {
 		}
 		floor := int32(len(t.owner) / n)
 		g.addEdge(source, node, int32(r), 0)
-		for _, b := range rank {
+		order := p.preference(ti)
+		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(total[a], total[b]) })
+		for _, b := range order {
 			var cost int32 = 1
 			if held[ti*n+b] > floor {
 				cost = 0
@@ -171,4 +172,52 @@ func (p *problem) extras(held, total []int32) ([]bool, error) {
 		}
 	}
 	return extra, nil
+}
+
+// preference is topic ti's own order of the brokers (as indexes), the last tie-break of every
+// placement: the brokers sorted by a hash of the topic key and the broker id, ties by id.
+//
+// A hash rather than the plain id order because ties are the common case (a new topic on an
+// even cluster ties everywhere), and resolving every tie towards the same low ids stacks
+// topics of the same size on the same brokers: with 10 brokers and 50 topics of 5
+// partitions created one by one, id order puts every topic on brokers 0-4 or 5-9, and losing
+// broker 0 then needs 10 moves beyond its own 25 partitions to even the cluster out again,
+// because its orphans can only go to brokers 5-9. A per-topic order mixes the topics, so a
+// lost broker's partitions fit on the survivors without disturbing anything else
+// (docs/assignment.md "Tie-breaks").
+func (p *problem) preference(ti int) []int {
+	key := p.topics[ti].key
+	h := make([]uint32, len(p.brokers))
+	order := make([]int, len(p.brokers))
+	for b, id := range p.brokers {
+		h[b] = mix(key, id)
+		order[b] = b
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		if c := cmp.Compare(h[a], h[b]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	return order
+}
+
+// mix hashes a topic key and a broker id: FNV-1a 32 over the key's bytes and the id's four
+// little-endian bytes, then the MurmurHash3 finalizer so that ids differing in one low bit
+// land far apart. Any fixed function would do; this one must only never read anything but
+// its arguments, so that the decision stays deterministic.
+func mix(key string, id int32) uint32 {
+	x := uint32(0x811c9dc5)
+	for i := 0; i < len(key); i++ {
+		x = (x ^ uint32(key[i])) * 0x01000193
+	}
+	for i := range 4 {
+		x = (x ^ uint32(byte(uint32(id)>>(8*i)))) * 0x01000193
+	}
+	x ^= x >> 16
+	x *= 0x85ebca6b
+	x ^= x >> 13
+	x *= 0xc2b2ae35
+	x ^= x >> 16
+	return x
 }
