@@ -44,13 +44,16 @@ var controllerManagerControllers = []string{
 }
 
 // auditPolicy logs every request's metadata — who made it, the verb, the object, the
-// answer — except the node heartbeats and health checks, which say nothing about paddock.
+// answer — except the apiserver's requests to itself, node heartbeats and health checks,
+// which say nothing about paddock.
 // The e2e suite reads it to prove which identity each process has.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived"]
 omitManagedFields: true
 rules:
+- level: None
+  users: ["system:apiserver"]
 - level: None
   namespaces: ["kube-node-lease"]
   resources: [{group: coordination.k8s.io, resources: [leases]}]

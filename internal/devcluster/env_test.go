@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -49,8 +48,23 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	os.Exit(m.Run())
+	// The operator's pods run the paddock binary (the test binary runs only the helper pods).
+	dir, err := os.MkdirTemp("", "devcluster-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if paddockBinary, err = BuildPaddock(filepath.Join("..", ".."), dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
+
+// paddockBinary is the paddock binary built for this run.
+var paddockBinary string
 
 func runHelper() int {
 	l, err := net.Listen("tcp", net.JoinHostPort(os.Getenv("POD_IP"), "8080"))
@@ -112,6 +126,7 @@ func TestEnvironmentRunsAStatefulSetLikeAKubelet(t *testing.T) {
 		cfg.K8sBinDir = filepath.Join("..", "..", "bin", "k8s", "1.37.2")
 	}
 	cfg.ConfigDir = filepath.Join("..", "..", "config")
+	cfg.PaddockBinary = paddockBinary
 	cfg.Nodes = 2
 	cfg.NodeMonitorGracePeriod = 5 * time.Second
 	cfg.tokenRefreshEvery = 3 * time.Second
@@ -211,7 +226,7 @@ func TestEnvironmentRunsAStatefulSetLikeAKubelet(t *testing.T) {
 			t.Errorf("helper-0's token is bound to pod %v, want helper-0", got)
 		}
 		pid := readPID(t, env, ns, "helper-0")
-		files := filepath.Join("/proc", strconv.Itoa(pid), "root", ServiceAccountDir)
+		files := ProcessPath(pid, ServiceAccountDir)
 		if b, err := os.ReadFile(filepath.Join(files, "namespace")); err != nil || string(b) != ns {
 			t.Errorf("%s/namespace = %q (err %v), want %q", ServiceAccountDir, b, err, ns)
 		}

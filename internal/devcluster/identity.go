@@ -15,6 +15,16 @@ import (
 // What the tests use to check who each process is: where a pod process could find the admin
 // credentials, and the apiserver's audit log.
 
+// ProcessPath is where this process finds path as process pid sees it: through
+// /proc/<pid>/root, its own mount namespace. An absolute symlink on the way would resolve in
+// this process's root instead, so the one that matters (/var/run → /run) is resolved first.
+func ProcessPath(pid int, path string) string {
+	if rel, ok := runRelative(path); ok {
+		path = filepath.Join(hostRunDir(), rel)
+	}
+	return filepath.Join("/proc", strconv.Itoa(pid), "root", path)
+}
+
 // AdminCredentialExposure lists every way the process pid can get at the environment's admin
 // credentials: its environment (KUBECONFIG, or the admin token in any variable), its open
 // files (one of the admin files, or any file holding the admin token), the admin files as its
@@ -62,7 +72,7 @@ func (e *Env) AdminCredentialExposure(pid int) ([]string, error) {
 
 	// /proc/<pid>/root is the process's own view of the filesystem (its mount namespace).
 	for _, p := range []string{e.cfg.KubeconfigPath(), filepath.Join(pkiDir, tokenFile), filepath.Join(pkiDir, saKeyFile)} {
-		b, err := os.ReadFile(filepath.Join(proc, "root", p))
+		b, err := os.ReadFile(ProcessPath(pid, p))
 		if err == nil && len(b) > 0 {
 			found = append(found, "readable in its mount namespace: "+p)
 		} else if err != nil && !errors.Is(err, os.ErrNotExist) {

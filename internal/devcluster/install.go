@@ -74,11 +74,16 @@ func loadInstall(configDir string) (*installation, error) {
 	inst := &installation{}
 	var namespaces, rest []*unstructured.Unstructured
 	for _, r := range resources.Resources() {
-		m, err := r.Map()
+		// Through JSON, so numbers are what the API machinery expects (int64, float64).
+		b, err := r.MarshalJSON()
 		if err != nil {
 			return nil, fmt.Errorf("install manifest %s: %w", r.CurId(), err)
 		}
-		u := &unstructured.Unstructured{Object: m}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(b); err != nil {
+			return nil, fmt.Errorf("install manifest %s: %w", r.CurId(), err)
+		}
+		m := u.Object
 		switch u.GetKind() {
 		case "CustomResourceDefinition":
 			crd := &apiextensionsv1.CustomResourceDefinition{}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"syscall"
 	"time"
@@ -111,4 +112,18 @@ func (p *process) exitStatus() (code int, sig syscall.Signal) {
 		return 128 + int(ws.Signal()), ws.Signal()
 	}
 	return ws.ExitStatus(), 0
+}
+
+// BuildPaddock builds the paddock binary of the module at moduleRoot into dir, for tests
+// whose pods run it. It works inside the private network, which has no route out:
+// everything must come from the module cache.
+func BuildPaddock(moduleRoot, dir string) (string, error) {
+	bin := filepath.Join(dir, "paddock")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Dir = moduleRoot
+	build.Env = append(os.Environ(), "GOFLAGS=-mod=readonly", "GOPROXY=off", "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build paddock: %w\n%s", err, out)
+	}
+	return bin, nil
 }

@@ -78,10 +78,7 @@ func (s *podSandbox) enter() error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
 		return fmt.Errorf("make the pod's mounts private: %w", err)
 	}
-	runDir, err := filepath.EvalSymlinks("/var/run")
-	if err != nil {
-		runDir = "/run"
-	}
+	runDir := hostRunDir()
 	if err := unix.Mount("tmpfs", runDir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0755,size=16m"); err != nil {
 		return fmt.Errorf("mount the pod's own %s: %w", runDir, err)
 	}
@@ -120,6 +117,14 @@ func (s *podSandbox) enter() error {
 		}
 	}
 	return dropCapabilityBoundingSet()
+}
+
+// hostRunDir is what /var/run is on this machine: usually a symlink to /run.
+func hostRunDir() string {
+	if d, err := filepath.EvalSymlinks("/var/run"); err == nil {
+		return d
+	}
+	return "/run"
 }
 
 // dropCapabilityBoundingSet empties the thread's capability bounding set: a process it then
