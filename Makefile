@@ -10,6 +10,8 @@ SHELL := /usr/bin/env bash -o pipefail
 
 ## Versions (pinned)
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
+# paddock dev renders config/default with the kustomize library in go.mod
+# (sigs.k8s.io/kustomize/api v0.21.2 is kustomize v5.8.2's); `make verify` checks they agree.
 KUSTOMIZE_VERSION ?= v5.8.2
 GOTESTSUM_VERSION ?= v1.13.0
 
@@ -59,8 +61,10 @@ lint: vet ## Run the linters (gofmt check and go vet, including the nested hack/
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 .PHONY: verify
-verify: $(CONTROLLER_GEN) lint ## Fail if generated files are stale or the code is not gofmt/vet clean.
+verify: $(CONTROLLER_GEN) $(KUSTOMIZE) lint ## Fail if generated files are stale, paddock dev would install other manifests than dist/install.yaml, or the code is not gofmt/vet clean.
 	hack/verify-generated.sh
+	@diff -u <($(KUSTOMIZE) build config/default) <(go run . dev --print-install) || { \
+		echo "verify: paddock dev renders config/default differently from kustomize $(KUSTOMIZE_VERSION): keep go.mod's sigs.k8s.io/kustomize/api in step with KUSTOMIZE_VERSION" >&2; exit 1; }
 
 ##@ Test
 
@@ -106,7 +110,7 @@ run: manifests generate ## Run the manager against the cluster in $$KUBECONFIG.
 	go run . manager --default-broker-image=$(IMG)
 
 .PHONY: dev
-dev: build k8s-bins ## Run the whole system locally: control plane, operator and broker processes.
+dev: build k8s-bins ## Run the whole system locally: control plane, the operator Deployment (config/default) and broker pods as processes.
 	$(LOCALBIN)/paddock dev --k8s-bin-dir=$(K8S_BINS) $(DEV_FLAGS)
 
 .PHONY: docker-build
