@@ -354,7 +354,9 @@ type countedFile struct {
 	fs *countingFS
 }
 
-func newCountingFS(inner FS) *countingFS { return &countingFS{FS: inner, open: map[*countedFile]string{}} }
+func newCountingFS(inner FS) *countingFS {
+	return &countingFS{FS: inner, open: map[*countedFile]string{}}
+}
 
 func (c *countingFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
 	f, err := c.FS.OpenFile(name, flag, perm)
