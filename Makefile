@@ -25,6 +25,7 @@ export KUBEBUILDER_ASSETS := $(K8S_BINS)
 IMG ?= ghcr.io/paddock-dev/paddock:latest
 GO_TEST_FLAGS ?= -count=1 -timeout=40m
 FUZZTIME ?= 20s
+BENCHTIME ?= 2s
 
 ##@ General
 
@@ -82,6 +83,10 @@ e2e: k8s-bins kcat ## Run only the end-to-end suite (test/e2e) against a fresh p
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for FUZZTIME (default 20s) on top of its committed seed corpus.
 	hack/fuzz.sh $(FUZZTIME)
+
+.PHONY: bench-storage
+bench-storage: ## Run the broker/storage benchmarks (group commit vs plain fsync loops, reads) for BENCHTIME each.
+	go test -run='^$$' -bench=. -benchtime=$(BENCHTIME) ./broker/storage/
 
 .PHONY: test-update-golden
 test-update-golden: ## Regenerate golden files for the child-object builders.
