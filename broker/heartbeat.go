@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -172,10 +173,7 @@ func (h *Heartbeat) renew(l *coordinationv1.Lease) {
 	if l.Labels == nil {
 		l.Labels = map[string]string{}
 	}
-	l.Labels[v1alpha1.LabelName] = v1alpha1.LabelNameValue
-	l.Labels[v1alpha1.LabelInstance] = h.Cluster
-	l.Labels[v1alpha1.LabelCluster] = h.Cluster
-	l.Labels[v1alpha1.LabelBrokerID] = strconv.Itoa(int(h.Identity.ID))
+	maps.Copy(l.Labels, v1alpha1.BrokerLabels(h.Cluster, h.Identity.ID))
 	if l.Annotations == nil {
 		l.Annotations = map[string]string{}
 	}

@@ -1,6 +1,9 @@
 package v1alpha1
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+)
 
 // Label keys and values every paddock-managed object carries (DESIGN.md "Names").
 const (
@@ -25,6 +28,24 @@ const (
 	// is failing; "true" otherwise.
 	AnnotationHealthy = "kafka.paddock.dev/healthy"
 )
+
+// ClusterLabels are the labels of every object paddock makes for cluster: its name, instance
+// and cluster labels. The StatefulSet selector is a smaller, fixed subset (it can never change).
+func ClusterLabels(cluster string) map[string]string {
+	return map[string]string{
+		LabelName:     LabelNameValue,
+		LabelInstance: cluster,
+		LabelCluster:  cluster,
+	}
+}
+
+// BrokerLabels are the labels of a per-broker object of cluster (its Service, heartbeat Lease
+// and Broker object): ClusterLabels plus the broker id.
+func BrokerLabels(cluster string, id int32) map[string]string {
+	l := ClusterLabels(cluster)
+	l[LabelBrokerID] = strconv.Itoa(int(id))
+	return l
+}
 
 // FieldOwner is the server-side-apply field manager of every write the operator makes.
 const FieldOwner = "paddock-manager"

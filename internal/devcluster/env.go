@@ -15,10 +15,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -33,6 +31,7 @@ import (
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/controllers"
+	"github.com/paddock-dev/paddock/internal/scheme"
 )
 
 // DevImage is the image the in-process manager puts in broker pods. Nothing pulls it: the node
@@ -165,18 +164,15 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 		return nil, err
 	}
 	e.restConfig = e.cp.restConfig
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+	s, err := scheme.New()
+	if err != nil {
 		return nil, err
 	}
-	if err := kafkav1alpha1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	if e.client, err = client.New(e.restConfig, client.Options{Scheme: scheme}); err != nil {
+	if e.client, err = client.New(e.restConfig, client.Options{Scheme: s}); err != nil {
 		return nil, fmt.Errorf("create client: %w", err)
 	}
 	if _, err := envtest.InstallCRDs(e.restConfig, envtest.CRDInstallOptions{
-		Paths: []string{cfg.CRDDir}, ErrorIfPathMissing: true, Scheme: scheme,
+		Paths: []string{cfg.CRDDir}, ErrorIfPathMissing: true, Scheme: s,
 	}); err != nil {
 		return nil, fmt.Errorf("install CRDs: %w", err)
 	}
