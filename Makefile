@@ -85,7 +85,7 @@ fuzz: ## Run each fuzz target for FUZZTIME (default 20s) on top of its committed
 
 .PHONY: test-update-golden
 test-update-golden: ## Regenerate golden files for the child-object builders.
-	go test ./controllers/... -run Golden -update
+	go test ./controllers/kafkacluster/ -run Golden -args -update
 
 .PHONY: k8s-bins
 k8s-bins: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler into bin/k8s/ (cached).

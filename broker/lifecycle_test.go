@@ -21,7 +21,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 )
@@ -394,11 +393,7 @@ func TestBinaryDrainsOnSIGTERM(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	user, err := testEnv.AddUser(envtest.User{Name: "broker-test", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig, err := user.KubeConfig()
+	kubeconfig, err := testEnv.AdminKubeconfig("broker-test")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,7 @@
-package controllers
+package v1alpha1_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -12,50 +11,24 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 )
 
-// newNamespace creates a namespace for one test and deletes it afterwards.
-func newNamespace(ctx context.Context) string {
-	GinkgoHelper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "crd-"}}
-	Expect(k8sClient.Create(ctx, ns)).To(Succeed())
-	DeferCleanup(func(ctx SpecContext) { _ = k8sClient.Delete(ctx, ns) })
-	return ns.Name
-}
-
 // tableColumns asks the apiserver for resource's server-side table (what kubectl get prints)
 // and returns its column names by priority.
 func tableColumns(ctx context.Context, namespace, resource string) (names []string, priority map[string]int32) {
 	GinkgoHelper()
-	gv := kafkav1alpha1.GroupVersion
-	rc, err := rest.RESTClientFor(rawRESTConfig())
+	table, err := env.Table(ctx, namespace, resource)
 	Expect(err).NotTo(HaveOccurred())
-	raw, err := rc.Get().AbsPath("/apis", gv.Group, gv.Version, "namespaces", namespace, resource).
-		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(ctx)
-	Expect(err).NotTo(HaveOccurred())
-	var table metav1.Table
-	Expect(json.Unmarshal(raw, &table)).To(Succeed())
 	priority = map[string]int32{}
 	for _, c := range table.ColumnDefinitions {
 		names = append(names, c.Name)
 		priority[c.Name] = c.Priority
 	}
 	return names, priority
-}
-
-// rawRESTConfig is cfg set up for raw requests to the kafka.paddock.dev API.
-func rawRESTConfig() *rest.Config {
-	c := rest.CopyConfig(cfg)
-	c.APIPath = "/apis"
-	c.GroupVersion = &kafkav1alpha1.GroupVersion
-	c.NegotiatedSerializer = clientgoscheme.Codecs.WithoutConversion()
-	return c
 }
 
 var _ = Describe("CRDs", func() {
@@ -163,7 +136,7 @@ var _ = Describe("CRDs", func() {
 		// Go's omitempty cannot send replicas: 0 (it would be defaulted to 3), so send JSON.
 		ns := newNamespace(ctx)
 		body := []byte(fmt.Sprintf(`{"apiVersion":"kafka.paddock.dev/v1alpha1","kind":"KafkaCluster","metadata":{"name":"zero","namespace":%q},"spec":{"replicas":0}}`, ns))
-		rc, err := rest.RESTClientFor(rawRESTConfig())
+		rc, err := env.RESTClient()
 		Expect(err).NotTo(HaveOccurred())
 		err = rc.Post().AbsPath("/apis/kafka.paddock.dev/v1alpha1/namespaces", ns, "kafkaclusters").
 			SetHeader("Content-Type", "application/json").Body(body).Do(ctx).Error()

@@ -1,66 +1,55 @@
-package controllers
+package kafkacluster
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/internal/testenv"
 )
 
-// The suite runs against a real kube-apiserver and etcd, built from source by
-// hack/k8s-bins.sh (make k8s-bins) and found through KUBEBUILDER_ASSETS, which the Makefile
-// sets. There is no fallback: without the binaries the suite fails and says how to build them.
+// The suite runs against a real kube-apiserver and etcd (internal/testenv); there is no
+// fallback: without the binaries it fails and says how to build them.
 var (
+	env       *testenv.Env
 	cfg       *rest.Config
 	k8sClient client.Client // uncached: every read sees the apiserver's current state
-	testEnv   *envtest.Environment
-	scheme    = runtime.NewScheme()
-	ctx       context.Context
-	cancel    context.CancelFunc
+	scheme    *runtime.Scheme
 )
 
-func TestControllers(t *testing.T) {
+func TestSuite(t *testing.T) {
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "controllers suite")
+	RunSpecs(t, "kafkacluster controller suite")
 }
 
 var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-	ctx, cancel = context.WithCancel(context.Background())
-
-	Expect(os.Getenv("KUBEBUILDER_ASSETS")).NotTo(BeEmpty(),
-		"KUBEBUILDER_ASSETS is unset: run the tests with `make test`, or `make k8s-bins` and export KUBEBUILDER_ASSETS=bin/k8s/<version>")
-
-	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	Expect(kafkav1alpha1.AddToScheme(scheme)).To(Succeed())
-
-	testEnv = &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-	}
 	var err error
-	cfg, err = testEnv.Start()
+	env, err = testenv.Start()
 	Expect(err).NotTo(HaveOccurred())
-
-	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
-	Expect(err).NotTo(HaveOccurred())
+	cfg, k8sClient, scheme = env.Config, env.Client, env.Scheme
 })
 
 var _ = AfterSuite(func() {
-	cancel()
-	if testEnv != nil {
-		Expect(testEnv.Stop()).To(Succeed())
-	}
+	Expect(env.Stop()).To(Succeed())
 })
+
+// newNamespace creates a namespace for one spec and deletes it afterwards.
+func newNamespace(ctx context.Context) string {
+	GinkgoHelper()
+	ns, err := testenv.NewNamespace(ctx, k8sClient, "spec")
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func(ctx SpecContext) {
+		_ = k8sClient.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	})
+	return ns
+}

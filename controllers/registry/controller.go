@@ -1,4 +1,4 @@
-package controllers
+package registry
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -23,10 +24,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
-	"github.com/paddock-dev/paddock/internal/registry"
+	rules "github.com/paddock-dev/paddock/internal/registry"
 )
 
-// RegistryReconciler keeps a KafkaCluster's broker registry: it reads the headless Service's
+// Reconciler keeps a KafkaCluster's broker registry: it reads the headless Service's
 // EndpointSlices, the brokers' heartbeat Leases and the broker StatefulSet's replicas from the
 // cache, applies the rules of internal/registry, and writes the result as one Broker object
 // per registered broker (created on registration, deleted on deregistration, owned by the
@@ -35,11 +36,11 @@ import (
 //
 // Writes happen only on change, and a heartbeat alone is not a change: lastSeen, which is
 // the Lease's renewTime and so moves every beat, is written with a row's other changes and
-// otherwise at most every registry.LastSeenRefresh while the broker is live. A Dead broker's
+// otherwise at most every rules.LastSeenRefresh while the broker is live. A Dead broker's
 // lastSeen is always its last renewTime exactly (it cannot move without a new beat). The
 // reconciler requeues itself at the next Lease expiry, so a broker that falls silent turns
 // Dead on time although no object changes to announce it.
-type RegistryReconciler struct {
+type Reconciler struct {
 	client.Client
 	Scheme *runtime.Scheme
 	// Recorder receives an Event on a Broker for each transition (Fenced, Serving, Dead,
@@ -49,8 +50,8 @@ type RegistryReconciler struct {
 	Clock clock.PassiveClock
 }
 
-// registryScope is one reconcile's state, passed through the phases in order.
-type registryScope struct {
+// scope is one reconcile's state, passed through the phases in order.
+type scope struct {
 	// cluster is the KafkaCluster being reconciled; its status.brokers and status.counts are
 	// set by computeRows. orig is the cluster as read: its rows are the ones last written,
 	// which lastSeen is settled against and the new rows compared with.
@@ -58,14 +59,14 @@ type registryScope struct {
 	// now is the one instant this reconcile judges freshness at.
 	now time.Time
 	// input is what the registry rules read; result what they said.
-	input  registry.Input
-	result registry.Result
+	input  rules.Input
+	result rules.Result
 	// brokers are the cluster's existing Broker objects by id.
 	brokers map[int32]*kafkav1alpha1.Broker
 }
 
-// registryPhase is one ordered step of a reconcile. An error stops the reconcile.
-type registryPhase func(ctx context.Context, s *registryScope) error
+// phase is one ordered step of a reconcile. An error stops the reconcile.
+type phase func(ctx context.Context, s *scope) error
 
 // Reconcile recomputes one cluster's registry, writes the cluster's registry status, syncs
 // its Broker objects, and requeues at the next Lease expiry.
@@ -73,7 +74,7 @@ type registryPhase func(ctx context.Context, s *registryScope) error
 // The cluster status is written once, as soon as it is computed rather than deferred to the
 // end: it is what the brokers serve clients from, so it must not wait for a hundred Broker
 // object writes, and nothing after it can change it.
-func (r *RegistryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	cluster := &kafkav1alpha1.KafkaCluster{}
 	if err := r.Get(ctx, req.NamespacedName, cluster); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -81,8 +82,8 @@ func (r *RegistryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if !cluster.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // garbage collection removes the Broker objects
 	}
-	s := &registryScope{cluster: cluster, orig: cluster.DeepCopy(), now: r.clock().Now()}
-	phases := []registryPhase{
+	s := &scope{cluster: cluster, orig: cluster.DeepCopy(), now: r.clock().Now()}
+	phases := []phase{
 		r.observeSources,
 		r.computeRows,
 		r.writeClusterStatus,
@@ -95,14 +96,14 @@ func (r *RegistryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 			return ctrl.Result{}, err
 		}
 	}
-	return ctrl.Result{RequeueAfter: registryRequeueAfter(s.result.NextExpiry, s.now)}, nil
+	return ctrl.Result{RequeueAfter: requeueAfter(s.result.NextExpiry, s.now)}, nil
 }
 
 // observeSources reads the registry's inputs from the cache: the headless Service's
 // EndpointSlices, the cluster's Leases and the StatefulSet's replicas.
-func (r *RegistryReconciler) observeSources(ctx context.Context, s *registryScope) error {
+func (r *Reconciler) observeSources(ctx context.Context, s *scope) error {
 	c := s.cluster
-	s.input = registry.Input{Cluster: c.Name, Now: s.now}
+	s.input = rules.Input{Cluster: c.Name, Now: s.now}
 	if len(c.Spec.Listeners) > 0 {
 		s.input.PortName = c.Spec.Listeners[0].Name
 	}
@@ -117,25 +118,28 @@ func (r *RegistryReconciler) observeSources(ctx context.Context, s *registryScop
 		return fmt.Errorf("list leases of cluster %s: %w", c.Name, err)
 	}
 	s.input.Leases = leases.Items
-	sts, err := provisioningGetOptional(ctx, r.Client, c.Namespace, kafkav1alpha1.StatefulSetName(c.Name), &appsv1.StatefulSet{})
-	if err != nil {
-		return err
+	sts := &appsv1.StatefulSet{}
+	switch err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: kafkav1alpha1.StatefulSetName(c.Name)}, sts); {
+	case apierrors.IsNotFound(err):
+		sts = nil // a gone StatefulSet wants no broker
+	case err != nil:
+		return fmt.Errorf("get statefulset %s: %w", kafkav1alpha1.StatefulSetName(c.Name), err)
 	}
-	s.input.Replicas = registryWantedReplicas(sts)
+	s.input.Replicas = wantedReplicas(sts)
 	return nil
 }
 
 // computeRows applies the registry rules and settles lastSeen against the rows last written,
 // so that a heartbeat alone changes nothing.
-func (r *RegistryReconciler) computeRows(_ context.Context, s *registryScope) error {
-	s.result = registry.Compute(s.input)
-	s.cluster.Status.Brokers = registry.SettleAll(s.orig.Status.Brokers, s.result.Rows)
+func (r *Reconciler) computeRows(_ context.Context, s *scope) error {
+	s.result = rules.Compute(s.input)
+	s.cluster.Status.Brokers = rules.SettleAll(s.orig.Status.Brokers, s.result.Rows)
 	s.cluster.Status.Counts = s.result.Counts
 	return nil
 }
 
 // observeBrokers reads the cluster's existing Broker objects from the cache.
-func (r *RegistryReconciler) observeBrokers(ctx context.Context, s *registryScope) error {
+func (r *Reconciler) observeBrokers(ctx context.Context, s *scope) error {
 	list := &kafkav1alpha1.BrokerList{}
 	if err := r.List(ctx, list, client.InNamespace(s.cluster.Namespace), client.MatchingLabels{kafkav1alpha1.LabelCluster: s.cluster.Name}); err != nil {
 		return fmt.Errorf("list brokers of cluster %s: %w", s.cluster.Name, err)
@@ -143,7 +147,7 @@ func (r *RegistryReconciler) observeBrokers(ctx context.Context, s *registryScop
 	s.brokers = make(map[int32]*kafkav1alpha1.Broker, len(list.Items))
 	for i := range list.Items {
 		b := &list.Items[i]
-		if id, ok := registryBrokerID(s.cluster, b); ok {
+		if id, ok := brokerID(s.cluster, b); ok {
 			s.brokers[id] = b
 		}
 	}
@@ -151,7 +155,7 @@ func (r *RegistryReconciler) observeBrokers(ctx context.Context, s *registryScop
 }
 
 // deleteDeregistered deletes the Broker object of every broker the rules no longer register.
-func (r *RegistryReconciler) deleteDeregistered(ctx context.Context, s *registryScope) error {
+func (r *Reconciler) deleteDeregistered(ctx context.Context, s *scope) error {
 	registered := make(map[int32]bool, len(s.cluster.Status.Brokers))
 	for _, row := range s.cluster.Status.Brokers {
 		registered[row.ID] = true
@@ -167,7 +171,7 @@ func (r *RegistryReconciler) deleteDeregistered(ctx context.Context, s *registry
 
 // syncRegistered creates the Broker object of each newly registered broker and writes the
 // status of each whose row or conditions changed, with an Event per transition.
-func (r *RegistryReconciler) syncRegistered(ctx context.Context, s *registryScope) error {
+func (r *Reconciler) syncRegistered(ctx context.Context, s *scope) error {
 	var errs []error
 	for i := range s.cluster.Status.Brokers {
 		errs = append(errs, r.syncBroker(ctx, s, i))
@@ -178,7 +182,7 @@ func (r *RegistryReconciler) syncRegistered(ctx context.Context, s *registryScop
 // writeClusterStatus writes status.brokers and status.counts with one merge patch, only when
 // they changed. The patch carries only those fields: the kafkacluster reconciler owns the
 // rest.
-func (r *RegistryReconciler) writeClusterStatus(ctx context.Context, s *registryScope) error {
+func (r *Reconciler) writeClusterStatus(ctx context.Context, s *scope) error {
 	c := s.cluster
 	if equality.Semantic.DeepEqual(s.orig.Status.Brokers, c.Status.Brokers) &&
 		s.orig.Status.Counts == c.Status.Counts {
@@ -187,7 +191,7 @@ func (r *RegistryReconciler) writeClusterStatus(ctx context.Context, s *registry
 	// The patch spells out both owned fields whole (a patch diffed from the cached object would
 	// leave out zero counts the stored object may not have), and nothing else, so it can
 	// never revert a field the kafkacluster reconciler wrote in between.
-	patch, err := registryStatusPatch(map[string]any{"brokers": c.Status.Brokers, "counts": c.Status.Counts})
+	patch, err := statusPatch(map[string]any{"brokers": c.Status.Brokers, "counts": c.Status.Counts})
 	if err == nil {
 		err = r.Status().Patch(ctx, c, patch)
 	}
@@ -202,28 +206,28 @@ func (r *RegistryReconciler) writeClusterStatus(ctx context.Context, s *registry
 // SetupWithManager watches what the registry is computed from. Status writes of the
 // KafkaCluster and Brokers do not retrigger it (generation predicates), and a heartbeat that
 // only renews a still-fresh Lease does not either: the requeue at the next expiry covers time.
-func (r *RegistryReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("registry").
 		For(&kafkav1alpha1.KafkaCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&kafkav1alpha1.Broker{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(endpointSliceToCluster)).
 		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(leaseToCluster),
-			builder.WithPredicates(registryHeartbeatChanged(r.clock()))).
+			builder.WithPredicates(heartbeatChanged(r.clock()))).
 		Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(statefulSetToCluster),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Complete(r)
 }
 
-func (r *RegistryReconciler) clock() clock.PassiveClock {
+func (r *Reconciler) clock() clock.PassiveClock {
 	if r.Clock == nil {
 		return clock.RealClock{}
 	}
 	return r.Clock
 }
 
-// registryRequeueAfter is how long until the next Lease expires (0: nothing will).
-func registryRequeueAfter(nextExpiry, now time.Time) time.Duration {
+// requeueAfter is how long until the next Lease expires (0: nothing will).
+func requeueAfter(nextExpiry, now time.Time) time.Duration {
 	if nextExpiry.IsZero() {
 		return 0
 	}
@@ -232,8 +236,8 @@ func registryRequeueAfter(nextExpiry, now time.Time) time.Duration {
 	return max(nextExpiry.Sub(now), 0) + time.Millisecond
 }
 
-// registryStatusPatch is a JSON merge patch that sets the given status fields.
-func registryStatusPatch(status any) (client.Patch, error) {
+// statusPatch is a JSON merge patch that sets the given status fields.
+func statusPatch(status any) (client.Patch, error) {
 	body, err := json.Marshal(map[string]any{"status": status})
 	if err != nil {
 		return nil, fmt.Errorf("encode status patch: %w", err)
@@ -241,8 +245,8 @@ func registryStatusPatch(status any) (client.Patch, error) {
 	return client.RawPatch(types.MergePatchType, body), nil
 }
 
-// registryWantedReplicas is the StatefulSet's spec.replicas, 0 when it does not exist.
-func registryWantedReplicas(sts *appsv1.StatefulSet) int32 {
+// wantedReplicas is the StatefulSet's spec.replicas, 0 when it does not exist.
+func wantedReplicas(sts *appsv1.StatefulSet) int32 {
 	switch {
 	case sts == nil || !sts.DeletionTimestamp.IsZero():
 		return 0

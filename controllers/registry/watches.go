@@ -1,4 +1,4 @@
-package controllers
+package registry
 
 import (
 	"context"
@@ -16,49 +16,49 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
-	"github.com/paddock-dev/paddock/internal/registry"
+	rules "github.com/paddock-dev/paddock/internal/registry"
 )
 
 // endpointSliceToCluster maps a slice of Service <c>-brokers (label kubernetes.io/service-name)
 // to cluster c. Slices of other Services map to nothing.
 func endpointSliceToCluster(_ context.Context, obj client.Object) []reconcile.Request {
 	cluster, ok := strings.CutSuffix(obj.GetLabels()[discoveryv1.LabelServiceName], kafkav1alpha1.HeadlessServiceName(""))
-	return registryRequestFor(obj, cluster, ok)
+	return requestFor(obj, cluster, ok)
 }
 
 // leaseToCluster maps a heartbeat Lease to the cluster its kafka.paddock.dev/cluster label names.
 func leaseToCluster(_ context.Context, obj client.Object) []reconcile.Request {
 	cluster, ok := obj.GetLabels()[kafkav1alpha1.LabelCluster]
-	return registryRequestFor(obj, cluster, ok)
+	return requestFor(obj, cluster, ok)
 }
 
 // statefulSetToCluster maps StatefulSet <c>-broker to cluster c, by name: its replicas decide
 // which absent brokers stay registered, whoever created it.
 func statefulSetToCluster(_ context.Context, obj client.Object) []reconcile.Request {
 	cluster, ok := strings.CutSuffix(obj.GetName(), kafkav1alpha1.StatefulSetName(""))
-	return registryRequestFor(obj, cluster, ok)
+	return requestFor(obj, cluster, ok)
 }
 
-func registryRequestFor(obj client.Object, cluster string, ok bool) []reconcile.Request {
+func requestFor(obj client.Object, cluster string, ok bool) []reconcile.Request {
 	if !ok || cluster == "" {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: cluster}}}
 }
 
-// registryHeartbeatChanged passes every Lease event except the common one: a renewal of a
+// heartbeatChanged passes every Lease event except the common one: a renewal of a
 // Lease that was still fresh, changing nothing but renewTime. Such a beat cannot change any
-// row (lastSeen is settled, see RegistryReconciler), and with a thousand brokers beating
+// row (lastSeen is settled, see Reconciler), and with a thousand brokers beating
 // every second it would keep a reconcile running continuously. A renewal of a stale Lease
 // passes: that broker is coming back to life.
-func registryHeartbeatChanged(clk clock.PassiveClock) predicate.Predicate {
+func heartbeatChanged(clk clock.PassiveClock) predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		old, okOld := e.ObjectOld.(*coordinationv1.Lease)
 		cur, okNew := e.ObjectNew.(*coordinationv1.Lease)
 		if !okOld || !okNew {
 			return true
 		}
-		if _, fresh := registry.Fresh(old, clk.Now()); !fresh {
+		if _, fresh := rules.Fresh(old, clk.Now()); !fresh {
 			return true
 		}
 		o, n := old.Spec.DeepCopy(), cur.Spec.DeepCopy()

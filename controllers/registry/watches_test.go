@@ -1,4 +1,4 @@
-package controllers
+package registry
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 )
 
-func TestRegistryMapFunctionsFindTheCluster(t *testing.T) {
+func TestMapFunctionsFindTheCluster(t *testing.T) {
 	meta := func(name string, labels map[string]string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: labels}
 	}
@@ -75,7 +75,7 @@ func onlyRequest(reqs []reconcile.Request) string {
 	}
 }
 
-func TestRegistryHeartbeatChangedSkipsOnlyRenewalsOfFreshLeases(t *testing.T) {
+func TestHeartbeatChangedSkipsOnlyRenewalsOfFreshLeases(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	clk := clocktesting.NewFakePassiveClock(now)
 	lease := func(age time.Duration, mutate func(*coordinationv1.Lease)) *coordinationv1.Lease {
@@ -91,7 +91,7 @@ func TestRegistryHeartbeatChangedSkipsOnlyRenewalsOfFreshLeases(t *testing.T) {
 		}
 		return l
 	}
-	p := registryHeartbeatChanged(clk)
+	p := heartbeatChanged(clk)
 	for _, tc := range []struct {
 		name     string
 		old, cur *coordinationv1.Lease
@@ -114,12 +114,12 @@ func TestRegistryHeartbeatChangedSkipsOnlyRenewalsOfFreshLeases(t *testing.T) {
 	}
 }
 
-func TestRegistryRequeueAfterIsTheNextExpiry(t *testing.T) {
+func TestRequeueAfterIsTheNextExpiry(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	if got := registryRequeueAfter(time.Time{}, now); got != 0 {
+	if got := requeueAfter(time.Time{}, now); got != 0 {
 		t.Fatalf("nothing expires: requeue %v, want none", got)
 	}
-	if got := registryRequeueAfter(now.Add(4*time.Second), now); got != 4*time.Second+time.Millisecond {
+	if got := requeueAfter(now.Add(4*time.Second), now); got != 4*time.Second+time.Millisecond {
 		t.Fatalf("requeue %v, want just past 4s", got)
 	}
 }
