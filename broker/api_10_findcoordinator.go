@@ -4,7 +4,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/internal/coordinator"
 )
 
@@ -62,15 +61,7 @@ func (rc *requestContext) findCoordinator(key string, keyType int8) kmsg.FindCoo
 		return fail(kerr.InvalidRequest, "unknown coordinator key type")
 	}
 
-	registered := make([]int32, 0, len(rc.view.Brokers))
-	alive := make([]int32, 0, len(rc.view.Brokers))
-	for _, row := range rc.view.Brokers {
-		registered = append(registered, row.ID)
-		if row.Health == v1alpha1.BrokerAlive {
-			alive = append(alive, row.ID)
-		}
-	}
-	id, ok := coordinator.Pick(key, registered, alive)
+	id, ok := coordinator.Pick(key, rc.view.registered, rc.view.alive)
 	if !ok {
 		return fail(kerr.CoordinatorNotAvailable, "no broker is alive")
 	}

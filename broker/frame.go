@@ -133,13 +133,12 @@ func skipTags(b []byte) ([]byte, error) {
 }
 
 // appendResponse appends a complete response frame: size, correlation id, the header tag
-// byte for flexible responses (except ApiVersions, whose response header is always v0 so a
-// client can read it before it knows our versions), then the body.
+// byte when the response header has one (responseHeaderTagged), then the body.
 func appendResponse(dst []byte, correlationID int32, resp kmsg.Response) []byte {
 	start := len(dst)
 	dst = append(dst, 0, 0, 0, 0)
 	dst = binary.BigEndian.AppendUint32(dst, uint32(correlationID))
-	if resp.IsFlexible() && resp.Key() != apiVersionsKey {
+	if responseHeaderTagged(resp) {
 		dst = append(dst, 0)
 	}
 	dst = resp.AppendTo(dst)

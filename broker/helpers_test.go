@@ -88,7 +88,7 @@ func tryRoundTrip(c net.Conn, req kmsg.Request, correlationID int32) (kmsg.Respo
 		return nil, err
 	}
 	resp := req.ResponseKind()
-	if resp.IsFlexible() && resp.Key() != apiVersionsKey {
+	if responseHeaderTagged(resp) {
 		body = body[1:] // response header v1: one empty tag section
 	}
 	return resp, resp.ReadFrom(body)

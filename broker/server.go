@@ -304,9 +304,9 @@ func (c *conn) readFailed(err error) {
 func (c *conn) handle(frame []byte) (out []byte, err error) {
 	h, req, err := decodeRequest(frame)
 	if err != nil {
-		if errors.Is(err, errVersionRange) && h.Key == apiVersionsKey && h.Version > apis[apiVersionsKey].max {
+		if resp, ok := apiVersionsFallback(h, err); ok {
 			c.srv.Metrics.request(h.Key, h.Version)
-			return appendResponse(nil, h.CorrelationID, unsupportedApiVersions()), nil
+			return appendResponse(nil, h.CorrelationID, resp), nil
 		}
 		c.srv.Metrics.connError(errorReason(err))
 		return nil, fmt.Errorf("request key %d v%d correlation %d: %w", h.Key, h.Version, h.CorrelationID, err)
@@ -318,23 +318,29 @@ func (c *conn) handle(frame []byte) (out []byte, err error) {
 			out, err = nil, fmt.Errorf("%s v%d handler panicked: %v", kmsg.NameForKey(h.Key), h.Version, r)
 		}
 	}()
-	resp, err := c.srv.dispatch(h, req, c.host, c.port)
+	resp, err := c.srv.dispatch(c.srv.newRequestContext(c.host, c.port), h, req)
 	if err != nil {
 		c.srv.Metrics.connError("handler")
 		return nil, err
 	}
+	c.srv.Metrics.request(h.Key, h.Version)
 	return appendResponse(nil, h.CorrelationID, resp), nil
 }
 
-// dispatch runs the handler of a decoded request against the current view snapshot and ticks
-// the liveness clock: a completed request proves the request path works.
-func (s *Server) dispatch(h requestHeader, req kmsg.Request, host string, port int32) (kmsg.Response, error) {
-	rc := &requestContext{view: s.View.Snapshot(), self: s.Self, host: host, port: port}
+// newRequestContext is the context of one request arriving on the listener advertised as
+// host:port: a snapshot of the view taken now, which the whole answer is computed from.
+func (s *Server) newRequestContext(host string, port int32) *requestContext {
+	return &requestContext{srv: s, view: s.View.Snapshot(), self: s.Self, host: host, port: port}
+}
+
+// dispatch is the one path every request takes, a client's or the idle self-check's: it runs
+// the key's handler and ticks the liveness clock, since a completed request proves the
+// request path works.
+func (s *Server) dispatch(rc *requestContext, h requestHeader, req kmsg.Request) (kmsg.Response, error) {
 	resp, err := apis[h.Key].handle(rc, req)
 	if err != nil {
 		return nil, fmt.Errorf("%s v%d: %w", kmsg.NameForKey(h.Key), h.Version, err)
 	}
-	s.Metrics.request(h.Key, h.Version)
 	s.Liveness.Tick()
 	return resp, nil
 }
