@@ -131,3 +131,34 @@ func TestConfigFromFlagsAndEnvironment(t *testing.T) {
 		t.Error("a pod name without an ordinal was accepted")
 	}
 }
+
+// The broker takes its id by the registry's own rule (internal/registry.Ordinal), so it can
+// never claim an id the registry refuses to register.
+func TestBrokerIDIsTheRegistrysOrdinal(t *testing.T) {
+	for _, tc := range []struct {
+		pod    string
+		id     int32
+		wantOK bool
+	}{
+		{"prod-broker-0", 0, true},
+		{"prod-broker-12", 12, true},
+		{"prod-broker-012", 0, false},       // zero-padded: the registry ignores it
+		{"other-broker-3", 0, false},        // another cluster's StatefulSet
+		{"prod-broker-1-debug-7", 0, false}, // a trailing number is not enough
+		{"prod-7", 0, false},
+		{"prod-broker-2147483648", 0, false},
+	} {
+		env := map[string]string{"POD_NAME": tc.pod, "POD_NAMESPACE": "kafka"}
+		var cfg Config
+		var listeners string
+		fs, envErrs := newFlagSet(&cfg, &listeners, func(k string) string { return env[k] })
+		fs.SetOutput(&strings.Builder{})
+		if err := fs.Parse([]string{"--cluster=prod"}); err != nil {
+			t.Fatal(err)
+		}
+		err := parseConfig(&cfg, listeners, *envErrs, func(k string) string { return env[k] })
+		if ok := err == nil; ok != tc.wantOK || (ok && cfg.Identity.ID != tc.id) {
+			t.Errorf("POD_NAME=%s: id %d, err %v; want id %d accepted=%v", tc.pod, cfg.Identity.ID, err, tc.id, tc.wantOK)
+		}
+	}
+}
