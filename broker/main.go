@@ -39,9 +39,9 @@ and /healthz, /readyz, /metrics on --health-port. SIGTERM or SIGINT starts a dra
 draining heartbeat at once, serving until the registry moves this broker's partitions and
 groups away (or --drain-timeout), then exit 0. A second signal exits at once.
 
-Environment (downward API): POD_NAME (<cluster>-broker-<id>: the id is its ordinal, as the registry reads it), POD_NAMESPACE,
-POD_UID, POD_IP (PodIP listeners), NODE_NAME. Kubernetes access: in-cluster config, or
-$KUBECONFIG when set. Every flag defaults to its PADDOCK_<FLAG> variable; flags win.
+Environment (downward API): POD_NAME (<cluster>-broker-<id>; the id is that ordinal, read
+as the registry reads it), POD_NAMESPACE, POD_UID, POD_IP (PodIP listeners), NODE_NAME.
+Kubernetes access: in-cluster config, or $KUBECONFIG when set. Every flag defaults to its PADDOCK_<FLAG> variable; flags win.
 
 Flags:
 `
