@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -461,5 +462,108 @@ func TestApiVersionsAboveMaxAnswersV0UnsupportedVersion(t *testing.T) {
 	req.Version = 3
 	if resp := roundTrip(t, c, req).(*kmsg.ApiVersionsResponse); resp.ErrorCode != 0 || len(resp.ApiKeys) == 0 {
 		t.Fatalf("v3 retry: %+v", resp)
+	}
+}
+
+// Every broker is listed at the address it advertises on the listener the request came in
+// on, not only the answering one: here the second listener advertises pod IPs (the loopback
+// address the test can dial) while the first advertises pod DNS names.
+func TestAnswersGiveEveryBrokerTheAddressOfTheRequestsListener(t *testing.T) {
+	podDNS := testListener{name: "internal", host: func(i int) string {
+		return "c-broker-" + strconv.Itoa(i) + ".c-brokers.kafka.svc.cluster.local"
+	}}
+	podIP := testListener{name: "external"}
+	tc := newTestClusterWith(t, 3, podDNS, podIP)
+	want := func(l, id int) (string, int32) {
+		a := tc.rows[id].Listeners[l]
+		return a.Host, a.Port
+	}
+	for l, name := range []string{"internal", "external"} {
+		c := dialKafka(t, tc.listenerAddrs[l][0])
+		t.Run(name+": Metadata", func(t *testing.T) {
+			resp := roundTrip(t, c, kmsg.NewPtrMetadataRequest()).(*kmsg.MetadataResponse)
+			if len(resp.Brokers) != 3 {
+				t.Fatalf("brokers %+v, want 3", resp.Brokers)
+			}
+			for _, b := range resp.Brokers {
+				if host, port := want(l, int(b.NodeID)); b.Host != host || b.Port != port {
+					t.Errorf("broker %d at %s:%d, want %s:%d", b.NodeID, b.Host, b.Port, host, port)
+				}
+			}
+		})
+		t.Run(name+": DescribeCluster", func(t *testing.T) {
+			req := kmsg.NewPtrDescribeClusterRequest()
+			req.IncludeFencedBrokers = true
+			resp := roundTrip(t, c, req).(*kmsg.DescribeClusterResponse)
+			if len(resp.Brokers) != 3 {
+				t.Fatalf("brokers %+v, want 3", resp.Brokers)
+			}
+			for _, b := range resp.Brokers {
+				if host, port := want(l, int(b.NodeID)); b.Host != host || b.Port != port {
+					t.Errorf("broker %d at %s:%d, want %s:%d", b.NodeID, b.Host, b.Port, host, port)
+				}
+			}
+		})
+		t.Run(name+": FindCoordinator", func(t *testing.T) {
+			req := kmsg.NewPtrFindCoordinatorRequest()
+			req.Version = 4
+			for g := range 30 {
+				req.CoordinatorKeys = append(req.CoordinatorKeys, "group-"+strconv.Itoa(g))
+			}
+			resp := roundTrip(t, c, req).(*kmsg.FindCoordinatorResponse)
+			seen := map[int32]bool{}
+			for _, co := range resp.Coordinators {
+				seen[co.NodeID] = true
+				if host, port := want(l, int(co.NodeID)); co.ErrorCode != 0 || co.Host != host || co.Port != port {
+					t.Errorf("group %s: broker %d at %s:%d (code %d), want %s:%d", co.Key, co.NodeID, co.Host, co.Port, co.ErrorCode, host, port)
+				}
+			}
+			if len(seen) < 2 {
+				t.Fatalf("30 groups all on %v: the test does not reach another broker", seen)
+			}
+		})
+	}
+}
+
+// A broker the registry has no address for on this listener (it heartbeats, but its address
+// is not known yet) is left out of Metadata and DescribeCluster, and FindCoordinator answers
+// COORDINATOR_NOT_AVAILABLE for its groups rather than name a broker nobody can reach.
+func TestBrokerWithoutAnAddressIsNeverAdvertised(t *testing.T) {
+	tc := newTestCluster(t, 3)
+	tc.rows[2].Listeners, tc.rows[2].Host, tc.rows[2].Port = nil, "", 0
+	tc.publish(nil)
+	c := dialKafka(t, tc.addrs[0])
+
+	meta := roundTrip(t, c, kmsg.NewPtrMetadataRequest()).(*kmsg.MetadataResponse)
+	if got := metadataBrokerIDs(meta); !slices.Equal(got, []int32{0, 1}) {
+		t.Errorf("Metadata brokers %v, want [0 1]", got)
+	}
+	dreq := kmsg.NewPtrDescribeClusterRequest()
+	dreq.IncludeFencedBrokers = true
+	if ids, _ := describeClusterIDs(roundTrip(t, c, dreq).(*kmsg.DescribeClusterResponse)); !slices.Equal(ids, []int32{0, 1}) {
+		t.Errorf("DescribeCluster brokers %v, want [0 1]", ids)
+	}
+
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.Version = 4
+	for g := range 60 {
+		req.CoordinatorKeys = append(req.CoordinatorKeys, "group-"+strconv.Itoa(g))
+	}
+	resp := roundTrip(t, c, req).(*kmsg.FindCoordinatorResponse)
+	onTwo := 0
+	for _, co := range resp.Coordinators {
+		want, _ := coordinator.Pick(co.Key, []int32{0, 1, 2}, []int32{0, 1, 2})
+		switch {
+		case want == 2:
+			onTwo++
+			if co.ErrorCode != kerr.CoordinatorNotAvailable.Code || co.NodeID != -1 || co.Host != "" {
+				t.Errorf("group %s of the address-less broker: %+v, want COORDINATOR_NOT_AVAILABLE", co.Key, co)
+			}
+		case co.ErrorCode != 0 || co.NodeID != want:
+			t.Errorf("group %s: %+v, want broker %d", co.Key, co, want)
+		}
+	}
+	if onTwo == 0 {
+		t.Fatal("no group of 60 lives on broker 2: the test does not reach the rule")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -58,6 +59,10 @@ func TestHeartbeatLeaseFollowsTheContract(t *testing.T) {
 		Draining:       func() bool { return draining },
 		Log:            testr.New(t),
 		Now:            func() time.Time { return clock },
+		Listeners: []v1alpha1.ListenerAddress{
+			{Name: "internal", Host: "c-broker-1.c-brokers." + ns + ".svc.cluster.local", Port: 9092},
+			{Name: "external", Host: "10.1.2.3", Port: 9094},
+		},
 	}
 	ctx := testCtx(t)
 	if err := hb.Beat(ctx); err != nil {
@@ -90,6 +95,9 @@ func TestHeartbeatLeaseFollowsTheContract(t *testing.T) {
 	}
 	if l.Annotations[v1alpha1.AnnotationHealthy] != "true" || l.Annotations[v1alpha1.AnnotationDraining] != "false" {
 		t.Errorf("annotations %v", l.Annotations)
+	}
+	if got := v1alpha1.ParseListeners(l.Annotations[v1alpha1.AnnotationListeners]); !slices.Equal(got, hb.Listeners) {
+		t.Errorf("the Lease announces listeners %+v, want every listener's advertised address %+v", got, hb.Listeners)
 	}
 
 	t.Run("renewed on every beat, same incarnation keeps its epoch", func(t *testing.T) {

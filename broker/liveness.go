@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 )
 
 // WedgedAfter is how old the liveness tick may get before the broker calls itself unhealthy.
@@ -58,7 +60,7 @@ func (s *Server) RunIdleTicks(ctx context.Context, period time.Duration) {
 			h, req, err := decodeRequest(probe)
 			if err == nil {
 				// Not counted in the request metrics: it is not a client's request.
-				_, err = s.dispatch(s.newRequestContext("", -1), h, req)
+				_, err = s.dispatch(s.newRequestContext(v1alpha1.ListenerAddress{}), h, req)
 			}
 			if err != nil {
 				s.Log.Error(err, "Idle liveness self-check failed")

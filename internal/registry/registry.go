@@ -27,7 +27,8 @@ type Input struct {
 	// Pass 0 when the StatefulSet does not exist (a gone StatefulSet wants no broker).
 	Replicas int32
 	// PortName is the name of the cluster's first listener; a row's port is the slice port
-	// of that name, or the slice's first port when none has it.
+	// of that name, or the slice's first port when none has it. A broker whose Lease
+	// announces no listeners is advertised on this one, at its endpoint's address.
 	PortName string
 	// Now is the time freshness is judged at.
 	Now time.Time
@@ -68,8 +69,10 @@ func (r Result) Registered() []int32 {
 type endpoint struct {
 	pod, node, host, rack string
 	port                  int32
-	serving, terminating  bool
-	slice                 string // for a deterministic choice between duplicates
+	// listenerPort is the slice port named like the first listener; 0 when none is.
+	listenerPort         int32
+	serving, terminating bool
+	slice                string // for a deterministic choice between duplicates
 }
 
 // heartbeat is what a Lease says about one broker as of now.
@@ -78,6 +81,7 @@ type heartbeat struct {
 	renewed                  *metav1.Time
 	expiry                   time.Time
 	epoch                    int64
+	listeners                []v1alpha1.ListenerAddress // as the Lease announces them
 }
 
 // Compute applies the registry rules (DESIGN.md "The registry") to in. It does not modify in.
@@ -110,7 +114,7 @@ func Compute(in Input) Result {
 	for _, id := range ids {
 		ep, isListed := listed[id]
 		hb, hasLease := beats[id]
-		row, why := makeRow(in.Cluster, id, ep, isListed, hb, hasLease, in.Replicas)
+		row, why := makeRow(in, id, ep, isListed, hb, hasLease)
 		res.Rows = append(res.Rows, row)
 		res.Reasons = append(res.Reasons, why)
 		count(&res.Counts, row)
@@ -138,7 +142,7 @@ func listedEndpoints(in Input) map[int32]endpoint {
 	prefix := podPrefix(in.Cluster)
 	for i := range in.Slices {
 		s := &in.Slices[i]
-		port := slicePort(s.Ports, in.PortName)
+		port, listenerPort := slicePort(s.Ports, in.PortName)
 		for j := range s.Endpoints {
 			e := &s.Endpoints[j]
 			name := endpointName(e)
@@ -147,13 +151,14 @@ func listedEndpoints(in Input) map[int32]endpoint {
 				continue
 			}
 			cand := endpoint{
-				pod:         name,
-				node:        deref(e.NodeName, ""),
-				rack:        deref(e.Zone, ""),
-				port:        port,
-				serving:     isServing(e.Conditions),
-				terminating: deref(e.Conditions.Terminating, false),
-				slice:       s.Name,
+				pod:          name,
+				node:         deref(e.NodeName, ""),
+				rack:         deref(e.Zone, ""),
+				port:         port,
+				listenerPort: listenerPort,
+				serving:      isServing(e.Conditions),
+				terminating:  deref(e.Conditions.Terminating, false),
+				slice:        s.Name,
 			}
 			if len(e.Addresses) > 0 {
 				cand.host = e.Addresses[0]
@@ -197,17 +202,18 @@ func isServing(c discoveryv1.EndpointConditions) bool {
 	return deref(c.Ready, true)
 }
 
-// slicePort is the port named name, or the first port, or 0 when the slice has none.
-func slicePort(ports []discoveryv1.EndpointPort, name string) int32 {
+// slicePort is the port named name, or the first port, or 0 when the slice has none; named is
+// the port named name, 0 when there is none.
+func slicePort(ports []discoveryv1.EndpointPort, name string) (port, named int32) {
 	for _, p := range ports {
 		if p.Name != nil && *p.Name == name && p.Port != nil {
-			return *p.Port
+			return *p.Port, *p.Port
 		}
 	}
 	if len(ports) > 0 && ports[0].Port != nil {
-		return *ports[0].Port
+		return *ports[0].Port, 0
 	}
-	return 0
+	return 0, 0
 }
 
 // heartbeats reads each broker's Lease as of now.
@@ -222,9 +228,10 @@ func heartbeats(in Input) map[int32]heartbeat {
 			continue
 		}
 		hb := heartbeat{
-			healthy:  l.Annotations[v1alpha1.AnnotationHealthy] != "false",
-			draining: l.Annotations[v1alpha1.AnnotationDraining] == "true",
-			epoch:    int64(deref(l.Spec.LeaseTransitions, 0)),
+			healthy:   l.Annotations[v1alpha1.AnnotationHealthy] != "false",
+			draining:  l.Annotations[v1alpha1.AnnotationDraining] == "true",
+			epoch:     int64(deref(l.Spec.LeaseTransitions, 0)),
+			listeners: v1alpha1.ParseListeners(l.Annotations[v1alpha1.AnnotationListeners]),
 		}
 		if r := l.Spec.RenewTime; r != nil {
 			// metav1.Time keeps whole seconds on the wire; truncating here keeps a row equal
@@ -250,15 +257,16 @@ func Fresh(l *coordinationv1.Lease, now time.Time) (expiry time.Time, fresh bool
 
 // makeRow builds one registered broker's row. The reason says why it is Fenced when it is;
 // otherwise why it is not Alive; it is empty for a Serving, Alive broker.
-func makeRow(cluster string, id int32, ep endpoint, listed bool, hb heartbeat, hasLease bool, replicas int32) (v1alpha1.BrokerRow, Reasons) {
+func makeRow(in Input, id int32, ep endpoint, listed bool, hb heartbeat, hasLease bool) (v1alpha1.BrokerRow, Reasons) {
 	row := v1alpha1.BrokerRow{
 		ID: id, Pod: ep.pod,
 		Node: ep.node, Host: ep.host, Port: ep.port, Rack: ep.rack,
-		State: v1alpha1.BrokerFenced, Epoch: hb.epoch, LastSeen: hb.renewed,
+		Listeners: advertised(in.PortName, ep, listed, hb),
+		State:     v1alpha1.BrokerFenced, Epoch: hb.epoch, LastSeen: hb.renewed,
 	}
 	var why Reasons
 	switch {
-	case !listed && id < replicas:
+	case !listed && id < in.Replicas:
 		why.State = v1alpha1.ReasonPodMissing
 	case !listed:
 		why.State = v1alpha1.ReasonNotListed
@@ -270,7 +278,7 @@ func makeRow(cluster string, id int32, ep endpoint, listed bool, hb heartbeat, h
 		row.State = v1alpha1.BrokerServing
 	}
 	if !listed {
-		row.Pod = v1alpha1.BrokerPodName(cluster, id)
+		row.Pod = v1alpha1.BrokerPodName(in.Cluster, id)
 	}
 	row.Health, why.Health = health(hb, hasLease)
 	row.Reason = why.State
@@ -278,6 +286,21 @@ func makeRow(cluster string, id int32, ep endpoint, listed bool, hb heartbeat, h
 		row.Reason = why.Health
 	}
 	return row, why
+}
+
+// advertised is where clients reach the broker on each listener: what its Lease announces
+// (the broker's own advertised hosts, so every broker tells clients what each broker tells
+// about itself). A Lease that announces nothing — a broker older than the announcement —
+// leaves the first listener at the endpoint's address, as rows had before; with neither, the
+// broker has no address and answers leave it out.
+func advertised(firstListener string, ep endpoint, listed bool, hb heartbeat) []v1alpha1.ListenerAddress {
+	if hb.listeners != nil {
+		return hb.listeners
+	}
+	if !listed || ep.host == "" || ep.listenerPort == 0 || firstListener == "" {
+		return nil
+	}
+	return []v1alpha1.ListenerAddress{{Name: firstListener, Host: ep.host, Port: ep.listenerPort}}
 }
 
 // health is Draining if the fresh Lease says draining (draining outranks alive), else Alive if

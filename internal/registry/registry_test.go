@@ -76,6 +76,7 @@ type lease struct {
 	draining         bool
 	transitions      int32
 	noRenew, noAnnot bool
+	listeners        string // the listeners annotation, when set
 }
 
 func (l lease) build() coordinationv1.Lease {
@@ -94,6 +95,9 @@ func (l lease) build() coordinationv1.Lease {
 		out.Annotations = map[string]string{
 			v1alpha1.AnnotationHealthy:  cmp(l.healthy, "true"),
 			v1alpha1.AnnotationDraining: fmt.Sprint(l.draining),
+		}
+		if l.listeners != "" {
+			out.Annotations[v1alpha1.AnnotationListeners] = l.listeners
 		}
 	}
 	return out
@@ -381,6 +385,7 @@ func TestRegistryNotReadyBrokerKeepsItsHostNodeRackAndPort(t *testing.T) {
 	})
 	want := v1alpha1.BrokerRow{
 		ID: 0, Pod: "c-broker-0", Node: "n7", Host: "10.1.2.3", Port: 9092, Rack: "eu-1b",
+		Listeners: []v1alpha1.ListenerAddress{{Name: "kafka", Host: "10.1.2.3", Port: 9092}},
 		State: F, Health: A, Reason: v1alpha1.ReasonNotServing, Epoch: 4,
 		LastSeen: &metav1.Time{Time: t0.Add(-time.Second)},
 	}
@@ -540,5 +545,41 @@ func TestRegistryReasonsExplainBothFencingAndHealth(t *testing.T) {
 	// The row's single reason: why it is Fenced first, else why it is not Alive.
 	if got.Rows[0].Reason != v1alpha1.ReasonUnhealthy || got.Rows[1].Reason != v1alpha1.ReasonPodMissing {
 		t.Fatalf("row reasons = %q, %q", got.Rows[0].Reason, got.Rows[1].Reason)
+	}
+}
+
+func TestRegistryRowsCarryEveryListenerTheBrokerAnnounces(t *testing.T) {
+	announced := "internal=c-broker-0.c-brokers.kafka.svc.cluster.local:9092,external=10.0.0.1:9094"
+	for _, tc := range []struct {
+		rule   string
+		slices []discoveryv1.EndpointSlice
+		lease  *lease
+		want   []v1alpha1.ListenerAddress
+	}{
+		{"the Lease's listeners annotation gives every listener's advertised host and port",
+			[]discoveryv1.EndpointSlice{slice("s1", serving(0))}, &lease{id: 0, age: time.Second, listeners: announced},
+			[]v1alpha1.ListenerAddress{
+				{Name: "internal", Host: "c-broker-0.c-brokers.kafka.svc.cluster.local", Port: 9092},
+				{Name: "external", Host: "10.0.0.1", Port: 9094},
+			}},
+		{"a heartbeating broker no slice lists yet is reachable at what it announces",
+			nil, &lease{id: 0, age: time.Second, listeners: announced},
+			[]v1alpha1.ListenerAddress{
+				{Name: "internal", Host: "c-broker-0.c-brokers.kafka.svc.cluster.local", Port: 9092},
+				{Name: "external", Host: "10.0.0.1", Port: 9094},
+			}},
+		{"a Lease that announces nothing (an older broker): the first listener at the endpoint's address",
+			[]discoveryv1.EndpointSlice{slice("s1", serving(0))}, &lease{id: 0, age: time.Second},
+			[]v1alpha1.ListenerAddress{{Name: "kafka", Host: "10.0.0.1", Port: 9092}}},
+		{"no announcement and no endpoint: no address",
+			nil, &lease{id: 0, age: time.Second}, nil},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			in := Input{Cluster: "c", Replicas: 1, PortName: "kafka", Now: t0, Slices: tc.slices, Leases: leases(*tc.lease)}
+			got := Compute(in).Rows
+			if len(got) != 1 || !slices.Equal(got[0].Listeners, tc.want) {
+				t.Fatalf("listeners %+v, want %+v", got, tc.want)
+			}
+		})
 	}
 }

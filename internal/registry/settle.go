@@ -3,6 +3,8 @@ package registry
 import (
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
+
 	"github.com/paddock-dev/paddock/api/v1alpha1"
 )
 
@@ -47,9 +49,11 @@ func SettleAll(written, next []v1alpha1.BrokerRow) []v1alpha1.BrokerRow {
 }
 
 // EqualExceptLastSeen reports whether two rows say the same thing apart from lastSeen.
+// An empty and an absent listener list are the same (a row read back from the apiserver
+// has no empty lists).
 func EqualExceptLastSeen(a, b v1alpha1.BrokerRow) bool {
 	a.LastSeen, b.LastSeen = nil, nil
-	return a == b
+	return equality.Semantic.DeepEqual(a, b)
 }
 
 // Equal reports whether two rows are the same, comparing lastSeen as an instant (a row read
