@@ -386,7 +386,7 @@ func TestRegistryNotReadyBrokerKeepsItsHostNodeRackAndPort(t *testing.T) {
 	want := v1alpha1.BrokerRow{
 		ID: 0, Pod: "c-broker-0", Node: "n7", Host: "10.1.2.3", Port: 9092, Rack: "eu-1b",
 		Listeners: []v1alpha1.ListenerAddress{{Name: "kafka", Host: "10.1.2.3", Port: 9092}},
-		State: F, Health: A, Reason: v1alpha1.ReasonNotServing, Epoch: 4,
+		State:     F, Health: A, Reason: v1alpha1.ReasonNotServing, Epoch: 4,
 		LastSeen: &metav1.Time{Time: t0.Add(-time.Second)},
 	}
 	if len(got.Rows) != 1 || !Equal(got.Rows[0], want) {
