@@ -203,15 +203,39 @@ func TestMetadataEveryAdvertisedVersionRoundTrips(t *testing.T) {
 	}
 }
 
-func TestControllerIsLowestAliveServingBroker(t *testing.T) {
-	tc := newTestCluster(t, 3)
-	tc.rows[0].Health = v1alpha1.BrokerDead
-	tc.publish(nil)
-	c := dialKafka(t, tc.addrs[2])
-	req := kmsg.NewPtrDescribeClusterRequest()
-	resp := roundTrip(t, c, req).(*kmsg.DescribeClusterResponse)
-	if resp.ControllerID != 1 {
-		t.Fatalf("controller %d, want 1 (0 is dead)", resp.ControllerID)
+// ControllerID is the lowest-id broker whose row is Serving and Alive, and every broker gives
+// the same answer — the answering broker counts only when its own row qualifies.
+func TestControllerIsLowestAliveServingBrokerOnEveryBroker(t *testing.T) {
+	for _, tt := range []struct {
+		rule string
+		set  func(rows []v1alpha1.BrokerRow)
+		want int32
+	}{
+		{"all serving and alive: the lowest id", func([]v1alpha1.BrokerRow) {}, 0},
+		{"a dead broker is not the controller", func(r []v1alpha1.BrokerRow) { r[0].Health = v1alpha1.BrokerDead }, 1},
+		{"a draining broker is not the controller, not even for itself", func(r []v1alpha1.BrokerRow) { r[0].Health = v1alpha1.BrokerDraining }, 1},
+		{"a fenced broker is not the controller, though alive", func(r []v1alpha1.BrokerRow) { r[0].State = v1alpha1.BrokerFenced }, 1},
+		{"nothing qualifies: no controller (-1)", func(r []v1alpha1.BrokerRow) {
+			for i := range r {
+				r[i].Health = v1alpha1.BrokerDead
+			}
+		}, -1},
+	} {
+		t.Run(tt.rule, func(t *testing.T) {
+			tc := newTestCluster(t, 3)
+			tt.set(tc.rows)
+			tc.publish(nil)
+			for id, addr := range tc.addrs {
+				c := dialKafka(t, addr)
+				d := roundTrip(t, c, kmsg.NewPtrDescribeClusterRequest()).(*kmsg.DescribeClusterResponse)
+				mreq := kmsg.NewPtrMetadataRequest()
+				mreq.Version = 12
+				m := roundTrip(t, c, mreq).(*kmsg.MetadataResponse)
+				if d.ControllerID != tt.want || m.ControllerID != tt.want {
+					t.Errorf("broker %d says controller %d (DescribeCluster) / %d (Metadata), want %d", id, d.ControllerID, m.ControllerID, tt.want)
+				}
+			}
+		})
 	}
 }
 
@@ -310,6 +334,15 @@ func TestDescribeClusterEndpointTypes(t *testing.T) {
 			}
 			if tt.wantCode != 0 && (len(resp.Brokers) != 0 || resp.ErrorMessage == nil) {
 				t.Fatalf("error answer has brokers %v / message %v; want no brokers and a message", resp.Brokers, resp.ErrorMessage)
+			}
+			// As Apache answers: an error answer is the response's defaults plus the error —
+			// no cluster id, endpoint type 1, no controller.
+			if tt.wantCode != 0 && (resp.ClusterID != "" || resp.EndpointType != 1 || resp.ControllerID != -1) {
+				t.Fatalf("error answer carries cluster id %q, endpoint type %d, controller %d; want \"\", 1, -1",
+					resp.ClusterID, resp.EndpointType, resp.ControllerID)
+			}
+			if tt.wantCode == 0 && (resp.ClusterID != testClusterID || resp.EndpointType != 1) {
+				t.Fatalf("answer carries cluster id %q, endpoint type %d", resp.ClusterID, resp.EndpointType)
 			}
 			if tt.wantCode == 0 && len(resp.Brokers) != 2 {
 				t.Fatalf("brokers %v, want 2", resp.Brokers)

@@ -71,19 +71,18 @@ func rack(row v1alpha1.BrokerRow) *string {
 	return &r
 }
 
-// controllerID is the id reported as the controller: the lowest-id broker that is serving and
-// Alive, the answering broker included (it is always a candidate, so the answer names a
-// broker the client can reach). KRaft brokers likewise report a live broker, since clients
-// cannot reach the real controller.
+// controllerID is the id reported as the controller: the lowest-id broker whose registry row
+// is Serving and Alive and that has an address on the request's listener (so the answer
+// names a broker the client is told about), or -1 when none is. The answering broker counts
+// only when its own row qualifies — never because it is answering — so every broker gives
+// the same answer. KRaft brokers likewise report a live broker, since clients cannot reach
+// the real controller.
 func (rc *requestContext) controllerID() int32 {
-	lowest := rc.self
 	for _, row := range rc.view.Brokers {
-		if row.ID >= lowest {
-			break
-		}
-		if row.State == v1alpha1.BrokerServing && row.Health == v1alpha1.BrokerAlive {
+		if _, reachable := rc.address(row); reachable &&
+			row.State == v1alpha1.BrokerServing && row.Health == v1alpha1.BrokerAlive {
 			return row.ID
 		}
 	}
-	return lowest
+	return -1
 }
