@@ -162,3 +162,22 @@ func TestBrokerIDIsTheRegistrysOrdinal(t *testing.T) {
 		}
 	}
 }
+
+// A KafkaTopic status row outside [0, spec.partitions) is ignored by the view: one bad status
+// (2147483647 overflowed the partition count and panicked the rebuild of every broker; a large
+// valid index allocated gigabytes) must not take the brokers down.
+func TestSnapshotIgnoresPartitionRowsOutsideTheTopic(t *testing.T) {
+	kt := v1alpha1.KafkaTopic{
+		ObjectMeta: metav1.ObjectMeta{Name: "t"},
+		Spec:       v1alpha1.KafkaTopicSpec{Cluster: "c", Partitions: 2},
+		Status: v1alpha1.KafkaTopicStatus{Partitions: []v1alpha1.PartitionStatus{
+			{Partition: 2147483647, Leader: 1}, {Partition: 50_000_000, Leader: 1}, {Partition: 2, Leader: 1},
+			{Partition: -1, Leader: 1}, {Partition: 1, Leader: 0, LeaderEpoch: 3},
+		}},
+	}
+	s := snapshotFrom("c", nil, []v1alpha1.KafkaTopic{kt})
+	want := []Partition{{0, -1, 0}, {1, 0, 3}}
+	if len(s.Topics) != 1 || !slices.Equal(s.Topics[0].Partitions, want) {
+		t.Fatalf("topics %+v, want t with partitions %v", s.Topics, want)
+	}
+}
