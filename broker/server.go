@@ -325,7 +325,9 @@ func (c *conn) handle(frame []byte) (out []byte, err error) {
 		c.srv.Metrics.connError("handler")
 		return nil, err
 	}
-	c.srv.Metrics.request(h.Key, h.Version)
+	if h.ClientID == nil || *h.ClientID != probeClientID {
+		c.srv.Metrics.request(h.Key, h.Version)
+	}
 	return appendResponse(nil, h.CorrelationID, resp), nil
 }
 
@@ -335,7 +337,7 @@ func (s *Server) newRequestContext(listener v1alpha1.ListenerAddress) *requestCo
 	return &requestContext{srv: s, view: s.View.Snapshot(), self: s.Self, listener: listener}
 }
 
-// dispatch is the one path every request takes, a client's or the idle self-check's: it runs
+// dispatch is the one path every request takes, a client's or the liveness probe's: it runs
 // the key's handler and ticks the liveness clock, since a completed request proves the
 // request path works.
 func (s *Server) dispatch(rc *requestContext, h requestHeader, req kmsg.Request) (kmsg.Response, error) {
