@@ -20,7 +20,7 @@ import (
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 )
 
-// Heartbeat renews the broker's Lease (CONTRACTS.md §3): the registry's only evidence that the
+// Heartbeat renews the broker's Lease (docs/registry.md, "Heartbeat Lease"): the registry's only evidence that the
 // broker lives, whether it is healthy, and whether it is draining. Beats are serialized (one
 // writer of the Lease), so a draining beat written out of band never interleaves with the loop.
 type Heartbeat struct {

@@ -36,7 +36,7 @@ import (
 // cache, applies the rules of internal/registry, and writes the result as one Broker object
 // per registered broker (created on registration, deleted on deregistration, owned by the
 // cluster) and as the cluster's status.brokers and status.counts — the only KafkaCluster
-// status fields it owns (CONTRACTS.md §2).
+// status fields it owns (docs/architecture.md, "Who writes what").
 //
 // Writes happen only on change, and a heartbeat alone is not a change: lastSeen, which is
 // the Lease's renewTime and so moves every beat, is written with a row's other changes and

@@ -643,7 +643,7 @@ func TestRegistryNextExpiryCoversTheEndOfAStartupGrace(t *testing.T) {
 // broker's renewTime (DESIGN.md "The registry").
 func TestRegistryFreshnessIsJudgedOnTheOperatorsClock(t *testing.T) {
 	behind := lease{id: 0, age: 10 * time.Second} // renewTime 10 s behind the operator's clock
-	ahead := lease{id: 0, age: -time.Hour}         // a clock an hour ahead
+	ahead := lease{id: 0, age: -time.Hour}        // a clock an hour ahead
 	expiredRow := v1alpha1.BrokerRow{ID: 0, State: F, Health: D, Reason: v1alpha1.ReasonHeartbeatExpired,
 		LastSeen: &metav1.Time{Time: t0.Add(-time.Hour)}}
 	aliveRow := v1alpha1.BrokerRow{ID: 0, State: S, Health: A, LastSeen: &metav1.Time{Time: t0.Add(-time.Minute)}}
