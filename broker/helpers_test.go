@@ -59,7 +59,7 @@ func newTestClusterWith(t *testing.T, n int, listeners ...testListener) *testClu
 			done := make(chan error, 1)
 			go func() { done <- srv.Serve(Advertise(ln, spec.name, host, int32(port))) }()
 			t.Cleanup(func() {
-				srv.Close()
+				_ = srv.Close()
 				if err := <-done; !errors.Is(err, ErrServerClosed) {
 					t.Errorf("Serve returned %v, want ErrServerClosed", err)
 				}
@@ -87,8 +87,8 @@ func dialKafka(t *testing.T, addr string) net.Conn {
 	if err != nil {
 		t.Fatalf("dial %s: %v", addr, err)
 	}
-	t.Cleanup(func() { c.Close() })
-	c.SetDeadline(time.Now().Add(10 * time.Second))
+	t.Cleanup(func() { _ = c.Close() })
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 	return c
 }
 
@@ -137,7 +137,7 @@ func readResponseFrame(c net.Conn, correlationID int32) ([]byte, error) {
 // expectClosed asserts that the server closed c (a read sees EOF or a reset, not a timeout).
 func expectClosed(t *testing.T, c net.Conn) {
 	t.Helper()
-	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	var b [1]byte
 	_, err := c.Read(b[:])
 	var ne net.Error

@@ -193,7 +193,7 @@ func TestHeartbeatRunRenewsUntilStopped(t *testing.T) {
 	})
 	eventually(t, "a renewal", func() bool {
 		l, err := getLease(t, c, ns, 0)
-		return err == nil && l.Spec.RenewTime.Time.After(first)
+		return err == nil && l.Spec.RenewTime.After(first)
 	})
 	if hb.Age() < 0 || hb.Age() > 5*time.Second {
 		t.Fatalf("heartbeat age %s", hb.Age())
@@ -346,7 +346,7 @@ func TestHealthEndpoints(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
@@ -427,7 +427,7 @@ func TestBinaryDrainsOnSIGTERM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer logFile.Close()
+	defer func() { _ = logFile.Close() }()
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -436,7 +436,7 @@ func TestBinaryDrainsOnSIGTERM(t *testing.T) {
 	exited := make(chan struct{})
 	go func() { waitErr = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
-		cmd.Process.Kill()
+		_ = cmd.Process.Kill()
 		<-exited
 		if t.Failed() {
 			out, _ := os.ReadFile(logPath)
@@ -450,7 +450,7 @@ func TestBinaryDrainsOnSIGTERM(t *testing.T) {
 		if err != nil {
 			return false
 		}
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		return resp.StatusCode == 200
 	})
 	conn := dialKafka(t, kafka)
@@ -464,7 +464,7 @@ func TestBinaryDrainsOnSIGTERM(t *testing.T) {
 		return err == nil && l.Annotations[v1alpha1.AnnotationHealthy] == "true"
 	})
 
-	cmd.Process.Signal(syscall.SIGTERM)
+	_ = cmd.Process.Signal(syscall.SIGTERM)
 	eventually(t, "the draining lease", func() bool { return leaseDraining(t, c, ns) })
 	// Draining, but the registry still lists it Alive (it still coordinates groups): serving.
 	roundTrip(t, conn, kmsg.NewPtrMetadataRequest())

@@ -124,7 +124,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			log:      s.Log.WithValues("remote", nc.RemoteAddr().String(), "local", nc.LocalAddr().String()),
 		}
 		if !s.trackConn(c) {
-			nc.Close()
+			_ = nc.Close() // accepted after shutdown began: never served
 			return ErrServerClosed
 		}
 		go c.serve()
@@ -190,8 +190,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.inShutdown.Store(true)
 	s.closeListenersLocked()
 	for c := range s.conns {
-		// Wakes the reader from its read; it sees inShutdown and stops reading requests.
-		c.nc.SetReadDeadline(time.Now())
+		// Wakes the reader from its read; it sees inShutdown and stops reading requests. An
+		// error means the connection is already closed, which is the goal.
+		_ = c.nc.SetReadDeadline(time.Now())
 	}
 	s.mu.Unlock()
 
@@ -201,7 +202,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		s.Close()
+		_ = s.Close() // always nil
 		return ctx.Err()
 	}
 }
@@ -215,7 +216,7 @@ func (s *Server) Close() error {
 	s.closeOnce.Do(func() { close(s.hardClose) })
 	s.closeListenersLocked()
 	for c := range s.conns {
-		c.nc.Close()
+		_ = c.nc.Close() // closing hard is the point; there is nothing to report
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
@@ -224,7 +225,7 @@ func (s *Server) Close() error {
 
 func (s *Server) closeListenersLocked() {
 	for ln := range s.listeners {
-		ln.Close()
+		_ = ln.Close() // Serve returns ErrServerClosed whatever Close says
 		delete(s.listeners, ln)
 	}
 }
@@ -367,16 +368,19 @@ func errorReason(err error) string {
 func (c *conn) writeLoop() {
 	defer c.srv.wg.Done()
 	defer c.srv.untrackConn(c)
-	defer c.nc.Close()
+	defer func() { _ = c.nc.Close() }() // the reader is done, or a write failed
 	for b := range c.out {
-		c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
-		if _, err := c.nc.Write(b); err != nil {
+		err := c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		if err == nil {
+			_, err = c.nc.Write(b)
+		}
+		if err != nil {
 			if !c.srv.inShutdown.Load() {
 				c.log.Info("Closing connection", "reason", "write: "+err.Error())
 			}
 			close(c.dead)
 			// Unblock a reader waiting in Read; it then sees dead and stops.
-			c.nc.Close()
+			_ = c.nc.Close()
 			for range c.out {
 			}
 			return

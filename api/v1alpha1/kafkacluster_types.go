@@ -434,5 +434,5 @@ type KafkaClusterList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&KafkaCluster{}, &KafkaClusterList{})
+	register(&KafkaCluster{}, &KafkaClusterList{})
 }

@@ -114,5 +114,5 @@ type KafkaTopicList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&KafkaTopic{}, &KafkaTopicList{})
+	register(&KafkaTopic{}, &KafkaTopicList{})
 }

@@ -386,9 +386,9 @@ var _ = Describe("KafkaCluster provisioning", Ordered, func() {
 		ns := newNamespace(ctx)
 		newCluster(ctx, ns)
 		waitForChildren(ctx, ns, 3)
-		settled := waitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionFalse, kafkav1alpha1.ReasonAsExpected)
+		waitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionFalse, kafkav1alpha1.ReasonAsExpected)
 		before := settledVersions(ctx, ns, 3)
-		settled = readCluster(ctx, ns)
+		settled := readCluster(ctx, ns)
 		// The reconciler reads through the manager's cache: let it catch up with what the
 		// apiserver holds, so the reconcile below starts from the settled state.
 		Eventually(func(g Gomega) {

@@ -240,7 +240,7 @@ func (e *Env) Stop() {
 		e.cp.stop()
 	}
 	for _, f := range e.logFiles {
-		f.Close()
+		_ = f.Close() // the environment is gone; there is no one left to tell
 	}
 	e.logFiles = nil
 }
