@@ -139,17 +139,20 @@ func startControlPlane(ctx context.Context, cfg Config) (_ *controlPlane, err er
 	}
 
 	kubeconfig := cfg.KubeconfigPath()
-	if err := cp.start("kube-controller-manager", []string{
+	kcmArgs := []string{
 		"--kubeconfig=" + kubeconfig,
 		"--controllers=" + strings.Join(controllerManagerControllers, ","),
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--use-service-account-credentials=false",
 		"--node-monitor-period=1s",
-		"--node-monitor-grace-period=" + cfg.NodeMonitorGracePeriod.String(),
 		"--concurrent-statefulset-syncs=5",
 		"--endpointslice-updates-batch-period=0s",
-	}); err != nil {
+	}
+	if cfg.NodeMonitorGracePeriod > 0 {
+		kcmArgs = append(kcmArgs, "--node-monitor-grace-period="+cfg.NodeMonitorGracePeriod.String())
+	}
+	if err := cp.start("kube-controller-manager", kcmArgs); err != nil {
 		return nil, err
 	}
 	if err := cp.start("kube-scheduler", []string{
