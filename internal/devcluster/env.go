@@ -74,12 +74,12 @@ func DefaultConfig() Config {
 		binDir = filepath.Join("bin", "k8s", "1.37.2")
 	}
 	return Config{
-		Dir:                    filepath.Join(".paddock", "dev"),
-		K8sBinDir:              binDir,
-		CRDDir:                 filepath.Join("config", "crd", "bases"),
-		Nodes:                  3,
-		APIServerPort:          6443,
-		EtcdPort:               2379,
+		Dir:           filepath.Join(".paddock", "dev"),
+		K8sBinDir:     binDir,
+		CRDDir:        filepath.Join("config", "crd", "bases"),
+		Nodes:         3,
+		APIServerPort: 6443,
+		EtcdPort:      2379,
 	}
 }
 
