@@ -205,6 +205,23 @@ var _ = Describe("Registry defects", Ordered, ContinueOnFailure, func() {
 		Expect(list.Items).To(HaveLen(3))
 	})
 
+	It("copies every listener the broker's Lease announces into its row (defect 1)", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		newCluster(ctx, ns, c, 1)
+		putSlice(ctx, ns, c, "demo-brokers-abc12", servingEndpoints(0)...)
+		announced := []kafkav1alpha1.ListenerAddress{
+			{Name: "internal", Host: "demo-broker-0.demo-brokers." + ns + ".svc.cluster.local", Port: 9092},
+			{Name: "external", Host: podIP(0), Port: 9094},
+		}
+		heartbeat(ctx, clk, ns, c, beat{id: 0, seconds: 60, extra: map[string]string{
+			kafkav1alpha1.AnnotationListeners: kafkav1alpha1.FormatListeners(announced),
+		}})
+		Eventually(func() *kafkav1alpha1.BrokerRow { return readRow(ctx, ns, c, 0) }).
+			Should(And(Not(BeNil()), HaveField("Listeners", Equal(announced))))
+		Eventually(func() *kafkav1alpha1.Broker { return readBroker(ctx, ns, c, 0) }).
+			Should(And(Not(BeNil()), HaveField("Status.Listeners", Equal(announced))))
+	})
+
 	It("deregisters the brokers of an EndpointSlice that is deleted whole", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		Expect(env.Client.Create(ctx, &kafkav1alpha1.KafkaCluster{ObjectMeta: metav1.ObjectMeta{Name: c, Namespace: ns}})).To(Succeed())
