@@ -55,11 +55,11 @@ func startProcess(name, bin string, args, env []string, logPath string, sandbox 
 		}
 		started <- nil
 		p.err = cmd.Wait()
-		logFile.Close()
+		_ = logFile.Close() // the process that wrote it has exited
 		close(p.done)
 	}()
 	if err := <-started; err != nil {
-		logFile.Close()
+		_ = logFile.Close() // nothing was written to it
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	return p, nil

@@ -1,8 +1,7 @@
-package controllers
+package v1alpha1_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -12,35 +11,18 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 )
 
-// newNamespace creates a namespace for one test and deletes it afterwards.
-func newNamespace(ctx context.Context) string {
-	GinkgoHelper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "crd-"}}
-	Expect(k8sClient.Create(ctx, ns)).To(Succeed())
-	DeferCleanup(func(ctx SpecContext) { _ = k8sClient.Delete(ctx, ns) })
-	return ns.Name
-}
-
 // tableColumns asks the apiserver for resource's server-side table (what kubectl get prints)
 // and returns its column names by priority.
 func tableColumns(ctx context.Context, namespace, resource string) (names []string, priority map[string]int32) {
 	GinkgoHelper()
-	gv := kafkav1alpha1.GroupVersion
-	rc, err := rest.RESTClientFor(rawRESTConfig())
+	table, err := env.Table(ctx, namespace, resource)
 	Expect(err).NotTo(HaveOccurred())
-	raw, err := rc.Get().AbsPath("/apis", gv.Group, gv.Version, "namespaces", namespace, resource).
-		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(ctx)
-	Expect(err).NotTo(HaveOccurred())
-	var table metav1.Table
-	Expect(json.Unmarshal(raw, &table)).To(Succeed())
 	priority = map[string]int32{}
 	for _, c := range table.ColumnDefinitions {
 		names = append(names, c.Name)
@@ -49,23 +31,14 @@ func tableColumns(ctx context.Context, namespace, resource string) (names []stri
 	return names, priority
 }
 
-// rawRESTConfig is cfg set up for raw requests to the kafka.paddock.dev API.
-func rawRESTConfig() *rest.Config {
-	c := rest.CopyConfig(cfg)
-	c.APIPath = "/apis"
-	c.GroupVersion = &kafkav1alpha1.GroupVersion
-	c.NegotiatedSerializer = clientgoscheme.Codecs.WithoutConversion()
-	return c
-}
-
 var _ = Describe("CRDs", func() {
 	It("default a minimal KafkaCluster to the documented values", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		kc := &kafkav1alpha1.KafkaCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: ns}}
-		Expect(k8sClient.Create(ctx, kc)).To(Succeed())
+		Expect(env.Client.Create(ctx, kc)).To(Succeed())
 
 		got := &kafkav1alpha1.KafkaCluster{}
-		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(kc), got)).To(Succeed())
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(kc), got)).To(Succeed())
 		Expect(got.Spec.Replicas).To(Equal(int32(3)))
 		Expect(got.Spec.Listeners).To(Equal([]kafkav1alpha1.Listener{{
 			Name: "kafka", Port: 9092, Type: kafkav1alpha1.ListenerInternal, AdvertisedHost: kafkav1alpha1.AdvertisePodDNS,
@@ -103,7 +76,7 @@ var _ = Describe("CRDs", func() {
 				Config:       map[string]string{"log.retention.ms": "1000"},
 			},
 		}
-		Expect(k8sClient.Create(ctx, kc)).To(Succeed())
+		Expect(env.Client.Create(ctx, kc)).To(Succeed())
 		want := kc.Spec.DeepCopy()
 
 		now := metav1.NewTime(time.Now().Truncate(time.Second))
@@ -115,10 +88,10 @@ var _ = Describe("CRDs", func() {
 			}},
 			Counts: kafkav1alpha1.BrokerCounts{Registered: 1, Fenced: 1, Dead: 1},
 		}
-		Expect(k8sClient.Status().Update(ctx, kc)).To(Succeed())
+		Expect(env.Client.Status().Update(ctx, kc)).To(Succeed())
 
 		got := &kafkav1alpha1.KafkaCluster{}
-		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(kc), got)).To(Succeed())
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(kc), got)).To(Succeed())
 		Expect(got.Spec.Replicas).To(Equal(want.Replicas))
 		Expect(got.Spec.Listeners).To(Equal(want.Listeners))
 		Expect(got.Spec.Heartbeat).To(Equal(want.Heartbeat))
@@ -134,7 +107,7 @@ var _ = Describe("CRDs", func() {
 			kc := &kafkav1alpha1.KafkaCluster{ObjectMeta: metav1.ObjectMeta{Name: "bad", Namespace: ns}}
 			kc.Spec.Replicas = 3
 			mutate(&kc.Spec)
-			err := k8sClient.Create(ctx, kc)
+			err := env.Client.Create(ctx, kc)
 			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
 			Expect(err.Error()).To(ContainSubstring(message))
 		},
@@ -163,7 +136,7 @@ var _ = Describe("CRDs", func() {
 		// Go's omitempty cannot send replicas: 0 (it would be defaulted to 3), so send JSON.
 		ns := newNamespace(ctx)
 		body := []byte(fmt.Sprintf(`{"apiVersion":"kafka.paddock.dev/v1alpha1","kind":"KafkaCluster","metadata":{"name":"zero","namespace":%q},"spec":{"replicas":0}}`, ns))
-		rc, err := rest.RESTClientFor(rawRESTConfig())
+		rc, err := env.RESTClient()
 		Expect(err).NotTo(HaveOccurred())
 		err = rc.Post().AbsPath("/apis/kafka.paddock.dev/v1alpha1/namespaces", ns, "kafkaclusters").
 			SetHeader("Content-Type", "application/json").Body(body).Do(ctx).Error()
@@ -177,22 +150,44 @@ var _ = Describe("CRDs", func() {
 			ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: ns},
 			Spec:       kafkav1alpha1.KafkaTopicSpec{Cluster: "demo", Partitions: 6},
 		}
-		Expect(k8sClient.Create(ctx, kt)).To(Succeed())
+		Expect(env.Client.Create(ctx, kt)).To(Succeed())
 
 		kt.Spec.Partitions = 8
-		Expect(k8sClient.Update(ctx, kt)).To(Succeed(), "growing partitions is allowed")
+		Expect(env.Client.Update(ctx, kt)).To(Succeed(), "growing partitions is allowed")
 
 		kt.Spec.Partitions = 4
-		err := k8sClient.Update(ctx, kt)
+		err := env.Client.Update(ctx, kt)
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
 		Expect(err.Error()).To(ContainSubstring("partitions cannot be decreased"))
 
 		kt.Spec.Partitions = 8
 		kt.Spec.Cluster = "other"
-		err = k8sClient.Update(ctx, kt)
+		err = env.Client.Update(ctx, kt)
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
 		Expect(err.Error()).To(ContainSubstring("cluster is immutable"))
 	})
+
+	DescribeTable("refuse a KafkaTopic status that names a partition outside the topic",
+		func(ctx SpecContext, partition int32, message string) {
+			ns := newNamespace(ctx)
+			kt := &kafkav1alpha1.KafkaTopic{
+				ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: ns},
+				Spec:       kafkav1alpha1.KafkaTopicSpec{Cluster: "demo", Partitions: 3},
+			}
+			Expect(env.Client.Create(ctx, kt)).To(Succeed())
+			kt.Status.Partitions = []kafkav1alpha1.PartitionStatus{{Partition: 0, Leader: 1}, {Partition: partition, Leader: 1}}
+			err := env.Client.Status().Update(ctx, kt)
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
+			Expect(err.Error()).To(ContainSubstring(message))
+
+			kt.Status.Partitions = []kafkav1alpha1.PartitionStatus{{Partition: 0, Leader: 1}, {Partition: 2, Leader: 0}}
+			Expect(env.Client.Status().Update(ctx, kt)).To(Succeed(), "partitions below spec.partitions are fine")
+		},
+		Entry("the largest int32 (it overflowed the brokers' view)", int32(2147483647), "status.partitions[1].partition"),
+		Entry("above the 10000 partitions a topic can have", int32(10000), "status.partitions[1].partition"),
+		Entry("negative", int32(-1), "status.partitions[1].partition"),
+		Entry("not below spec.partitions", int32(3), "status.partitions may only name partitions below spec.partitions"),
+	)
 
 	DescribeTable("give kubectl get the promised columns",
 		func(ctx SpecContext, resource string, want []string, wide []string) {
