@@ -56,13 +56,13 @@ func (c *Coordinator) JoinGroup(ctx context.Context, cl Client, req *kmsg.JoinGr
 		return nil, err
 	}
 	a := joinArgs{
-		memberID:             req.MemberID,
-		clientID:             cl.ID,
-		clientHost:           cl.Host,
-		sessionTimeout:       ms(req.SessionTimeoutMillis),
-		rebalanceTimeout:     ms(req.RebalanceTimeoutMillis),
-		protocolType:         req.ProtocolType,
-		supportSkipping:      req.Version >= 9,
+		memberID:         req.MemberID,
+		clientID:         cl.ID,
+		clientHost:       cl.Host,
+		sessionTimeout:   ms(req.SessionTimeoutMillis),
+		rebalanceTimeout: ms(req.RebalanceTimeoutMillis),
+		protocolType:     req.ProtocolType,
+		supportSkipping:  req.Version >= 9,
 	}
 	if req.Version == 0 {
 		a.rebalanceTimeout = a.sessionTimeout

@@ -33,8 +33,8 @@ type Coordinator struct {
 	scans   atomic.Int32 // scans in progress, for ListGroups' COORDINATOR_LOAD_IN_PROGRESS
 
 	mu     sync.Mutex
-	closed bool             // guarded by mu
-	epoch  int32            // the view's coordinator epoch; -1 before the first; guarded by mu
+	closed bool              // guarded by mu
+	epoch  int32             // the view's coordinator epoch; -1 before the first; guarded by mu
 	owns   func(string) bool // the view's rule; nil before the first; guarded by mu
 	groups map[string]*group // running group goroutines (loading, serving or stopping); guarded by mu
 	// claimed is the epoch this process claimed each group's fence at, while that claim may

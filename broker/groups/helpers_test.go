@@ -108,7 +108,7 @@ func async[T any](t *testing.T, f func(ctx context.Context) (T, error)) <-chan T
 	ctx := ctxT(t)
 	go func() {
 		v, err := f(ctx)
-		if err != nil {
+		if err != nil && ctx.Err() == nil {
 			t.Errorf("request failed: %v", err)
 		}
 		ch <- v
@@ -283,6 +283,18 @@ func (e *env) collect(chans []<-chan *kmsg.JoinGroupResponse) []*kmsg.JoinGroupR
 	}
 	e.t.Fatal("joins not answered after 120 s of fake time")
 	return nil
+}
+
+// waitState polls until group is in state (a request handed to another goroutine got there).
+func (e *env) waitState(group, state string) {
+	e.t.Helper()
+	for range 500 {
+		if e.describe(e.c, group).State == state {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	e.t.Fatalf("group %s never reached %s", group, state)
 }
 
 func (e *env) describe(c *Coordinator, group string) kmsg.DescribeGroupsResponseGroup {
