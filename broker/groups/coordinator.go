@@ -31,6 +31,7 @@ type Coordinator struct {
 	quit    chan struct{} // closed by Close
 	wg      sync.WaitGroup
 	scans   atomic.Int32 // scans in progress, for ListGroups' COORDINATOR_LOAD_IN_PROGRESS
+	handled atomic.Int64 // calls the group goroutines have run (tests wait on it)
 
 	mu     sync.Mutex
 	closed bool              // guarded by mu
@@ -39,8 +40,9 @@ type Coordinator struct {
 	groups map[string]*group // running group goroutines (loading, serving or stopping); guarded by mu
 	// claimed is the epoch this process claimed each group's fence at, while that claim may
 	// still be the fence's value (so a group reloaded after an unload reuses it instead of
-	// claiming again, which the fence would refuse). Guarded by mu.
-	claimed map[string]int32
+	// claiming again, which the fence would refuse), with how much of that epoch's file it
+	// acknowledged. Guarded by mu.
+	claimed map[string]claim
 	// fenced remembers groups whose fence held our view's epoch or more, so requests answer
 	// NOT_COORDINATOR without touching the disk until the view's epoch moves. Guarded by mu.
 	fenced  map[string]int32
@@ -63,7 +65,7 @@ func New(cfg Config) (*Coordinator, error) {
 		quit:    make(chan struct{}),
 		epoch:   -1,
 		groups:  map[string]*group{},
-		claimed: map[string]int32{},
+		claimed: map[string]claim{},
 		fenced:  map[string]int32{},
 	}
 	if c.fs == nil {
@@ -100,6 +102,13 @@ func (c *Coordinator) SetView(epoch int32, owns func(groupID string) bool) {
 	c.epoch, c.owns = epoch, owns
 	if moved {
 		clear(c.fenced)
+		// A claim at an older epoch is only needed by a group still running here; any other
+		// group is claimed afresh at the new epoch when it is next taken over.
+		for id := range c.claimed {
+			if c.groups[id] == nil {
+				delete(c.claimed, id)
+			}
+		}
 	}
 	for id, g := range c.groups {
 		switch {
@@ -110,12 +119,6 @@ func (c *Coordinator) SetView(epoch int32, owns func(groupID string) bool) {
 			case g.viewed <- struct{}{}:
 			default:
 			}
-		}
-	}
-	for id := range c.claimed {
-		if !owns(id) {
-			// If the group comes back it is claimed afresh.
-			delete(c.claimed, id)
 		}
 	}
 	c.m.setEpoch(epoch)
@@ -227,6 +230,7 @@ func (c *Coordinator) statusLocked(id string) int16 {
 // goes away.
 func do[T any](ctx context.Context, c *Coordinator, id string, run func(g *group, w *waiter[T]), refuse func(code int16) T) (T, int16, error) {
 	var zero T
+	retried := false
 	for {
 		w := newWaiter[T]()
 		cl := &call{run: func(g *group) { run(g, w) }, refuse: func(code int16) { w.send(refuse(code)) }}
@@ -241,9 +245,12 @@ func do[T any](ctx context.Context, c *Coordinator, id string, run func(g *group
 		}
 		c.mu.Unlock()
 
-		if code, err := c.awaitLoad(ctx, g, cl, started); err != nil || code != 0 {
+		if code, err := c.awaitLoad(ctx, g, cl, started, retried); err != nil || code != 0 {
 			if code == -1 {
-				continue // the group was unloading; take it over again
+				// The group we found was unloading, or failed a load another request started
+				// (perhaps at an older epoch): take it over again, once.
+				retried = true
+				continue
 			}
 			return zero, code, err
 		}
@@ -266,9 +273,10 @@ func do[T any](ctx context.Context, c *Coordinator, id string, run func(g *group
 }
 
 // awaitLoad waits until g is loaded. For a group started for cl (its first call), the
-// caller may withdraw cl when giving up. It returns -1 when the group was unloaded while
-// loading (the caller retries).
-func (c *Coordinator) awaitLoad(ctx context.Context, g *group, cl *call, started bool) (int16, error) {
+// caller may withdraw cl when giving up. It returns -1 when the caller should take the group
+// over again: it was unloaded while loading, or (unless retried) its load, which another
+// request started, failed.
+func (c *Coordinator) awaitLoad(ctx context.Context, g *group, cl *call, started, retried bool) (int16, error) {
 	select {
 	case <-g.loaded:
 	default:
@@ -292,7 +300,7 @@ func (c *Coordinator) awaitLoad(ctx context.Context, g *group, cl *call, started
 		if started {
 			cl.withdraw()
 		}
-		if errors.Is(g.loadErr, errUnloaded) {
+		if errors.Is(g.loadErr, errUnloaded) || !started && !retried {
 			select {
 			case <-g.done:
 				return -1, nil
@@ -317,26 +325,36 @@ func (c *Coordinator) startLocked(id string, first *call) *group {
 	return g
 }
 
-// claimFor is the epoch to serve group id at: this process's earlier claim if it has one
+// claim is this process's claim of a group's fence.
+type claim struct {
+	epoch int32
+	// acked is the length of file `epoch` this process had acknowledged when the group last
+	// unloaded: a group resuming the file cuts it there, so a frame whose write or fsync
+	// failed (and whose bytes the page cache may or may not keep) is never served. -1 while
+	// the group runs.
+	acked int64
+}
+
+// claimFor is the claim to serve group id at: this process's earlier claim if it has one
 // (own), else the view's epoch (to be claimed).
-func (c *Coordinator) claimFor(id string) (epoch int32, own bool) {
+func (c *Coordinator) claimFor(id string) (cl claim, own bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.claimed[id]; ok {
 		return e, true
 	}
-	return c.epoch, false
+	return claim{epoch: c.epoch, acked: -1}, false
 }
 
 func (c *Coordinator) recordClaim(id string, epoch int32) {
 	c.mu.Lock()
-	c.claimed[id] = epoch
+	c.claimed[id] = claim{epoch: epoch, acked: -1}
 	c.mu.Unlock()
 }
 
 func (c *Coordinator) dropClaim(id string, epoch int32) {
 	c.mu.Lock()
-	if c.claimed[id] == epoch {
+	if e, ok := c.claimed[id]; ok && e.epoch == epoch {
 		delete(c.claimed, id)
 	}
 	c.mu.Unlock()
@@ -348,14 +366,21 @@ func (c *Coordinator) noteFenced(id string, epoch int32) {
 	c.mu.Unlock()
 }
 
-func (c *Coordinator) groupExited(g *group, deposed bool, epoch int32) {
+// groupExited forgets g. st is its store, nil if it had none.
+func (c *Coordinator) groupExited(g *group, deposed bool, st *store) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.groups[g.id] == g {
 		delete(c.groups, g.id)
 	}
-	if deposed && c.claimed[g.id] == epoch {
-		delete(c.claimed, g.id)
+	if st != nil {
+		if cl, ok := c.claimed[g.id]; ok && cl.epoch == st.epoch {
+			if deposed {
+				delete(c.claimed, g.id)
+			} else {
+				c.claimed[g.id] = claim{epoch: st.epoch, acked: st.end}
+			}
+		}
 	}
 	c.running--
 	c.m.coordinated(c.running)

@@ -198,6 +198,7 @@ func (g *group) handle(cl *call) {
 	}
 	g.expire()
 	cl.run(g)
+	g.c.handled.Add(1)
 }
 
 // load takes the group over if it has files: claim (or reuse this process's claim), read the
@@ -247,9 +248,9 @@ func (g *group) ensureStore() int16 {
 func (g *group) takeover(st *store) error {
 	c := g.c
 	start := c.clock.Now()
-	epoch, own := c.claimFor(g.id)
+	cl, own := c.claimFor(g.id)
 	if own {
-		d, err := st.load(epoch, true)
+		d, err := st.load(cl.epoch, cl.acked)
 		if err == nil {
 			return g.loaded1(st, d, start, "resumed")
 		}
@@ -258,11 +259,12 @@ func (g *group) takeover(st *store) error {
 			c.m.takeover("error")
 			return err
 		}
-		c.dropClaim(g.id, epoch)
-		if epoch, own = c.claimFor(g.id); own {
+		c.dropClaim(g.id, cl.epoch)
+		if cl, own = c.claimFor(g.id); own {
 			return err
 		}
 	}
+	epoch := cl.epoch
 	if err := st.claim(epoch); err != nil {
 		if errors.Is(err, storage.ErrFenced) {
 			c.noteFenced(g.id, epoch)
@@ -275,7 +277,7 @@ func (g *group) takeover(st *store) error {
 		return err
 	}
 	c.recordClaim(g.id, epoch)
-	d, err := st.load(epoch, false)
+	d, err := st.load(epoch, -1)
 	if err != nil {
 		if errors.Is(err, storage.ErrFenced) {
 			c.dropClaim(g.id, epoch)
@@ -355,12 +357,7 @@ func (g *group) exit() {
 	}
 	g.c.m.groupState(g.state, -1)
 	g.c.m.membersDelta(-len(g.members))
-	deposed := errors.Is(g.fatal, storage.ErrFenced)
-	var epoch int32 = -1
-	if g.st != nil {
-		epoch = g.st.epoch
-	}
-	g.c.groupExited(g, deposed, epoch)
+	g.c.groupExited(g, errors.Is(g.fatal, storage.ErrFenced), g.st)
 	close(g.done)
 }
 

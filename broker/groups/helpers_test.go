@@ -171,10 +171,26 @@ func subscription(topics ...string) []byte {
 	return binary.BigEndian.AppendUint32(b, 0xffffffff) // null user data
 }
 
+// settle waits until the group goroutine has run the request just sent (or it was answered
+// without one), so a test moving the fake clock next moves it after the request.
+func settle[T any](t *testing.T, c *Coordinator, before int64, ch <-chan T) {
+	t.Helper()
+	for range 5000 {
+		if c.handled.Load() > before || len(ch) > 0 {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatal("request not handled within 5s")
+}
+
 func (e *env) join(c *Coordinator, req *kmsg.JoinGroupRequest) <-chan *kmsg.JoinGroupResponse {
-	return async(e.t, func(ctx context.Context) (*kmsg.JoinGroupResponse, error) {
+	before := c.handled.Load()
+	ch := async(e.t, func(ctx context.Context) (*kmsg.JoinGroupResponse, error) {
 		return c.JoinGroup(ctx, Client{ID: "client", Host: "/127.0.0.1"}, req)
 	})
+	settle(e.t, c, before, ch)
+	return ch
 }
 
 func (e *env) sync(c *Coordinator, group, member string, gen int32, assign map[string][]byte) <-chan *kmsg.SyncGroupResponse {
@@ -185,7 +201,10 @@ func (e *env) sync(c *Coordinator, group, member string, gen int32, assign map[s
 	for m, a := range assign {
 		r.GroupAssignment = append(r.GroupAssignment, kmsg.SyncGroupRequestGroupAssignment{MemberID: m, MemberAssignment: a})
 	}
-	return async(e.t, func(ctx context.Context) (*kmsg.SyncGroupResponse, error) { return c.SyncGroup(ctx, r) })
+	before := c.handled.Load()
+	ch := async(e.t, func(ctx context.Context) (*kmsg.SyncGroupResponse, error) { return c.SyncGroup(ctx, r) })
+	settle(e.t, c, before, ch)
+	return ch
 }
 
 func (e *env) heartbeat(c *Coordinator, group, member string, gen int32, instance *string) int16 {

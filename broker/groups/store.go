@@ -98,11 +98,12 @@ func (s *store) claim(epoch int32) error {
 	return nil
 }
 
-// load makes the store serve at epoch, which the caller holds (claimed now, or earlier by
-// this process): it reads the durable state, makes sure file `epoch` exists with a complete
-// snapshot (writing it when needed) and checks the fence. own says the process claimed epoch
-// earlier and may find its own file already there.
-func (s *store) load(epoch int32, own bool) (*durable, error) {
+// load makes the store serve at epoch, which the caller holds: it reads the durable state,
+// makes sure file `epoch` exists with a complete snapshot (writing it when needed) and checks
+// the fence. acked is -1 for a claim made just now; for a claim this process made earlier it
+// is how much of its own file `epoch` it acknowledged, and the file is cut there.
+func (s *store) load(epoch int32, acked int64) (*durable, error) {
+	own := acked >= 0
 	s.epoch = epoch
 	files, err := s.listFiles()
 	if err != nil {
@@ -118,7 +119,7 @@ func (s *store) load(epoch int32, own bool) (*durable, error) {
 		if !own {
 			return nil, storageErr("load", fmt.Errorf("file %s exists before this coordinator created it", logName(epoch)))
 		}
-		st, err := s.resumeOwn()
+		st, err := s.resumeOwn(acked)
 		if err != nil || st != nil {
 			return st, err
 		}
@@ -138,9 +139,10 @@ func (s *store) load(epoch int32, own bool) (*durable, error) {
 	return st, nil
 }
 
-// resumeOwn reopens file s.epoch written by this process: replays it, cuts a torn tail and
-// continues after it. It returns nil state (no error) when the file's snapshot is incomplete.
-func (s *store) resumeOwn() (*durable, error) {
+// resumeOwn reopens file s.epoch written by this process: replays it up to what was
+// acknowledged (acked bytes) — cutting any tail: torn, or written but never acknowledged —
+// and continues there. It returns nil state (no error) when the snapshot is incomplete.
+func (s *store) resumeOwn(acked int64) (*durable, error) {
 	f, err := s.fs.OpenFile(s.path(s.epoch), os.O_RDWR, 0)
 	if err != nil {
 		return nil, storageErr("open", err)
@@ -149,6 +151,9 @@ func (s *store) resumeOwn() (*durable, error) {
 	if err != nil {
 		_ = f.Close()
 		return nil, storageErr("read", err)
+	}
+	if int64(len(b)) > acked {
+		b = b[:acked]
 	}
 	pf, err := parseFile(b)
 	if errors.Is(err, errIncomplete) {
@@ -162,7 +167,7 @@ func (s *store) resumeOwn() (*durable, error) {
 		_ = f.Close()
 		return nil, storageErr("load", err)
 	}
-	if pf.valid < int64(len(b)) {
+	if size, err := f.Size(); err != nil || pf.valid < size {
 		if err := f.Truncate(pf.valid); err != nil {
 			_ = f.Close()
 			return nil, storageErr("cut torn tail", err)
