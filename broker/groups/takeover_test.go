@@ -126,6 +126,17 @@ func runTwoCoordinators(t *testing.T, seed uint64) {
 			}
 		}()
 	}
+	// B takes over once every group exists on the volume (a read-only request to a group
+	// without files claims nothing: it answers "no offsets", which is true at that instant).
+	for created := false; !created; time.Sleep(time.Millisecond) {
+		mu.Lock()
+		seen := map[string]bool{}
+		for _, at := range attempts {
+			seen[at.group] = seen[at.group] || at.acked
+		}
+		mu.Unlock()
+		created = len(seen) == len(groups)
+	}
 	time.Sleep(time.Duration(rng.IntN(30_000)) * time.Microsecond)
 	b := open(2)
 	for _, g := range groups {
