@@ -87,7 +87,6 @@ type group struct {
 	armed time.Time // the deadline timer is armed for
 
 	state      State
-	stateSince time.Time
 	generation int32
 	// protocolType is the group's protocol type: set by its first member, kept while Empty
 	// (and durable once a member commits), "" for groups that only commit offsets.
@@ -142,7 +141,6 @@ func (g *group) unload() { g.stopOnce.Do(func() { close(g.stop) }) }
 // run is the group's goroutine.
 func (g *group) run() {
 	defer g.exit()
-	g.stateSince = g.c.clock.Now()
 	g.c.m.groupState(-1, g.state)
 	g.loadErr = g.load()
 	close(g.loaded)
@@ -306,13 +304,20 @@ func (g *group) loaded1(st *store, d *durable, start time.Time, how string) erro
 // recheckFence runs when the view's epoch moved while we kept the group: if another
 // coordinator claimed it in between (our view skipped the epochs where it was theirs), our
 // state is stale and the group is unloaded; the next request takes it over afresh.
-func (g *group) recheckFence() {
+func (g *group) recheckFence() { g.fenceCheck() }
+
+// fenceCheck answers NOT_COORDINATOR (and unloads the group) once another coordinator has
+// claimed the group: JoinGroup and SyncGroup check, so a deposed coordinator stops running
+// rebalances as soon as a member asks, not only at its next commit.
+func (g *group) fenceCheck() int16 {
 	if g.st == nil {
-		return
+		return 0
 	}
 	if err := g.st.check(); err != nil {
 		g.fail(err)
+		return errorCode(err)
 	}
+	return 0
 }
 
 // fail unloads the group after the current event because its storage failed or its fence
@@ -398,7 +403,6 @@ func (g *group) transition(to State) {
 	g.c.m.groupState(g.state, to)
 	g.c.log.V(1).Info("Group state", "group", g.id, "from", g.state.String(), "to", to.String(), "generation", g.generation)
 	g.state = to
-	g.stateSince = g.now()
 }
 
 // publish stores the overview ListGroups reads without a round trip, and keeps idleSince.

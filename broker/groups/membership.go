@@ -132,6 +132,10 @@ func strp(s string) *string { return &s }
 
 func (g *group) handleJoin(a joinArgs, w *waiter[joinResult]) {
 	cfg := g.c.cfg
+	if code := g.fenceCheck(); code != 0 {
+		w.send(joinError(a.memberID, code))
+		return
+	}
 	if a.sessionTimeout < cfg.MinSessionTimeout || a.sessionTimeout > cfg.MaxSessionTimeout {
 		w.send(joinError(a.memberID, kerr.InvalidSessionTimeout.Code))
 		return
@@ -483,6 +487,10 @@ func (g *group) initNextGeneration() {
 // ---- SyncGroup ----
 
 func (g *group) handleSync(a syncArgs, w *waiter[syncResult]) {
+	if code := g.fenceCheck(); code != 0 {
+		w.send(syncResult{code: code})
+		return
+	}
 	if !g.exists() {
 		w.send(syncResult{code: kerr.UnknownMemberID.Code})
 		return

@@ -163,11 +163,8 @@ type fetchResult struct {
 // acknowledged, and transactional commits (the other source of pending offsets) do not
 // exist yet.
 func (g *group) handleFetch(a fetchArgs) fetchResult {
-	if g.st != nil {
-		if err := g.st.check(); err != nil {
-			g.fail(err)
-			return fetchResult{code: errorCode(err)}
-		}
+	if code := g.fenceCheck(); code != 0 {
+		return fetchResult{code: code}
 	}
 	var res fetchResult
 	if a.all {
