@@ -23,15 +23,15 @@ func (c *Coordinator) DescribeGroups(ctx context.Context, req *kmsg.DescribeGrou
 	}
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	for _, id := range req.Groups {
-		res, code, err := do(ctx, c, id,
+		res, err := do(ctx, c, id,
 			func(g *group, w *waiter[describeResult]) { w.send(g.handleDescribe()) },
-			func(int16) describeResult { return describeResult{} })
+			func(code int16) describeResult { return describeResult{code: code} })
 		if err != nil {
 			return nil, err
 		}
 		rg := kmsg.NewDescribeGroupsResponseGroup()
-		rg.Group, rg.ErrorCode = id, code
-		if code == 0 {
+		rg.Group, rg.ErrorCode = id, res.code
+		if res.code == 0 {
 			rg.State, rg.ProtocolType, rg.Protocol = res.state, res.protocolType, res.protocol
 			for _, m := range res.members {
 				rm := kmsg.NewDescribeGroupsResponseGroupMember()
@@ -114,14 +114,11 @@ func (c *Coordinator) DeleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRe
 			continue
 		}
 		seen[id] = true
-		res, code, err := do(ctx, c, id,
+		code, err := do(ctx, c, id,
 			func(g *group, w *waiter[int16]) { w.send(g.handleDeleteGroup()) },
 			func(code int16) int16 { return code })
 		if err != nil {
 			return nil, err
-		}
-		if code == 0 {
-			code = res
 		}
 		rg := kmsg.NewDeleteGroupsResponseGroup()
 		rg.Group, rg.ErrorCode = id, code

@@ -76,14 +76,12 @@ func (c *Coordinator) JoinGroup(ctx context.Context, cl Client, req *kmsg.JoinGr
 	}
 	res := joinError(req.MemberID, kerr.InvalidGroupID.Code)
 	if req.Group != "" {
-		r, code, err := do(ctx, c, req.Group,
+		var err error
+		res, err = do(ctx, c, req.Group,
 			func(g *group, w *waiter[joinResult]) { g.handleJoin(a, w) },
 			func(code int16) joinResult { return joinError(a.memberID, code) })
 		if err != nil {
 			return nil, err
-		}
-		if res = r; code != 0 {
-			res = joinError(a.memberID, code)
 		}
 	}
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
@@ -133,17 +131,16 @@ func (c *Coordinator) SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest)
 	for _, as := range req.GroupAssignment {
 		a.assignments[as.MemberID] = bytes.Clone(as.MemberAssignment)
 	}
-	res, code, err := do(ctx, c, req.Group,
+	res, err := do(ctx, c, req.Group,
 		func(g *group, w *waiter[syncResult]) { g.handleSync(a, w) },
-		func(code int16) syncResult { return syncResult{code: code} })
+		func(code int16) syncResult {
+			if code == kerr.CoordinatorLoadInProgress.Code {
+				code = kerr.RebalanceInProgress.Code
+			}
+			return syncResult{code: code}
+		})
 	if err != nil {
 		return nil, err
-	}
-	if code == kerr.CoordinatorLoadInProgress.Code {
-		code = kerr.RebalanceInProgress.Code
-	}
-	if code != 0 {
-		res = syncResult{code: code}
 	}
 	resp.ErrorCode = res.code
 	resp.ProtocolType, resp.Protocol = res.protocolType, res.protocol
@@ -166,19 +163,18 @@ func (c *Coordinator) Heartbeat(ctx context.Context, req *kmsg.HeartbeatRequest)
 	if req.Version >= 3 && req.InstanceID != nil {
 		a.instanceID = strp(*req.InstanceID)
 	}
-	res, code, err := do(ctx, c, req.Group,
+	code, err := do(ctx, c, req.Group,
 		func(g *group, w *waiter[int16]) { w.send(g.handleHeartbeat(a)) },
-		func(code int16) int16 { return code })
+		func(code int16) int16 {
+			if code == kerr.CoordinatorLoadInProgress.Code {
+				return 0
+			}
+			return code
+		})
 	if err != nil {
 		return nil, err
 	}
-	switch code {
-	case 0:
-		resp.ErrorCode = res
-	case kerr.CoordinatorLoadInProgress.Code:
-	default:
-		resp.ErrorCode = code
-	}
+	resp.ErrorCode = code
 	return resp, nil
 }
 
@@ -204,14 +200,12 @@ func (c *Coordinator) LeaveGroup(ctx context.Context, req *kmsg.LeaveGroupReques
 	}
 	res := leaveResult{code: kerr.InvalidGroupID.Code}
 	if req.Group != "" {
-		r, code, err := do(ctx, c, req.Group,
+		var err error
+		res, err = do(ctx, c, req.Group,
 			func(g *group, w *waiter[leaveResult]) { w.send(g.handleLeave(ms)) },
 			func(code int16) leaveResult { return leaveResult{code: code} })
 		if err != nil {
 			return nil, err
-		}
-		if res = r; code != 0 {
-			res = leaveResult{code: code}
 		}
 	}
 	if req.Version < 3 {

@@ -18,36 +18,29 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 	if err := checkVersion(req); err != nil {
 		return nil, err
 	}
-	codes := make([][]int16, len(req.Topics))
-	type slot struct{ t, p int }
-	var entries []commitEntry
-	var slots []slot
+	codes, slots, ids := c.knownPartitions(len(req.Topics),
+		func(t int) (string, int) { return req.Topics[t].Topic, len(req.Topics[t].Partitions) },
+		func(t, p int) int32 { return req.Topics[t].Partitions[p].Partition })
 	now := c.clock.Now().UnixMilli()
-	for ti, t := range req.Topics {
-		codes[ti] = make([]int16, len(t.Partitions))
-		id, n, known := c.cfg.Topics.Topic(t.Topic)
-		for pi, p := range t.Partitions {
-			if !known || p.Partition < 0 || p.Partition >= n {
-				codes[ti][pi] = kerr.UnknownTopicOrPartition.Code
-				continue
-			}
-			e := commitEntry{offsetEntry: offsetEntry{
-				tp:        tp{topic: t.Topic, partition: p.Partition},
-				committed: committed{topicID: id, offset: p.Offset, leaderEpoch: -1, commitMs: now},
-			}}
-			if p.Metadata != nil {
-				e.metadata = *p.Metadata
-			}
-			if req.Version >= 6 {
-				e.leaderEpoch = p.LeaderEpoch
-			}
-			if req.Version == 1 && p.Timestamp != -1 {
-				e.commitMs = p.Timestamp
-			}
-			e.tooLarge = javaLength(e.metadata) > c.cfg.MaxMetadataSize
-			entries = append(entries, e)
-			slots = append(slots, slot{ti, pi})
+	entries := make([]commitEntry, 0, len(slots))
+	for _, sl := range slots {
+		t := req.Topics[sl.t]
+		p := t.Partitions[sl.p]
+		e := commitEntry{offsetEntry: offsetEntry{
+			tp:        tp{topic: t.Topic, partition: p.Partition},
+			committed: committed{topicID: ids[t.Topic], offset: p.Offset, leaderEpoch: -1, commitMs: now},
+		}}
+		if p.Metadata != nil {
+			e.metadata = *p.Metadata
 		}
+		if req.Version >= 6 {
+			e.leaderEpoch = p.LeaderEpoch
+		}
+		if req.Version == 1 && p.Timestamp != -1 {
+			e.commitMs = p.Timestamp
+		}
+		e.tooLarge = javaLength(e.metadata) > c.cfg.MaxMetadataSize
+		entries = append(entries, e)
 	}
 	if len(entries) > 0 {
 		var results []int16
@@ -63,14 +56,12 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 			if req.Version >= 7 && req.InstanceID != nil {
 				a.instanceID = strp(*req.InstanceID)
 			}
-			res, code, err := do(ctx, c, req.Group,
+			var err error
+			results, err = do(ctx, c, req.Group,
 				func(g *group, w *waiter[[]int16]) { w.send(g.handleCommit(a)) },
 				func(code int16) []int16 { return fill(len(entries), code) })
 			if err != nil {
 				return nil, err
-			}
-			if results = res; code != 0 {
-				results = fill(len(entries), code)
 			}
 			for i, s := range slots {
 				codes[s.t][s.p] = results[i]
@@ -89,6 +80,32 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil
+}
+
+// slot is one requested partition: its topic's index in the request and its own.
+type slot struct{ t, p int }
+
+// knownPartitions checks requested partitions against the broker's topics, as Apache's
+// KafkaApis does before asking the coordinator: partitions of unknown topics, or beyond their
+// partition count, are UNKNOWN_TOPIC_OR_PARTITION in codes; the others are returned in request
+// order, with their topics' ids.
+func (c *Coordinator) knownPartitions(topics int, topic func(t int) (name string, parts int), partition func(t, p int) int32) (codes [][]int16, known []slot, ids map[string][16]byte) {
+	codes = make([][]int16, topics)
+	ids = map[string][16]byte{}
+	for t := range topics {
+		name, n := topic(t)
+		codes[t] = make([]int16, n)
+		id, count, ok := c.cfg.Topics.Topic(name)
+		ids[name] = id
+		for p := range n {
+			if idx := partition(t, p); !ok || idx < 0 || idx >= count {
+				codes[t][p] = kerr.UnknownTopicOrPartition.Code
+				continue
+			}
+			known = append(known, slot{t, p})
+		}
+	}
+	return codes, known, ids
 }
 
 func fill(n int, code int16) []int16 {
@@ -194,13 +211,10 @@ func (c *Coordinator) OffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequ
 }
 
 func (c *Coordinator) fetch(ctx context.Context, id string, a fetchArgs) (fetchResult, int16, error) {
-	res, code, err := do(ctx, c, id,
+	res, err := do(ctx, c, id,
 		func(g *group, w *waiter[fetchResult]) { w.send(g.handleFetch(a)) },
 		func(code int16) fetchResult { return fetchResult{code: code} })
-	if err != nil || code != 0 {
-		return fetchResult{}, code, err
-	}
-	return res, res.code, nil
+	return res, res.code, err
 }
 
 // byTopic splits parts into runs of one topic, keeping their order.
@@ -231,27 +245,18 @@ func (c *Coordinator) OffsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRe
 		resp.ErrorCode = kerr.InvalidGroupID.Code
 		return resp, nil
 	}
-	codes := make([][]int16, len(req.Topics))
-	type slot struct{ t, p int }
-	var parts []tp
-	var slots []slot
-	for ti, t := range req.Topics {
-		codes[ti] = make([]int16, len(t.Partitions))
-		_, n, known := c.cfg.Topics.Topic(t.Topic)
-		for pi, p := range t.Partitions {
-			if !known || p.Partition < 0 || p.Partition >= n {
-				codes[ti][pi] = kerr.UnknownTopicOrPartition.Code
-				continue
-			}
-			parts = append(parts, tp{topic: t.Topic, partition: p.Partition})
-			slots = append(slots, slot{ti, pi})
-		}
+	codes, slots, _ := c.knownPartitions(len(req.Topics),
+		func(t int) (string, int) { return req.Topics[t].Topic, len(req.Topics[t].Partitions) },
+		func(t, p int) int32 { return req.Topics[t].Partitions[p].Partition })
+	parts := make([]tp, len(slots))
+	for i, sl := range slots {
+		parts[i] = tp{topic: req.Topics[sl.t].Topic, partition: req.Topics[sl.t].Partitions[sl.p].Partition}
 	}
 	type result struct {
 		code  int16
 		codes []int16
 	}
-	res, code, err := do(ctx, c, req.Group,
+	res, err := do(ctx, c, req.Group,
 		func(g *group, w *waiter[result]) {
 			code, codes := g.handleOffsetDelete(parts)
 			w.send(result{code, codes})
@@ -260,11 +265,8 @@ func (c *Coordinator) OffsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRe
 	if err != nil {
 		return nil, err
 	}
-	if code == 0 {
-		code = res.code
-	}
-	if code != 0 {
-		resp.ErrorCode = code
+	if res.code != 0 {
+		resp.ErrorCode = res.code
 		return resp, nil
 	}
 	for i, s := range slots {

@@ -223,12 +223,20 @@ func (c *Coordinator) statusLocked(id string) int16 {
 }
 
 // do hands run to group id's goroutine and waits for its answer, starting the goroutine (and
-// so the group's takeover) if needed. It returns a non-zero code instead when the group is
-// not served here (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE) or is still loading after
-// LoadWait (COORDINATOR_LOAD_IN_PROGRESS), and ctx's error when ctx ends first — a JoinGroup
-// or SyncGroup that waits for a rebalance then stays in the group, as in Kafka when a client
-// goes away.
-func do[T any](ctx context.Context, c *Coordinator, id string, run func(g *group, w *waiter[T]), refuse func(code int16) T) (T, int16, error) {
+// so the group's takeover) if needed. When the group is not served here (NOT_COORDINATOR,
+// COORDINATOR_NOT_AVAILABLE) or is still loading after LoadWait
+// (COORDINATOR_LOAD_IN_PROGRESS), or unloads before it answers, the answer is refuse(code).
+// It returns ctx's error when ctx ends first — a JoinGroup or SyncGroup that waits for a
+// rebalance then stays in the group, as in Kafka when a client goes away.
+func do[T any](ctx context.Context, c *Coordinator, id string, run func(g *group, w *waiter[T]), refuse func(code int16) T) (T, error) {
+	v, code, err := do1(ctx, c, id, run, refuse)
+	if err == nil && code != 0 {
+		v = refuse(code)
+	}
+	return v, err
+}
+
+func do1[T any](ctx context.Context, c *Coordinator, id string, run func(g *group, w *waiter[T]), refuse func(code int16) T) (T, int16, error) {
 	var zero T
 	retried := false
 	for {

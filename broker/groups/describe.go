@@ -7,6 +7,7 @@ type describeMember struct {
 }
 
 type describeResult struct {
+	code         int16 // a status error (not coordinator, loading); the rest is then empty
 	state        string
 	protocolType string
 	protocol     string
