@@ -78,11 +78,11 @@ func TestFencePruningNeverChangesTheValue(t *testing.T) {
 		}
 	}
 	names, _ := OSFS{}.ReadDirNames(dir)
-	if len(names) != keepBelow+1 {
-		t.Fatalf("%d entries left after pruning, want %d: %v", len(names), keepBelow+1, names)
+	if len(names) != fenceKeep+1 {
+		t.Fatalf("%d entries left after pruning, want %d: %v", len(names), fenceKeep+1, names)
 	}
 	// A claimer working from an old listing re-creates a pruned entry: it must lose.
-	c := claimDir{fs: OSFS{}, dir: dir}
+	c := claimDir{fs: OSFS{}, dir: dir, keep: fenceKeep}
 	if err := os.WriteFile(filepath.Join(dir, "3"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -180,4 +180,38 @@ func TestFenceConcurrentClaimsFromGoroutinesNeverLowerItOrLeaveTwoHolders(t *tes
 		final, _ := f.Epoch()
 		verifyClaims(t, events, final)
 	}
+}
+
+func TestClaimOfAPrunedEntryIsNeverWon(t *testing.T) {
+	dir := t.TempDir()
+	c := claimDir{fs: OSFS{}, dir: dir, keep: producerIDsKeep}
+	for n := int64(0); n < 100; n++ {
+		if won, _, err := c.claim(n, producerIDsKeep); !won || err != nil {
+			t.Fatalf("claim %d: %v %v", n, won, err)
+		}
+	}
+	// Block 5 was handed out and then pruned; an allocator working from a listing taken
+	// before block 6 existed tries to create it now.
+	if _, err := os.Stat(filepath.Join(dir, "5")); !os.IsNotExist(err) {
+		t.Fatalf("block 5 should have been pruned: %v", err)
+	}
+	stale := claimDir{fs: &staleListing{FS: OSFS{}, first: []string{"0", "1", "2", "3", "4"}}, dir: dir, keep: producerIDsKeep}
+	if won, _, _ := stale.claim(5, producerIDsKeep); won {
+		t.Fatal("a pruned block was won a second time")
+	}
+}
+
+// staleListing answers the first listing with an old one, as a slow claimer's view; later
+// listings are real.
+type staleListing struct {
+	FS
+	first []string
+}
+
+func (s *staleListing) ReadDirNames(dir string) ([]string, error) {
+	if first := s.first; first != nil {
+		s.first = nil
+		return first, nil
+	}
+	return s.FS.ReadDirNames(dir)
 }

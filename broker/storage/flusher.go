@@ -129,6 +129,10 @@ func (l *Log) runOnFlusher(ctx context.Context, op func() error) error {
 // segment file and its directory entry, then the producer snapshot that points at it.
 func (l *Log) roll() error {
 	l.mu.Lock()
+	if l.state != stateServing {
+		l.mu.Unlock()
+		return l.Err()
+	}
 	old, oldIdx, base, epoch := l.activeFile, l.activeIdx, l.leo, l.epoch
 	l.producers.expire(l.opts.Now().UnixMilli(), l.cfg.ProducerIDExpirationMs)
 	snap := encodeSnapshot(checkpoint{offset: base, segBase: base, segEpoch: epoch}, l.producers)

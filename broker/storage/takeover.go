@@ -76,14 +76,8 @@ func (l *Log) Takeover(ctx context.Context, epoch int32) error {
 	}
 	if err != nil {
 		l.failLocked(err)
-		e := l.activeFile
-		l.activeFile = nil
 		l.mu.Unlock()
-		if e != nil {
-			l.cache.release(e)
-		}
-		l.cache.forgetOwner(l.id)
-		close(l.stopped)
+		l.closeFiles() // no flusher was started: close what the takeover opened
 		return err
 	}
 	l.state = stateServing
