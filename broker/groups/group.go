@@ -250,7 +250,7 @@ func (g *group) takeover(st *store) error {
 	if own {
 		d, err := st.load(cl.epoch, cl.acked)
 		if err == nil {
-			return g.loaded1(st, d, start, "resumed")
+			return g.adopt(st, d, start, "resumed")
 		}
 		if !errors.Is(err, storage.ErrFenced) {
 			c.storageFailed(err)
@@ -287,10 +287,11 @@ func (g *group) takeover(st *store) error {
 		}
 		return err
 	}
-	return g.loaded1(st, d, start, "claimed")
+	return g.adopt(st, d, start, "claimed")
 }
 
-func (g *group) loaded1(st *store, d *durable, start time.Time, how string) error {
+// adopt makes the loaded durable state the group's and records how the takeover went.
+func (g *group) adopt(st *store, d *durable, start time.Time, how string) error {
 	g.st = st
 	g.offsets = d.offsets
 	g.protocolType = d.protocolType
