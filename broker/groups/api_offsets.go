@@ -44,8 +44,8 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 	}
 	if len(entries) > 0 {
 		var results []int16
-		switch {
-		case req.Version == 0:
+		switch req.Version {
+		case 0:
 			for ti := range codes {
 				for pi := range codes[ti] {
 					codes[ti][pi] = kerr.UnsupportedVersion.Code

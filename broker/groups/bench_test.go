@@ -21,7 +21,7 @@ func fsyncBaseline(b *testing.B, dir string, n int) time.Duration {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	fr := frame(commitPayload("", []offsetEntry{{tp: tp{"big", 1}, committed: committed{offset: 1}}}))
 	start := time.Now()
 	for i := range n {

@@ -171,9 +171,16 @@ func TestTornTailIsCutAndEveryWholeCommitKept(t *testing.T) {
 	// The next frame was being written when the process died: a header and half a payload.
 	path := filepath.Join(groupDir(e, "g"), logName(1))
 	torn := frame(commitPayload("", []offsetEntry{{tp: tp{"t", 3}, committed: committed{offset: 999}}}))
-	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-	f.Write(torn[:len(torn)-3])
-	f.Close()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(torn[:len(torn)-3]); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
 
 	c2 := e.start(2)
 	got, _ := e.fetch(c2, "g")
@@ -200,7 +207,9 @@ func TestAFileWithoutACompleteSnapshotIsSkipped(t *testing.T) {
 		t.Fatal(err)
 	}
 	snap := frame(snapshotPayload("g", 5, newDurable()))
-	os.WriteFile(filepath.Join(groupDir(e, "g"), logName(5)), snap[:len(snap)-1], 0o644)
+	if err := os.WriteFile(filepath.Join(groupDir(e, "g"), logName(5)), snap[:len(snap)-1], 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	c := e.start(6)
 	if got, _ := e.fetch(c, "g", 0); got[0] != 42 {
@@ -335,7 +344,9 @@ func TestPurgeTopicRemovesItsOffsetsDurably(t *testing.T) {
 		{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1}}},
 		{Topic: "u", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 2}}},
 	}
-	e.c.OffsetCommit(ctxT(t), r)
+	if _, err := e.c.OffsetCommit(ctxT(t), r); err != nil {
+		t.Fatal(err)
+	}
 	if err := e.c.PurgeTopic(ctxT(t), "u", [16]byte{2}); err != nil {
 		t.Fatal(err)
 	}
@@ -382,7 +393,9 @@ func TestReadOnlyRequestsToUnknownGroupsLeaveNoFiles(t *testing.T) {
 	e.heartbeat(e.c, "ghost", "m", 1, nil)
 	d := kmsg.NewPtrDeleteGroupsRequest()
 	d.Groups = []string{"ghost"}
-	e.c.DeleteGroups(ctxT(t), d)
+	if _, err := e.c.DeleteGroups(ctxT(t), d); err != nil {
+		t.Fatal(err)
+	}
 	if ents, _ := os.ReadDir(e.dir); len(ents) != 0 {
 		t.Fatalf("files for a group nobody created: %v", ents)
 	}

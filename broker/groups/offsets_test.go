@@ -197,7 +197,9 @@ func TestOffsetFetchRules(t *testing.T) {
 		r := kmsg.NewPtrOffsetCommitRequest()
 		r.Version, r.Group, r.Generation = 6, "g", -1
 		r.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 3, Offset: 30, LeaderEpoch: 9}}}}
-		e.c.OffsetCommit(ctxT(t), r)
+		if _, err := e.c.OffsetCommit(ctxT(t), r); err != nil {
+			t.Fatal(err)
+		}
 		f := kmsg.NewPtrOffsetFetchRequest()
 		f.Version, f.Group = 5, "g"
 		f.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "t", Partitions: []int32{3}}}
@@ -248,7 +250,9 @@ func TestOffsetDelete(t *testing.T) {
 	r := kmsg.NewPtrOffsetCommitRequest()
 	r.Version, r.Group, r.MemberID, r.Generation = 8, "g", ids[0], gen
 	r.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "u", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 2}}}}
-	e.c.OffsetCommit(ctxT(t), r)
+	if _, err := e.c.OffsetCommit(ctxT(t), r); err != nil {
+		t.Fatal(err)
+	}
 
 	del := func(group string, topics map[string][]int32) *kmsg.OffsetDeleteResponse {
 		d := kmsg.NewPtrOffsetDeleteRequest()

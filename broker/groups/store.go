@@ -212,7 +212,7 @@ func (s *store) readFile(e int32) (*parsedFile, error) {
 	if err != nil {
 		return nil, storageErr("open", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	b, err := readAll(f)
 	if err != nil {
 		return nil, storageErr("read", err)
