@@ -93,7 +93,7 @@ bench-balance: ## Benchmark the partition balancer (100 brokers, 10,000 partitio
 
 .PHONY: test-update-golden
 test-update-golden: ## Regenerate golden files for the child-object builders.
-	go test ./controllers/... -run Golden -update
+	go test ./controllers/kafkacluster/ -run Golden -args -update
 
 .PHONY: k8s-bins
 k8s-bins: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler into bin/k8s/ (cached).

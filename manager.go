@@ -7,8 +7,6 @@ import (
 	"os"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
@@ -16,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/controllers"
+	"github.com/paddock-dev/paddock/internal/scheme"
 )
 
 // managerFlags are the command-line settings of `paddock manager`.
@@ -102,12 +100,9 @@ func runManager(args []string) int {
 
 // startManager builds the manager from the flags, registers every reconciler and runs it.
 func startManager(f managerFlags) error {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return fmt.Errorf("register client-go types: %w", err)
-	}
-	if err := kafkav1alpha1.AddToScheme(scheme); err != nil {
-		return fmt.Errorf("register paddock types: %w", err)
+	s, err := scheme.New()
+	if err != nil {
+		return err
 	}
 	cfg, err := config.GetConfig()
 	if err != nil {
@@ -121,7 +116,7 @@ func startManager(f managerFlags) error {
 		}
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  scheme,
+		Scheme:                  s,
 		Cache:                   cacheOpts,
 		Metrics:                 metricsserver.Options{BindAddress: f.metricsAddr},
 		HealthProbeBindAddress:  f.probeAddr,

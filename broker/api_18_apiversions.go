@@ -1,21 +1,24 @@
 package broker
 
 import (
+	"errors"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// ApiVersions (key 18), versions 0–3.
+// ApiVersions (key 18), versions 0–3. Every ApiVersions rule lives in this file.
 //
 // The answer lists every key in the apis table with the range its handler implements, sorted
 // by key, so a client never sees a version we cannot decode. The response header is always
-// v0, even for the flexible v3, because the client reads it before it knows our versions.
+// v0, even for the flexible v3, because the client reads it before it knows our versions
+// (responseHeaderTagged).
 //
 // A request newer than v3 is not decoded at all: the connection answers it with a v0 body
-// carrying UNSUPPORTED_VERSION and our key-18 range (unsupportedApiVersions), and the client
-// retries with a version we listed. v3's client software name/version are accepted as sent.
+// carrying UNSUPPORTED_VERSION and our key-18 range (apiVersionsFallback), and the client
+// retries with a version we listed. Any other key with an unknown version closes the
+// connection. v3's client software name/version are accepted as sent.
 const apiVersionsKey = 18
 
 func init() { register(apiVersionsKey, 0, 3, handleApiVersions) }
@@ -37,6 +40,22 @@ func advertisedKeys() []kmsg.ApiVersionsResponseApiKey {
 	}
 	slices.SortFunc(keys, func(a, b kmsg.ApiVersionsResponseApiKey) int { return int(a.ApiKey) - int(b.ApiKey) })
 	return keys
+}
+
+// apiVersionsFallback is the answer to a request decodeRequest refused with err, when that
+// request is an ApiVersions newer than ours: ok is false for every other refusal, which
+// closes the connection.
+func apiVersionsFallback(h requestHeader, err error) (resp kmsg.Response, ok bool) {
+	if !errors.Is(err, errVersionRange) || h.Key != apiVersionsKey || h.Version <= apis[apiVersionsKey].max {
+		return nil, false
+	}
+	return unsupportedApiVersions(), true
+}
+
+// responseHeaderTagged reports whether resp's response header (v1) carries a tagged-field
+// section: flexible responses do, except ApiVersions, whose header is always v0.
+func responseHeaderTagged(resp kmsg.Response) bool {
+	return resp.IsFlexible() && resp.Key() != apiVersionsKey
 }
 
 // unsupportedApiVersions is the answer to an ApiVersions request above our max: a v0 body

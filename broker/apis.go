@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 )
 
 // handler answers one decoded request. A protocol error belongs in the response (an error
@@ -34,12 +36,18 @@ func register(key, min, max int16, h handler) {
 	apis[key] = api{key: key, min: min, max: max, handle: h}
 }
 
-// requestContext is what a handler may use: the state snapshot taken for this request and the
-// identity and endpoint of the broker as seen on the connection the request came in on.
+// requestContext is what a handler may use: the cluster state snapshot taken for this request,
+// the identity and endpoint of the broker as seen on the connection the request came in on,
+// and the server, through which a handler reaches the state the broker owns (doc.go).
 type requestContext struct {
+	// srv is the server that accepted the request. Handlers reach broker-owned state (the
+	// partition logs of broker/storage, the group coordinator of broker/groups) through its
+	// fields and never keep a reference past the request.
+	srv *Server
+	// view is read once per request, so one answer never mixes two states.
 	view *Snapshot
 	self int32
-	// host and port are the advertised endpoint of the listener the request arrived on.
-	host string
-	port int32
+	// listener is the listener the request arrived on, with this broker's advertised host and
+	// port on it: answers give every broker its address on this listener.
+	listener v1alpha1.ListenerAddress
 }

@@ -4,18 +4,18 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/internal/registry"
 )
 
 // DefaultMaxFrameBytes caps a request frame, as Kafka's socket.request.max.bytes does.
 const DefaultMaxFrameBytes = 100 << 20
 
-// Config is everything `paddock broker` is told at start: flags (CONTRACTS.md §1), each with a
+// Config is everything `paddock broker` is told at start: flags (docs/architecture.md, "The broker pod"), each with a
 // PADDOCK_<FLAG> environment default, and the pod identity from the downward API.
 type Config struct {
 	Cluster           string
@@ -128,7 +128,7 @@ func parseConfig(cfg *Config, listeners string, envErrs []error, getenv func(str
 	if cfg.MaxFrameBytes < minFrameBytes {
 		return fmt.Errorf("--max-frame-bytes %d is below the smallest request (%d)", cfg.MaxFrameBytes, minFrameBytes)
 	}
-	id, err := identityFromEnv(getenv)
+	id, err := identityFromEnv(cfg.Cluster, getenv)
 	if err != nil {
 		return err
 	}
@@ -148,22 +148,10 @@ func parseConfig(cfg *Config, listeners string, envErrs []error, getenv func(str
 	return nil
 }
 
-var trailingOrdinal = regexp.MustCompile(`-([0-9]+)$`)
-
-// brokerIDFromPod is the trailing ordinal of a StatefulSet pod name: c-broker-2 → 2.
-func brokerIDFromPod(pod string) (int32, error) {
-	m := trailingOrdinal.FindStringSubmatch(pod)
-	if m == nil {
-		return 0, fmt.Errorf("pod name %q has no trailing ordinal", pod)
-	}
-	n, err := strconv.ParseInt(m[1], 10, 32)
-	if err != nil {
-		return 0, fmt.Errorf("pod name %q: ordinal: %w", pod, err)
-	}
-	return int32(n), nil
-}
-
-func identityFromEnv(getenv func(string) string) (Identity, error) {
+// identityFromEnv reads the pod identity. The broker id is the registry's own rule for pod
+// names (registry.Ordinal): a pod the registry would not register as a broker of cluster is
+// refused here, so a broker can never claim an id the registry does not give it.
+func identityFromEnv(cluster string, getenv func(string) string) (Identity, error) {
 	id := Identity{
 		Pod:       getenv("POD_NAME"),
 		Namespace: getenv("POD_NAMESPACE"),
@@ -174,9 +162,10 @@ func identityFromEnv(getenv func(string) string) (Identity, error) {
 	if id.Pod == "" || id.Namespace == "" {
 		return id, errors.New("POD_NAME and POD_NAMESPACE must be set (downward API)")
 	}
-	n, err := brokerIDFromPod(id.Pod)
-	if err != nil {
-		return id, err
+	n, ok := registry.Ordinal(cluster, id.Pod)
+	if !ok {
+		return id, fmt.Errorf("POD_NAME %q is not a broker pod of cluster %s (want %s<id>, the id without leading zeros)",
+			id.Pod, cluster, v1alpha1.StatefulSetName(cluster)+"-")
 	}
 	id.ID = n
 	return id, nil
@@ -218,7 +207,7 @@ func parseListeners(s string) ([]ListenerSpec, error) {
 	return out, nil
 }
 
-// advertisedHost is the host clients are told for a listener in mode (CONTRACTS.md §1).
+// advertisedHost is the host clients are told for a listener in mode (docs/architecture.md, "The broker pod").
 func advertisedHost(mode v1alpha1.AdvertisedHostMode, cluster, domain string, id Identity) (string, error) {
 	if mode == v1alpha1.AdvertisePodIP {
 		if id.IP == "" {

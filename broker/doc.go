@@ -4,9 +4,29 @@
 //
 // Layout: server.go (connections: one reader and one writer goroutine each, answers in request
 // order) and frame.go (size-capped frames, request headers v1/v2) carry the protocol;
-// api_NN_name.go each serve one API key and register its version range, which is what
-// ApiVersions advertises; view.go and view_informer.go hold the cluster state; heartbeat.go,
-// liveness.go, drain.go, health.go and run.go make up the process around them.
+// apis.go holds the handler table and the request context; api_NN_name.go each serve one API
+// key and register its version range, which is what ApiVersions advertises; view.go and
+// view_informer.go hold the cluster state; run.go (start and shutdown), drain.go (SIGTERM),
+// heartbeat.go, liveness.go, health.go and metrics.go make up the process around them.
+//
+// # State and its owners
+//
+// Every piece of mutable state has exactly one owner, and handlers reach it only through the
+// broker, never by sharing it any other way (DESIGN.md "Layout"):
+//
+//   - the cluster view: one writer (the informer view's rebuild goroutine, or a MemoryView's
+//     owner) replaces an immutable *Snapshot whole; a handler reads one snapshot per request
+//     (requestContext.view);
+//   - the liveness tick, the draining flag and the metrics: atomics owned by the Broker;
+//   - partition logs (segments, fence, high watermark, producer state) will be owned by
+//     broker/storage, each partition by its own lock or goroutine;
+//   - consumer groups (membership, generations, committed offsets) will be owned by
+//     broker/groups, each group by its own goroutine.
+//
+// broker/storage and broker/groups hold no wire and no Kubernetes code. They plug in as
+// fields of Server, set by Broker.start before the first Serve like View; a handler reaches
+// them as rc.srv.<Field> for the one request it is answering, and the drain and /readyz read
+// them through the Broker. Nothing else holds a reference to a partition or a group.
 //
 // It reads cluster state from an informer cache and writes only its own heartbeat Lease. It
 // must never call the API server on the request path, and never import controllers/: the

@@ -1,12 +1,96 @@
 package broker
 
 import (
+	"context"
+	"os"
+	"time"
+
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 )
 
+// drain is what a broker does between SIGTERM and closing its listeners (DESIGN.md
+// "Draining"): it marks itself draining and writes a draining beat at once, then keeps serving
+// until the view gives it no partition and no group (drained) and for one more heartbeat
+// interval — so clients still connected here get their next FindCoordinator/Metadata answer
+// from a live broker, pointing at the new owners, instead of a refused connection — or until
+// DrainTimeout passes. It returns only once the draining beat was written: the registry must
+// learn about the drain before the listeners go, even when the view had nothing to move.
+//
+// A second signal returns errInterrupted at once; ctx ending returns ctx's error.
+func (b *Broker) drain(ctx context.Context, signals <-chan os.Signal) error {
+	b.draining.Store(true)
+	beatWritten := make(chan struct{})
+	go func() {
+		defer close(beatWritten)
+		b.writeDrainingBeat()
+	}()
+
+	deadline := time.Now().Add(b.Config.DrainTimeout)
+	timeout := time.NewTimer(b.Config.DrainTimeout)
+	defer timeout.Stop()
+	var lingered <-chan time.Time // fires one heartbeat interval after the handover; nil until then
+wait:
+	for {
+		updated := b.View.Updated() // taken before the check, so no change slips between
+		snap := b.View.Snapshot()
+		if lingered == nil && drained(snap, b.Config.Identity.ID) {
+			b.Log.Info("Drained: the cluster view gives this broker no partition and no group")
+			lingered = time.After(min(b.Config.HeartbeatInterval, max(time.Until(deadline), 0)))
+		}
+		select {
+		case <-updated:
+		case <-lingered:
+			break wait
+		case <-timeout.C:
+			if lingered == nil {
+				partitions, groups := workHere(snap, b.Config.Identity.ID)
+				b.Log.Info("Drain timeout; closing with work still assigned", "partitions", partitions, "coordinatesGroups", groups)
+			}
+			break wait
+		case sig := <-signals:
+			b.Log.Info("Second signal; exiting at once", "signal", sig.String())
+			return errInterrupted
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+
+	select {
+	case <-beatWritten:
+		return nil
+	case sig := <-signals:
+		b.Log.Info("Second signal; exiting at once", "signal", sig.String())
+		return errInterrupted
+	}
+}
+
+// writeDrainingBeat writes a beat carrying draining=true right away, on a context of its own:
+// it must be delivered even though the drain may end soon after (the seed's failure was a
+// draining flag cancelled together with the heartbeat and never written). It retries with
+// backoff for up to one session timeout.
+func (b *Broker) writeDrainingBeat() {
+	if b.Heartbeat == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), b.Heartbeat.SessionTimeout)
+	defer cancel()
+	for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
+		err := b.Heartbeat.Beat(ctx)
+		if err == nil {
+			b.Log.Info("Draining beat written")
+			return
+		}
+		b.Log.Error(err, "Draining beat failed; retrying", "retryIn", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+	}
+}
+
 // workHere says what the view still gives this broker: partitions it leads, and whether it
-// can still be picked as a group coordinator. A broker may close its listeners once both are
-// gone (DESIGN.md "Draining").
+// can still be picked as a group coordinator.
 //
 // Groups follow coordinator.Pick over the registry, which only ever picks an Alive broker; so
 // "no group coordinated here" is exactly "the registry no longer lists this broker Alive" —
@@ -23,7 +107,8 @@ func workHere(s *Snapshot, self int32) (partitions int, coordinatesGroups bool) 
 	return partitions, ok && row.Health == v1alpha1.BrokerAlive
 }
 
-// drained is true once the view gives this broker no partition and no group.
+// drained is true once the view gives this broker no partition and no group: the broker may
+// then close its listeners (after the linger).
 func drained(s *Snapshot, self int32) bool {
 	partitions, groups := workHere(s, self)
 	return partitions == 0 && !groups

@@ -6,38 +6,29 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/internal/testenv"
 )
 
 // The envtest control plane (a real kube-apiserver and etcd) is started by the first test that
 // needs it and stopped by TestMain, so the wire tests never pay for it.
 var (
-	envOnce   sync.Once
-	envErr    error
-	testEnv   *envtest.Environment
-	envConfig *rest.Config
-	envClient client.Client
-	envScheme = runtime.NewScheme()
+	envOnce sync.Once
+	envErr  error
+	testEnv *testenv.Env
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if testEnv != nil {
-		if err := testEnv.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stop envtest:", err)
-		}
+	if err := testEnv.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 	}
 	os.Exit(code)
 }
@@ -45,32 +36,11 @@ func TestMain(m *testing.M) {
 // apiServer returns a client of the shared envtest apiserver with the CRDs installed.
 func apiServer(t *testing.T) client.Client {
 	t.Helper()
-	envOnce.Do(func() {
-		if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-			// `go test ./broker/` from a checkout: use the binaries `make k8s-bins` built.
-			if dir, err := filepath.Abs(filepath.Join("..", "bin", "k8s", "1.37.2")); err == nil {
-				os.Setenv("KUBEBUILDER_ASSETS", dir)
-			}
-		}
-		if envErr = clientgoscheme.AddToScheme(envScheme); envErr != nil {
-			return
-		}
-		if envErr = v1alpha1.AddToScheme(envScheme); envErr != nil {
-			return
-		}
-		testEnv = &envtest.Environment{
-			CRDDirectoryPaths:     []string{filepath.Join("..", "config", "crd", "bases")},
-			ErrorIfCRDPathMissing: true,
-		}
-		if envConfig, envErr = testEnv.Start(); envErr != nil {
-			return
-		}
-		envClient, envErr = client.New(envConfig, client.Options{Scheme: envScheme})
-	})
+	envOnce.Do(func() { testEnv, envErr = testenv.Start() })
 	if envErr != nil {
-		t.Fatalf("envtest (KUBEBUILDER_ASSETS=%s; run `make k8s-bins`): %v", os.Getenv("KUBEBUILDER_ASSETS"), envErr)
+		t.Fatal(envErr)
 	}
-	return envClient
+	return testEnv.Client
 }
 
 // newNamespaceWithCluster creates a fresh namespace holding KafkaCluster "c" whose status

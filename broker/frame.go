@@ -133,13 +133,12 @@ func skipTags(b []byte) ([]byte, error) {
 }
 
 // appendResponse appends a complete response frame: size, correlation id, the header tag
-// byte for flexible responses (except ApiVersions, whose response header is always v0 so a
-// client can read it before it knows our versions), then the body.
+// byte when the response header has one (responseHeaderTagged), then the body.
 func appendResponse(dst []byte, correlationID int32, resp kmsg.Response) []byte {
 	start := len(dst)
 	dst = append(dst, 0, 0, 0, 0)
 	dst = binary.BigEndian.AppendUint32(dst, uint32(correlationID))
-	if resp.IsFlexible() && resp.Key() != apiVersionsKey {
+	if responseHeaderTagged(resp) {
 		dst = append(dst, 0)
 	}
 	dst = resp.AppendTo(dst)
@@ -148,9 +147,13 @@ func appendResponse(dst []byte, correlationID int32, resp kmsg.Response) []byte 
 }
 
 // appendRequestFrame appends req as a complete request frame (size, header v1 or v2 with the
-// client id "paddock", body): what a client sends. The idle self-check and tests use it.
+// client id "paddock", body): what a client sends. Tests use it.
 func appendRequestFrame(dst []byte, req kmsg.Request, correlationID int32) []byte {
-	const clientID = "paddock"
+	return appendRequestFrameFrom(dst, "paddock", req, correlationID)
+}
+
+// appendRequestFrameFrom is appendRequestFrame with the given client id.
+func appendRequestFrameFrom(dst []byte, clientID string, req kmsg.Request, correlationID int32) []byte {
 	start := len(dst)
 	dst = append(dst, 0, 0, 0, 0)
 	dst = binary.BigEndian.AppendUint16(dst, uint16(req.Key()))

@@ -7,11 +7,14 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -21,7 +24,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 )
@@ -59,6 +61,10 @@ func TestHeartbeatLeaseFollowsTheContract(t *testing.T) {
 		Draining:       func() bool { return draining },
 		Log:            testr.New(t),
 		Now:            func() time.Time { return clock },
+		Listeners: []v1alpha1.ListenerAddress{
+			{Name: "internal", Host: "c-broker-1.c-brokers." + ns + ".svc.cluster.local", Port: 9092},
+			{Name: "external", Host: "10.1.2.3", Port: 9094},
+		},
 	}
 	ctx := testCtx(t)
 	if err := hb.Beat(ctx); err != nil {
@@ -91,6 +97,9 @@ func TestHeartbeatLeaseFollowsTheContract(t *testing.T) {
 	}
 	if l.Annotations[v1alpha1.AnnotationHealthy] != "true" || l.Annotations[v1alpha1.AnnotationDraining] != "false" {
 		t.Errorf("annotations %v", l.Annotations)
+	}
+	if got := v1alpha1.ParseListeners(l.Annotations[v1alpha1.AnnotationListeners]); !slices.Equal(got, hb.Listeners) {
+		t.Errorf("the Lease announces listeners %+v, want every listener's advertised address %+v", got, hb.Listeners)
 	}
 
 	t.Run("renewed on every beat, same incarnation keeps its epoch", func(t *testing.T) {
@@ -367,13 +376,13 @@ func TestHealthEndpoints(t *testing.T) {
 }
 
 func TestLivenessGoesUnhealthyAfterFiveSecondsWithoutATick(t *testing.T) {
-	now := time.Unix(1000, 0)
-	l := NewLiveness(func() time.Time { return now })
-	now = now.Add(4 * time.Second)
+	var now time.Duration // the monotonic clock; the wall clock is never read
+	l := NewLiveness(func() time.Duration { return now })
+	now += 4 * time.Second
 	if !l.Healthy() {
 		t.Fatal("unhealthy 4s after a tick")
 	}
-	now = now.Add(time.Second)
+	now += time.Second
 	if l.Healthy() {
 		t.Fatal("healthy 5s after the last tick")
 	}
@@ -394,11 +403,7 @@ func TestBinaryDrainsOnSIGTERM(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	user, err := testEnv.AddUser(envtest.User{Name: "broker-test", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig, err := user.KubeConfig()
+	kubeconfig, err := testEnv.AdminKubeconfig("broker-test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -478,5 +483,43 @@ func TestBinaryDrainsOnSIGTERM(t *testing.T) {
 	}
 	if _, err := net.DialTimeout("tcp", kafka, time.Second); err == nil {
 		t.Fatal("listener still open after exit")
+	}
+}
+
+// /readyz is 503 until the listeners are bound, the first cluster view was read and the
+// broker is healthy; /healthz is 503 when it is unhealthy. The handler reads only atomics and
+// the view pointer, so it answers before Run has bound anything.
+func TestReadyzIs503UntilBoundSyncedAndHealthy(t *testing.T) {
+	var mono atomic.Int64
+	for _, tc := range []struct {
+		name                string
+		bound, synced, wedg bool
+		wantReady, wantLive int
+	}{
+		{"before the listeners bind", false, true, false, 503, 200},
+		{"before the first view was read", true, false, false, 503, 200},
+		{"unhealthy: the request path did not tick for 5 s", true, true, true, 503, 503},
+		{"bound, synced and healthy", true, true, false, 200, 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var view View = NewMemoryView(Snapshot{})
+			if !tc.synced {
+				view = &snapshotStore{} // nothing read yet: Synced is false
+			}
+			b := NewBroker(Config{}, view, testr.New(t))
+			b.liveness = NewLiveness(func() time.Duration { return time.Duration(mono.Load()) })
+			b.listenersBound.Store(tc.bound)
+			if tc.wedg {
+				mono.Add(int64(WedgedAfter))
+			}
+			h := b.healthHandler()
+			for path, want := range map[string]int{"/readyz": tc.wantReady, "/healthz": tc.wantLive} {
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+				if rec.Code != want {
+					t.Errorf("%s = %d %s, want %d", path, rec.Code, rec.Body, want)
+				}
+			}
+		})
 	}
 }

@@ -14,12 +14,10 @@ import (
 	"github.com/go-logr/zapr"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 
-	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/internal/scheme"
 )
 
 // Main runs `paddock broker` with args and returns the process exit code: 0 after a clean
@@ -41,9 +39,9 @@ and /healthz, /readyz, /metrics on --health-port. SIGTERM or SIGINT starts a dra
 draining heartbeat at once, serving until the registry moves this broker's partitions and
 groups away (or --drain-timeout), then exit 0. A second signal exits at once.
 
-Environment (downward API): POD_NAME (its trailing ordinal is the broker id), POD_NAMESPACE,
-POD_UID, POD_IP (PodIP listeners), NODE_NAME. Kubernetes access: in-cluster config, or
-$KUBECONFIG when set. Every flag defaults to its PADDOCK_<FLAG> variable; flags win.
+Environment (downward API): POD_NAME (<cluster>-broker-<id>; the id is that ordinal, read
+as the registry reads it), POD_NAMESPACE, POD_UID, POD_IP (PodIP listeners), NODE_NAME.
+Kubernetes access: in-cluster config, or $KUBECONFIG when set. Every flag defaults to its PADDOCK_<FLAG> variable; flags win.
 
 Flags:
 `
@@ -92,18 +90,15 @@ func runWithCluster(cfg Config, log logr.Logger, signals <-chan os.Signal) error
 	if err != nil {
 		return fmt.Errorf("kubernetes config: %w", err)
 	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+	s, err := scheme.New()
+	if err != nil {
 		return err
 	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		return err
-	}
-	c, err := client.New(restCfg, client.Options{Scheme: scheme})
+	c, err := client.New(restCfg, client.Options{Scheme: s})
 	if err != nil {
 		return fmt.Errorf("kubernetes client: %w", err)
 	}
-	view, err := NewInformerView(restCfg, scheme, cfg.Identity.Namespace, cfg.Cluster, log.WithName("view"))
+	view, err := NewInformerView(restCfg, s, cfg.Identity.Namespace, cfg.Cluster, log.WithName("view"))
 	if err != nil {
 		return err
 	}

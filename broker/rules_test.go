@@ -131,3 +131,53 @@ func TestConfigFromFlagsAndEnvironment(t *testing.T) {
 		t.Error("a pod name without an ordinal was accepted")
 	}
 }
+
+// The broker takes its id by the registry's own rule (internal/registry.Ordinal), so it can
+// never claim an id the registry refuses to register.
+func TestBrokerIDIsTheRegistrysOrdinal(t *testing.T) {
+	for _, tc := range []struct {
+		pod    string
+		id     int32
+		wantOK bool
+	}{
+		{"prod-broker-0", 0, true},
+		{"prod-broker-12", 12, true},
+		{"prod-broker-012", 0, false},       // zero-padded: the registry ignores it
+		{"other-broker-3", 0, false},        // another cluster's StatefulSet
+		{"prod-broker-1-debug-7", 0, false}, // a trailing number is not enough
+		{"prod-7", 0, false},
+		{"prod-broker-2147483648", 0, false},
+	} {
+		env := map[string]string{"POD_NAME": tc.pod, "POD_NAMESPACE": "kafka"}
+		var cfg Config
+		var listeners string
+		fs, envErrs := newFlagSet(&cfg, &listeners, func(k string) string { return env[k] })
+		fs.SetOutput(&strings.Builder{})
+		if err := fs.Parse([]string{"--cluster=prod"}); err != nil {
+			t.Fatal(err)
+		}
+		err := parseConfig(&cfg, listeners, *envErrs, func(k string) string { return env[k] })
+		if ok := err == nil; ok != tc.wantOK || (ok && cfg.Identity.ID != tc.id) {
+			t.Errorf("POD_NAME=%s: id %d, err %v; want id %d accepted=%v", tc.pod, cfg.Identity.ID, err, tc.id, tc.wantOK)
+		}
+	}
+}
+
+// A KafkaTopic status row outside [0, spec.partitions) is ignored by the view: one bad status
+// (2147483647 overflowed the partition count and panicked the rebuild of every broker; a large
+// valid index allocated gigabytes) must not take the brokers down.
+func TestSnapshotIgnoresPartitionRowsOutsideTheTopic(t *testing.T) {
+	kt := v1alpha1.KafkaTopic{
+		ObjectMeta: metav1.ObjectMeta{Name: "t"},
+		Spec:       v1alpha1.KafkaTopicSpec{Cluster: "c", Partitions: 2},
+		Status: v1alpha1.KafkaTopicStatus{Partitions: []v1alpha1.PartitionStatus{
+			{Partition: 2147483647, Leader: 1}, {Partition: 50_000_000, Leader: 1}, {Partition: 2, Leader: 1},
+			{Partition: -1, Leader: 1}, {Partition: 1, Leader: 0, LeaderEpoch: 3},
+		}},
+	}
+	s := snapshotFrom("c", nil, []v1alpha1.KafkaTopic{kt})
+	want := []Partition{{0, -1, 0}, {1, 0, 3}}
+	if len(s.Topics) != 1 || !slices.Equal(s.Topics[0].Partitions, want) {
+		t.Fatalf("topics %+v, want t with partitions %v", s.Topics, want)
+	}
+}

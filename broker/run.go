@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+
+	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 )
 
 // errInterrupted is Run's answer to a second signal during the drain: exit at once.
@@ -61,168 +63,151 @@ func (b *Broker) Healthy() bool { return b.liveness.Healthy() }
 // Draining is the heartbeat's draining bit: true from the first SIGTERM on.
 func (b *Broker) Draining() bool { return b.draining.Load() }
 
-// Run serves until the first signal on signals, then drains (DESIGN.md "Draining"): it writes
-// a draining beat at once, keeps serving until the view gives it no partition and no group
-// and then for one more heartbeat interval (or until DrainTimeout passes), makes sure the draining beat was written, closes the listeners and
-// returns nil. A second signal during the drain returns errInterrupted at once. ctx ending
-// closes everything without draining.
+// Run serves until the first signal on signals, then drains (DESIGN.md "Draining", drain.go)
+// and shuts down: it returns nil after a clean drain, errInterrupted when a second signal cut
+// the drain short, the error of a listener that failed, or ctx's error when ctx ended (which
+// closes everything without draining).
 func (b *Broker) Run(ctx context.Context, signals <-chan os.Signal) error {
-	var kafkaLns []net.Listener
-	closeAll := func() {
-		for _, ln := range kafkaLns {
-			ln.Close()
+	lns, err := b.listen()
+	if err != nil {
+		return err
+	}
+	r := b.start(lns)
+	defer r.stopBackground()
+	if err := b.waitForSignal(ctx, signals, r); err != nil {
+		b.closeNow(r)
+		return err
+	}
+	if err := b.drain(ctx, signals); err != nil {
+		b.closeNow(r)
+		return err
+	}
+	b.shutdown(r)
+	return nil
+}
+
+// bound are the sockets of a starting broker: one per Kafka listener, in configuration
+// order, and the health port.
+type bound struct {
+	kafka  []net.Listener
+	health net.Listener
+}
+
+// listen binds every Kafka listener and the health port, or none of them.
+func (b *Broker) listen() (*bound, error) {
+	lns := &bound{}
+	fail := func(err error) (*bound, error) {
+		for _, ln := range lns.kafka {
+			_ = ln.Close() // nothing was served on it
 		}
+		return nil, err
 	}
 	for _, l := range b.Config.Listeners {
 		ln, err := net.Listen("tcp", net.JoinHostPort(b.Config.BindAddress, strconv.Itoa(int(l.Port))))
 		if err != nil {
-			closeAll()
-			return fmt.Errorf("listener %s: %w", l.Name, err)
+			return fail(fmt.Errorf("listener %s: %w", l.Name, err))
 		}
-		kafkaLns = append(kafkaLns, ln)
+		lns.kafka = append(lns.kafka, ln)
 	}
-	healthLn, err := net.Listen("tcp", net.JoinHostPort(b.Config.BindAddress, strconv.Itoa(b.Config.HealthPort)))
+	health, err := net.Listen("tcp", net.JoinHostPort(b.Config.BindAddress, strconv.Itoa(b.Config.HealthPort)))
 	if err != nil {
-		closeAll()
-		return fmt.Errorf("health listener: %w", err)
+		return fail(fmt.Errorf("health listener: %w", err))
 	}
+	lns.health = health
+	return lns, nil
+}
 
-	srv := &Server{
-		View:          b.View,
-		Self:          b.Config.Identity.ID,
-		MaxFrameBytes: b.Config.MaxFrameBytes,
-		Log:           b.Log.WithName("wire"),
-		Metrics:       b.metrics,
-		Liveness:      b.liveness,
+// running is a broker between start and shutdown.
+type running struct {
+	wire   *Server
+	health *http.Server
+	// serveErr receives the error of a listener whose Serve ended on its own.
+	serveErr chan error
+	// stopBackground ends the heartbeat loop and the idle ticks. They live until Run returns —
+	// through the drain, so the draining flag keeps being renewed until the listeners close.
+	stopBackground context.CancelFunc
+}
+
+// start serves the wire protocol on every Kafka listener and the health endpoints on theirs,
+// and starts the heartbeat and the idle liveness ticks.
+func (b *Broker) start(lns *bound) *running {
+	r := &running{
+		wire: &Server{
+			View:          b.View,
+			Self:          b.Config.Identity.ID,
+			MaxFrameBytes: b.Config.MaxFrameBytes,
+			Log:           b.Log.WithName("wire"),
+			Metrics:       b.metrics,
+			Liveness:      b.liveness,
+		},
+		health:   &http.Server{Handler: b.healthHandler(), ReadHeaderTimeout: 5 * time.Second},
+		serveErr: make(chan error, len(lns.kafka)+1),
 	}
-	serveErr := make(chan error, len(kafkaLns))
-	addrs := make([]net.Addr, len(kafkaLns))
-	for i, ln := range kafkaLns {
+	addrs := make([]net.Addr, len(lns.kafka))
+	advertised := make([]v1alpha1.ListenerAddress, len(lns.kafka))
+	for i, ln := range lns.kafka {
 		l := b.Config.Listeners[i]
 		port := l.Port
 		if port == 0 { // an ephemeral port (tests): advertise what was bound
 			port = int32(ln.Addr().(*net.TCPAddr).Port)
 		}
 		addrs[i] = ln.Addr()
-		go func() { serveErr <- srv.Serve(Advertise(ln, l.Host, port)) }()
+		advertised[i] = v1alpha1.ListenerAddress{Name: l.Name, Host: l.Host, Port: port}
+		go func() { r.serveErr <- r.wire.Serve(Advertise(ln, l.Name, l.Host, port)) }()
 		b.Log.Info("Listening", "listener", l.Name, "addr", ln.Addr().String(), "advertised", net.JoinHostPort(l.Host, strconv.Itoa(int(port))))
 	}
-	hs := &http.Server{Handler: b.healthHandler(), ReadHeaderTimeout: 5 * time.Second}
-	go hs.Serve(healthLn)
+	go func() {
+		if err := r.health.Serve(lns.health); !errors.Is(err, http.ErrServerClosed) {
+			r.serveErr <- fmt.Errorf("health server: %w", err)
+		}
+	}()
 	b.listenersBound.Store(true)
 
-	// The heartbeat loop and idle ticks live until Run returns — through the drain, so the
-	// draining flag keeps being renewed until the listeners close.
-	bgCtx, stopBackground := context.WithCancel(context.Background())
-	defer stopBackground()
-	go srv.RunIdleTicks(bgCtx, idleTickPeriod)
+	bg, stop := context.WithCancel(context.Background())
+	r.stopBackground = stop
+	go r.wire.RunIdleTicks(bg, idleTickPeriod)
 	if b.Heartbeat != nil {
-		go b.Heartbeat.Run(bgCtx)
+		b.Heartbeat.Listeners = advertised
+		go b.Heartbeat.Run(bg)
 	}
 	if b.OnListening != nil {
-		b.OnListening(addrs, healthLn.Addr())
+		b.OnListening(addrs, lns.health.Addr())
 	}
-	hardStop := func() {
-		b.listenersBound.Store(false)
-		srv.Close()
-		hs.Close()
-	}
+	return r
+}
 
+// waitForSignal returns nil at the first signal, the error of a listener that stopped on its
+// own, or ctx's error.
+func (b *Broker) waitForSignal(ctx context.Context, signals <-chan os.Signal, r *running) error {
 	select {
 	case sig := <-signals:
 		b.Log.Info("Draining", "signal", sig.String(), "drainTimeout", b.Config.DrainTimeout)
-	case err := <-serveErr:
-		hardStop()
+		return nil
+	case err := <-r.serveErr:
 		return err
 	case <-ctx.Done():
-		hardStop()
 		return ctx.Err()
 	}
-
-	b.draining.Store(true)
-	beatWritten := make(chan struct{})
-	go func() {
-		defer close(beatWritten)
-		b.writeDrainingBeat()
-	}()
-
-	timeout := time.NewTimer(b.Config.DrainTimeout)
-	defer timeout.Stop()
-	drainDeadline := time.Now().Add(b.Config.DrainTimeout)
-	// lingered fires one heartbeat interval after the handover (bounded by what is left of
-	// drainTimeout); nil until then. Lingering lets clients still connected here get their
-	// next FindCoordinator/Metadata answer from this broker, pointing at the new owners,
-	// instead of a refused connection.
-	var lingered <-chan time.Time
-wait:
-	for {
-		updated := b.View.Updated() // taken before the check, so no change slips between
-		partitions, groups := workHere(b.View.Snapshot(), b.Config.Identity.ID)
-		if lingered == nil && partitions == 0 && !groups {
-			b.Log.Info("Drained: the cluster view gives this broker no partition and no group")
-			lingered = time.After(min(b.Config.HeartbeatInterval, max(time.Until(drainDeadline), 0)))
-		}
-		select {
-		case <-updated:
-		case <-lingered:
-			break wait
-		case <-timeout.C:
-			if lingered == nil {
-				b.Log.Info("Drain timeout; closing with work still assigned", "partitions", partitions, "coordinatesGroups", groups)
-			}
-			break wait
-		case sig := <-signals:
-			b.Log.Info("Second signal; exiting at once", "signal", sig.String())
-			hardStop()
-			return errInterrupted
-		case <-ctx.Done():
-			hardStop()
-			return ctx.Err()
-		}
-	}
-
-	// The registry must learn about the drain before the listeners go, even when the view
-	// had nothing to move.
-	select {
-	case <-beatWritten:
-	case sig := <-signals:
-		b.Log.Info("Second signal; exiting at once", "signal", sig.String())
-		hardStop()
-		return errInterrupted
-	}
-
-	b.listenersBound.Store(false)
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		b.Log.Info("Connections closed hard after the shutdown grace", "reason", err.Error())
-	}
-	hs.Shutdown(shutdownCtx)
-	b.Log.Info("Listeners closed; exiting")
-	return nil
 }
 
-// writeDrainingBeat writes a beat carrying draining=true right away, on a context of its own:
-// it must be delivered even though the drain may end soon after (the seed's failure was a
-// draining flag cancelled together with the heartbeat and never written). It retries with
-// backoff for up to one session timeout.
-func (b *Broker) writeDrainingBeat() {
-	if b.Heartbeat == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), b.Heartbeat.SessionTimeout)
+// closeNow closes every listener and connection at once, without flushing.
+func (b *Broker) closeNow(r *running) {
+	b.listenersBound.Store(false)
+	_ = r.wire.Close()   // always nil
+	_ = r.health.Close() // the probes' connections carry nothing worth keeping
+}
+
+// shutdown closes the listeners after a drain: answers in flight are flushed for up to
+// shutdownGrace, then connections are closed hard.
+func (b *Broker) shutdown(r *running) {
+	b.listenersBound.Store(false)
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
-	for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
-		err := b.Heartbeat.Beat(ctx)
-		if err == nil {
-			b.Log.Info("Draining beat written")
-			return
-		}
-		b.Log.Error(err, "Draining beat failed; retrying", "retryIn", backoff)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
+	if err := r.wire.Shutdown(ctx); err != nil {
+		b.Log.Info("Connections closed hard after the shutdown grace", "reason", err.Error())
 	}
+	if err := r.health.Shutdown(ctx); err != nil {
+		b.Log.Info("Health server closed hard after the shutdown grace", "reason", err.Error())
+	}
+	b.Log.Info("Listeners closed; exiting")
 }

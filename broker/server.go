@@ -15,6 +15,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 )
 
 // ErrServerClosed is returned by Serve after Shutdown or Close.
@@ -66,17 +68,18 @@ func (s *Server) init() {
 	})
 }
 
-// advertisedListener is a net.Listener that carries the endpoint clients are told to use.
+// advertisedListener is a net.Listener that carries the listener's name and the endpoint
+// clients are told to use.
 type advertisedListener struct {
 	net.Listener
-	host string
-	port int32
+	addr v1alpha1.ListenerAddress
 }
 
-// Advertise wraps ln so that the broker's own entry in answers to requests accepted on it
-// names host:port. Without it, Serve advertises ln's local address.
-func Advertise(ln net.Listener, host string, port int32) net.Listener {
-	return &advertisedListener{Listener: ln, host: host, port: port}
+// Advertise wraps ln, the listener called name, so that answers to requests accepted on it
+// name this broker at host:port and every other broker at the address its registry row gives
+// for name. Without it, Serve advertises ln's local address under the empty name.
+func Advertise(ln net.Listener, name, host string, port int32) net.Listener {
+	return &advertisedListener{Listener: ln, addr: v1alpha1.ListenerAddress{Name: name, Host: host, Port: port}}
 }
 
 // Serve accepts connections on ln and serves each on its own goroutines until Shutdown or
@@ -84,7 +87,7 @@ func Advertise(ln net.Listener, host string, port int32) net.Listener {
 // may be called for several listeners at once.
 func (s *Server) Serve(ln net.Listener) error {
 	s.init()
-	host, port := listenerEndpoint(ln)
+	listener := listenerAddress(ln)
 	if !s.trackListener(ln) {
 		return ErrServerClosed
 	}
@@ -113,13 +116,12 @@ func (s *Server) Serve(ln net.Listener) error {
 		}
 		backoff = 0
 		c := &conn{
-			srv:  s,
-			nc:   nc,
-			host: host,
-			port: port,
-			out:  make(chan []byte, responseQueue),
-			dead: make(chan struct{}),
-			log:  s.Log.WithValues("remote", nc.RemoteAddr().String(), "local", nc.LocalAddr().String()),
+			srv:      s,
+			nc:       nc,
+			listener: listener,
+			out:      make(chan []byte, responseQueue),
+			dead:     make(chan struct{}),
+			log:      s.Log.WithValues("remote", nc.RemoteAddr().String(), "local", nc.LocalAddr().String()),
 		}
 		if !s.trackConn(c) {
 			nc.Close()
@@ -129,16 +131,16 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 }
 
-func listenerEndpoint(ln net.Listener) (string, int32) {
+func listenerAddress(ln net.Listener) v1alpha1.ListenerAddress {
 	if a, ok := ln.(*advertisedListener); ok {
-		return a.host, a.port
+		return a.addr
 	}
 	host, portStr, err := net.SplitHostPort(ln.Addr().String())
 	if err != nil {
-		return ln.Addr().String(), -1
+		return v1alpha1.ListenerAddress{Host: ln.Addr().String(), Port: -1}
 	}
 	port, _ := strconv.Atoi(portStr)
-	return host, int32(port)
+	return v1alpha1.ListenerAddress{Host: host, Port: int32(port)}
 }
 
 func (s *Server) trackListener(ln net.Listener) bool {
@@ -230,11 +232,11 @@ func (s *Server) closeListenersLocked() {
 // conn is one client connection: a reader goroutine that decodes and handles requests in
 // order and a writer goroutine that writes their responses in the same order.
 type conn struct {
-	srv  *Server
-	nc   net.Conn
-	host string
-	port int32
-	log  logr.Logger
+	srv *Server
+	nc  net.Conn
+	// listener is the listener the connection was accepted on, as advertised.
+	listener v1alpha1.ListenerAddress
+	log      logr.Logger
 
 	// out carries encoded responses from reader to writer. Only the reader sends and closes.
 	out chan []byte
@@ -304,9 +306,9 @@ func (c *conn) readFailed(err error) {
 func (c *conn) handle(frame []byte) (out []byte, err error) {
 	h, req, err := decodeRequest(frame)
 	if err != nil {
-		if errors.Is(err, errVersionRange) && h.Key == apiVersionsKey && h.Version > apis[apiVersionsKey].max {
+		if resp, ok := apiVersionsFallback(h, err); ok {
 			c.srv.Metrics.request(h.Key, h.Version)
-			return appendResponse(nil, h.CorrelationID, unsupportedApiVersions()), nil
+			return appendResponse(nil, h.CorrelationID, resp), nil
 		}
 		c.srv.Metrics.connError(errorReason(err))
 		return nil, fmt.Errorf("request key %d v%d correlation %d: %w", h.Key, h.Version, h.CorrelationID, err)
@@ -318,23 +320,31 @@ func (c *conn) handle(frame []byte) (out []byte, err error) {
 			out, err = nil, fmt.Errorf("%s v%d handler panicked: %v", kmsg.NameForKey(h.Key), h.Version, r)
 		}
 	}()
-	resp, err := c.srv.dispatch(h, req, c.host, c.port)
+	resp, err := c.srv.dispatch(c.srv.newRequestContext(c.listener), h, req)
 	if err != nil {
 		c.srv.Metrics.connError("handler")
 		return nil, err
 	}
+	if h.ClientID == nil || *h.ClientID != probeClientID {
+		c.srv.Metrics.request(h.Key, h.Version)
+	}
 	return appendResponse(nil, h.CorrelationID, resp), nil
 }
 
-// dispatch runs the handler of a decoded request against the current view snapshot and ticks
-// the liveness clock: a completed request proves the request path works.
-func (s *Server) dispatch(h requestHeader, req kmsg.Request, host string, port int32) (kmsg.Response, error) {
-	rc := &requestContext{view: s.View.Snapshot(), self: s.Self, host: host, port: port}
+// newRequestContext is the context of one request arriving on listener: a snapshot of the
+// view taken now, which the whole answer is computed from.
+func (s *Server) newRequestContext(listener v1alpha1.ListenerAddress) *requestContext {
+	return &requestContext{srv: s, view: s.View.Snapshot(), self: s.Self, listener: listener}
+}
+
+// dispatch is the one path every request takes, a client's or the liveness probe's: it runs
+// the key's handler and ticks the liveness clock, since a completed request proves the
+// request path works.
+func (s *Server) dispatch(rc *requestContext, h requestHeader, req kmsg.Request) (kmsg.Response, error) {
 	resp, err := apis[h.Key].handle(rc, req)
 	if err != nil {
 		return nil, fmt.Errorf("%s v%d: %w", kmsg.NameForKey(h.Key), h.Version, err)
 	}
-	s.Metrics.request(h.Key, h.Version)
 	s.Liveness.Tick()
 	return resp, nil
 }

@@ -345,3 +345,63 @@ func equalSets(a, b []int32) bool {
 	}
 	return true
 }
+
+// wedgedListener accepts nothing: Accept blocks until the listener is closed, as a wedged
+// accept loop would. The kernel still completes the TCP handshake, so a dial succeeds.
+type wedgedListener struct {
+	net.Listener
+	closed chan struct{}
+}
+
+func (l *wedgedListener) Accept() (net.Conn, error) {
+	<-l.closed
+	return nil, net.ErrClosed
+}
+
+func (l *wedgedListener) Close() error {
+	select {
+	case <-l.closed:
+	default:
+		close(l.closed)
+	}
+	return l.Listener.Close()
+}
+
+// The idle liveness tick goes through a real connection — the accept loop, the connection's
+// goroutines, decode and dispatch — so a wedge anywhere on that path stops the ticks and the
+// broker reports itself unhealthy, instead of a self-check that bypasses it staying green.
+func TestIdleTicksCoverTheAcceptLoop(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		wedged      bool
+		wantHealthy bool
+	}{
+		{"a serving broker keeps ticking while idle", false, true},
+		{"a wedged accept loop stops the ticks", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mono atomic.Int64
+			live := NewLiveness(func() time.Duration { return time.Duration(mono.Load()) })
+			srv := &Server{View: NewMemoryView(Snapshot{}), Liveness: live, Log: testr.New(t)}
+			var ln net.Listener = listenLoopback(t)
+			if tc.wedged {
+				ln = &wedgedListener{Listener: ln, closed: make(chan struct{})}
+			}
+			go func() { _ = srv.Serve(ln) }()
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { defer close(done); srv.RunIdleTicks(ctx, 20*time.Millisecond) }()
+			t.Cleanup(func() { cancel(); _ = srv.Close(); <-done })
+
+			mono.Add(int64(WedgedAfter + time.Second)) // six seconds without a client request
+			deadline := time.Now().Add(3 * time.Second)
+			for live.Healthy() != tc.wantHealthy && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			time.Sleep(200 * time.Millisecond) // ten more probe periods
+			if got := live.Healthy(); got != tc.wantHealthy {
+				t.Fatalf("healthy = %v, want %v", got, tc.wantHealthy)
+			}
+		})
+	}
+}

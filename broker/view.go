@@ -29,6 +29,11 @@ type Snapshot struct {
 	Brokers []v1alpha1.BrokerRow
 	// Topics are the cluster's KafkaTopics, sorted by name.
 	Topics []Topic
+
+	// registered and alive are the ids of Brokers and of those whose health is Alive, sorted:
+	// the coordinator rule's inputs, computed once per snapshot (by normalize) rather than
+	// once per group key.
+	registered, alive []int32
 }
 
 // Topic is one KafkaTopic as the wire protocol sees it.
@@ -90,9 +95,18 @@ func (s *Snapshot) TopicByID(id [16]byte) (*Topic, bool) {
 	return nil, false
 }
 
-// normalize sorts the snapshot's lists so the lookups above can binary search.
+// normalize sorts the snapshot's lists so the lookups above can binary search, and derives
+// the id lists.
 func (s *Snapshot) normalize() {
 	slices.SortFunc(s.Brokers, func(a, b v1alpha1.BrokerRow) int { return int(a.ID) - int(b.ID) })
+	s.registered = make([]int32, 0, len(s.Brokers))
+	s.alive = make([]int32, 0, len(s.Brokers))
+	for _, row := range s.Brokers {
+		s.registered = append(s.registered, row.ID)
+		if row.Health == v1alpha1.BrokerAlive {
+			s.alive = append(s.alive, row.ID)
+		}
+	}
 	slices.SortFunc(s.Topics, func(a, b Topic) int {
 		switch {
 		case a.Name < b.Name:

@@ -132,18 +132,17 @@ func snapshotFrom(cluster string, kc *v1alpha1.KafkaCluster, topics []v1alpha1.K
 		if t.Name == "" {
 			t.Name = kt.Name
 		}
-		// Every partition below the count exists; those the assignment has not reached yet
-		// have no leader.
-		n := kt.Spec.Partitions
-		for _, p := range kt.Status.Partitions {
-			n = max(n, p.Partition+1)
-		}
+		// Every partition below spec.partitions exists; those the assignment has not reached
+		// yet have no leader. A status row outside [0, partitions) names no partition of the
+		// topic and is ignored: the count comes from the spec alone (bounded by the CRD), never
+		// from a status index, so one bad status cannot overflow or balloon the view.
+		n := min(max(kt.Spec.Partitions, 0), v1alpha1.MaxPartitions)
 		t.Partitions = make([]Partition, n)
 		for i := range t.Partitions {
 			t.Partitions[i] = Partition{Index: int32(i), Leader: -1}
 		}
 		for _, p := range kt.Status.Partitions {
-			if p.Partition >= 0 {
+			if p.Partition >= 0 && p.Partition < n {
 				t.Partitions[p.Partition] = Partition{Index: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch}
 			}
 		}

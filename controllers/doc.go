@@ -1,7 +1,10 @@
-// Package controllers holds paddock's reconcilers: kafkacluster (provisions the broker
-// StatefulSet and its Services), registry (turns EndpointSlices and heartbeat Leases into
-// Broker objects and KafkaCluster status) and assignment (partition leaders).
+// Package controllers wires paddock's reconcilers into a controller-runtime manager: one
+// package per reconciler below it — kafkacluster (provisions the broker StatefulSet, its
+// Services, RBAC, claim and PDB) and registry (turns EndpointSlices and heartbeat Leases into
+// Broker objects and the KafkaCluster's registry status); the assignment and recovery
+// reconcilers will join them. This package holds only what they share: SetupWithManager, the
+// manager's cache scoping (CacheByObject) and the manager's RBAC markers.
 //
 // Decisions live in the pure packages under internal/; a reconciler gathers inputs, calls
-// them, and writes the result. It must never import the broker.
+// them, and writes the result. Nothing here may import the broker.
 package controllers

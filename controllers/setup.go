@@ -4,6 +4,9 @@ import (
 	"fmt"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/paddock-dev/paddock/controllers/kafkacluster"
+	"github.com/paddock-dev/paddock/controllers/registry"
 )
 
 // Options configure the reconcilers the manager runs.
@@ -16,10 +19,15 @@ type Options struct {
 // SetupWithManager registers every paddock reconciler with mgr. `paddock manager` and
 // `paddock dev` both call it, so they run the same controllers.
 func SetupWithManager(mgr ctrl.Manager, opts Options) error {
-	if err := (&KafkaClusterReconciler{Client: mgr.GetClient(), Options: opts}).SetupWithManager(mgr); err != nil {
+	provisioning := &kafkacluster.Reconciler{
+		Client:  mgr.GetClient(),
+		Options: kafkacluster.Options{DefaultBrokerImage: opts.DefaultBrokerImage},
+	}
+	if err := provisioning.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up kafkacluster controller: %w", err)
 	}
-	if err := (&RegistryReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("registry")}).SetupWithManager(mgr); err != nil {
+	brokers := &registry.Reconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("registry")}
+	if err := brokers.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up registry controller: %w", err)
 	}
 	return nil

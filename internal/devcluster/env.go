@@ -16,10 +16,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -28,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/internal/scheme"
 )
 
 // stateMarker is the file that marks a directory as paddock dev state, so a clean start only
@@ -167,14 +166,11 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 		return nil, err
 	}
 	e.restConfig = e.cp.restConfig
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+	s, err := scheme.New()
+	if err != nil {
 		return nil, err
 	}
-	if err := kafkav1alpha1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	if e.client, err = client.New(e.restConfig, client.Options{Scheme: scheme}); err != nil {
+	if e.client, err = client.New(e.restConfig, client.Options{Scheme: s}); err != nil {
 		return nil, fmt.Errorf("create client: %w", err)
 	}
 	if err := e.install(ctx); err != nil {

@@ -1,4 +1,4 @@
-package controllers
+package kafkacluster
 
 import (
 	"context"
@@ -29,19 +29,26 @@ import (
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 )
 
-// KafkaClusterReconciler provisions a KafkaCluster: it applies the children the desired*
+// Reconciler provisions a KafkaCluster: it applies the children the desired*
 // builders describe (server-side apply, field owner paddock-manager, controller owner
 // references, so garbage collection removes them with the cluster and no finalizer is
 // needed) and reports clusterID, replicas, listeners and the Ready/Progressing/Degraded
 // conditions. It owns only those status fields; the registry reconciler writes the rest
-// (CONTRACTS.md §2).
-type KafkaClusterReconciler struct {
+// (docs/architecture.md, "Who writes what").
+type Reconciler struct {
 	client.Client
 	Options Options
 }
 
-// provisioningScope is one reconcile's state, passed through the phases in order.
-type provisioningScope struct {
+// Options configure the provisioning reconciler.
+type Options struct {
+	// DefaultBrokerImage runs the brokers of a KafkaCluster whose spec.image is empty. The
+	// manager Deployment passes its own image, since one image serves every role.
+	DefaultBrokerImage string
+}
+
+// scope is one reconcile's state, passed through the phases in order.
+type scope struct {
 	// cluster is the KafkaCluster being reconciled; phases set its owned status fields.
 	cluster *kafkav1alpha1.KafkaCluster
 	// orig is cluster as read, the base of the status merge patch.
@@ -57,16 +64,16 @@ type provisioningScope struct {
 	dataClaim   *corev1.PersistentVolumeClaim
 	bootstrap   *corev1.Service
 	// problem is why the spec was refused; applyErr why applying the children failed.
-	problem  *provisioningProblem
+	problem  *specProblem
 	applyErr error
 }
 
-// provisioningPhase is one ordered step of a reconcile. An error stops the reconcile.
-type provisioningPhase func(ctx context.Context, s *provisioningScope) error
+// phase is one ordered step of a reconcile. An error stops the reconcile.
+type phase func(ctx context.Context, s *scope) error
 
 // Reconcile reads the cluster, runs the phases in order, and writes the status once, at the
 // end, whatever happened.
-func (r *KafkaClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	cluster := &kafkav1alpha1.KafkaCluster{}
 	if err := r.Get(ctx, req.NamespacedName, cluster); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -74,10 +81,10 @@ func (r *KafkaClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if !cluster.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // garbage collection removes the children
 	}
-	s := &provisioningScope{cluster: cluster, orig: cluster.DeepCopy()}
+	s := &scope{cluster: cluster, orig: cluster.DeepCopy()}
 	defer r.writeStatus(ctx, s, &reterr)
 
-	phases := []provisioningPhase{
+	phases := []phase{
 		r.observeChildren,
 		r.validateSpec,
 		r.refuseStorageChange,
@@ -94,23 +101,23 @@ func (r *KafkaClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 }
 
 // observeChildren reads the children status and the storage check are computed from.
-func (r *KafkaClusterReconciler) observeChildren(ctx context.Context, s *provisioningScope) error {
+func (r *Reconciler) observeChildren(ctx context.Context, s *scope) error {
 	c := s.cluster
 	var err error
-	if s.statefulSet, err = provisioningGetOptional(ctx, r.Client, c.Namespace, kafkav1alpha1.StatefulSetName(c.Name), &appsv1.StatefulSet{}); err != nil {
+	if s.statefulSet, err = getOptional(ctx, r.Client, c.Namespace, kafkav1alpha1.StatefulSetName(c.Name), &appsv1.StatefulSet{}); err != nil {
 		return err
 	}
-	if s.dataClaim, err = provisioningGetOptional(ctx, r.Client, c.Namespace, kafkav1alpha1.DataClaimName(c.Name), &corev1.PersistentVolumeClaim{}); err != nil {
+	if s.dataClaim, err = getOptional(ctx, r.Client, c.Namespace, kafkav1alpha1.DataClaimName(c.Name), &corev1.PersistentVolumeClaim{}); err != nil {
 		return err
 	}
-	s.bootstrap, err = provisioningGetOptional(ctx, r.Client, c.Namespace, kafkav1alpha1.BootstrapServiceName(c.Name), &corev1.Service{})
+	s.bootstrap, err = getOptional(ctx, r.Client, c.Namespace, kafkav1alpha1.BootstrapServiceName(c.Name), &corev1.Service{})
 	return err
 }
 
 // validateSpec refuses a spec that cannot be acted on. Retrying cannot fix it, so the error is
 // terminal; the next spec edit triggers a new reconcile. No child is touched.
-func (r *KafkaClusterReconciler) validateSpec(_ context.Context, s *provisioningScope) error {
-	if s.problem = provisioningValidateSpec(s.cluster, r.Options); s.problem != nil {
+func (r *Reconciler) validateSpec(_ context.Context, s *scope) error {
+	if s.problem = checkSpec(s.cluster, r.Options); s.problem != nil {
 		return reconcile.TerminalError(s.problem)
 	}
 	return nil
@@ -118,8 +125,8 @@ func (r *KafkaClusterReconciler) validateSpec(_ context.Context, s *provisioning
 
 // refuseStorageChange refuses a storage change of an existing cluster. Nothing is applied,
 // so the StatefulSet keeps its volume and the claim its size and class.
-func (r *KafkaClusterReconciler) refuseStorageChange(_ context.Context, s *provisioningScope) error {
-	if s.problem = provisioningStorageChange(s.cluster.Spec.Storage, s.statefulSet, s.dataClaim); s.problem != nil {
+func (r *Reconciler) refuseStorageChange(_ context.Context, s *scope) error {
+	if s.problem = storageChange(s.cluster.Spec.Storage, s.statefulSet, s.dataClaim); s.problem != nil {
 		return reconcile.TerminalError(s.problem)
 	}
 	return nil
@@ -127,11 +134,11 @@ func (r *KafkaClusterReconciler) refuseStorageChange(_ context.Context, s *provi
 
 // ensureClusterID mints the Kafka cluster id once. It lives in status, so it survives
 // manager restarts; it is never changed once stored.
-func (r *KafkaClusterReconciler) ensureClusterID(_ context.Context, s *provisioningScope) error {
+func (r *Reconciler) ensureClusterID(_ context.Context, s *scope) error {
 	if s.cluster.Status.ClusterID != "" {
 		return nil
 	}
-	id, err := provisioningNewClusterID(rand.Reader)
+	id, err := newClusterID(rand.Reader)
 	if err != nil {
 		return err
 	}
@@ -141,10 +148,10 @@ func (r *KafkaClusterReconciler) ensureClusterID(_ context.Context, s *provision
 
 // applyChildren server-side applies every desired child. It applies them all even when one
 // fails, so one broken child does not hold the others back.
-func (r *KafkaClusterReconciler) applyChildren(ctx context.Context, s *provisioningScope) error {
+func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 	var errs []error
 	for _, child := range desiredChildren(s.cluster, r.Options) {
-		if err := provisioningApply(ctx, r.Client, child); err != nil {
+		if err := apply(ctx, r.Client, child); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -154,8 +161,8 @@ func (r *KafkaClusterReconciler) applyChildren(ctx context.Context, s *provision
 
 // pruneBrokerServices deletes the per-broker Services of brokers the cluster no longer has
 // (after a scale-down): server-side apply never removes objects it is not asked about.
-func (r *KafkaClusterReconciler) pruneBrokerServices(ctx context.Context, s *provisioningScope) error {
-	selector, err := provisioningBrokerServiceSelector(s.cluster)
+func (r *Reconciler) pruneBrokerServices(ctx context.Context, s *scope) error {
+	selector, err := brokerServiceSelector(s.cluster)
 	if err != nil {
 		return err
 	}
@@ -179,9 +186,9 @@ func (r *KafkaClusterReconciler) pruneBrokerServices(ctx context.Context, s *pro
 
 // writeStatus computes the owned status fields from this reconcile's observations and
 // writes them with one merge patch, only when they changed. Its error joins the reconcile's.
-func (r *KafkaClusterReconciler) writeStatus(ctx context.Context, s *provisioningScope, reterr *error) {
+func (r *Reconciler) writeStatus(ctx context.Context, s *scope, reterr *error) {
 	c := s.cluster
-	o := provisioningObservation{
+	o := observation{
 		Generation: c.Generation, DesiredReplicas: c.Spec.Replicas,
 		Problem: s.problem, ApplyErr: s.applyErr, StatefulSet: s.statefulSet,
 	}
@@ -190,10 +197,10 @@ func (r *KafkaClusterReconciler) writeStatus(ctx context.Context, s *provisionin
 	if s.statefulSet != nil {
 		c.Status.Replicas, c.Status.ReadyReplicas = s.statefulSet.Status.Replicas, s.statefulSet.Status.ReadyReplicas
 	}
-	c.Status.Listeners = provisioningListenerStatuses(c, s.bootstrap)
-	meta.SetStatusCondition(&c.Status.Conditions, provisioningReadyCondition(o))
-	meta.SetStatusCondition(&c.Status.Conditions, provisioningProgressingCondition(o))
-	meta.SetStatusCondition(&c.Status.Conditions, provisioningDegradedCondition(o))
+	c.Status.Listeners = listenerStatuses(c, s.bootstrap)
+	meta.SetStatusCondition(&c.Status.Conditions, readyCondition(o))
+	meta.SetStatusCondition(&c.Status.Conditions, progressingCondition(o))
+	meta.SetStatusCondition(&c.Status.Conditions, degradedCondition(o))
 
 	if equality.Semantic.DeepEqual(s.orig.Status, c.Status) {
 		return
@@ -210,7 +217,7 @@ func (r *KafkaClusterReconciler) writeStatus(ctx context.Context, s *provisionin
 // SetupWithManager watches KafkaClusters (spec changes only, so the status writes of this
 // and the registry reconciler do not retrigger it) and every child it owns, so a child that
 // is changed or deleted is put back.
-func (r *KafkaClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("kafkacluster").
 		For(&kafkav1alpha1.KafkaCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -224,8 +231,8 @@ func (r *KafkaClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// provisioningGetOptional reads namespace/name into obj; nil (no error) when it does not exist.
-func provisioningGetOptional[T client.Object](ctx context.Context, c client.Client, namespace, name string, obj T) (T, error) {
+// getOptional reads namespace/name into obj; nil (no error) when it does not exist.
+func getOptional[T client.Object](ctx context.Context, c client.Client, namespace, name string, obj T) (T, error) {
 	var none T
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -236,10 +243,10 @@ func provisioningGetOptional[T client.Object](ctx context.Context, c client.Clie
 	return obj, nil
 }
 
-// provisioningApply server-side applies obj under the paddock-manager field owner, taking
+// apply server-side applies obj under the paddock-manager field owner, taking
 // over fields another manager set (the operator is the authority on its children).
-func provisioningApply(ctx context.Context, c client.Client, obj client.Object) error {
-	body, err := provisioningApplyBody(obj)
+func apply(ctx context.Context, c client.Client, obj client.Object) error {
+	body, err := applyBody(obj)
 	if err != nil {
 		return err
 	}
@@ -250,10 +257,10 @@ func provisioningApply(ctx context.Context, c client.Client, obj client.Object) 
 	return nil
 }
 
-// provisioningApplyBody is the apply configuration sent for obj: the object as JSON without
+// applyBody is the apply configuration sent for obj: the object as JSON without
 // status and the null creationTimestamps a typed object carries, so the operator claims only
 // the fields the builder set. The golden files are this body.
-func provisioningApplyBody(obj client.Object) (*unstructured.Unstructured, error) {
+func applyBody(obj client.Object) (*unstructured.Unstructured, error) {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
 		return nil, fmt.Errorf("convert %T %s: %w", obj, obj.GetName(), err)
@@ -264,9 +271,9 @@ func provisioningApplyBody(obj client.Object) (*unstructured.Unstructured, error
 	return &unstructured.Unstructured{Object: m}, nil
 }
 
-// provisioningBrokerServiceSelector selects cluster's per-broker Services: the cluster's
+// brokerServiceSelector selects cluster's per-broker Services: the cluster's
 // objects that carry a broker id.
-func provisioningBrokerServiceSelector(cluster *kafkav1alpha1.KafkaCluster) (client.MatchingLabelsSelector, error) {
+func brokerServiceSelector(cluster *kafkav1alpha1.KafkaCluster) (client.MatchingLabelsSelector, error) {
 	hasID, err := labels.NewRequirement(kafkav1alpha1.LabelBrokerID, selection.Exists, nil)
 	if err != nil {
 		return client.MatchingLabelsSelector{}, fmt.Errorf("selector for label %s: %w", kafkav1alpha1.LabelBrokerID, err)

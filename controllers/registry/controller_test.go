@@ -1,4 +1,4 @@
-package controllers
+package registry
 
 import (
 	"context"
@@ -29,8 +29,8 @@ var _ = Describe("Registry", Ordered, func() {
 		fencedWithin = time.Second
 	)
 	var (
-		clk    *registryClock
-		writes *registryCountingClient
+		clk    *testClock
+		writes *countingClient
 	)
 
 	BeforeAll(func() {
@@ -38,7 +38,7 @@ var _ = Describe("Registry", Ordered, func() {
 		DeferCleanup(SetDefaultEventuallyTimeout, time.Second)
 		SetDefaultConsistentlyDuration(time.Second)
 		DeferCleanup(SetDefaultConsistentlyDuration, 100*time.Millisecond)
-		clk = &registryClock{}
+		clk = &testClock{}
 		mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 			Scheme:                 scheme,
 			Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -48,7 +48,7 @@ var _ = Describe("Registry", Ordered, func() {
 		})
 		Expect(err).NotTo(HaveOccurred())
 		writes = newRegistryCountingClient(mgr.GetClient())
-		Expect((&RegistryReconciler{
+		Expect((&Reconciler{
 			Client: writes, Scheme: scheme, Recorder: mgr.GetEventRecorder("registry"), Clock: clk,
 		}).SetupWithManager(mgr)).To(Succeed())
 
@@ -67,11 +67,11 @@ var _ = Describe("Registry", Ordered, func() {
 
 	It("reports three serving, heartbeating brokers as Serving and Alive", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
-		registryNewCluster(ctx, ns, c, 3)
-		registryStartBrokers(ctx, clk, ns, c, longLease, 0, 1, 2)
+		newCluster(ctx, ns, c, 3)
+		startBrokers(ctx, clk, ns, c, longLease, 0, 1, 2)
 
 		Eventually(func(g Gomega) {
-			kc := registryCluster(ctx, ns, c)
+			kc := readCluster(ctx, ns, c)
 			g.Expect(kc.Status.Counts).To(Equal(kafkav1alpha1.BrokerCounts{Registered: 3, Serving: 3, Alive: 3}))
 			g.Expect(kc.Status.Brokers).To(HaveLen(3))
 			for i, row := range kc.Status.Brokers {
@@ -81,7 +81,7 @@ var _ = Describe("Registry", Ordered, func() {
 				g.Expect(row.Health).To(Equal(kafkav1alpha1.BrokerAlive))
 				g.Expect(row.Reason).To(BeEmpty())
 				g.Expect(row.Pod).To(Equal(kafkav1alpha1.BrokerPodName(c, id)))
-				g.Expect(row.Host).To(Equal(registryPodIP(id)))
+				g.Expect(row.Host).To(Equal(podIP(id)))
 				g.Expect(row.Port).To(Equal(int32(9092)))
 				g.Expect(row.Rack).To(Equal(fmt.Sprintf("zone-%c", 'a'+id)))
 				g.Expect(row.Node).To(Equal(fmt.Sprintf("node-%d", id)))
@@ -90,10 +90,10 @@ var _ = Describe("Registry", Ordered, func() {
 			}
 		}).Should(Succeed())
 
-		kc := registryCluster(ctx, ns, c)
+		kc := readCluster(ctx, ns, c)
 		for id := int32(0); id < 3; id++ {
 			Eventually(func(g Gomega) {
-				b := registryBroker(ctx, ns, c, id)
+				b := readBroker(ctx, ns, c, id)
 				g.Expect(b).NotTo(BeNil())
 				g.Expect(metav1.IsControlledBy(b, kc)).To(BeTrue(), "owned by the KafkaCluster")
 				g.Expect(b.Labels).To(Equal(map[string]string{
@@ -107,18 +107,18 @@ var _ = Describe("Registry", Ordered, func() {
 				g.Expect(meta.IsStatusConditionTrue(b.Status.Conditions, kafkav1alpha1.ConditionAlive)).To(BeTrue())
 			}).Should(Succeed())
 		}
-		Eventually(func() []string { return registryEventReasons(ctx, ns, kafkav1alpha1.BrokerObjectName(c, 0)) }).
+		Eventually(func() []string { return eventReasons(ctx, ns, kafkav1alpha1.BrokerObjectName(c, 0)) }).
 			Should(ContainElement(kafkav1alpha1.EventRegistered))
 	})
 
 	It("shows kubectl get brokers the real values in every column", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
-		registryNewCluster(ctx, ns, c, 2)
-		registryStartBrokers(ctx, clk, ns, c, longLease, 0)
-		registryPutSlice(ctx, ns, c, "demo-brokers-abc12", registryServing(0)...)
+		newCluster(ctx, ns, c, 2)
+		startBrokers(ctx, clk, ns, c, longLease, 0)
+		putSlice(ctx, ns, c, "demo-brokers-abc12", servingEndpoints(0)...)
 
 		Eventually(func(g Gomega) {
-			rows := registryBrokerTable(ctx, ns)
+			rows := brokerTable(ctx, ns)
 			g.Expect(rows).To(HaveLen(2))
 			g.Expect(rows[0]).To(gstruct.MatchKeys(gstruct.IgnoreExtras, gstruct.Keys{
 				"Name": Equal("demo-0"), "Cluster": Equal(c), "ID": Equal("0"), "State": Equal("Serving"),
@@ -128,150 +128,152 @@ var _ = Describe("Registry", Ordered, func() {
 			}))
 			g.Expect(rows[1]).To(gstruct.MatchKeys(gstruct.IgnoreExtras, gstruct.Keys{
 				"Name": Equal("demo-1"), "ID": Equal("1"), "State": Equal("Fenced"), "Health": Equal("Dead"),
-				"Reason": Equal(kafkav1alpha1.ReasonPodMissing), "Pod": Equal("demo-broker-1"),
+				"Reason": Equal(kafkav1alpha1.ReasonStarting), "Pod": Equal("demo-broker-1"),
 			}))
 		}).Should(Succeed())
 	})
 
 	It("fences a broker whose endpoint stops serving within 1 s", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
-		registryNewCluster(ctx, ns, c, 3)
-		registryStartBrokers(ctx, clk, ns, c, longLease, 0, 1, 2)
-		Eventually(func() int32 { return registryCluster(ctx, ns, c).Status.Counts.Serving }).Should(Equal(int32(3)))
+		newCluster(ctx, ns, c, 3)
+		startBrokers(ctx, clk, ns, c, longLease, 0, 1, 2)
+		Eventually(func() int32 { return readCluster(ctx, ns, c).Status.Counts.Serving }).Should(Equal(int32(3)))
 
-		registryPutSlice(ctx, ns, c, "demo-brokers-abc12",
-			registryEndpoint{id: 0, serving: true}, registryEndpoint{id: 1, serving: false}, registryEndpoint{id: 2, serving: true})
+		putSlice(ctx, ns, c, "demo-brokers-abc12",
+			endpoint{id: 0, serving: true}, endpoint{id: 1, serving: false}, endpoint{id: 2, serving: true})
 		start := time.Now()
-		Eventually(func() *kafkav1alpha1.BrokerRow { return registryRow(ctx, ns, c, 1) }).
+		Eventually(func() *kafkav1alpha1.BrokerRow { return readRow(ctx, ns, c, 1) }).
 			WithTimeout(fencedWithin).WithPolling(20 * time.Millisecond).
-			Should(registryRowSays(kafkav1alpha1.BrokerFenced, kafkav1alpha1.BrokerAlive, kafkav1alpha1.ReasonNotServing))
+			Should(rowSays(kafkav1alpha1.BrokerFenced, kafkav1alpha1.BrokerAlive, kafkav1alpha1.ReasonNotServing))
 		GinkgoWriter.Printf("registry: broker fenced %v after its endpoint stopped serving\n", time.Since(start))
 
 		Eventually(func(g Gomega) {
-			b := registryBroker(ctx, ns, c, 1)
+			b := readBroker(ctx, ns, c, 1)
 			g.Expect(b.Status.Ready).To(BeFalse())
 			g.Expect(meta.FindStatusCondition(b.Status.Conditions, kafkav1alpha1.ConditionReady)).
 				To(HaveField("Reason", kafkav1alpha1.ReasonNotServing))
 			g.Expect(meta.IsStatusConditionTrue(b.Status.Conditions, kafkav1alpha1.ConditionAlive)).To(BeTrue(),
 				"a fenced broker is still alive: readiness never gates the alive set")
 		}).Should(Succeed())
-		b := registryBroker(ctx, ns, c, 1)
-		Eventually(func() []string { return registryEventReasons(ctx, ns, b.Name) }).Should(ContainElement(kafkav1alpha1.EventFenced))
+		b := readBroker(ctx, ns, c, 1)
+		Eventually(func() []string { return eventReasons(ctx, ns, b.Name) }).Should(ContainElement(kafkav1alpha1.EventFenced))
 
-		registryPutSlice(ctx, ns, c, "demo-brokers-abc12", registryServing(0, 1, 2)...)
-		Eventually(func() *kafkav1alpha1.BrokerRow { return registryRow(ctx, ns, c, 1) }).
-			Should(registryRowSays(kafkav1alpha1.BrokerServing, kafkav1alpha1.BrokerAlive, ""))
-		Eventually(func() []string { return registryEventReasons(ctx, ns, b.Name) }).Should(ContainElement(kafkav1alpha1.EventServing))
+		putSlice(ctx, ns, c, "demo-brokers-abc12", servingEndpoints(0, 1, 2)...)
+		Eventually(func() *kafkav1alpha1.BrokerRow { return readRow(ctx, ns, c, 1) }).
+			Should(rowSays(kafkav1alpha1.BrokerServing, kafkav1alpha1.BrokerAlive, ""))
+		Eventually(func() []string { return eventReasons(ctx, ns, b.Name) }).Should(ContainElement(kafkav1alpha1.EventServing))
 	})
 
-	It("declares a silent broker Dead within sessionTimeout + 1 s, keeping its last renewTime as lastSeen", func(ctx SpecContext) {
+	It("declares a silent broker Dead and fences it within sessionTimeout + 1 s, keeping the time its last renewal was seen as lastSeen", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
-		registryNewCluster(ctx, ns, c, 3)
-		registryStartBrokers(ctx, clk, ns, c, longLease, 0, 1)
-		registryPutSlice(ctx, ns, c, "demo-brokers-abc12", registryServing(0, 1, 2)...)
+		newCluster(ctx, ns, c, 3)
+		startBrokers(ctx, clk, ns, c, longLease, 0, 1)
+		putSlice(ctx, ns, c, "demo-brokers-abc12", servingEndpoints(0, 1, 2)...)
 		var lastRenew time.Time
 		for range 3 {
-			lastRenew = registryHeartbeat(ctx, clk, ns, c, registryBeat{id: 2, seconds: shortLease})
+			lastRenew = heartbeat(ctx, clk, ns, c, beat{id: 2, seconds: shortLease})
 			time.Sleep(300 * time.Millisecond)
 		}
 		// The broker falls silent now. Real time and the reconciler's clock run together here.
 		deadline := lastRenew.Add(shortLease*time.Second + time.Second)
-		Eventually(func() *kafkav1alpha1.BrokerRow { return registryRow(ctx, ns, c, 2) }).
+		Eventually(func() *kafkav1alpha1.BrokerRow { return readRow(ctx, ns, c, 2) }).
 			WithTimeout(deadline.Sub(clk.Now())).WithPolling(50 * time.Millisecond).
-			Should(registryRowSays(kafkav1alpha1.BrokerServing, kafkav1alpha1.BrokerDead, kafkav1alpha1.ReasonHeartbeatExpired))
+			Should(rowSays(kafkav1alpha1.BrokerFenced, kafkav1alpha1.BrokerDead, kafkav1alpha1.ReasonHeartbeatExpired))
 		GinkgoWriter.Printf("registry: broker Dead %v after its last renewal (lease %ds)\n", clk.Since(lastRenew), shortLease)
 
-		row := registryRow(ctx, ns, c, 2)
-		Expect(row.LastSeen.Time).To(BeTemporally("==", lastRenew.Truncate(time.Second)),
-			"lastSeen is the last renewTime (in whole seconds, as metav1.Time stores it)")
-		Expect(registryCluster(ctx, ns, c).Status.Counts).To(Equal(kafkav1alpha1.BrokerCounts{Registered: 3, Serving: 3, Alive: 2, Dead: 1}))
-		Eventually(func() []metav1.Condition { return registryBroker(ctx, ns, c, 2).Status.Conditions }).
+		row := readRow(ctx, ns, c, 2)
+		lastSeen := row.LastSeen.Time
+		Expect(lastSeen).To(BeTemporally(">=", lastRenew.Truncate(time.Second)))
+		Expect(lastSeen).To(BeTemporally("<=", lastRenew.Add(time.Second)),
+			"lastSeen is when the last renewal was observed (on the operator's clock, in whole seconds)")
+		Expect(readCluster(ctx, ns, c).Status.Counts).To(Equal(kafkav1alpha1.BrokerCounts{Registered: 3, Serving: 2, Fenced: 1, Alive: 2, Dead: 1}))
+		Eventually(func() []metav1.Condition { return readBroker(ctx, ns, c, 2).Status.Conditions }).
 			Should(ContainElement(And(HaveField("Type", kafkav1alpha1.ConditionAlive),
 				HaveField("Status", metav1.ConditionFalse), HaveField("Reason", kafkav1alpha1.ReasonHeartbeatExpired))))
-		b := registryBroker(ctx, ns, c, 2)
-		Eventually(func() []string { return registryEventReasons(ctx, ns, b.Name) }).Should(ContainElement(kafkav1alpha1.EventDead))
+		b := readBroker(ctx, ns, c, 2)
+		Eventually(func() []string { return eventReasons(ctx, ns, b.Name) }).Should(ContainElement(kafkav1alpha1.EventDead))
 
-		Consistently(func() *metav1.Time { return registryRow(ctx, ns, c, 2).LastSeen }).WithTimeout(1500*time.Millisecond).
-			Should(HaveField("Time", BeTemporally("==", lastRenew.Truncate(time.Second))), "a dead broker's lastSeen is never refreshed")
+		Consistently(func() *metav1.Time { return readRow(ctx, ns, c, 2).LastSeen }).WithTimeout(1500*time.Millisecond).
+			Should(HaveField("Time", BeTemporally("==", lastSeen)), "a dead broker's lastSeen is never refreshed")
 	})
 
 	It("reports a draining broker as Draining and drops it from the alive count", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
-		registryNewCluster(ctx, ns, c, 3)
-		registryStartBrokers(ctx, clk, ns, c, longLease, 0, 1, 2)
-		Eventually(func() int32 { return registryCluster(ctx, ns, c).Status.Counts.Alive }).Should(Equal(int32(3)))
+		newCluster(ctx, ns, c, 3)
+		startBrokers(ctx, clk, ns, c, longLease, 0, 1, 2)
+		Eventually(func() int32 { return readCluster(ctx, ns, c).Status.Counts.Alive }).Should(Equal(int32(3)))
 
-		registryHeartbeat(ctx, clk, ns, c, registryBeat{id: 1, seconds: longLease, draining: true})
-		Eventually(func() *kafkav1alpha1.BrokerRow { return registryRow(ctx, ns, c, 1) }).
-			Should(registryRowSays(kafkav1alpha1.BrokerServing, kafkav1alpha1.BrokerDraining, kafkav1alpha1.ReasonDraining))
-		Expect(registryCluster(ctx, ns, c).Status.Counts).To(Equal(kafkav1alpha1.BrokerCounts{Registered: 3, Serving: 3, Alive: 2, Draining: 1}))
-		Eventually(func() []string { return registryEventReasons(ctx, ns, kafkav1alpha1.BrokerObjectName(c, 1)) }).
+		heartbeat(ctx, clk, ns, c, beat{id: 1, seconds: longLease, draining: true})
+		Eventually(func() *kafkav1alpha1.BrokerRow { return readRow(ctx, ns, c, 1) }).
+			Should(rowSays(kafkav1alpha1.BrokerServing, kafkav1alpha1.BrokerDraining, kafkav1alpha1.ReasonDraining))
+		Expect(readCluster(ctx, ns, c).Status.Counts).To(Equal(kafkav1alpha1.BrokerCounts{Registered: 3, Serving: 3, Alive: 2, Draining: 1}))
+		Eventually(func() []string { return eventReasons(ctx, ns, kafkav1alpha1.BrokerObjectName(c, 1)) }).
 			Should(ContainElement(kafkav1alpha1.EventDraining))
 	})
 
 	It("deregisters a broker after a scale-down: its Broker object is deleted and its row gone", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
-		registryNewCluster(ctx, ns, c, 3)
-		registryStartBrokers(ctx, clk, ns, c, longLease, 0, 1)
-		registryHeartbeat(ctx, clk, ns, c, registryBeat{id: 2, seconds: shortLease})
-		registryPutSlice(ctx, ns, c, "demo-brokers-abc12", registryServing(0, 1, 2)...)
-		Eventually(func() *kafkav1alpha1.Broker { return registryBroker(ctx, ns, c, 2) }).ShouldNot(BeNil())
+		newCluster(ctx, ns, c, 3)
+		startBrokers(ctx, clk, ns, c, longLease, 0, 1)
+		heartbeat(ctx, clk, ns, c, beat{id: 2, seconds: shortLease})
+		putSlice(ctx, ns, c, "demo-brokers-abc12", servingEndpoints(0, 1, 2)...)
+		Eventually(func() *kafkav1alpha1.Broker { return readBroker(ctx, ns, c, 2) }).ShouldNot(BeNil())
 
-		registrySetReplicas(ctx, ns, c, 2)
-		registryPutSlice(ctx, ns, c, "demo-brokers-abc12", registryServing(0, 1)...)
+		setReplicas(ctx, ns, c, 2)
+		putSlice(ctx, ns, c, "demo-brokers-abc12", servingEndpoints(0, 1)...)
 		// Broker 2's pod is gone, so its Lease is no longer renewed and goes stale.
-		Eventually(func() *kafkav1alpha1.Broker { return registryBroker(ctx, ns, c, 2) }).
+		Eventually(func() *kafkav1alpha1.Broker { return readBroker(ctx, ns, c, 2) }).
 			WithTimeout(shortLease*time.Second + 5*time.Second).Should(BeNil())
-		Eventually(func() []int32 { return registryIDs(ctx, ns, c) }).Should(Equal([]int32{0, 1}))
-		Expect(registryCluster(ctx, ns, c).Status.Counts.Registered).To(Equal(int32(2)))
-		Eventually(func() []string { return registryEventReasons(ctx, ns, c) }).Should(ContainElement(kafkav1alpha1.EventDeregistered))
+		Eventually(func() []int32 { return readIDs(ctx, ns, c) }).Should(Equal([]int32{0, 1}))
+		Expect(readCluster(ctx, ns, c).Status.Counts.Registered).To(Equal(int32(2)))
+		Eventually(func() []string { return eventReasons(ctx, ns, c) }).Should(ContainElement(kafkav1alpha1.EventDeregistered))
 	})
 
 	It("keeps a broker whose pod is being recreated registered as Fenced/PodMissing", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
-		registryNewCluster(ctx, ns, c, 3)
-		registryStartBrokers(ctx, clk, ns, c, longLease, 0, 1, 2)
-		Eventually(func() int32 { return registryCluster(ctx, ns, c).Status.Counts.Serving }).Should(Equal(int32(3)))
+		newCluster(ctx, ns, c, 3)
+		startBrokers(ctx, clk, ns, c, longLease, 0, 1, 2)
+		Eventually(func() int32 { return readCluster(ctx, ns, c).Status.Counts.Serving }).Should(Equal(int32(3)))
 
-		registryPutSlice(ctx, ns, c, "demo-brokers-abc12", registryServing(0, 2)...)
-		Eventually(func() *kafkav1alpha1.BrokerRow { return registryRow(ctx, ns, c, 1) }).
-			Should(registryRowSays(kafkav1alpha1.BrokerFenced, kafkav1alpha1.BrokerAlive, kafkav1alpha1.ReasonPodMissing))
-		Consistently(func() []int32 { return registryIDs(ctx, ns, c) }).WithTimeout(time.Second).Should(Equal([]int32{0, 1, 2}))
-		Expect(registryBroker(ctx, ns, c, 1)).NotTo(BeNil())
+		putSlice(ctx, ns, c, "demo-brokers-abc12", servingEndpoints(0, 2)...)
+		Eventually(func() *kafkav1alpha1.BrokerRow { return readRow(ctx, ns, c, 1) }).
+			Should(rowSays(kafkav1alpha1.BrokerFenced, kafkav1alpha1.BrokerAlive, kafkav1alpha1.ReasonPodMissing))
+		Consistently(func() []int32 { return readIDs(ctx, ns, c) }).WithTimeout(time.Second).Should(Equal([]int32{0, 1, 2}))
+		Expect(readBroker(ctx, ns, c, 1)).NotTo(BeNil())
 	})
 
 	It("registers the union of sharded slices, and an update to one slice never drops the other's brokers", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		// No StatefulSet and no Leases: registration rests on the slices alone.
 		Expect(k8sClient.Create(ctx, &kafkav1alpha1.KafkaCluster{ObjectMeta: metav1.ObjectMeta{Name: c, Namespace: ns}})).To(Succeed())
-		registryPutSlice(ctx, ns, c, "demo-brokers-aaaaa", registryServing(0, 1)...)
-		registryPutSlice(ctx, ns, c, "demo-brokers-bbbbb", registryServing(2, 3)...)
-		Eventually(func() []int32 { return registryIDs(ctx, ns, c) }).Should(Equal([]int32{0, 1, 2, 3}))
+		putSlice(ctx, ns, c, "demo-brokers-aaaaa", servingEndpoints(0, 1)...)
+		putSlice(ctx, ns, c, "demo-brokers-bbbbb", servingEndpoints(2, 3)...)
+		Eventually(func() []int32 { return readIDs(ctx, ns, c) }).Should(Equal([]int32{0, 1, 2, 3}))
 
-		registryPutSlice(ctx, ns, c, "demo-brokers-aaaaa", registryEndpoint{id: 0, serving: false}, registryEndpoint{id: 1, serving: true})
-		Eventually(func() *kafkav1alpha1.BrokerRow { return registryRow(ctx, ns, c, 0) }).
-			Should(registryRowSays(kafkav1alpha1.BrokerFenced, kafkav1alpha1.BrokerDead, kafkav1alpha1.ReasonNotServing))
-		Consistently(func() []int32 { return registryIDs(ctx, ns, c) }).WithTimeout(time.Second).Should(Equal([]int32{0, 1, 2, 3}))
+		putSlice(ctx, ns, c, "demo-brokers-aaaaa", endpoint{id: 0, serving: false}, endpoint{id: 1, serving: true})
+		Eventually(func() *kafkav1alpha1.BrokerRow { return readRow(ctx, ns, c, 0) }).
+			Should(rowSays(kafkav1alpha1.BrokerFenced, kafkav1alpha1.BrokerDead, kafkav1alpha1.ReasonStarting))
+		Consistently(func() []int32 { return readIDs(ctx, ns, c) }).WithTimeout(time.Second).Should(Equal([]int32{0, 1, 2, 3}))
 
-		registryPutSlice(ctx, ns, c, "demo-brokers-bbbbb", registryServing(2)...)
-		Eventually(func() []int32 { return registryIDs(ctx, ns, c) }).Should(Equal([]int32{0, 1, 2}))
+		putSlice(ctx, ns, c, "demo-brokers-bbbbb", servingEndpoints(2)...)
+		Eventually(func() []int32 { return readIDs(ctx, ns, c) }).Should(Equal([]int32{0, 1, 2}))
 		// The cluster status is written before the Broker objects, so the object goes a moment
 		// after the row.
-		Eventually(func() *kafkav1alpha1.Broker { return registryBroker(ctx, ns, c, 3) }).Should(BeNil())
+		Eventually(func() *kafkav1alpha1.Broker { return readBroker(ctx, ns, c, 3) }).Should(BeNil())
 	})
 
 	// Last: it moves the reconciler's clock a minute ahead, which ages every other spec's Leases.
 	It("writes nothing for 60 s of heartbeats from 100 unchanged brokers", func(ctx SpecContext) {
 		const brokers, rounds = 100, 60
 		ns := newNamespace(ctx)
-		registryNewCluster(ctx, ns, c, brokers)
+		newCluster(ctx, ns, c, brokers)
 		ids := make([]int32, brokers)
 		for i := range ids {
 			ids[i] = int32(i)
 		}
-		registryStartBrokers(ctx, clk, ns, c, 30, ids...)
+		startBrokers(ctx, clk, ns, c, 30, ids...)
 		Eventually(func(g Gomega) {
-			g.Expect(registryCluster(ctx, ns, c).Status.Counts).To(Equal(kafkav1alpha1.BrokerCounts{Registered: brokers, Serving: brokers, Alive: brokers}))
+			g.Expect(readCluster(ctx, ns, c).Status.Counts).To(Equal(kafkav1alpha1.BrokerCounts{Registered: brokers, Serving: brokers, Alive: brokers}))
 			list := &kafkav1alpha1.BrokerList{}
 			g.Expect(k8sClient.List(ctx, list, client.InNamespace(ns))).To(Succeed())
 			g.Expect(list.Items).To(HaveLen(brokers))
@@ -286,7 +288,7 @@ var _ = Describe("Registry", Ordered, func() {
 			return writes.Writes(ns) - before
 		}).WithTimeout(20 * time.Second).Should(BeZero())
 		before := writes.Writes(ns)
-		kcVersion := registryCluster(ctx, ns, c).ResourceVersion
+		kcVersion := readCluster(ctx, ns, c).ResourceVersion
 
 		// Each round is one second of the reconciler's clock and one beat of every broker.
 		// Broker 0's beat also changes an annotation, so each round reaches the reconciler
@@ -295,17 +297,17 @@ var _ = Describe("Registry", Ordered, func() {
 		start := time.Now()
 		for round := range rounds {
 			clk.Step(time.Second)
-			registryInParallel(brokers, 20, func(id int) {
+			inParallel(brokers, 20, func(id int) {
 				var extra map[string]string
 				if id == 0 {
 					extra = map[string]string{"test.paddock.dev/round": fmt.Sprint(round)}
 				}
-				registryRenew(ctx, clk, ns, c, int32(id), extra)
+				renew(ctx, clk, ns, c, int32(id), extra)
 			})
 		}
 		GinkgoWriter.Printf("registry: %d heartbeats took %v\n", rounds*brokers, time.Since(start))
 		Consistently(func() int { return writes.Writes(ns) - before }).WithTimeout(2 * time.Second).Should(BeZero())
-		Expect(registryCluster(ctx, ns, c).ResourceVersion).To(Equal(kcVersion), "the KafkaCluster was not written")
+		Expect(readCluster(ctx, ns, c).ResourceVersion).To(Equal(kcVersion), "the KafkaCluster was not written")
 		GinkgoWriter.Printf("registry: %d rounds of %d heartbeats, %d writes\n", rounds, brokers, writes.Writes(ns)-before)
 	})
 })

@@ -1,4 +1,4 @@
-package controllers
+package kafkacluster
 
 import (
 	"bytes"
@@ -28,8 +28,8 @@ var _ = func() bool {
 	return true
 }()
 
-// provisioningUpdatingGolden reports whether -update was given.
-func provisioningUpdatingGolden() bool {
+// updatingGolden reports whether -update was given.
+func updatingGolden() bool {
 	g, ok := flag.Lookup("update").Value.(flag.Getter)
 	if !ok {
 		return false
@@ -38,9 +38,9 @@ func provisioningUpdatingGolden() bool {
 	return b
 }
 
-// provisioningGoldenCluster is the cluster the golden files are built from: the sample's
+// goldenCluster is the cluster the golden files are built from: the sample's
 // defaults (as the apiserver fills them in), with a fixed UID so owner references are stable.
-func provisioningGoldenCluster() *kafkav1alpha1.KafkaCluster {
+func goldenCluster() *kafkav1alpha1.KafkaCluster {
 	return &kafkav1alpha1.KafkaCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "kafka", UID: "0b6f1c8e-6a52-4a43-9f0e-3f1f2d7c5a10"},
 		Spec: kafkav1alpha1.KafkaClusterSpec{
@@ -64,10 +64,10 @@ func provisioningGoldenCluster() *kafkav1alpha1.KafkaCluster {
 	}
 }
 
-// provisioningGoldenExternalCluster adds a NodePort listener advertising pod IPs, a storage
+// goldenExternalCluster adds a NodePort listener advertising pod IPs, a storage
 // class and an explicit image.
-func provisioningGoldenExternalCluster() *kafkav1alpha1.KafkaCluster {
-	c := provisioningGoldenCluster()
+func goldenExternalCluster() *kafkav1alpha1.KafkaCluster {
+	c := goldenCluster()
 	c.Spec.Replicas = 2
 	c.Spec.Image = "example.com/paddock:v1"
 	c.Spec.Listeners = append(c.Spec.Listeners, kafkav1alpha1.Listener{
@@ -78,18 +78,18 @@ func provisioningGoldenExternalCluster() *kafkav1alpha1.KafkaCluster {
 	return c
 }
 
-// provisioningGoldenEphemeralCluster keeps its data in an emptyDir.
-func provisioningGoldenEphemeralCluster() *kafkav1alpha1.KafkaCluster {
-	c := provisioningGoldenCluster()
+// goldenEphemeralCluster keeps its data in an emptyDir.
+func goldenEphemeralCluster() *kafkav1alpha1.KafkaCluster {
+	c := goldenCluster()
 	c.Spec.Replicas = 1
 	c.Spec.Storage = kafkav1alpha1.Storage{Type: kafkav1alpha1.StorageEphemeral, Size: ptr.To(resource.MustParse("1Gi"))}
 	return c
 }
 
-var provisioningGoldenOptions = Options{DefaultBrokerImage: "ghcr.io/paddock-dev/paddock:v0.1.0"}
+var goldenOptions = Options{DefaultBrokerImage: "ghcr.io/paddock-dev/paddock:v0.1.0"}
 
-func TestProvisioningGolden(t *testing.T) {
-	def, ext, eph := provisioningGoldenCluster(), provisioningGoldenExternalCluster(), provisioningGoldenEphemeralCluster()
+func TestGolden(t *testing.T) {
+	def, ext, eph := goldenCluster(), goldenExternalCluster(), goldenEphemeralCluster()
 	cases := map[string]client.Object{
 		"serviceaccount":             desiredServiceAccount(def),
 		"role":                       desiredRole(def),
@@ -99,16 +99,16 @@ func TestProvisioningGolden(t *testing.T) {
 		"service-broker-1":           desiredBrokerServices(def)[1],
 		"pvc-data":                   desiredDataClaim(def),
 		"pdb":                        desiredPodDisruptionBudget(def),
-		"statefulset":                desiredStatefulSet(def, provisioningGoldenOptions),
+		"statefulset":                desiredStatefulSet(def, goldenOptions),
 		"external-service-bootstrap": desiredBootstrapService(ext),
 		"external-service-broker-0":  desiredBrokerServices(ext)[0],
 		"external-pvc-data":          desiredDataClaim(ext),
-		"external-statefulset":       desiredStatefulSet(ext, provisioningGoldenOptions),
-		"ephemeral-statefulset":      desiredStatefulSet(eph, provisioningGoldenOptions),
+		"external-statefulset":       desiredStatefulSet(ext, goldenOptions),
+		"ephemeral-statefulset":      desiredStatefulSet(eph, goldenOptions),
 	}
 	for name, obj := range cases {
 		t.Run(name, func(t *testing.T) {
-			body, err := provisioningApplyBody(obj)
+			body, err := applyBody(obj)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -116,17 +116,17 @@ func TestProvisioningGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			provisioningCompareGolden(t, name, got)
+			compareGolden(t, name, got)
 		})
 	}
 }
 
-// provisioningCompareGolden compares got with testdata/golden/kafkacluster-<name>.yaml, or
+// compareGolden compares got with testdata/golden/<name>.yaml, or
 // rewrites that file with -update.
-func provisioningCompareGolden(t *testing.T, name string, got []byte) {
+func compareGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", "golden", "kafkacluster-"+name+".yaml")
-	if provisioningUpdatingGolden() {
+	path := filepath.Join("testdata", "golden", name+".yaml")
+	if updatingGolden() {
 		if err := os.WriteFile(path, got, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -142,8 +142,8 @@ func provisioningCompareGolden(t *testing.T, name string, got []byte) {
 }
 
 // The ephemeral cluster has no claim to build.
-func TestProvisioningGoldenEphemeralClusterHasNoDataClaim(t *testing.T) {
-	if pvc := desiredDataClaim(provisioningGoldenEphemeralCluster()); pvc != nil {
+func TestGoldenEphemeralClusterHasNoDataClaim(t *testing.T) {
+	if pvc := desiredDataClaim(goldenEphemeralCluster()); pvc != nil {
 		t.Fatalf("want no data claim for Ephemeral storage, got %s", pvc.Name)
 	}
 }

@@ -1,4 +1,4 @@
-package controllers
+package kafkacluster
 
 import (
 	"fmt"
@@ -12,25 +12,25 @@ import (
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 )
 
-// provisioningObservation is everything the provisioning conditions are computed from: what
+// observation is everything the provisioning conditions are computed from: what
 // this reconcile found and what went wrong. Conditions never read the previous status.
-type provisioningObservation struct {
+type observation struct {
 	// Generation is the KafkaCluster's metadata.generation.
 	Generation int64
 	// DesiredReplicas is spec.replicas.
 	DesiredReplicas int32
 	// Problem is why the spec was refused (invalid, or a storage change); nil when accepted.
-	Problem *provisioningProblem
+	Problem *specProblem
 	// ApplyErr is the error applying the children failed with; nil when they applied.
 	ApplyErr error
 	// StatefulSet is the broker StatefulSet as read this reconcile; nil when it does not exist.
 	StatefulSet *appsv1.StatefulSet
 }
 
-// provisioningRolloutPending says why the StatefulSet is not yet at the spec, or "" when it
+// rolloutPending says why the StatefulSet is not yet at the spec, or "" when it
 // is: the controller has not seen its latest spec, pods are missing or of an old revision,
 // or not every desired broker is ready yet.
-func provisioningRolloutPending(o provisioningObservation) string {
+func rolloutPending(o observation) string {
 	sts := o.StatefulSet
 	switch {
 	case sts == nil:
@@ -50,8 +50,8 @@ func provisioningRolloutPending(o provisioningObservation) string {
 	return ""
 }
 
-// provisioningReadyCondition is True when every desired broker is ready.
-func provisioningReadyCondition(o provisioningObservation) metav1.Condition {
+// readyCondition is True when every desired broker is ready.
+func readyCondition(o observation) metav1.Condition {
 	c := metav1.Condition{Type: kafkav1alpha1.ConditionReady, ObservedGeneration: o.Generation}
 	ready := int32(0)
 	if o.StatefulSet != nil {
@@ -67,16 +67,16 @@ func provisioningReadyCondition(o provisioningObservation) metav1.Condition {
 	return c
 }
 
-// provisioningProgressingCondition is True while the StatefulSet is moving towards the spec;
+// progressingCondition is True while the StatefulSet is moving towards the spec;
 // False when it is there, or when the spec was refused (nothing will move until it is fixed).
-func provisioningProgressingCondition(o provisioningObservation) metav1.Condition {
+func progressingCondition(o observation) metav1.Condition {
 	c := metav1.Condition{Type: kafkav1alpha1.ConditionProgressing, ObservedGeneration: o.Generation}
 	if o.Problem != nil {
 		c.Status, c.Reason = metav1.ConditionFalse, o.Problem.Reason
 		c.Message = "the spec was refused; see the Degraded condition"
 		return c
 	}
-	if pending := provisioningRolloutPending(o); pending != "" {
+	if pending := rolloutPending(o); pending != "" {
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, kafkav1alpha1.ReasonRollingOut, pending
 		return c
 	}
@@ -85,9 +85,9 @@ func provisioningProgressingCondition(o provisioningObservation) metav1.Conditio
 	return c
 }
 
-// provisioningDegradedCondition is True when a human must act: the spec was refused or a
+// degradedCondition is True when a human must act: the spec was refused or a
 // child could not be applied.
-func provisioningDegradedCondition(o provisioningObservation) metav1.Condition {
+func degradedCondition(o observation) metav1.Condition {
 	c := metav1.Condition{Type: kafkav1alpha1.ConditionDegraded, ObservedGeneration: o.Generation}
 	switch {
 	case o.Problem != nil:
@@ -100,13 +100,13 @@ func provisioningDegradedCondition(o provisioningObservation) metav1.Condition {
 	return c
 }
 
-// provisioningListenerStatuses gives each listener's bootstrap address, from the bootstrap
+// listenerStatuses gives each listener's bootstrap address, from the bootstrap
 // Service as observed (nil when it does not exist yet):
 //   - Internal: the Service's cluster DNS name and the listener port;
 //   - NodePort: ":<nodePort>", i.e. that port on any node's address;
 //   - LoadBalancer: the load balancer's first ingress address and the listener port, empty
 //     until the load balancer is provisioned.
-func provisioningListenerStatuses(cluster *kafkav1alpha1.KafkaCluster, bootstrap *corev1.Service) []kafkav1alpha1.ListenerStatus {
+func listenerStatuses(cluster *kafkav1alpha1.KafkaCluster, bootstrap *corev1.Service) []kafkav1alpha1.ListenerStatus {
 	out := make([]kafkav1alpha1.ListenerStatus, 0, len(cluster.Spec.Listeners))
 	internal := fmt.Sprintf("%s.%s.svc", kafkav1alpha1.BootstrapServiceName(cluster.Name), cluster.Namespace)
 	for _, l := range cluster.Spec.Listeners {
@@ -119,7 +119,7 @@ func provisioningListenerStatuses(cluster *kafkav1alpha1.KafkaCluster, bootstrap
 		case kafkav1alpha1.ListenerInternal:
 			s.Bootstrap = net.JoinHostPort(internal, strconv.Itoa(int(l.Port)))
 		case kafkav1alpha1.ListenerNodePort:
-			if p := provisioningServicePort(bootstrap, l.Name); p != nil && p.NodePort != 0 {
+			if p := servicePort(bootstrap, l.Name); p != nil && p.NodePort != 0 {
 				s.Bootstrap = ":" + strconv.Itoa(int(p.NodePort))
 			}
 		case kafkav1alpha1.ListenerLoadBalancer:
@@ -139,8 +139,8 @@ func provisioningListenerStatuses(cluster *kafkav1alpha1.KafkaCluster, bootstrap
 	return out
 }
 
-// provisioningServicePort is svc's port called name, or nil.
-func provisioningServicePort(svc *corev1.Service, name string) *corev1.ServicePort {
+// servicePort is svc's port called name, or nil.
+func servicePort(svc *corev1.Service, name string) *corev1.ServicePort {
 	if svc == nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package controllers
+package kafkacluster
 
 import (
 	"encoding/base64"
@@ -13,23 +13,23 @@ import (
 )
 
 // The rules the provisioning reconciler decides by. They are pure: plain inputs, no client,
-// so each is pinned by a table test in kafkacluster_rules_test.go.
+// so each is pinned by a table test in rules_test.go.
 
-// provisioningProblem is why a spec cannot be acted on: a condition reason and a sentence
+// specProblem is why a spec cannot be acted on: a condition reason and a sentence
 // for the user.
-type provisioningProblem struct {
+type specProblem struct {
 	Reason  string
 	Message string
 }
 
-func (p *provisioningProblem) Error() string { return p.Reason + ": " + p.Message }
+func (p *specProblem) Error() string { return p.Reason + ": " + p.Message }
 
-// provisioningValidateSpec reports what schema validation cannot catch: a broker image
+// checkSpec reports what schema validation cannot catch: a broker image
 // nobody named, listeners that collide with the health port, and listeners asking for two
 // different external Service types (one bootstrap Service has one type). Nil means valid.
-func provisioningValidateSpec(cluster *kafkav1alpha1.KafkaCluster, opts Options) *provisioningProblem {
+func checkSpec(cluster *kafkav1alpha1.KafkaCluster, opts Options) *specProblem {
 	var problems []string
-	if provisioningBrokerImage(cluster, opts) == "" {
+	if brokerImage(cluster, opts) == "" {
 		problems = append(problems, "spec.image is empty and the manager has no --default-broker-image")
 	}
 	external := map[kafkav1alpha1.ListenerType]bool{}
@@ -50,22 +50,22 @@ func provisioningValidateSpec(cluster *kafkav1alpha1.KafkaCluster, opts Options)
 	if len(problems) == 0 {
 		return nil
 	}
-	return &provisioningProblem{Reason: kafkav1alpha1.ReasonInvalidSpec, Message: strings.Join(problems, "; ")}
+	return &specProblem{Reason: kafkav1alpha1.ReasonInvalidSpec, Message: strings.Join(problems, "; ")}
 }
 
-// provisioningStorageChange reports a change of spec.storage against the storage the
+// storageChange reports a change of spec.storage against the storage the
 // cluster already has, which paddock refuses: a claim's class and access mode cannot change,
 // a size change would resize (or fail to resize) the only copy of the data, and switching
 // between a claim and an emptyDir would lose it. The existing storage is read from the
 // objects themselves — the StatefulSet's data volume says which type, the claim says its
 // class, access mode and size — so the check needs no memory of its own. sts and claim are
 // nil when they do not exist yet; a cluster with no StatefulSet has no storage to protect.
-func provisioningStorageChange(want kafkav1alpha1.Storage, sts *appsv1.StatefulSet, claim *corev1.PersistentVolumeClaim) *provisioningProblem {
+func storageChange(want kafkav1alpha1.Storage, sts *appsv1.StatefulSet, claim *corev1.PersistentVolumeClaim) *specProblem {
 	if sts == nil {
 		return nil
 	}
-	refuse := func(format string, args ...any) *provisioningProblem {
-		return &provisioningProblem{
+	refuse := func(format string, args ...any) *specProblem {
+		return &specProblem{
 			Reason:  kafkav1alpha1.ReasonStorageImmutable,
 			Message: fmt.Sprintf(format, args...) + "; storage of an existing cluster cannot change, set it back (the brokers keep their current volume)",
 		}
@@ -74,15 +74,15 @@ func provisioningStorageChange(want kafkav1alpha1.Storage, sts *appsv1.StatefulS
 	if wantType == "" {
 		wantType = kafkav1alpha1.StoragePersistentClaim
 	}
-	haveType := provisioningStorageTypeOf(sts)
+	haveType := storageTypeOf(sts)
 	if haveType != "" && haveType != wantType {
 		return refuse("storage.type changed from %s to %s", haveType, wantType)
 	}
 	if wantType != kafkav1alpha1.StoragePersistentClaim || claim == nil {
 		return nil
 	}
-	if want.StorageClassName != nil && *want.StorageClassName != provisioningDeref(claim.Spec.StorageClassName) {
-		return refuse("storage.storageClassName changed from %q to %q", provisioningDeref(claim.Spec.StorageClassName), *want.StorageClassName)
+	if want.StorageClassName != nil && *want.StorageClassName != deref(claim.Spec.StorageClassName) {
+		return refuse("storage.storageClassName changed from %q to %q", deref(claim.Spec.StorageClassName), *want.StorageClassName)
 	}
 	if want.AccessMode != "" && (len(claim.Spec.AccessModes) != 1 || claim.Spec.AccessModes[0] != want.AccessMode) {
 		return refuse("storage.accessMode changed from %v to %s", claim.Spec.AccessModes, want.AccessMode)
@@ -94,9 +94,9 @@ func provisioningStorageChange(want kafkav1alpha1.Storage, sts *appsv1.StatefulS
 	return nil
 }
 
-// provisioningStorageTypeOf reads the storage type from a StatefulSet's data volume; empty
+// storageTypeOf reads the storage type from a StatefulSet's data volume; empty
 // when it has none (not one of ours).
-func provisioningStorageTypeOf(sts *appsv1.StatefulSet) kafkav1alpha1.StorageType {
+func storageTypeOf(sts *appsv1.StatefulSet) kafkav1alpha1.StorageType {
 	for _, v := range sts.Spec.Template.Spec.Volumes {
 		if v.Name != kafkav1alpha1.DataVolumeName {
 			continue
@@ -111,17 +111,17 @@ func provisioningStorageTypeOf(sts *appsv1.StatefulSet) kafkav1alpha1.StorageTyp
 	return ""
 }
 
-// provisioningDeref is *s, or "" for nil.
-func provisioningDeref(s *string) string {
+// deref is *s, or "" for nil.
+func deref(s *string) string {
 	if s == nil {
 		return ""
 	}
 	return *s
 }
 
-// provisioningNewClusterID mints a Kafka cluster id the way Kafka's own tools do: 16 random
+// newClusterID mints a Kafka cluster id the way Kafka's own tools do: 16 random
 // bytes (a UUID's worth) as unpadded base64url, 22 characters.
-func provisioningNewClusterID(random io.Reader) (string, error) {
+func newClusterID(random io.Reader) (string, error) {
 	var b [16]byte
 	if _, err := io.ReadFull(random, b[:]); err != nil {
 		return "", fmt.Errorf("read random bytes for the cluster id: %w", err)

@@ -1,4 +1,4 @@
-package controllers
+package kafkacluster
 
 import (
 	"context"
@@ -30,23 +30,23 @@ import (
 )
 
 const (
-	provisioningTestImage   = "example.com/paddock:test"
-	provisioningWaitTimeout = 15 * time.Second
+	testImage   = "example.com/paddock:test"
+	waitTimeout = 15 * time.Second
 )
 
-// provisioningManager is the running manager of the provisioning specs.
-type provisioningManager struct {
+// testManager is the running manager of the provisioning specs.
+type testManager struct {
 	mgr    ctrl.Manager
 	stop   context.CancelFunc
 	done   chan struct{}
-	recon  *KafkaClusterReconciler
-	writes *provisioningCountingClient
+	recon  *Reconciler
+	writes *countingClient
 }
 
-// provisioningStartManager starts a manager running only the KafkaCluster reconciler. The
+// startTestManager starts a manager running only the KafkaCluster reconciler. The
 // reconciler writes through a counting client so a spec can tell how many writes a
 // reconcile made.
-func provisioningStartManager() *provisioningManager {
+func startTestManager() *testManager {
 	GinkgoHelper()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
@@ -56,8 +56,8 @@ func provisioningStartManager() *provisioningManager {
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	Expect(err).NotTo(HaveOccurred())
-	writes := &provisioningCountingClient{Client: mgr.GetClient()}
-	recon := &KafkaClusterReconciler{Client: writes, Options: Options{DefaultBrokerImage: provisioningTestImage}}
+	writes := &countingClient{Client: mgr.GetClient()}
+	recon := &Reconciler{Client: writes, Options: Options{DefaultBrokerImage: testImage}}
 	Expect(recon.SetupWithManager(mgr)).To(Succeed())
 
 	mctx, stop := context.WithCancel(context.Background())
@@ -67,35 +67,35 @@ func provisioningStartManager() *provisioningManager {
 		defer close(done)
 		Expect(mgr.Start(mctx)).To(Succeed())
 	}()
-	return &provisioningManager{mgr: mgr, stop: stop, done: done, recon: recon, writes: writes}
+	return &testManager{mgr: mgr, stop: stop, done: done, recon: recon, writes: writes}
 }
 
 // Stop stops the manager and waits for it to return.
-func (m *provisioningManager) Stop() {
+func (m *testManager) Stop() {
 	m.stop()
-	Eventually(m.done).WithTimeout(provisioningWaitTimeout).Should(BeClosed())
+	Eventually(m.done).WithTimeout(waitTimeout).Should(BeClosed())
 }
 
-// provisioningCountingClient counts the writes the reconciler makes in one namespace (set
+// countingClient counts the writes the reconciler makes in one namespace (set
 // with countIn). The manager is shared by every spec of the container, so clusters of earlier
 // specs — their namespaces being deleted — are still reconciled in the background; their
 // writes must not count against the spec that is measuring.
-type provisioningCountingClient struct {
+type countingClient struct {
 	client.Client
 	namespace                       atomic.Pointer[string]
 	applies, deletes, statusPatches atomic.Int32
 }
 
 // countIn makes the client count only writes to objects in namespace.
-func (c *provisioningCountingClient) countIn(namespace string) { c.namespace.Store(&namespace) }
+func (c *countingClient) countIn(namespace string) { c.namespace.Store(&namespace) }
 
 // counts reports whether a write to an object in namespace is counted.
-func (c *provisioningCountingClient) counts(namespace string) bool {
+func (c *countingClient) counts(namespace string) bool {
 	ns := c.namespace.Load()
 	return ns != nil && *ns == namespace
 }
 
-func (c *provisioningCountingClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+func (c *countingClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
 	// The reconciler applies unstructured bodies; typed apply configurations name their
 	// namespace through a pointer.
 	switch o := obj.(type) {
@@ -111,31 +111,31 @@ func (c *provisioningCountingClient) Apply(ctx context.Context, obj runtime.Appl
 	return c.Client.Apply(ctx, obj, opts...)
 }
 
-func (c *provisioningCountingClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+func (c *countingClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
 	if c.counts(obj.GetNamespace()) {
 		c.deletes.Add(1)
 	}
 	return c.Client.Delete(ctx, obj, opts...)
 }
 
-func (c *provisioningCountingClient) Status() client.SubResourceWriter {
-	return provisioningCountingStatus{SubResourceWriter: c.Client.Status(), c: c}
+func (c *countingClient) Status() client.SubResourceWriter {
+	return countingStatus{SubResourceWriter: c.Client.Status(), c: c}
 }
 
-type provisioningCountingStatus struct {
+type countingStatus struct {
 	client.SubResourceWriter
-	c *provisioningCountingClient
+	c *countingClient
 }
 
-func (s provisioningCountingStatus) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+func (s countingStatus) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 	if s.c.counts(obj.GetNamespace()) {
 		s.c.statusPatches.Add(1)
 	}
 	return s.SubResourceWriter.Patch(ctx, obj, patch, opts...)
 }
 
-// provisioningNewCluster creates a three-broker KafkaCluster with a 30s drain timeout in ns.
-func provisioningNewCluster(ctx context.Context, ns string) *kafkav1alpha1.KafkaCluster {
+// newCluster creates a three-broker KafkaCluster with a 30s drain timeout in ns.
+func newCluster(ctx context.Context, ns string) *kafkav1alpha1.KafkaCluster {
 	GinkgoHelper()
 	kc := &kafkav1alpha1.KafkaCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: ns},
@@ -148,9 +148,9 @@ func provisioningNewCluster(ctx context.Context, ns string) *kafkav1alpha1.Kafka
 	return kc
 }
 
-// provisioningChildren are the objects the reconciler makes for a cluster named c with
+// wantChildren are the objects the reconciler makes for a cluster named c with
 // replicas brokers, freshly allocated for reading into.
-func provisioningChildren(replicas int32) map[string]client.Object {
+func wantChildren(replicas int32) map[string]client.Object {
 	children := map[string]client.Object{
 		"ServiceAccount c-broker":      &corev1.ServiceAccount{},
 		"Role c-broker":                &rbacv1.Role{},
@@ -167,63 +167,63 @@ func provisioningChildren(replicas int32) map[string]client.Object {
 	return children
 }
 
-// provisioningGet reads the child called "<Kind> <name>" in ns into obj.
-func provisioningGet(ctx context.Context, ns, key string, obj client.Object) error {
+// getChild reads the child called "<Kind> <name>" in ns into obj.
+func getChild(ctx context.Context, ns, key string, obj client.Object) error {
 	var kind, name string
 	_, _ = fmt.Sscanf(key, "%s %s", &kind, &name)
 	return k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj)
 }
 
-// provisioningWaitForChildren waits until every child of a cluster with replicas brokers
+// waitForChildren waits until every child of a cluster with replicas brokers
 // exists and returns their resourceVersions by key.
-func provisioningWaitForChildren(ctx context.Context, ns string, replicas int32) map[string]string {
+func waitForChildren(ctx context.Context, ns string, replicas int32) map[string]string {
 	GinkgoHelper()
 	versions := map[string]string{}
-	for key, obj := range provisioningChildren(replicas) {
-		Eventually(func() error { return provisioningGet(ctx, ns, key, obj) }).
-			WithTimeout(provisioningWaitTimeout).Should(Succeed(), key)
+	for key, obj := range wantChildren(replicas) {
+		Eventually(func() error { return getChild(ctx, ns, key, obj) }).
+			WithTimeout(waitTimeout).Should(Succeed(), key)
 		versions[key] = obj.GetResourceVersion()
 	}
 	return versions
 }
 
-// provisioningResourceVersions reads the current resourceVersion of each child in versions.
-func provisioningResourceVersions(ctx context.Context, ns string, replicas int32) map[string]string {
+// resourceVersions reads the current resourceVersion of each child in versions.
+func resourceVersions(ctx context.Context, ns string, replicas int32) map[string]string {
 	GinkgoHelper()
 	versions := map[string]string{}
-	for key, obj := range provisioningChildren(replicas) {
-		Expect(provisioningGet(ctx, ns, key, obj)).To(Succeed(), key)
+	for key, obj := range wantChildren(replicas) {
+		Expect(getChild(ctx, ns, key, obj)).To(Succeed(), key)
 		versions[key] = obj.GetResourceVersion()
 	}
 	return versions
 }
 
-// provisioningSettledVersions waits until the children of a cluster with replicas brokers
+// settledVersions waits until the children of a cluster with replicas brokers
 // stop changing and returns their resourceVersions. The reconciles their creation triggered
 // may still be running, and the apiserver bumps a new PersistentVolumeClaim once when it is
 // first re-applied unchanged (its content stays the same).
-func provisioningSettledVersions(ctx context.Context, ns string, replicas int32) map[string]string {
+func settledVersions(ctx context.Context, ns string, replicas int32) map[string]string {
 	GinkgoHelper()
 	var versions map[string]string
 	Eventually(func(g Gomega) {
-		versions = provisioningResourceVersions(ctx, ns, replicas)
+		versions = resourceVersions(ctx, ns, replicas)
 		time.Sleep(300 * time.Millisecond)
-		g.Expect(provisioningResourceVersions(ctx, ns, replicas)).To(Equal(versions))
-	}).WithTimeout(provisioningWaitTimeout).Should(Succeed())
+		g.Expect(resourceVersions(ctx, ns, replicas)).To(Equal(versions))
+	}).WithTimeout(waitTimeout).Should(Succeed())
 	return versions
 }
 
-// provisioningCluster reads cluster c in ns.
-func provisioningCluster(ctx context.Context, ns string) *kafkav1alpha1.KafkaCluster {
+// readCluster reads cluster c in ns.
+func readCluster(ctx context.Context, ns string) *kafkav1alpha1.KafkaCluster {
 	GinkgoHelper()
 	kc := &kafkav1alpha1.KafkaCluster{}
 	Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c"}, kc)).To(Succeed())
 	return kc
 }
 
-// provisioningWaitForStatus waits until the status of c in ns was computed for its current
+// waitForStatus waits until the status of c in ns was computed for its current
 // generation and cond has the given status and reason; it returns the cluster.
-func provisioningWaitForStatus(ctx context.Context, ns, cond string, status metav1.ConditionStatus, reason string) *kafkav1alpha1.KafkaCluster {
+func waitForStatus(ctx context.Context, ns, cond string, status metav1.ConditionStatus, reason string) *kafkav1alpha1.KafkaCluster {
 	GinkgoHelper()
 	var kc *kafkav1alpha1.KafkaCluster
 	Eventually(func(g Gomega) {
@@ -235,22 +235,22 @@ func provisioningWaitForStatus(ctx context.Context, ns, cond string, status meta
 		g.Expect(c.Status).To(Equal(status), c.Message)
 		g.Expect(c.Reason).To(Equal(reason), c.Message)
 		g.Expect(c.ObservedGeneration).To(Equal(kc.Generation))
-	}).WithTimeout(provisioningWaitTimeout).Should(Succeed())
+	}).WithTimeout(waitTimeout).Should(Succeed())
 	return kc
 }
 
-// provisioningUpdateSpec changes c's spec in ns, retrying on conflicts.
-func provisioningUpdateSpec(ctx context.Context, ns string, mutate func(*kafkav1alpha1.KafkaClusterSpec)) {
+// updateSpec changes c's spec in ns, retrying on conflicts.
+func updateSpec(ctx context.Context, ns string, mutate func(*kafkav1alpha1.KafkaClusterSpec)) {
 	GinkgoHelper()
 	Eventually(func() error {
-		kc := provisioningCluster(ctx, ns)
+		kc := readCluster(ctx, ns)
 		mutate(&kc.Spec)
 		return k8sClient.Update(ctx, kc)
-	}).WithTimeout(provisioningWaitTimeout).Should(Succeed())
+	}).WithTimeout(waitTimeout).Should(Succeed())
 }
 
-// provisioningStatefulSet reads c-broker in ns.
-func provisioningStatefulSet(ctx context.Context, ns string) *appsv1.StatefulSet {
+// readStatefulSet reads c-broker in ns.
+func readStatefulSet(ctx context.Context, ns string) *appsv1.StatefulSet {
 	GinkgoHelper()
 	sts := &appsv1.StatefulSet{}
 	Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c-broker"}, sts)).To(Succeed())
@@ -258,20 +258,20 @@ func provisioningStatefulSet(ctx context.Context, ns string) *appsv1.StatefulSet
 }
 
 var _ = Describe("KafkaCluster provisioning", Ordered, func() {
-	var m *provisioningManager
+	var m *testManager
 
 	BeforeAll(func() {
-		m = provisioningStartManager()
+		m = startTestManager()
 		DeferCleanup(func() { m.Stop() })
 	})
 
 	It("creates every child, owned by the cluster, with the broker pod contract", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
-		kc := provisioningNewCluster(ctx, ns)
-		provisioningWaitForChildren(ctx, ns, 3)
+		kc := newCluster(ctx, ns)
+		waitForChildren(ctx, ns, 3)
 
-		for key, obj := range provisioningChildren(3) {
-			Expect(provisioningGet(ctx, ns, key, obj)).To(Succeed())
+		for key, obj := range wantChildren(3) {
+			Expect(getChild(ctx, ns, key, obj)).To(Succeed())
 			Expect(metav1.GetControllerOf(obj)).NotTo(BeNil(), key)
 			Expect(metav1.GetControllerOf(obj).UID).To(Equal(kc.UID), key)
 			Expect(obj.GetLabels()).To(HaveKeyWithValue(kafkav1alpha1.LabelName, "paddock"), key)
@@ -284,7 +284,7 @@ var _ = Describe("KafkaCluster provisioning", Ordered, func() {
 		}
 
 		podSelector := map[string]string{kafkav1alpha1.LabelName: "paddock", kafkav1alpha1.LabelCluster: "c"}
-		sts := provisioningStatefulSet(ctx, ns)
+		sts := readStatefulSet(ctx, ns)
 		Expect(sts.Spec.Selector.MatchLabels).To(Equal(podSelector))
 		Expect(sts.Spec.Template.Labels).To(Equal(map[string]string{
 			kafkav1alpha1.LabelName: "paddock", kafkav1alpha1.LabelInstance: "c", kafkav1alpha1.LabelCluster: "c",
@@ -297,7 +297,7 @@ var _ = Describe("KafkaCluster provisioning", Ordered, func() {
 		Expect(pod.Containers).To(HaveLen(1))
 		broker := pod.Containers[0]
 		Expect(broker.Name).To(Equal("broker"))
-		Expect(broker.Image).To(Equal(provisioningTestImage))
+		Expect(broker.Image).To(Equal(testImage))
 		Expect(broker.Command).To(BeEmpty())
 		Expect(broker.Args).To(Equal([]string{
 			"broker", "--cluster=c", "--listeners=kafka:9092:PodDNS", "--health-port=9644",
@@ -319,27 +319,27 @@ var _ = Describe("KafkaCluster provisioning", Ordered, func() {
 		Expect(pod.Volumes[0].PersistentVolumeClaim.ClaimName).To(Equal("c-data"))
 
 		headless := &corev1.Service{}
-		Expect(provisioningGet(ctx, ns, "Service c-brokers", headless)).To(Succeed())
+		Expect(getChild(ctx, ns, "Service c-brokers", headless)).To(Succeed())
 		Expect(headless.Spec.ClusterIP).To(Equal(corev1.ClusterIPNone))
 		Expect(headless.Spec.PublishNotReadyAddresses).To(BeTrue())
 		Expect(headless.Spec.Selector).To(Equal(podSelector))
 
 		bootstrap := &corev1.Service{}
-		Expect(provisioningGet(ctx, ns, "Service c-bootstrap", bootstrap)).To(Succeed())
+		Expect(getChild(ctx, ns, "Service c-bootstrap", bootstrap)).To(Succeed())
 		Expect(bootstrap.Spec.Type).To(Equal(corev1.ServiceTypeClusterIP))
 		Expect(bootstrap.Spec.Selector).To(Equal(podSelector))
 
 		perBroker := &corev1.Service{}
-		Expect(provisioningGet(ctx, ns, "Service c-broker-2", perBroker)).To(Succeed())
+		Expect(getChild(ctx, ns, "Service c-broker-2", perBroker)).To(Succeed())
 		Expect(perBroker.Spec.Selector).To(HaveKeyWithValue("statefulset.kubernetes.io/pod-name", "c-broker-2"))
 		Expect(perBroker.Labels).To(HaveKeyWithValue(kafkav1alpha1.LabelBrokerID, "2"))
 
 		pdb := &policyv1.PodDisruptionBudget{}
-		Expect(provisioningGet(ctx, ns, "PodDisruptionBudget c-broker", pdb)).To(Succeed())
+		Expect(getChild(ctx, ns, "PodDisruptionBudget c-broker", pdb)).To(Succeed())
 		Expect(pdb.Spec.MaxUnavailable.IntValue()).To(Equal(1))
 		Expect(pdb.Spec.Selector.MatchLabels).To(Equal(podSelector))
 
-		got := provisioningWaitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionFalse, kafkav1alpha1.ReasonAsExpected)
+		got := waitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionFalse, kafkav1alpha1.ReasonAsExpected)
 		Expect(got.Status.ClusterID).To(MatchRegexp(`^[A-Za-z0-9_-]{22}$`))
 		Expect(got.Status.Listeners).To(Equal([]kafkav1alpha1.ListenerStatus{{
 			Name: "kafka", Type: kafkav1alpha1.ListenerInternal, Bootstrap: "c-bootstrap." + ns + ".svc:9092",
@@ -349,24 +349,24 @@ var _ = Describe("KafkaCluster provisioning", Ordered, func() {
 	})
 
 	It("provisions the sample in config/samples", func(ctx SpecContext) {
-		raw, err := os.ReadFile(filepath.Join("..", "config", "samples", "kafka_v1alpha1_kafkacluster.yaml"))
+		raw, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", "kafka_v1alpha1_kafkacluster.yaml"))
 		Expect(err).NotTo(HaveOccurred())
 		sample := &kafkav1alpha1.KafkaCluster{}
 		Expect(yaml.UnmarshalStrict(raw, sample)).To(Succeed())
 		ns := newNamespace(ctx)
 		sample.Name, sample.Namespace = "c", ns
 		Expect(k8sClient.Create(ctx, sample)).To(Succeed())
-		provisioningWaitForChildren(ctx, ns, sample.Spec.Replicas)
-		provisioningWaitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionFalse, kafkav1alpha1.ReasonAsExpected)
+		waitForChildren(ctx, ns, sample.Spec.Replicas)
+		waitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionFalse, kafkav1alpha1.ReasonAsExpected)
 	})
 
 	It("grants the brokers exactly the documented permissions", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
-		provisioningNewCluster(ctx, ns)
-		provisioningWaitForChildren(ctx, ns, 3)
+		newCluster(ctx, ns)
+		waitForChildren(ctx, ns, 3)
 
 		role := &rbacv1.Role{}
-		Expect(provisioningGet(ctx, ns, "Role c-broker", role)).To(Succeed())
+		Expect(getChild(ctx, ns, "Role c-broker", role)).To(Succeed())
 		Expect(role.Rules).To(Equal([]rbacv1.PolicyRule{
 			{APIGroups: []string{"kafka.paddock.dev"}, Resources: []string{"kafkaclusters"}, ResourceNames: []string{"c"}, Verbs: []string{"get"}},
 			{APIGroups: []string{"kafka.paddock.dev"}, Resources: []string{"kafkaclusters"}, Verbs: []string{"list", "watch"}},
@@ -377,25 +377,25 @@ var _ = Describe("KafkaCluster provisioning", Ordered, func() {
 		}))
 
 		binding := &rbacv1.RoleBinding{}
-		Expect(provisioningGet(ctx, ns, "RoleBinding c-broker", binding)).To(Succeed())
+		Expect(getChild(ctx, ns, "RoleBinding c-broker", binding)).To(Succeed())
 		Expect(binding.RoleRef).To(Equal(rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "c-broker"}))
 		Expect(binding.Subjects).To(Equal([]rbacv1.Subject{{Kind: "ServiceAccount", Name: "c-broker", Namespace: ns}}))
 	})
 
 	It("writes nothing when reconciling a cluster that is already up to date", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
-		provisioningNewCluster(ctx, ns)
-		provisioningWaitForChildren(ctx, ns, 3)
-		settled := provisioningWaitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionFalse, kafkav1alpha1.ReasonAsExpected)
-		before := provisioningSettledVersions(ctx, ns, 3)
-		settled = provisioningCluster(ctx, ns)
+		newCluster(ctx, ns)
+		waitForChildren(ctx, ns, 3)
+		settled := waitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionFalse, kafkav1alpha1.ReasonAsExpected)
+		before := settledVersions(ctx, ns, 3)
+		settled = readCluster(ctx, ns)
 		// The reconciler reads through the manager's cache: let it catch up with what the
 		// apiserver holds, so the reconcile below starts from the settled state.
 		Eventually(func(g Gomega) {
 			cached := &kafkav1alpha1.KafkaCluster{}
 			g.Expect(m.mgr.GetClient().Get(ctx, client.ObjectKeyFromObject(settled), cached)).To(Succeed())
 			g.Expect(cached.ResourceVersion).To(Equal(settled.ResourceVersion))
-		}).WithTimeout(provisioningWaitTimeout).Should(Succeed())
+		}).WithTimeout(waitTimeout).Should(Succeed())
 
 		m.writes.countIn(ns)
 		applies, deletes, patches := m.writes.applies.Load(), m.writes.deletes.Load(), m.writes.statusPatches.Load()
@@ -404,8 +404,8 @@ var _ = Describe("KafkaCluster provisioning", Ordered, func() {
 			Expect(err).NotTo(HaveOccurred())
 		}
 
-		Expect(provisioningResourceVersions(ctx, ns, 3)).To(Equal(before), "no child changed")
-		Expect(provisioningCluster(ctx, ns).ResourceVersion).To(Equal(settled.ResourceVersion), "the status was not written")
+		Expect(resourceVersions(ctx, ns, 3)).To(Equal(before), "no child changed")
+		Expect(readCluster(ctx, ns).ResourceVersion).To(Equal(settled.ResourceVersion), "the status was not written")
 		Expect(m.writes.statusPatches.Load()-patches).To(BeZero(), "no status patch was sent")
 		Expect(m.writes.deletes.Load()-deletes).To(BeZero(), "nothing was deleted")
 		GinkgoWriter.Printf("two no-op reconciles sent %d server-side applies, all unchanged\n", m.writes.applies.Load()-applies)
@@ -413,36 +413,36 @@ var _ = Describe("KafkaCluster provisioning", Ordered, func() {
 
 	It("scales the StatefulSet, the lease permissions and the per-broker Services with replicas", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
-		provisioningNewCluster(ctx, ns)
-		provisioningWaitForChildren(ctx, ns, 3)
+		newCluster(ctx, ns)
+		waitForChildren(ctx, ns, 3)
 
-		provisioningUpdateSpec(ctx, ns, func(s *kafkav1alpha1.KafkaClusterSpec) { s.Replicas = 5 })
-		provisioningWaitForChildren(ctx, ns, 5)
-		Eventually(func() int32 { return *provisioningStatefulSet(ctx, ns).Spec.Replicas }).
-			WithTimeout(provisioningWaitTimeout).Should(Equal(int32(5)))
+		updateSpec(ctx, ns, func(s *kafkav1alpha1.KafkaClusterSpec) { s.Replicas = 5 })
+		waitForChildren(ctx, ns, 5)
+		Eventually(func() int32 { return *readStatefulSet(ctx, ns).Spec.Replicas }).
+			WithTimeout(waitTimeout).Should(Equal(int32(5)))
 		Eventually(func(g Gomega) {
 			role := &rbacv1.Role{}
-			g.Expect(provisioningGet(ctx, ns, "Role c-broker", role)).To(Succeed())
+			g.Expect(getChild(ctx, ns, "Role c-broker", role)).To(Succeed())
 			g.Expect(role.Rules[4].ResourceNames).To(Equal([]string{"c-broker-0", "c-broker-1", "c-broker-2", "c-broker-3", "c-broker-4"}))
-		}).WithTimeout(provisioningWaitTimeout).Should(Succeed())
+		}).WithTimeout(waitTimeout).Should(Succeed())
 
-		provisioningUpdateSpec(ctx, ns, func(s *kafkav1alpha1.KafkaClusterSpec) { s.Replicas = 2 })
-		Eventually(func() int32 { return *provisioningStatefulSet(ctx, ns).Spec.Replicas }).
-			WithTimeout(provisioningWaitTimeout).Should(Equal(int32(2)))
+		updateSpec(ctx, ns, func(s *kafkav1alpha1.KafkaClusterSpec) { s.Replicas = 2 })
+		Eventually(func() int32 { return *readStatefulSet(ctx, ns).Spec.Replicas }).
+			WithTimeout(waitTimeout).Should(Equal(int32(2)))
 		for _, gone := range []string{"Service c-broker-2", "Service c-broker-3", "Service c-broker-4"} {
 			Eventually(func() bool {
-				return apierrors.IsNotFound(provisioningGet(ctx, ns, gone, &corev1.Service{}))
-			}).WithTimeout(provisioningWaitTimeout).Should(BeTrue(), gone+" is deleted after the scale-down")
+				return apierrors.IsNotFound(getChild(ctx, ns, gone, &corev1.Service{}))
+			}).WithTimeout(waitTimeout).Should(BeTrue(), gone+" is deleted after the scale-down")
 		}
-		provisioningWaitForChildren(ctx, ns, 2)
+		waitForChildren(ctx, ns, 2)
 	})
 
 	It("rolls a spec edit into the StatefulSet", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
-		provisioningNewCluster(ctx, ns)
-		provisioningWaitForChildren(ctx, ns, 3)
+		newCluster(ctx, ns)
+		waitForChildren(ctx, ns, 3)
 
-		provisioningUpdateSpec(ctx, ns, func(s *kafkav1alpha1.KafkaClusterSpec) {
+		updateSpec(ctx, ns, func(s *kafkav1alpha1.KafkaClusterSpec) {
 			s.Image = "example.com/paddock:v2"
 			s.DrainTimeout = &metav1.Duration{Duration: 2 * time.Minute}
 			s.Listeners = append(s.Listeners, kafkav1alpha1.Listener{
@@ -450,64 +450,64 @@ var _ = Describe("KafkaCluster provisioning", Ordered, func() {
 			})
 		})
 		Eventually(func(g Gomega) {
-			pod := provisioningStatefulSet(ctx, ns).Spec.Template.Spec
+			pod := readStatefulSet(ctx, ns).Spec.Template.Spec
 			g.Expect(pod.Containers[0].Image).To(Equal("example.com/paddock:v2"))
 			g.Expect(*pod.TerminationGracePeriodSeconds).To(Equal(int64(135)))
 			g.Expect(pod.Containers[0].Args).To(ContainElements("--drain-timeout=2m0s", "--listeners=kafka:9092:PodDNS,external:9094:PodIP"))
-		}).WithTimeout(provisioningWaitTimeout).Should(Succeed())
+		}).WithTimeout(waitTimeout).Should(Succeed())
 
 		bootstrap := &corev1.Service{}
 		Eventually(func(g Gomega) {
-			g.Expect(provisioningGet(ctx, ns, "Service c-bootstrap", bootstrap)).To(Succeed())
+			g.Expect(getChild(ctx, ns, "Service c-bootstrap", bootstrap)).To(Succeed())
 			g.Expect(bootstrap.Spec.Type).To(Equal(corev1.ServiceTypeNodePort))
-		}).WithTimeout(provisioningWaitTimeout).Should(Succeed())
-		nodePort := provisioningServicePort(bootstrap, "external").NodePort
-		Eventually(func() []kafkav1alpha1.ListenerStatus { return provisioningCluster(ctx, ns).Status.Listeners }).
-			WithTimeout(provisioningWaitTimeout).Should(ContainElement(kafkav1alpha1.ListenerStatus{
+		}).WithTimeout(waitTimeout).Should(Succeed())
+		nodePort := servicePort(bootstrap, "external").NodePort
+		Eventually(func() []kafkav1alpha1.ListenerStatus { return readCluster(ctx, ns).Status.Listeners }).
+			WithTimeout(waitTimeout).Should(ContainElement(kafkav1alpha1.ListenerStatus{
 			Name: "external", Type: kafkav1alpha1.ListenerNodePort, Bootstrap: fmt.Sprintf(":%d", nodePort),
 		}))
 	})
 
 	It("puts back a child that was deleted", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
-		provisioningNewCluster(ctx, ns)
-		provisioningWaitForChildren(ctx, ns, 3)
+		newCluster(ctx, ns)
+		waitForChildren(ctx, ns, 3)
 
 		for _, key := range []string{"Service c-brokers", "Role c-broker", "StatefulSet c-broker"} {
-			obj := provisioningChildren(3)[key]
-			Expect(provisioningGet(ctx, ns, key, obj)).To(Succeed())
+			obj := wantChildren(3)[key]
+			Expect(getChild(ctx, ns, key, obj)).To(Succeed())
 			oldUID := obj.GetUID()
 			Expect(k8sClient.Delete(ctx, obj)).To(Succeed())
 			Eventually(func(g Gomega) {
-				back := provisioningChildren(3)[key]
-				g.Expect(provisioningGet(ctx, ns, key, back)).To(Succeed())
+				back := wantChildren(3)[key]
+				g.Expect(getChild(ctx, ns, key, back)).To(Succeed())
 				g.Expect(back.GetUID()).NotTo(Equal(oldUID))
-			}).WithTimeout(provisioningWaitTimeout).Should(Succeed(), key+" is recreated")
+			}).WithTimeout(waitTimeout).Should(Succeed(), key+" is recreated")
 		}
 	})
 
 	It("reports a spec it cannot act on as Degraded and leaves the children alone", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
-		provisioningNewCluster(ctx, ns)
-		provisioningWaitForChildren(ctx, ns, 3)
-		provisioningWaitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionFalse, kafkav1alpha1.ReasonAsExpected)
-		before := provisioningSettledVersions(ctx, ns, 3)
+		newCluster(ctx, ns)
+		waitForChildren(ctx, ns, 3)
+		waitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionFalse, kafkav1alpha1.ReasonAsExpected)
+		before := settledVersions(ctx, ns, 3)
 
-		provisioningUpdateSpec(ctx, ns, func(s *kafkav1alpha1.KafkaClusterSpec) {
+		updateSpec(ctx, ns, func(s *kafkav1alpha1.KafkaClusterSpec) {
 			s.Replicas = 4
 			s.Listeners[0].Port = kafkav1alpha1.HealthPort
 		})
-		kc := provisioningWaitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionTrue, kafkav1alpha1.ReasonInvalidSpec)
+		kc := waitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionTrue, kafkav1alpha1.ReasonInvalidSpec)
 		Expect(meta.FindStatusCondition(kc.Status.Conditions, kafkav1alpha1.ConditionDegraded).Message).To(ContainSubstring("port 9644"))
 		Expect(meta.FindStatusCondition(kc.Status.Conditions, kafkav1alpha1.ConditionProgressing).Status).To(Equal(metav1.ConditionFalse))
-		Consistently(func() map[string]string { return provisioningResourceVersions(ctx, ns, 3) }).
+		Consistently(func() map[string]string { return resourceVersions(ctx, ns, 3) }).
 			WithTimeout(time.Second).Should(Equal(before), "no child changed")
-		Expect(apierrors.IsNotFound(provisioningGet(ctx, ns, "Service c-broker-3", &corev1.Service{}))).To(BeTrue())
+		Expect(apierrors.IsNotFound(getChild(ctx, ns, "Service c-broker-3", &corev1.Service{}))).To(BeTrue())
 
 		By("fixing the spec, the edit goes through")
-		provisioningUpdateSpec(ctx, ns, func(s *kafkav1alpha1.KafkaClusterSpec) { s.Listeners[0].Port = 9092 })
-		provisioningWaitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionFalse, kafkav1alpha1.ReasonAsExpected)
-		provisioningWaitForChildren(ctx, ns, 4)
+		updateSpec(ctx, ns, func(s *kafkav1alpha1.KafkaClusterSpec) { s.Listeners[0].Port = 9092 })
+		waitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionFalse, kafkav1alpha1.ReasonAsExpected)
+		waitForChildren(ctx, ns, 4)
 	})
 
 	It("creates nothing for a cluster whose spec is invalid from the start", func(ctx SpecContext) {
@@ -517,69 +517,69 @@ var _ = Describe("KafkaCluster provisioning", Ordered, func() {
 			Spec:       kafkav1alpha1.KafkaClusterSpec{Listeners: []kafkav1alpha1.Listener{{Name: "health", Port: 9092}}},
 		}
 		Expect(k8sClient.Create(ctx, kc)).To(Succeed())
-		got := provisioningWaitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionTrue, kafkav1alpha1.ReasonInvalidSpec)
+		got := waitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionTrue, kafkav1alpha1.ReasonInvalidSpec)
 		Expect(meta.FindStatusCondition(got.Status.Conditions, kafkav1alpha1.ConditionDegraded).Message).To(ContainSubstring(`"health" is reserved`))
 		Consistently(func() bool {
-			return apierrors.IsNotFound(provisioningGet(ctx, ns, "StatefulSet c-broker", &appsv1.StatefulSet{}))
+			return apierrors.IsNotFound(getChild(ctx, ns, "StatefulSet c-broker", &appsv1.StatefulSet{}))
 		}).WithTimeout(time.Second).Should(BeTrue())
 	})
 
 	It("refuses a storage change and keeps the brokers' volume", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
-		provisioningNewCluster(ctx, ns)
-		provisioningWaitForChildren(ctx, ns, 3)
-		before := provisioningSettledVersions(ctx, ns, 3)
+		newCluster(ctx, ns)
+		waitForChildren(ctx, ns, 3)
+		before := settledVersions(ctx, ns, 3)
 
-		provisioningUpdateSpec(ctx, ns, func(s *kafkav1alpha1.KafkaClusterSpec) { s.Storage.Size = ptr.To(resource.MustParse("20Gi")) })
-		kc := provisioningWaitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionTrue, kafkav1alpha1.ReasonStorageImmutable)
+		updateSpec(ctx, ns, func(s *kafkav1alpha1.KafkaClusterSpec) { s.Storage.Size = ptr.To(resource.MustParse("20Gi")) })
+		kc := waitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionTrue, kafkav1alpha1.ReasonStorageImmutable)
 		Expect(meta.FindStatusCondition(kc.Status.Conditions, kafkav1alpha1.ConditionDegraded).Message).To(ContainSubstring("from 10Gi to 20Gi"))
 
-		provisioningUpdateSpec(ctx, ns, func(s *kafkav1alpha1.KafkaClusterSpec) {
+		updateSpec(ctx, ns, func(s *kafkav1alpha1.KafkaClusterSpec) {
 			s.Storage.Size = ptr.To(resource.MustParse("10Gi"))
 			s.Storage.Type = kafkav1alpha1.StorageEphemeral
 		})
-		kc = provisioningWaitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionTrue, kafkav1alpha1.ReasonStorageImmutable)
+		kc = waitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionTrue, kafkav1alpha1.ReasonStorageImmutable)
 		Expect(meta.FindStatusCondition(kc.Status.Conditions, kafkav1alpha1.ConditionDegraded).Message).To(ContainSubstring("from PersistentClaim to Ephemeral"))
-		Expect(provisioningResourceVersions(ctx, ns, 3)).To(Equal(before), "the claim and the StatefulSet were not touched")
-		Expect(provisioningStatefulSet(ctx, ns).Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName).To(Equal("c-data"))
+		Expect(resourceVersions(ctx, ns, 3)).To(Equal(before), "the claim and the StatefulSet were not touched")
+		Expect(readStatefulSet(ctx, ns).Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName).To(Equal("c-data"))
 	})
 
 	It("reports Ready and settled once the StatefulSet says every broker is ready", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
-		provisioningNewCluster(ctx, ns)
-		provisioningWaitForChildren(ctx, ns, 3)
-		provisioningWaitForStatus(ctx, ns, kafkav1alpha1.ConditionReady, metav1.ConditionFalse, kafkav1alpha1.ReasonBrokersNotReady)
+		newCluster(ctx, ns)
+		waitForChildren(ctx, ns, 3)
+		waitForStatus(ctx, ns, kafkav1alpha1.ConditionReady, metav1.ConditionFalse, kafkav1alpha1.ReasonBrokersNotReady)
 
 		// No StatefulSet controller runs here: play its part.
-		sts := provisioningStatefulSet(ctx, ns)
+		sts := readStatefulSet(ctx, ns)
 		sts.Status = appsv1.StatefulSetStatus{
 			ObservedGeneration: sts.Generation, Replicas: 3, ReadyReplicas: 3, AvailableReplicas: 3,
 			UpdatedReplicas: 3, CurrentReplicas: 3, CurrentRevision: "c-broker-1", UpdateRevision: "c-broker-1",
 		}
 		Expect(k8sClient.Status().Update(ctx, sts)).To(Succeed())
 
-		provisioningWaitForStatus(ctx, ns, kafkav1alpha1.ConditionReady, metav1.ConditionTrue, kafkav1alpha1.ReasonAllBrokersReady)
-		kc := provisioningWaitForStatus(ctx, ns, kafkav1alpha1.ConditionProgressing, metav1.ConditionFalse, kafkav1alpha1.ReasonUpToDate)
+		waitForStatus(ctx, ns, kafkav1alpha1.ConditionReady, metav1.ConditionTrue, kafkav1alpha1.ReasonAllBrokersReady)
+		kc := waitForStatus(ctx, ns, kafkav1alpha1.ConditionProgressing, metav1.ConditionFalse, kafkav1alpha1.ReasonUpToDate)
 		Expect(kc.Status.Replicas).To(Equal(int32(3)))
 		Expect(kc.Status.ReadyReplicas).To(Equal(int32(3)))
 	})
 
 	It("keeps the clusterID across reconciles and a manager restart", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
-		provisioningNewCluster(ctx, ns)
-		provisioningWaitForChildren(ctx, ns, 3)
-		id := provisioningWaitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionFalse, kafkav1alpha1.ReasonAsExpected).Status.ClusterID
+		newCluster(ctx, ns)
+		waitForChildren(ctx, ns, 3)
+		id := waitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionFalse, kafkav1alpha1.ReasonAsExpected).Status.ClusterID
 		Expect(id).To(MatchRegexp(`^[A-Za-z0-9_-]{22}$`))
 
-		provisioningUpdateSpec(ctx, ns, func(s *kafkav1alpha1.KafkaClusterSpec) { s.Replicas = 4 })
-		provisioningWaitForChildren(ctx, ns, 4)
-		Expect(provisioningWaitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionFalse, kafkav1alpha1.ReasonAsExpected).Status.ClusterID).To(Equal(id))
+		updateSpec(ctx, ns, func(s *kafkav1alpha1.KafkaClusterSpec) { s.Replicas = 4 })
+		waitForChildren(ctx, ns, 4)
+		Expect(waitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionFalse, kafkav1alpha1.ReasonAsExpected).Status.ClusterID).To(Equal(id))
 
 		m.Stop()
-		m = provisioningStartManager()
-		provisioningUpdateSpec(ctx, ns, func(s *kafkav1alpha1.KafkaClusterSpec) { s.Replicas = 2 })
-		Eventually(func() int32 { return *provisioningStatefulSet(ctx, ns).Spec.Replicas }).
-			WithTimeout(provisioningWaitTimeout).Should(Equal(int32(2)), "the restarted manager reconciles")
-		Expect(provisioningWaitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionFalse, kafkav1alpha1.ReasonAsExpected).Status.ClusterID).To(Equal(id))
+		m = startTestManager()
+		updateSpec(ctx, ns, func(s *kafkav1alpha1.KafkaClusterSpec) { s.Replicas = 2 })
+		Eventually(func() int32 { return *readStatefulSet(ctx, ns).Spec.Replicas }).
+			WithTimeout(waitTimeout).Should(Equal(int32(2)), "the restarted manager reconciles")
+		Expect(waitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionFalse, kafkav1alpha1.ReasonAsExpected).Status.ClusterID).To(Equal(id))
 	})
 })

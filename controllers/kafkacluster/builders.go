@@ -1,9 +1,8 @@
-package controllers
+package kafkacluster
 
 import (
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 	"time"
 
@@ -24,52 +23,43 @@ import (
 // apply a no-op when nothing changed and what the golden files in testdata/golden pin.
 // Every builder sets TypeMeta, because the object is sent as an apply configuration.
 
-// provisioningDrainMargin is added to spec.drainTimeout to get the pod's
+// drainMargin is added to spec.drainTimeout to get the pod's
 // terminationGracePeriodSeconds: the broker closes its listeners and exits after the drain
 // timeout, and the margin leaves room for that plus a last heartbeat before SIGKILL.
-const provisioningDrainMargin = 15 * time.Second
+const drainMargin = 15 * time.Second
 
 // Probe timings. Readiness is checked often because it is the Fenced/Serving signal clients
 // see through Metadata; liveness is slower so a busy broker is not restarted on one slow
 // answer; the startup probe allows five minutes for a broker to recover its partitions.
 const (
-	provisioningReadinessPeriod    = 2
-	provisioningReadinessFailures  = 2
-	provisioningLivenessPeriod     = 10
-	provisioningLivenessFailures   = 3
-	provisioningStartupPeriod      = 2
-	provisioningStartupFailures    = 150
-	provisioningProbeTimeout       = 2
-	provisioningBrokerUser         = 65532 // the distroless "nonroot" user
-	provisioningTmpVolumeName      = "tmp"
-	provisioningAntiAffinityWeight = 100
+	readinessPeriod    = 2
+	readinessFailures  = 2
+	livenessPeriod     = 10
+	livenessFailures   = 3
+	startupPeriod      = 2
+	startupFailures    = 150
+	probeTimeout       = 2
+	brokerUser         = 65532 // the distroless "nonroot" user
+	tmpVolumeName      = "tmp"
+	antiAffinityWeight = 100
 )
 
-// provisioningLabels are the labels every child of cluster carries (DESIGN.md "Names").
-func provisioningLabels(cluster *kafkav1alpha1.KafkaCluster) map[string]string {
-	return map[string]string{
-		kafkav1alpha1.LabelName:     kafkav1alpha1.LabelNameValue,
-		kafkav1alpha1.LabelInstance: cluster.Name,
-		kafkav1alpha1.LabelCluster:  cluster.Name,
-	}
-}
-
-// provisioningSelector selects cluster's broker pods. It is the StatefulSet's selector, which
+// podSelector selects cluster's broker pods. It is the StatefulSet's selector, which
 // Kubernetes never lets change, so it must stay this small and stable.
-func provisioningSelector(cluster *kafkav1alpha1.KafkaCluster) map[string]string {
+func podSelector(cluster *kafkav1alpha1.KafkaCluster) map[string]string {
 	return map[string]string{
 		kafkav1alpha1.LabelName:    kafkav1alpha1.LabelNameValue,
 		kafkav1alpha1.LabelCluster: cluster.Name,
 	}
 }
 
-// provisioningMeta is the ObjectMeta of a child: name, cluster's namespace and labels, and a
+// childMeta is the ObjectMeta of a child: name, cluster's namespace and labels, and a
 // controller owner reference so the child is garbage-collected with the cluster.
-func provisioningMeta(cluster *kafkav1alpha1.KafkaCluster, name string) metav1.ObjectMeta {
+func childMeta(cluster *kafkav1alpha1.KafkaCluster, name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{
 		Name:      name,
 		Namespace: cluster.Namespace,
-		Labels:    provisioningLabels(cluster),
+		Labels:    kafkav1alpha1.ClusterLabels(cluster.Name),
 		OwnerReferences: []metav1.OwnerReference{
 			*metav1.NewControllerRef(cluster, kafkav1alpha1.GroupVersion.WithKind("KafkaCluster")),
 		},
@@ -80,7 +70,7 @@ func provisioningMeta(cluster *kafkav1alpha1.KafkaCluster, name string) metav1.O
 func desiredServiceAccount(cluster *kafkav1alpha1.KafkaCluster) *corev1.ServiceAccount {
 	return &corev1.ServiceAccount{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
-		ObjectMeta: provisioningMeta(cluster, kafkav1alpha1.StatefulSetName(cluster.Name)),
+		ObjectMeta: childMeta(cluster, kafkav1alpha1.StatefulSetName(cluster.Name)),
 	}
 }
 
@@ -97,7 +87,7 @@ func desiredRole(cluster *kafkav1alpha1.KafkaCluster) *rbacv1.Role {
 	group := kafkav1alpha1.GroupVersion.Group
 	return &rbacv1.Role{
 		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"},
-		ObjectMeta: provisioningMeta(cluster, kafkav1alpha1.StatefulSetName(cluster.Name)),
+		ObjectMeta: childMeta(cluster, kafkav1alpha1.StatefulSetName(cluster.Name)),
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{group}, Resources: []string{"kafkaclusters"}, ResourceNames: []string{cluster.Name}, Verbs: []string{"get"}},
 			{APIGroups: []string{group}, Resources: []string{"kafkaclusters"}, Verbs: []string{"list", "watch"}},
@@ -114,15 +104,15 @@ func desiredRoleBinding(cluster *kafkav1alpha1.KafkaCluster) *rbacv1.RoleBinding
 	name := kafkav1alpha1.StatefulSetName(cluster.Name)
 	return &rbacv1.RoleBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
-		ObjectMeta: provisioningMeta(cluster, name),
+		ObjectMeta: childMeta(cluster, name),
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: cluster.Namespace}},
 	}
 }
 
-// provisioningListenerPorts are the Service ports of cluster's listeners, in spec order,
+// listenerPorts are the Service ports of cluster's listeners, in spec order,
 // each targeting the container port of the same name.
-func provisioningListenerPorts(cluster *kafkav1alpha1.KafkaCluster) []corev1.ServicePort {
+func listenerPorts(cluster *kafkav1alpha1.KafkaCluster) []corev1.ServicePort {
 	ports := make([]corev1.ServicePort, 0, len(cluster.Spec.Listeners)+1)
 	for _, l := range cluster.Spec.Listeners {
 		ports = append(ports, corev1.ServicePort{
@@ -132,10 +122,10 @@ func provisioningListenerPorts(cluster *kafkav1alpha1.KafkaCluster) []corev1.Ser
 	return ports
 }
 
-// provisioningExposure is the Service type of the bootstrap and per-broker Services: the
+// exposure is the Service type of the bootstrap and per-broker Services: the
 // type of the first listener that asks for outside access, else ClusterIP. Validation
 // refuses a spec that mixes NodePort and LoadBalancer listeners.
-func provisioningExposure(cluster *kafkav1alpha1.KafkaCluster) corev1.ServiceType {
+func exposure(cluster *kafkav1alpha1.KafkaCluster) corev1.ServiceType {
 	for _, l := range cluster.Spec.Listeners {
 		switch l.Type {
 		case kafkav1alpha1.ListenerNodePort:
@@ -151,18 +141,18 @@ func provisioningExposure(cluster *kafkav1alpha1.KafkaCluster) corev1.ServiceTyp
 // name, and its EndpointSlices are the registry's registration source. Not-ready addresses
 // are published so a fenced broker stays registered (and keeps its DNS name).
 func desiredHeadlessService(cluster *kafkav1alpha1.KafkaCluster) *corev1.Service {
-	ports := provisioningListenerPorts(cluster)
+	ports := listenerPorts(cluster)
 	ports = append(ports, corev1.ServicePort{
 		Name: kafkav1alpha1.HealthPortName, Port: kafkav1alpha1.HealthPort, Protocol: corev1.ProtocolTCP,
 		TargetPort: intstr.FromString(kafkav1alpha1.HealthPortName),
 	})
 	return &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: provisioningMeta(cluster, kafkav1alpha1.HeadlessServiceName(cluster.Name)),
+		ObjectMeta: childMeta(cluster, kafkav1alpha1.HeadlessServiceName(cluster.Name)),
 		Spec: corev1.ServiceSpec{
 			ClusterIP:                corev1.ClusterIPNone,
 			PublishNotReadyAddresses: true,
-			Selector:                 provisioningSelector(cluster),
+			Selector:                 podSelector(cluster),
 			Ports:                    ports,
 		},
 	}
@@ -173,11 +163,11 @@ func desiredHeadlessService(cluster *kafkav1alpha1.KafkaCluster) *corev1.Service
 func desiredBootstrapService(cluster *kafkav1alpha1.KafkaCluster) *corev1.Service {
 	return &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: provisioningMeta(cluster, kafkav1alpha1.BootstrapServiceName(cluster.Name)),
+		ObjectMeta: childMeta(cluster, kafkav1alpha1.BootstrapServiceName(cluster.Name)),
 		Spec: corev1.ServiceSpec{
-			Type:     provisioningExposure(cluster),
-			Selector: provisioningSelector(cluster),
-			Ports:    provisioningListenerPorts(cluster),
+			Type:     exposure(cluster),
+			Selector: podSelector(cluster),
+			Ports:    listenerPorts(cluster),
 		},
 	}
 }
@@ -189,18 +179,18 @@ func desiredBootstrapService(cluster *kafkav1alpha1.KafkaCluster) *corev1.Servic
 func desiredBrokerServices(cluster *kafkav1alpha1.KafkaCluster) []*corev1.Service {
 	services := make([]*corev1.Service, 0, cluster.Spec.Replicas)
 	for id := int32(0); id < cluster.Spec.Replicas; id++ {
-		meta := provisioningMeta(cluster, kafkav1alpha1.BrokerServiceName(cluster.Name, id))
-		meta.Labels[kafkav1alpha1.LabelBrokerID] = strconv.Itoa(int(id))
-		selector := provisioningSelector(cluster)
+		meta := childMeta(cluster, kafkav1alpha1.BrokerServiceName(cluster.Name, id))
+		meta.Labels = kafkav1alpha1.BrokerLabels(cluster.Name, id)
+		selector := podSelector(cluster)
 		selector[kafkav1alpha1.LabelPodName] = kafkav1alpha1.BrokerPodName(cluster.Name, id)
 		services = append(services, &corev1.Service{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 			ObjectMeta: meta,
 			Spec: corev1.ServiceSpec{
-				Type:                     provisioningExposure(cluster),
+				Type:                     exposure(cluster),
 				PublishNotReadyAddresses: true,
 				Selector:                 selector,
-				Ports:                    provisioningListenerPorts(cluster),
+				Ports:                    listenerPorts(cluster),
 			},
 		})
 	}
@@ -219,7 +209,7 @@ func desiredDataClaim(cluster *kafkav1alpha1.KafkaCluster) *corev1.PersistentVol
 	}
 	return &corev1.PersistentVolumeClaim{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
-		ObjectMeta: provisioningMeta(cluster, kafkav1alpha1.DataClaimName(cluster.Name)),
+		ObjectMeta: childMeta(cluster, kafkav1alpha1.DataClaimName(cluster.Name)),
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes:      []corev1.PersistentVolumeAccessMode{mode},
 			StorageClassName: cluster.Spec.Storage.StorageClassName,
@@ -235,25 +225,25 @@ func desiredDataClaim(cluster *kafkav1alpha1.KafkaCluster) *corev1.PersistentVol
 func desiredPodDisruptionBudget(cluster *kafkav1alpha1.KafkaCluster) *policyv1.PodDisruptionBudget {
 	return &policyv1.PodDisruptionBudget{
 		TypeMeta:   metav1.TypeMeta{APIVersion: policyv1.SchemeGroupVersion.String(), Kind: "PodDisruptionBudget"},
-		ObjectMeta: provisioningMeta(cluster, kafkav1alpha1.StatefulSetName(cluster.Name)),
+		ObjectMeta: childMeta(cluster, kafkav1alpha1.StatefulSetName(cluster.Name)),
 		Spec: policyv1.PodDisruptionBudgetSpec{
 			MaxUnavailable: ptr.To(intstr.FromInt32(1)),
-			Selector:       &metav1.LabelSelector{MatchLabels: provisioningSelector(cluster)},
+			Selector:       &metav1.LabelSelector{MatchLabels: podSelector(cluster)},
 		},
 	}
 }
 
-// provisioningBrokerImage is the image the brokers run: the spec's, else the manager's
+// brokerImage is the image the brokers run: the spec's, else the manager's
 // default. Empty when neither is set, which validation reports.
-func provisioningBrokerImage(cluster *kafkav1alpha1.KafkaCluster, opts Options) string {
+func brokerImage(cluster *kafkav1alpha1.KafkaCluster, opts Options) string {
 	if cluster.Spec.Image != "" {
 		return cluster.Spec.Image
 	}
 	return opts.DefaultBrokerImage
 }
 
-// provisioningBrokerArgs are the broker container's arguments (CONTRACTS.md §1).
-func provisioningBrokerArgs(cluster *kafkav1alpha1.KafkaCluster) []string {
+// brokerArgs are the broker container's arguments (docs/architecture.md, "The broker pod").
+func brokerArgs(cluster *kafkav1alpha1.KafkaCluster) []string {
 	listeners := make([]string, 0, len(cluster.Spec.Listeners))
 	for _, l := range cluster.Spec.Listeners {
 		mode := l.AdvertisedHost
@@ -274,13 +264,13 @@ func provisioningBrokerArgs(cluster *kafkav1alpha1.KafkaCluster) []string {
 	}
 }
 
-// provisioningGracePeriodSeconds is drainTimeout plus the margin, rounded up to a second.
-func provisioningGracePeriodSeconds(cluster *kafkav1alpha1.KafkaCluster) int64 {
-	return int64(math.Ceil((cluster.Spec.DrainTimeoutOrDefault() + provisioningDrainMargin).Seconds()))
+// gracePeriodSeconds is drainTimeout plus the margin, rounded up to a second.
+func gracePeriodSeconds(cluster *kafkav1alpha1.KafkaCluster) int64 {
+	return int64(math.Ceil((cluster.Spec.DrainTimeoutOrDefault() + drainMargin).Seconds()))
 }
 
-// provisioningDownwardEnv gives the broker its pod identity (CONTRACTS.md §1).
-func provisioningDownwardEnv() []corev1.EnvVar {
+// downwardEnv gives the broker its pod identity (docs/architecture.md, "The broker pod").
+func downwardEnv() []corev1.EnvVar {
 	field := func(name, path string) corev1.EnvVar {
 		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{
 			FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path},
@@ -295,22 +285,22 @@ func provisioningDownwardEnv() []corev1.EnvVar {
 	}
 }
 
-// provisioningHTTPProbe is a GET of path on the health port.
-func provisioningHTTPProbe(path string, period, failures int32) *corev1.Probe {
+// hTTPProbe is a GET of path on the health port.
+func hTTPProbe(path string, period, failures int32) *corev1.Probe {
 	return &corev1.Probe{
 		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 			Path: path, Port: intstr.FromString(kafkav1alpha1.HealthPortName), Scheme: corev1.URISchemeHTTP,
 		}},
-		TimeoutSeconds:   provisioningProbeTimeout,
+		TimeoutSeconds:   probeTimeout,
 		PeriodSeconds:    period,
 		SuccessThreshold: 1,
 		FailureThreshold: failures,
 	}
 }
 
-// provisioningDataVolume is the broker's data volume: the shared claim, or an emptyDir
+// dataVolume is the broker's data volume: the shared claim, or an emptyDir
 // capped at the requested size for Ephemeral storage.
-func provisioningDataVolume(cluster *kafkav1alpha1.KafkaCluster) corev1.Volume {
+func dataVolume(cluster *kafkav1alpha1.KafkaCluster) corev1.Volume {
 	v := corev1.Volume{Name: kafkav1alpha1.DataVolumeName}
 	if cluster.Spec.Storage.Type == kafkav1alpha1.StorageEphemeral {
 		v.EmptyDir = &corev1.EmptyDirVolumeSource{}
@@ -334,12 +324,12 @@ func desiredStatefulSet(cluster *kafkav1alpha1.KafkaCluster, opts Options) *apps
 		ports = append(ports, corev1.ContainerPort{Name: l.Name, ContainerPort: l.Port, Protocol: corev1.ProtocolTCP})
 	}
 	ports = append(ports, corev1.ContainerPort{Name: kafkav1alpha1.HealthPortName, ContainerPort: kafkav1alpha1.HealthPort, Protocol: corev1.ProtocolTCP})
-	selector := &metav1.LabelSelector{MatchLabels: provisioningSelector(cluster)}
+	selector := &metav1.LabelSelector{MatchLabels: podSelector(cluster)}
 
 	name := kafkav1alpha1.StatefulSetName(cluster.Name)
 	return &appsv1.StatefulSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "StatefulSet"},
-		ObjectMeta: provisioningMeta(cluster, name),
+		ObjectMeta: childMeta(cluster, name),
 		Spec: appsv1.StatefulSetSpec{
 			Replicas:            ptr.To(cluster.Spec.Replicas),
 			Selector:            selector,
@@ -347,18 +337,18 @@ func desiredStatefulSet(cluster *kafkav1alpha1.KafkaCluster, opts Options) *apps
 			PodManagementPolicy: appsv1.ParallelPodManagement,
 			UpdateStrategy:      appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: provisioningLabels(cluster)},
+				ObjectMeta: metav1.ObjectMeta{Labels: kafkav1alpha1.ClusterLabels(cluster.Name)},
 				Spec: corev1.PodSpec{
 					ServiceAccountName:            name,
-					TerminationGracePeriodSeconds: ptr.To(provisioningGracePeriodSeconds(cluster)),
+					TerminationGracePeriodSeconds: ptr.To(gracePeriodSeconds(cluster)),
 					// Service links would put one env var per Service of the namespace into the
 					// broker's environment; the broker learns what it needs from its flags.
 					EnableServiceLinks: ptr.To(false),
 					SecurityContext: &corev1.PodSecurityContext{
 						RunAsNonRoot:   ptr.To(true),
-						RunAsUser:      ptr.To[int64](provisioningBrokerUser),
-						RunAsGroup:     ptr.To[int64](provisioningBrokerUser),
-						FSGroup:        ptr.To[int64](provisioningBrokerUser),
+						RunAsUser:      ptr.To[int64](brokerUser),
+						RunAsGroup:     ptr.To[int64](brokerUser),
+						FSGroup:        ptr.To[int64](brokerUser),
 						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 					},
 					TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{
@@ -369,7 +359,7 @@ func desiredStatefulSet(cluster *kafkav1alpha1.KafkaCluster, opts Options) *apps
 					}},
 					Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
 						PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
-							Weight: provisioningAntiAffinityWeight,
+							Weight: antiAffinityWeight,
 							PodAffinityTerm: corev1.PodAffinityTerm{
 								LabelSelector: selector,
 								TopologyKey:   corev1.LabelHostname,
@@ -378,17 +368,17 @@ func desiredStatefulSet(cluster *kafkav1alpha1.KafkaCluster, opts Options) *apps
 					}},
 					Containers: []corev1.Container{{
 						Name:           kafkav1alpha1.BrokerContainerName,
-						Image:          provisioningBrokerImage(cluster, opts),
-						Args:           provisioningBrokerArgs(cluster),
-						Env:            provisioningDownwardEnv(),
+						Image:          brokerImage(cluster, opts),
+						Args:           brokerArgs(cluster),
+						Env:            downwardEnv(),
 						Ports:          ports,
-						ReadinessProbe: provisioningHTTPProbe("/readyz", provisioningReadinessPeriod, provisioningReadinessFailures),
-						LivenessProbe:  provisioningHTTPProbe("/healthz", provisioningLivenessPeriod, provisioningLivenessFailures),
-						StartupProbe:   provisioningHTTPProbe("/healthz", provisioningStartupPeriod, provisioningStartupFailures),
+						ReadinessProbe: hTTPProbe("/readyz", readinessPeriod, readinessFailures),
+						LivenessProbe:  hTTPProbe("/healthz", livenessPeriod, livenessFailures),
+						StartupProbe:   hTTPProbe("/healthz", startupPeriod, startupFailures),
 						Resources:      *cluster.Spec.Resources.DeepCopy(),
 						VolumeMounts: []corev1.VolumeMount{
 							{Name: kafkav1alpha1.DataVolumeName, MountPath: kafkav1alpha1.DataMountPath},
-							{Name: provisioningTmpVolumeName, MountPath: "/tmp"},
+							{Name: tmpVolumeName, MountPath: "/tmp"},
 						},
 						SecurityContext: &corev1.SecurityContext{
 							AllowPrivilegeEscalation: ptr.To(false),
@@ -398,9 +388,9 @@ func desiredStatefulSet(cluster *kafkav1alpha1.KafkaCluster, opts Options) *apps
 						},
 					}},
 					Volumes: []corev1.Volume{
-						provisioningDataVolume(cluster),
+						dataVolume(cluster),
 						// The root filesystem is read-only; the broker gets a scratch /tmp.
-						{Name: provisioningTmpVolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+						{Name: tmpVolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 					},
 				},
 			},

@@ -1,9 +1,10 @@
-package controllers
+package registry
 
 import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,20 +19,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
-	"github.com/paddock-dev/paddock/internal/registry"
+	rules "github.com/paddock-dev/paddock/internal/registry"
 )
 
 // Event actions (events.k8s.io requires one): what the registry did when it recorded the event.
 const (
-	registryActionCreate = "Create"
-	registryActionDelete = "Delete"
-	registryActionReport = "UpdateStatus"
+	actionCreate = "Create"
+	actionDelete = "Delete"
+	actionReport = "UpdateStatus"
 )
 
 // syncBroker makes the Broker object of the i-th row say that row: it creates the object for
 // a newly registered broker, writes its status when it differs, and records an Event for each
-// transition.
-func (r *RegistryReconciler) syncBroker(ctx context.Context, s *registryScope, i int) error {
+// transition. It compares with the status this reconciler last wrote when the cache does not
+// show that write yet (writtenStatuses), so a stale cache never makes it write a status, and
+// record its transitions, twice.
+func (r *Reconciler) syncBroker(ctx context.Context, s *scope, i int) error {
 	row, why := s.cluster.Status.Brokers[i], s.result.Reasons[i]
 	b, exists := s.brokers[row.ID]
 	if !exists {
@@ -40,18 +43,21 @@ func (r *RegistryReconciler) syncBroker(ctx context.Context, s *registryScope, i
 			return err
 		}
 	}
+	key := client.ObjectKeyFromObject(b)
+	cur := r.written.current(key, b.Status)
 	var written *kafkav1alpha1.BrokerRow
-	if b.Status.State != "" {
-		written = b.Status.BrokerRow.DeepCopy()
+	if cur.State != "" {
+		written = cur.BrokerRow.DeepCopy()
 	}
-	want := registryBrokerStatus(s.cluster.Name, row, why, b, s.now)
-	if equality.Semantic.DeepEqual(b.Status, want) {
+	want := brokerStatus(s.cluster.Name, row, why, cur, b.Generation, s.now)
+	if equality.Semantic.DeepEqual(cur, want) {
 		return nil
 	}
 	if err := r.applyBrokerStatus(ctx, b, want); err != nil {
 		return err
 	}
-	for _, t := range registry.Transitions(written, row) {
+	r.written.record(key, want)
+	for _, t := range rules.Transitions(written, row) {
 		r.recordTransition(ctx, b, t)
 	}
 	return nil
@@ -60,7 +66,7 @@ func (r *RegistryReconciler) syncBroker(ctx context.Context, s *registryScope, i
 // applyBrokerStatus server-side applies b's whole status. The registry owns every status
 // field of a Broker, so apply is the write that also removes a field the new status leaves
 // out (a cleared reason), without the resourceVersion conflicts of an update.
-func (r *RegistryReconciler) applyBrokerStatus(ctx context.Context, b *kafkav1alpha1.Broker, status kafkav1alpha1.BrokerStatus) error {
+func (r *Reconciler) applyBrokerStatus(ctx context.Context, b *kafkav1alpha1.Broker, status kafkav1alpha1.BrokerStatus) error {
 	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&status)
 	if err != nil {
 		return fmt.Errorf("convert status of broker %s: %w", b.Name, err)
@@ -80,8 +86,8 @@ func (r *RegistryReconciler) applyBrokerStatus(ctx context.Context, b *kafkav1al
 // createBroker creates broker row.ID's object, owned by the cluster. It returns nil (no
 // error) when the object already exists: the cache has not seen this controller's own create
 // yet, and the create event brings the reconcile back.
-func (r *RegistryReconciler) createBroker(ctx context.Context, cluster *kafkav1alpha1.KafkaCluster, row kafkav1alpha1.BrokerRow) (*kafkav1alpha1.Broker, error) {
-	b := registryDesiredBroker(cluster, row.ID)
+func (r *Reconciler) createBroker(ctx context.Context, cluster *kafkav1alpha1.KafkaCluster, row kafkav1alpha1.BrokerRow) (*kafkav1alpha1.Broker, error) {
+	b := desiredBroker(cluster, row.ID)
 	scheme := r.Scheme
 	if scheme == nil {
 		scheme = r.Client.Scheme()
@@ -96,14 +102,15 @@ func (r *RegistryReconciler) createBroker(ctx context.Context, cluster *kafkav1a
 		return nil, fmt.Errorf("create broker %s: %w", b.Name, err)
 	}
 	log.FromContext(ctx).Info("Registered broker", "broker", row.ID, "pod", row.Pod)
-	r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, kafkav1alpha1.EventRegistered, registryActionCreate,
+	r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, kafkav1alpha1.EventRegistered, actionCreate,
 		"Broker %d (pod %s) is registered", row.ID, row.Pod)
 	return b, nil
 }
 
 // deregister deletes broker id's object: the StatefulSet no longer wants it and it no longer
 // heartbeats. The Event goes on the cluster, since the Broker object is gone with it.
-func (r *RegistryReconciler) deregister(ctx context.Context, cluster *kafkav1alpha1.KafkaCluster, id int32, b *kafkav1alpha1.Broker) error {
+func (r *Reconciler) deregister(ctx context.Context, cluster *kafkav1alpha1.KafkaCluster, id int32, b *kafkav1alpha1.Broker) error {
+	r.written.forget(client.ObjectKeyFromObject(b))
 	if err := r.Delete(ctx, b); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -111,14 +118,14 @@ func (r *RegistryReconciler) deregister(ctx context.Context, cluster *kafkav1alp
 		return fmt.Errorf("delete broker %s: %w", b.Name, err)
 	}
 	log.FromContext(ctx).Info("Deregistered broker", "broker", id)
-	r.Recorder.Eventf(cluster, b, corev1.EventTypeNormal, kafkav1alpha1.EventDeregistered, registryActionDelete,
+	r.Recorder.Eventf(cluster, b, corev1.EventTypeNormal, kafkav1alpha1.EventDeregistered, actionDelete,
 		"Broker %d is deregistered: the StatefulSet no longer wants it and it stopped heartbeating", id)
 	return nil
 }
 
 // recordTransition records one transition event on b, whose status is already the new one.
 // Only Dead is a warning: fencing is also what a booting or restarting broker goes through.
-func (r *RegistryReconciler) recordTransition(ctx context.Context, b *kafkav1alpha1.Broker, transition string) {
+func (r *Reconciler) recordTransition(ctx context.Context, b *kafkav1alpha1.Broker, transition string) {
 	condType := kafkav1alpha1.ConditionAlive
 	if transition == kafkav1alpha1.EventFenced || transition == kafkav1alpha1.EventServing {
 		condType = kafkav1alpha1.ConditionReady
@@ -129,30 +136,25 @@ func (r *RegistryReconciler) recordTransition(ctx context.Context, b *kafkav1alp
 		eventType = corev1.EventTypeWarning
 	}
 	log.FromContext(ctx).Info("Broker changed", "broker", b.Status.ID, "transition", transition, "reason", cond.Reason)
-	r.Recorder.Eventf(b, nil, eventType, transition, registryActionReport, "Broker %d is %s (%s): %s",
+	r.Recorder.Eventf(b, nil, eventType, transition, actionReport, "Broker %d is %s (%s): %s",
 		b.Status.ID, transition, cond.Reason, cond.Message)
 }
 
-// registryDesiredBroker is broker id's object without status (status is a subresource, written
+// desiredBroker is broker id's object without status (status is a subresource, written
 // separately).
-func registryDesiredBroker(cluster *kafkav1alpha1.KafkaCluster, id int32) *kafkav1alpha1.Broker {
+func desiredBroker(cluster *kafkav1alpha1.KafkaCluster, id int32) *kafkav1alpha1.Broker {
 	return &kafkav1alpha1.Broker{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      kafkav1alpha1.BrokerObjectName(cluster.Name, id),
 			Namespace: cluster.Namespace,
-			Labels: map[string]string{
-				kafkav1alpha1.LabelName:     kafkav1alpha1.LabelNameValue,
-				kafkav1alpha1.LabelInstance: cluster.Name,
-				kafkav1alpha1.LabelCluster:  cluster.Name,
-				kafkav1alpha1.LabelBrokerID: strconv.Itoa(int(id)),
-			},
+			Labels:    kafkav1alpha1.BrokerLabels(cluster.Name, id),
 		},
 	}
 }
 
-// registryBrokerID is the id of a Broker object this cluster controls, from its broker-id
+// brokerID is the id of a Broker object this cluster controls, from its broker-id
 // label; false for an object it does not control or whose label is not an id.
-func registryBrokerID(cluster *kafkav1alpha1.KafkaCluster, b *kafkav1alpha1.Broker) (int32, bool) {
+func brokerID(cluster *kafkav1alpha1.KafkaCluster, b *kafkav1alpha1.Broker) (int32, bool) {
 	if !metav1.IsControlledBy(b, cluster) {
 		return 0, false
 	}
@@ -163,25 +165,69 @@ func registryBrokerID(cluster *kafkav1alpha1.KafkaCluster, b *kafkav1alpha1.Brok
 	return int32(id), true
 }
 
-// registryBrokerStatus is the status broker b should have for row: the row, its cluster,
-// Ready (state Serving) and the Ready and Alive conditions. A condition's lastTransitionTime
-// moves only when its status does.
-func registryBrokerStatus(cluster string, row kafkav1alpha1.BrokerRow, why registry.Reasons, b *kafkav1alpha1.Broker, now time.Time) kafkav1alpha1.BrokerStatus {
+// brokerStatus is the status a Broker object whose status is cur (at generation) should have
+// for row: the row, its cluster, Ready (state Serving) and the Ready and Alive conditions. A
+// condition's lastTransitionTime moves only when its status does.
+func brokerStatus(cluster string, row kafkav1alpha1.BrokerRow, why rules.Reasons, cur kafkav1alpha1.BrokerStatus, generation int64, now time.Time) kafkav1alpha1.BrokerStatus {
 	st := kafkav1alpha1.BrokerStatus{
 		Cluster:    cluster,
 		BrokerRow:  *row.DeepCopy(),
 		Ready:      row.State == kafkav1alpha1.BrokerServing,
-		Conditions: b.Status.DeepCopy().Conditions,
+		Conditions: cur.DeepCopy().Conditions,
 	}
-	meta.SetStatusCondition(&st.Conditions, registryCondition(kafkav1alpha1.ConditionReady,
-		st.Ready, kafkav1alpha1.ReasonServing, why.State, b.Generation, now))
-	meta.SetStatusCondition(&st.Conditions, registryCondition(kafkav1alpha1.ConditionAlive,
-		row.Health == kafkav1alpha1.BrokerAlive, kafkav1alpha1.ReasonHeartbeating, why.Health, b.Generation, now))
+	meta.SetStatusCondition(&st.Conditions, condition(kafkav1alpha1.ConditionReady,
+		st.Ready, kafkav1alpha1.ReasonServing, why.State, generation, now))
+	meta.SetStatusCondition(&st.Conditions, condition(kafkav1alpha1.ConditionAlive,
+		row.Health == kafkav1alpha1.BrokerAlive, kafkav1alpha1.ReasonHeartbeating, why.Health, generation, now))
 	return st
 }
 
-// registryCondition is a condition that is True with trueReason, or False with falseReason.
-func registryCondition(condType string, isTrue bool, trueReason, falseReason string, generation int64, now time.Time) metav1.Condition {
+// writtenStatuses remembers the Broker status this reconciler last applied to each Broker
+// object until the cache shows it. A reconcile that runs before the informer delivered the
+// reconciler's own write would otherwise compare with the stale cached status, apply the
+// same status again and record every transition a second time. Only the registry writes
+// Broker status, so a cached status that differs from the one remembered is taken as not
+// caught up yet. Safe for concurrent use.
+type writtenStatuses struct {
+	mu   sync.Mutex
+	last map[client.ObjectKey]kafkav1alpha1.BrokerStatus // guarded by mu
+}
+
+// current is the status the Broker object key has as far as the reconciler knows: cached
+// once the cache shows the last write (which is then forgotten), else the last write.
+func (w *writtenStatuses) current(key client.ObjectKey, cached kafkav1alpha1.BrokerStatus) kafkav1alpha1.BrokerStatus {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	last, ok := w.last[key]
+	if !ok {
+		return cached
+	}
+	if equality.Semantic.DeepEqual(last, cached) {
+		delete(w.last, key)
+		return cached
+	}
+	return last
+}
+
+// record remembers that status was just applied to key.
+func (w *writtenStatuses) record(key client.ObjectKey, status kafkav1alpha1.BrokerStatus) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.last == nil {
+		w.last = map[client.ObjectKey]kafkav1alpha1.BrokerStatus{}
+	}
+	w.last[key] = *status.DeepCopy()
+}
+
+// forget drops what is remembered about key (its object was deleted).
+func (w *writtenStatuses) forget(key client.ObjectKey) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.last, key)
+}
+
+// condition is a condition that is True with trueReason, or False with falseReason.
+func condition(condType string, isTrue bool, trueReason, falseReason string, generation int64, now time.Time) metav1.Condition {
 	c := metav1.Condition{
 		Type: condType, Status: metav1.ConditionFalse, Reason: falseReason,
 		ObservedGeneration: generation, LastTransitionTime: metav1.NewTime(now),
@@ -189,21 +235,22 @@ func registryCondition(condType string, isTrue bool, trueReason, falseReason str
 	if isTrue {
 		c.Status, c.Reason = metav1.ConditionTrue, trueReason
 	}
-	c.Message = registryMessages[c.Reason]
+	c.Message = messages[c.Reason]
 	return c
 }
 
-// registryMessages says what each reason means for the broker, in a sentence a user reading
+// messages says what each reason means for the broker, in a sentence a user reading
 // `kubectl describe broker` can act on.
-var registryMessages = map[string]string{
+var messages = map[string]string{
 	kafkav1alpha1.ReasonServing:          "The broker's endpoint is serving; clients see it in Metadata.",
 	kafkav1alpha1.ReasonNotServing:       "The broker's endpoint is listed but its pod is not ready; clients do not see it in Metadata.",
 	kafkav1alpha1.ReasonTerminating:      "The broker's pod is being deleted.",
 	kafkav1alpha1.ReasonPodMissing:       "The StatefulSet wants this broker but no endpoint lists it: its pod is missing or being recreated.",
 	kafkav1alpha1.ReasonNotListed:        "The broker heartbeats but no endpoint lists it.",
 	kafkav1alpha1.ReasonHeartbeating:     "The broker's heartbeat Lease is fresh and healthy; it may be given work.",
-	kafkav1alpha1.ReasonNoHeartbeat:      "The broker has no heartbeat Lease.",
-	kafkav1alpha1.ReasonHeartbeatExpired: "The broker's heartbeat Lease was not renewed within its duration.",
+	kafkav1alpha1.ReasonStarting:         "The broker has not heartbeated yet: it is being scheduled or is starting.",
+	kafkav1alpha1.ReasonNoHeartbeat:      "The broker has never heartbeated, and its start-up grace period is over.",
+	kafkav1alpha1.ReasonHeartbeatExpired: "The broker's heartbeat Lease was not renewed within its duration; clients no longer see it in Metadata.",
 	kafkav1alpha1.ReasonUnhealthy:        "The broker reports itself unhealthy: its request loop is wedged or its storage is failing.",
 	kafkav1alpha1.ReasonDraining:         "The broker announced a shutdown and is handing its work over.",
 }

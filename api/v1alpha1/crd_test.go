@@ -1,8 +1,7 @@
-package controllers
+package v1alpha1_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -12,50 +11,24 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 )
 
-// newNamespace creates a namespace for one test and deletes it afterwards.
-func newNamespace(ctx context.Context) string {
-	GinkgoHelper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "crd-"}}
-	Expect(k8sClient.Create(ctx, ns)).To(Succeed())
-	DeferCleanup(func(ctx SpecContext) { _ = k8sClient.Delete(ctx, ns) })
-	return ns.Name
-}
-
 // tableColumns asks the apiserver for resource's server-side table (what kubectl get prints)
 // and returns its column names by priority.
 func tableColumns(ctx context.Context, namespace, resource string) (names []string, priority map[string]int32) {
 	GinkgoHelper()
-	gv := kafkav1alpha1.GroupVersion
-	rc, err := rest.RESTClientFor(rawRESTConfig())
+	table, err := env.Table(ctx, namespace, resource)
 	Expect(err).NotTo(HaveOccurred())
-	raw, err := rc.Get().AbsPath("/apis", gv.Group, gv.Version, "namespaces", namespace, resource).
-		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(ctx)
-	Expect(err).NotTo(HaveOccurred())
-	var table metav1.Table
-	Expect(json.Unmarshal(raw, &table)).To(Succeed())
 	priority = map[string]int32{}
 	for _, c := range table.ColumnDefinitions {
 		names = append(names, c.Name)
 		priority[c.Name] = c.Priority
 	}
 	return names, priority
-}
-
-// rawRESTConfig is cfg set up for raw requests to the kafka.paddock.dev API.
-func rawRESTConfig() *rest.Config {
-	c := rest.CopyConfig(cfg)
-	c.APIPath = "/apis"
-	c.GroupVersion = &kafkav1alpha1.GroupVersion
-	c.NegotiatedSerializer = clientgoscheme.Codecs.WithoutConversion()
-	return c
 }
 
 var _ = Describe("CRDs", func() {
@@ -163,7 +136,7 @@ var _ = Describe("CRDs", func() {
 		// Go's omitempty cannot send replicas: 0 (it would be defaulted to 3), so send JSON.
 		ns := newNamespace(ctx)
 		body := []byte(fmt.Sprintf(`{"apiVersion":"kafka.paddock.dev/v1alpha1","kind":"KafkaCluster","metadata":{"name":"zero","namespace":%q},"spec":{"replicas":0}}`, ns))
-		rc, err := rest.RESTClientFor(rawRESTConfig())
+		rc, err := env.RESTClient()
 		Expect(err).NotTo(HaveOccurred())
 		err = rc.Post().AbsPath("/apis/kafka.paddock.dev/v1alpha1/namespaces", ns, "kafkaclusters").
 			SetHeader("Content-Type", "application/json").Body(body).Do(ctx).Error()
@@ -193,6 +166,28 @@ var _ = Describe("CRDs", func() {
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
 		Expect(err.Error()).To(ContainSubstring("cluster is immutable"))
 	})
+
+	DescribeTable("refuse a KafkaTopic status that names a partition outside the topic",
+		func(ctx SpecContext, partition int32, message string) {
+			ns := newNamespace(ctx)
+			kt := &kafkav1alpha1.KafkaTopic{
+				ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: ns},
+				Spec:       kafkav1alpha1.KafkaTopicSpec{Cluster: "demo", Partitions: 3},
+			}
+			Expect(k8sClient.Create(ctx, kt)).To(Succeed())
+			kt.Status.Partitions = []kafkav1alpha1.PartitionStatus{{Partition: 0, Leader: 1}, {Partition: partition, Leader: 1}}
+			err := k8sClient.Status().Update(ctx, kt)
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
+			Expect(err.Error()).To(ContainSubstring(message))
+
+			kt.Status.Partitions = []kafkav1alpha1.PartitionStatus{{Partition: 0, Leader: 1}, {Partition: 2, Leader: 0}}
+			Expect(k8sClient.Status().Update(ctx, kt)).To(Succeed(), "partitions below spec.partitions are fine")
+		},
+		Entry("the largest int32 (it overflowed the brokers' view)", int32(2147483647), "status.partitions[1].partition"),
+		Entry("above the 10000 partitions a topic can have", int32(10000), "status.partitions[1].partition"),
+		Entry("negative", int32(-1), "status.partitions[1].partition"),
+		Entry("not below spec.partitions", int32(3), "status.partitions may only name partitions below spec.partitions"),
+	)
 
 	DescribeTable("give kubectl get the promised columns",
 		func(ctx SpecContext, resource string, want []string, wide []string) {

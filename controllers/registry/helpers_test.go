@@ -1,4 +1,4 @@
-package controllers
+package registry
 
 import (
 	"context"
@@ -17,85 +17,84 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 )
 
-// registryClock is the reconciler's clock in the registry specs: real time plus an offset the
+// testClock is the reconciler's clock in the registry specs: real time plus an offset the
 // zero-writes spec advances, so a minute of heartbeats takes seconds, while RequeueAfter
 // (which the workqueue waits out in real time) still lines up with it.
-type registryClock struct {
+type testClock struct {
 	mu     sync.Mutex
 	offset time.Duration // guarded by mu
 }
 
-func (c *registryClock) Now() time.Time {
+func (c *testClock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return time.Now().Add(c.offset)
 }
 
-func (c *registryClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+func (c *testClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
 
 // Step moves the clock forward by d.
-func (c *registryClock) Step(d time.Duration) {
+func (c *testClock) Step(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.offset += d
 }
 
-// registryCountingClient counts the writes the reconciler makes, per namespace.
-type registryCountingClient struct {
+// countingClient counts the writes the reconciler makes, per namespace.
+type countingClient struct {
 	client.Client
 	mu     sync.Mutex
 	writes map[string]int // by namespace; guarded by mu
 }
 
-func newRegistryCountingClient(c client.Client) *registryCountingClient {
-	return &registryCountingClient{Client: c, writes: map[string]int{}}
+func newRegistryCountingClient(c client.Client) *countingClient {
+	return &countingClient{Client: c, writes: map[string]int{}}
 }
 
-func (c *registryCountingClient) count(obj client.Object) {
+func (c *countingClient) count(obj client.Object) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.writes[obj.GetNamespace()]++
 }
 
 // Writes is how many writes were made in namespace ns so far.
-func (c *registryCountingClient) Writes(ns string) int {
+func (c *countingClient) Writes(ns string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.writes[ns]
 }
 
-func (c *registryCountingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+func (c *countingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
 	c.count(obj)
 	return c.Client.Create(ctx, obj, opts...)
 }
 
-func (c *registryCountingClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+func (c *countingClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
 	c.count(obj)
 	return c.Client.Update(ctx, obj, opts...)
 }
 
-func (c *registryCountingClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+func (c *countingClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 	c.count(obj)
 	return c.Client.Patch(ctx, obj, patch, opts...)
 }
 
-func (c *registryCountingClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+func (c *countingClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
 	c.count(obj)
 	return c.Client.Delete(ctx, obj, opts...)
 }
 
-func (c *registryCountingClient) Status() client.SubResourceWriter {
-	return &registryCountingStatus{SubResourceWriter: c.Client.Status(), c: c}
+func (c *countingClient) Status() client.SubResourceWriter {
+	return &countingStatus{SubResourceWriter: c.Client.Status(), c: c}
 }
 
-func (s *registryCountingStatus) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+func (s *countingStatus) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
 	ns := "unknown"
 	switch o := obj.(type) {
 	case interface{ GetNamespace() string }: // an unstructured apply configuration
@@ -109,24 +108,24 @@ func (s *registryCountingStatus) Apply(ctx context.Context, obj runtime.ApplyCon
 	return s.SubResourceWriter.Apply(ctx, obj, opts...)
 }
 
-type registryCountingStatus struct {
+type countingStatus struct {
 	client.SubResourceWriter
-	c *registryCountingClient
+	c *countingClient
 }
 
-func (s *registryCountingStatus) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+func (s *countingStatus) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 	s.c.count(obj)
 	return s.SubResourceWriter.Update(ctx, obj, opts...)
 }
 
-func (s *registryCountingStatus) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+func (s *countingStatus) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 	s.c.count(obj)
 	return s.SubResourceWriter.Patch(ctx, obj, patch, opts...)
 }
 
-// registryNewCluster creates KafkaCluster name in ns and its broker StatefulSet with replicas
+// newCluster creates KafkaCluster name in ns and its broker StatefulSet with replicas
 // (a minimal valid object: no controller runs it here).
-func registryNewCluster(ctx context.Context, ns, name string, replicas int32) {
+func newCluster(ctx context.Context, ns, name string, replicas int32) {
 	GinkgoHelper()
 	Expect(k8sClient.Create(ctx, &kafkav1alpha1.KafkaCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
@@ -147,8 +146,8 @@ func registryNewCluster(ctx context.Context, ns, name string, replicas int32) {
 	})).To(Succeed())
 }
 
-// registrySetReplicas scales the StatefulSet's spec the way the provisioning reconciler would.
-func registrySetReplicas(ctx context.Context, ns, cluster string, replicas int32) {
+// setReplicas scales the StatefulSet's spec the way the provisioning reconciler would.
+func setReplicas(ctx context.Context, ns, cluster string, replicas int32) {
 	GinkgoHelper()
 	sts := &appsv1.StatefulSet{}
 	Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: kafkav1alpha1.StatefulSetName(cluster)}, sts)).To(Succeed())
@@ -156,25 +155,25 @@ func registrySetReplicas(ctx context.Context, ns, cluster string, replicas int32
 	Expect(k8sClient.Update(ctx, sts)).To(Succeed())
 }
 
-// registryEndpoint is broker id's endpoint as the EndpointSlice controller lists it.
-type registryEndpoint struct {
+// endpoint is broker id's endpoint as the EndpointSlice controller lists it.
+type endpoint struct {
 	id                   int32
 	serving, terminating bool
 }
 
-func registryServing(ids ...int32) []registryEndpoint {
-	out := make([]registryEndpoint, len(ids))
+func servingEndpoints(ids ...int32) []endpoint {
+	out := make([]endpoint, len(ids))
 	for i, id := range ids {
-		out[i] = registryEndpoint{id: id, serving: true}
+		out[i] = endpoint{id: id, serving: true}
 	}
 	return out
 }
 
-// registryPutSlice creates or replaces EndpointSlice sliceName of cluster's headless Service
+// putSlice creates or replaces EndpointSlice sliceName of cluster's headless Service
 // with exactly eps, the way the EndpointSlice controller writes the slice's whole membership.
 // The headless Service publishes not-ready addresses, so ready is true whenever the pod is
 // not terminating; serving carries the pod's readiness.
-func registryPutSlice(ctx context.Context, ns, cluster, sliceName string, eps ...registryEndpoint) {
+func putSlice(ctx context.Context, ns, cluster, sliceName string, eps ...endpoint) {
 	GinkgoHelper()
 	s := &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Name: sliceName, Namespace: ns, Labels: map[string]string{
@@ -191,7 +190,7 @@ func registryPutSlice(ctx context.Context, ns, cluster, sliceName string, eps ..
 	for _, e := range eps {
 		pod := kafkav1alpha1.BrokerPodName(cluster, e.id)
 		s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{
-			Addresses: []string{registryPodIP(e.id)},
+			Addresses: []string{podIP(e.id)},
 			Hostname:  ptr.To(pod),
 			NodeName:  ptr.To(fmt.Sprintf("node-%d", e.id%3)),
 			Zone:      ptr.To(fmt.Sprintf("zone-%c", 'a'+e.id%3)),
@@ -212,19 +211,19 @@ func registryPutSlice(ctx context.Context, ns, cluster, sliceName string, eps ..
 	Expect(k8sClient.Update(ctx, s)).To(Succeed())
 }
 
-func registryPodIP(id int32) string { return fmt.Sprintf("10.0.%d.%d", id/250, id%250+1) }
+func podIP(id int32) string { return fmt.Sprintf("10.0.%d.%d", id/250, id%250+1) }
 
-// registryBeat is one heartbeat of broker id, as the broker writes it (CONTRACTS.md §3).
-type registryBeat struct {
+// beat is one heartbeat of broker id, as the broker writes it (docs/registry.md, "Heartbeat Lease").
+type beat struct {
 	id       int32
 	seconds  int32 // leaseDurationSeconds
 	draining bool
 	extra    map[string]string // more annotations
 }
 
-// registryHeartbeat creates or renews broker id's Lease with renewTime = clk.Now() and
+// heartbeat creates or renews broker id's Lease with renewTime = clk.Now() and
 // returns that renewTime.
-func registryHeartbeat(ctx context.Context, clk *registryClock, ns, cluster string, b registryBeat) time.Time {
+func heartbeat(ctx context.Context, clk *testClock, ns, cluster string, b beat) time.Time {
 	GinkgoHelper()
 	now := clk.Now()
 	pod := kafkav1alpha1.BrokerPodName(cluster, b.id)
@@ -265,9 +264,9 @@ func registryHeartbeat(ctx context.Context, clk *registryClock, ns, cluster stri
 	return now
 }
 
-// registryRenew renews broker id's existing Lease with one merge patch (no read), as a
+// renew renews broker id's existing Lease with one merge patch (no read), as a
 // broker's steady-state beat does; extra annotations ride along.
-func registryRenew(ctx context.Context, clk *registryClock, ns, cluster string, id int32, extra map[string]string) {
+func renew(ctx context.Context, clk *testClock, ns, cluster string, id int32, extra map[string]string) {
 	GinkgoHelper()
 	patch := map[string]any{"spec": map[string]any{"renewTime": metav1.MicroTime{Time: clk.Now()}}}
 	if extra != nil {
@@ -279,19 +278,19 @@ func registryRenew(ctx context.Context, clk *registryClock, ns, cluster string, 
 	Expect(k8sClient.Patch(ctx, lease, client.RawPatch("application/merge-patch+json", body))).To(Succeed())
 }
 
-// registryStartBrokers makes brokers ids of cluster serving and heartbeating (one slice,
+// startBrokers makes brokers ids of cluster serving and heartbeating (one slice,
 // leases of the given duration).
-func registryStartBrokers(ctx context.Context, clk *registryClock, ns, cluster string, seconds int32, ids ...int32) {
+func startBrokers(ctx context.Context, clk *testClock, ns, cluster string, seconds int32, ids ...int32) {
 	GinkgoHelper()
-	registryPutSlice(ctx, ns, cluster, kafkav1alpha1.HeadlessServiceName(cluster)+"-abc12", registryServing(ids...)...)
-	registryInParallel(len(ids), 10, func(i int) {
-		registryHeartbeat(ctx, clk, ns, cluster, registryBeat{id: ids[i], seconds: seconds})
+	putSlice(ctx, ns, cluster, kafkav1alpha1.HeadlessServiceName(cluster)+"-abc12", servingEndpoints(ids...)...)
+	inParallel(len(ids), 10, func(i int) {
+		heartbeat(ctx, clk, ns, cluster, beat{id: ids[i], seconds: seconds})
 	})
 }
 
-// registryInParallel runs do(0..n-1) on workers goroutines and waits for all of them; the
+// inParallel runs do(0..n-1) on workers goroutines and waits for all of them; the
 // apiserver round trips of many brokers' writes overlap instead of adding up.
-func registryInParallel(n, workers int, do func(i int)) {
+func inParallel(n, workers int, do func(i int)) {
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Add(1)
@@ -306,18 +305,18 @@ func registryInParallel(n, workers int, do func(i int)) {
 	wg.Wait()
 }
 
-// registryCluster reads the cluster (uncached).
-func registryCluster(ctx context.Context, ns, name string) *kafkav1alpha1.KafkaCluster {
+// readCluster reads the cluster (uncached).
+func readCluster(ctx context.Context, ns, name string) *kafkav1alpha1.KafkaCluster {
 	GinkgoHelper()
 	kc := &kafkav1alpha1.KafkaCluster{}
 	Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, kc)).To(Succeed())
 	return kc
 }
 
-// registryRow is broker id's row in the cluster's status, or nil.
-func registryRow(ctx context.Context, ns, cluster string, id int32) *kafkav1alpha1.BrokerRow {
+// readRow is broker id's row in the cluster's status, or nil.
+func readRow(ctx context.Context, ns, cluster string, id int32) *kafkav1alpha1.BrokerRow {
 	GinkgoHelper()
-	for _, row := range registryCluster(ctx, ns, cluster).Status.Brokers {
+	for _, row := range readCluster(ctx, ns, cluster).Status.Brokers {
 		if row.ID == id {
 			return &row
 		}
@@ -325,13 +324,13 @@ func registryRow(ctx context.Context, ns, cluster string, id int32) *kafkav1alph
 	return nil
 }
 
-// registryRowSays matches a row with the given state, health and reason.
-func registryRowSays(state kafkav1alpha1.BrokerState, health kafkav1alpha1.BrokerHealth, reason string) OmegaMatcher {
+// rowSays matches a row with the given state, health and reason.
+func rowSays(state kafkav1alpha1.BrokerState, health kafkav1alpha1.BrokerHealth, reason string) OmegaMatcher {
 	return And(Not(BeNil()), HaveField("State", state), HaveField("Health", health), HaveField("Reason", reason))
 }
 
-// registryBroker reads Broker object <cluster>-<id> (uncached); nil when it does not exist.
-func registryBroker(ctx context.Context, ns, cluster string, id int32) *kafkav1alpha1.Broker {
+// readBroker reads Broker object <cluster>-<id> (uncached); nil when it does not exist.
+func readBroker(ctx context.Context, ns, cluster string, id int32) *kafkav1alpha1.Broker {
 	GinkgoHelper()
 	b := &kafkav1alpha1.Broker{}
 	err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: kafkav1alpha1.BrokerObjectName(cluster, id)}, b)
@@ -342,18 +341,18 @@ func registryBroker(ctx context.Context, ns, cluster string, id int32) *kafkav1a
 	return b
 }
 
-// registryIDs is the ids of the cluster's status rows.
-func registryIDs(ctx context.Context, ns, cluster string) []int32 {
+// readIDs is the ids of the cluster's status rows.
+func readIDs(ctx context.Context, ns, cluster string) []int32 {
 	GinkgoHelper()
 	ids := []int32{}
-	for _, row := range registryCluster(ctx, ns, cluster).Status.Brokers {
+	for _, row := range readCluster(ctx, ns, cluster).Status.Brokers {
 		ids = append(ids, row.ID)
 	}
 	return ids
 }
 
-// registryEventReasons is the reasons of the events.k8s.io Events about object name in ns.
-func registryEventReasons(ctx context.Context, ns, name string) []string {
+// eventReasons is the reasons of the events.k8s.io Events about object name in ns.
+func eventReasons(ctx context.Context, ns, name string) []string {
 	GinkgoHelper()
 	list := &eventsv1.EventList{}
 	Expect(k8sClient.List(ctx, list, client.InNamespace(ns))).To(Succeed())
@@ -366,19 +365,13 @@ func registryEventReasons(ctx context.Context, ns, name string) []string {
 	return reasons
 }
 
-// registryBrokerTable asks the apiserver for the server-side table of ns's brokers (what
+// brokerTable asks the apiserver for the server-side table of ns's brokers (what
 // `kubectl get brokers` prints; -o wide adds the priority-1 columns, which the table always
 // carries) and returns each row's cells by column name.
-func registryBrokerTable(ctx context.Context, ns string) []map[string]string {
+func brokerTable(ctx context.Context, ns string) []map[string]string {
 	GinkgoHelper()
-	gv := kafkav1alpha1.GroupVersion
-	rc, err := rest.RESTClientFor(rawRESTConfig())
+	table, err := env.Table(ctx, ns, "brokers")
 	Expect(err).NotTo(HaveOccurred())
-	raw, err := rc.Get().AbsPath("/apis", gv.Group, gv.Version, "namespaces", ns, "brokers").
-		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(ctx)
-	Expect(err).NotTo(HaveOccurred())
-	var table metav1.Table
-	Expect(json.Unmarshal(raw, &table)).To(Succeed())
 	var rows []map[string]string
 	for _, r := range table.Rows {
 		cells := map[string]string{}

@@ -1,4 +1,4 @@
-package controllers
+package kafkacluster
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 )
 
-func TestProvisioningValidateSpec(t *testing.T) {
+func TestValidateSpec(t *testing.T) {
 	cases := []struct {
 		rule   string
 		mutate func(*kafkav1alpha1.KafkaCluster, *Options)
@@ -39,9 +39,9 @@ func TestProvisioningValidateSpec(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.rule, func(t *testing.T) {
-			c, o := provisioningGoldenCluster(), provisioningGoldenOptions
+			c, o := goldenCluster(), goldenOptions
 			tc.mutate(c, &o)
-			p := provisioningValidateSpec(c, o)
+			p := checkSpec(c, o)
 			switch {
 			case tc.want == "" && p != nil:
 				t.Fatalf("want valid, got %v", p)
@@ -54,12 +54,12 @@ func TestProvisioningValidateSpec(t *testing.T) {
 	}
 }
 
-func TestProvisioningStorageChange(t *testing.T) {
-	base := provisioningGoldenCluster()
-	sts := desiredStatefulSet(base, provisioningGoldenOptions)
+func TestStorageChange(t *testing.T) {
+	base := goldenCluster()
+	sts := desiredStatefulSet(base, goldenOptions)
 	claim := desiredDataClaim(base)
 	claim.Spec.StorageClassName = ptr.To("standard") // filled in by the default StorageClass
-	ephemeralSTS := desiredStatefulSet(provisioningGoldenEphemeralCluster(), provisioningGoldenOptions)
+	ephemeralSTS := desiredStatefulSet(goldenEphemeralCluster(), goldenOptions)
 
 	cases := []struct {
 		rule   string
@@ -80,7 +80,7 @@ func TestProvisioningStorageChange(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.rule, func(t *testing.T) {
-			p := provisioningStorageChange(tc.want, tc.sts, tc.claim)
+			p := storageChange(tc.want, tc.sts, tc.claim)
 			switch {
 			case tc.refuse == "" && p != nil:
 				t.Fatalf("want accepted, got %v", p)
@@ -93,28 +93,28 @@ func TestProvisioningStorageChange(t *testing.T) {
 	}
 }
 
-func TestProvisioningNewClusterIDIs22CharsOfBase64URL(t *testing.T) {
-	id, err := provisioningNewClusterID(bytes.NewReader(bytes.Repeat([]byte{0xfb}, 16)))
+func TestNewClusterIDIs22CharsOfBase64URL(t *testing.T) {
+	id, err := newClusterID(bytes.NewReader(bytes.Repeat([]byte{0xfb}, 16)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if id != "-_v7-_v7-_v7-_v7-_v7-w" {
 		t.Fatalf("16 bytes of 0xfb: got %q", id)
 	}
-	if _, err := provisioningNewClusterID(bytes.NewReader(make([]byte, 15))); err == nil {
+	if _, err := newClusterID(bytes.NewReader(make([]byte, 15))); err == nil {
 		t.Fatal("want an error when the random source runs dry")
 	}
 	shape := regexp.MustCompile(`^[A-Za-z0-9_-]{22}$`)
 	for range 100 {
-		id, err := provisioningNewClusterID(rand.Reader)
+		id, err := newClusterID(rand.Reader)
 		if err != nil || !shape.MatchString(id) {
 			t.Fatalf("got %q, %v", id, err)
 		}
 	}
 }
 
-// provisioningSTS is a StatefulSet at generation gen with the given status.
-func provisioningSTS(specReplicas int32, gen int64, st appsv1.StatefulSetStatus) *appsv1.StatefulSet {
+// statefulSetWith is a StatefulSet at generation gen with the given status.
+func statefulSetWith(specReplicas int32, gen int64, st appsv1.StatefulSetStatus) *appsv1.StatefulSet {
 	return &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Generation: gen},
 		Spec:       appsv1.StatefulSetSpec{Replicas: ptr.To(specReplicas)},
@@ -122,7 +122,7 @@ func provisioningSTS(specReplicas int32, gen int64, st appsv1.StatefulSetStatus)
 	}
 }
 
-func TestProvisioningConditions(t *testing.T) {
+func TestConditions(t *testing.T) {
 	settled := appsv1.StatefulSetStatus{ObservedGeneration: 2, Replicas: 3, ReadyReplicas: 3, UpdatedReplicas: 3, CurrentRevision: "r2", UpdateRevision: "r2"}
 	rolling := settled
 	rolling.UpdatedReplicas, rolling.CurrentRevision, rolling.ReadyReplicas = 1, "r1", 2
@@ -130,35 +130,35 @@ func TestProvisioningConditions(t *testing.T) {
 	unseen.ObservedGeneration = 1
 	oneDown := settled
 	oneDown.ReadyReplicas = 2
-	invalid := &provisioningProblem{Reason: kafkav1alpha1.ReasonInvalidSpec, Message: "bad listener"}
+	invalid := &specProblem{Reason: kafkav1alpha1.ReasonInvalidSpec, Message: "bad listener"}
 
 	type want struct{ ready, progressing, degraded, reason string }
 	cases := []struct {
 		rule string
-		obs  provisioningObservation
+		obs  observation
 		want want
 	}{
-		{"no StatefulSet yet: not ready, progressing", provisioningObservation{DesiredReplicas: 3},
+		{"no StatefulSet yet: not ready, progressing", observation{DesiredReplicas: 3},
 			want{"False", "True", "False", kafkav1alpha1.ReasonAsExpected}},
-		{"every broker ready and up to date: ready, settled", provisioningObservation{DesiredReplicas: 3, StatefulSet: provisioningSTS(3, 2, settled)},
+		{"every broker ready and up to date: ready, settled", observation{DesiredReplicas: 3, StatefulSet: statefulSetWith(3, 2, settled)},
 			want{"True", "False", "False", kafkav1alpha1.ReasonAsExpected}},
-		{"a rolling update is progressing and not ready", provisioningObservation{DesiredReplicas: 3, StatefulSet: provisioningSTS(3, 2, rolling)},
+		{"a rolling update is progressing and not ready", observation{DesiredReplicas: 3, StatefulSet: statefulSetWith(3, 2, rolling)},
 			want{"False", "True", "False", kafkav1alpha1.ReasonAsExpected}},
-		{"a spec the StatefulSet controller has not seen is progressing", provisioningObservation{DesiredReplicas: 3, StatefulSet: provisioningSTS(3, 2, unseen)},
+		{"a spec the StatefulSet controller has not seen is progressing", observation{DesiredReplicas: 3, StatefulSet: statefulSetWith(3, 2, unseen)},
 			want{"True", "True", "False", kafkav1alpha1.ReasonAsExpected}},
-		{"a scale-up not yet applied is progressing", provisioningObservation{DesiredReplicas: 5, StatefulSet: provisioningSTS(3, 2, settled)},
+		{"a scale-up not yet applied is progressing", observation{DesiredReplicas: 5, StatefulSet: statefulSetWith(3, 2, settled)},
 			want{"False", "True", "False", kafkav1alpha1.ReasonAsExpected}},
-		{"a broker not ready is not ready", provisioningObservation{DesiredReplicas: 3, StatefulSet: provisioningSTS(3, 2, oneDown)},
+		{"a broker not ready is not ready", observation{DesiredReplicas: 3, StatefulSet: statefulSetWith(3, 2, oneDown)},
 			want{"False", "True", "False", kafkav1alpha1.ReasonAsExpected}},
-		{"an invalid spec is degraded and not progressing; running brokers stay ready", provisioningObservation{DesiredReplicas: 3, Problem: invalid, StatefulSet: provisioningSTS(3, 2, settled)},
+		{"an invalid spec is degraded and not progressing; running brokers stay ready", observation{DesiredReplicas: 3, Problem: invalid, StatefulSet: statefulSetWith(3, 2, settled)},
 			want{"True", "False", "True", kafkav1alpha1.ReasonInvalidSpec}},
-		{"a failed apply is degraded", provisioningObservation{DesiredReplicas: 3, ApplyErr: errors.New("apply Service x: forbidden"), StatefulSet: provisioningSTS(3, 2, settled)},
+		{"a failed apply is degraded", observation{DesiredReplicas: 3, ApplyErr: errors.New("apply Service x: forbidden"), StatefulSet: statefulSetWith(3, 2, settled)},
 			want{"True", "False", "True", kafkav1alpha1.ReasonApplyFailed}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.rule, func(t *testing.T) {
 			tc.obs.Generation = 7
-			r, p, d := provisioningReadyCondition(tc.obs), provisioningProgressingCondition(tc.obs), provisioningDegradedCondition(tc.obs)
+			r, p, d := readyCondition(tc.obs), progressingCondition(tc.obs), degradedCondition(tc.obs)
 			got := want{string(r.Status), string(p.Status), string(d.Status), d.Reason}
 			if got != tc.want {
 				t.Fatalf("ready/progressing/degraded/reason: got %+v, want %+v (messages: %q %q %q)", got, tc.want, r.Message, p.Message, d.Message)
@@ -172,15 +172,15 @@ func TestProvisioningConditions(t *testing.T) {
 	}
 }
 
-func TestProvisioningListenerStatuses(t *testing.T) {
-	c := provisioningGoldenCluster()
+func TestListenerStatuses(t *testing.T) {
+	c := goldenCluster()
 	c.Spec.Listeners = append(c.Spec.Listeners,
 		kafkav1alpha1.Listener{Name: "np", Port: 9094, Type: kafkav1alpha1.ListenerNodePort},
 		kafkav1alpha1.Listener{Name: "lb", Port: 9095, Type: kafkav1alpha1.ListenerLoadBalancer})
 	svc := desiredBootstrapService(c)
 	svc.Spec.Ports[1].NodePort = 30094
 
-	got := provisioningListenerStatuses(c, svc)
+	got := listenerStatuses(c, svc)
 	want := []string{"demo-bootstrap.kafka.svc:9092", ":30094", ""}
 	for i, w := range want {
 		if got[i].Bootstrap != w || got[i].Name != c.Spec.Listeners[i].Name {
@@ -189,10 +189,10 @@ func TestProvisioningListenerStatuses(t *testing.T) {
 	}
 
 	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "203.0.113.7"}}
-	if got := provisioningListenerStatuses(c, svc)[2].Bootstrap; got != "203.0.113.7:9095" {
+	if got := listenerStatuses(c, svc)[2].Bootstrap; got != "203.0.113.7:9095" {
 		t.Errorf("a provisioned load balancer: got %q", got)
 	}
-	if got := provisioningListenerStatuses(c, nil)[1].Bootstrap; got != "" {
+	if got := listenerStatuses(c, nil)[1].Bootstrap; got != "" {
 		t.Errorf("no bootstrap Service yet: want no NodePort address, got %q", got)
 	}
 }
