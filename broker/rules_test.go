@@ -87,13 +87,13 @@ func TestConfigFromFlagsAndEnvironment(t *testing.T) {
 	getenv := func(k string) string { return env[k] }
 	parse := func(args ...string) (Config, error) {
 		var cfg Config
-		var listeners string
-		fs, envErrs := newFlagSet(&cfg, &listeners, getenv)
+		var listeners, templates string
+		fs, envErrs := newFlagSet(&cfg, &listeners, &templates, getenv)
 		fs.SetOutput(&strings.Builder{})
 		if err := fs.Parse(args); err != nil {
 			return cfg, err
 		}
-		return cfg, parseConfig(&cfg, listeners, *envErrs, getenv)
+		return cfg, parseConfig(&cfg, listeners, templates, *envErrs, getenv)
 	}
 
 	cfg, err := parse("--listeners=internal:9092:PodDNS,external:9094:PodIP", "--health-port=9644", "--cluster-domain=example.org")
@@ -104,8 +104,8 @@ func TestConfigFromFlagsAndEnvironment(t *testing.T) {
 		t.Fatalf("config %+v: want id 12 from POD_NAME, cluster and drain timeout from env, flag health port", cfg)
 	}
 	wantListeners := []ListenerSpec{
-		{Name: "internal", Port: 9092, Mode: v1alpha1.AdvertisePodDNS, Host: "prod-broker-12.prod-brokers.kafka.svc.example.org"},
-		{Name: "external", Port: 9094, Mode: v1alpha1.AdvertisePodIP, Host: "10.1.2.3"},
+		{Name: "internal", Port: 9092, Type: v1alpha1.ListenerInternal, Mode: v1alpha1.AdvertisePodDNS, Host: "prod-broker-12.prod-brokers.kafka.svc.example.org"},
+		{Name: "external", Port: 9094, Type: v1alpha1.ListenerInternal, Mode: v1alpha1.AdvertisePodIP, Host: "10.1.2.3"},
 	}
 	if !slices.Equal(cfg.Listeners, wantListeners) {
 		t.Fatalf("listeners %+v, want %+v", cfg.Listeners, wantListeners)
@@ -150,13 +150,13 @@ func TestBrokerIDIsTheRegistrysOrdinal(t *testing.T) {
 	} {
 		env := map[string]string{"POD_NAME": tc.pod, "POD_NAMESPACE": "kafka"}
 		var cfg Config
-		var listeners string
-		fs, envErrs := newFlagSet(&cfg, &listeners, func(k string) string { return env[k] })
+		var listeners, templates string
+		fs, envErrs := newFlagSet(&cfg, &listeners, &templates, func(k string) string { return env[k] })
 		fs.SetOutput(&strings.Builder{})
 		if err := fs.Parse([]string{"--cluster=prod"}); err != nil {
 			t.Fatal(err)
 		}
-		err := parseConfig(&cfg, listeners, *envErrs, func(k string) string { return env[k] })
+		err := parseConfig(&cfg, listeners, templates, *envErrs, func(k string) string { return env[k] })
 		if ok := err == nil; ok != tc.wantOK || (ok && cfg.Identity.ID != tc.id) {
 			t.Errorf("POD_NAME=%s: id %d, err %v; want id %d accepted=%v", tc.pod, cfg.Identity.ID, err, tc.id, tc.wantOK)
 		}
