@@ -36,6 +36,7 @@ func TestFencingScenarios(t *testing.T) {
 	}
 	cfg.ConfigDir = filepath.Join("..", "..", "config")
 	cfg.PaddockBinary = paddockBinary
+	cfg.HostAddress = devcluster.TestHostAddress()
 	started := time.Now()
 	env, err := devcluster.Start(ctx, cfg)
 	if err != nil {
@@ -53,7 +54,7 @@ func TestFencingScenarios(t *testing.T) {
 	if err := s.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.namespace}}); err != nil {
 		t.Fatal(err)
 	}
-	kc := devcluster.SampleCluster(s.namespace, s.name, 3)
+	kc := devcluster.SampleCluster(s.namespace, s.name, 3, env.HostAddress())
 	kc.Spec.DrainTimeout = &metav1.Duration{Duration: 20 * time.Second}
 	applied := time.Now()
 	if err := s.c.Create(ctx, kc); err != nil {
