@@ -40,7 +40,7 @@ type Config struct {
 type ListenerSpec struct {
 	Name string
 	Port int32
-	// Type is Internal, NodePort or LoadBalancer.
+	// Type is Internal (also when empty), NodePort or LoadBalancer.
 	Type v1alpha1.ListenerType
 	// Mode is an Internal listener's PodDNS or PodIP; empty for the external types.
 	Mode v1alpha1.AdvertisedHostMode
@@ -61,7 +61,7 @@ func (l ListenerSpec) NeedsNodeAddress() bool {
 // Static reports whether the listener's address is known from the flags and the pod identity
 // alone: an Internal listener whose template names no {nodeAddress}.
 func (l ListenerSpec) Static() bool {
-	return l.Type == v1alpha1.ListenerInternal && !l.NeedsNodeAddress()
+	return (l.Type == "" || l.Type == v1alpha1.ListenerInternal) && !l.NeedsNodeAddress()
 }
 
 // Identity is who this broker is, from the pod's downward-API environment.
