@@ -23,6 +23,8 @@ KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
 K8S_VERSION := $(shell grep -oE 'k8s.io/kubernetes v[0-9.]+' hack/k8s-bins/go.mod | head -1 | cut -dv -f2)
 K8S_BINS := $(LOCALBIN)/k8s/$(K8S_VERSION)
 export KUBEBUILDER_ASSETS := $(K8S_BINS)
+# The kubectl the e2e suite runs from the host's network (test/e2e reads $KUBECTL).
+export KUBECTL := $(LOCALBIN)/kubectl-v$(K8S_VERSION)
 
 IMG ?= ghcr.io/paddock-dev/paddock:latest
 GO_TEST_FLAGS ?= -count=1 -timeout=40m
@@ -69,7 +71,7 @@ verify: $(CONTROLLER_GEN) $(KUSTOMIZE) lint ## Fail if generated files are stale
 ##@ Test
 
 .PHONY: test
-test: manifests generate k8s-bins kcat ## Run every test: unit, envtest, broker, fuzz (bounded) and e2e.
+test: manifests generate k8s-bins kubectl kcat ## Run every test: unit, envtest, broker, fuzz (bounded) and e2e.
 	go test $(GO_TEST_FLAGS) ./...
 	go -C hack/bundle test $(GO_TEST_FLAGS) ./...
 	$(MAKE) bundle-validate
@@ -80,7 +82,7 @@ test-unit: ## Run the tests that need no control plane (pure rules and the broke
 	go test $(GO_TEST_FLAGS) ./internal/... ./broker/...
 
 .PHONY: e2e
-e2e: k8s-bins kcat ## Run only the end-to-end suite (test/e2e) against a fresh paddock dev environment.
+e2e: k8s-bins kubectl kcat ## Run only the end-to-end suite (test/e2e) against a fresh paddock dev environment.
 	go test $(GO_TEST_FLAGS) -v ./test/e2e/...
 
 .PHONY: fuzz
@@ -137,6 +139,10 @@ bundle: manifests $(KUSTOMIZE) bundle-tool ## Generate the OLM bundle (bundle/, 
 	$(KUSTOMIZE) build config/manifests | $(BUNDLE_TOOL) generate --version $(VERSION) \
 		--channels $(CHANNELS) $(if $(DEFAULT_CHANNEL),--default-channel $(DEFAULT_CHANNEL)) \
 		--image $(BUNDLE_OPERATOR_IMG) --bundle-dir bundle --dockerfile bundle.Dockerfile
+
+.PHONY: kubectl
+kubectl: ## Build kubectl of the same Kubernetes version into bin/ (cached); the e2e suite runs it.
+	hack/k8s-bins.sh kubectl >/dev/null
 
 .PHONY: bundle-validate
 bundle-validate: bundle-tool ## Validate bundle/ with OLM's validators (operator-sdk's operatorframework suite).
