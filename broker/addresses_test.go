@@ -24,8 +24,12 @@ func nodeWith(name string, addrs ...corev1.NodeAddress) *corev1.Node {
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{Addresses: addrs}}
 }
 
-func internalIP(a string) corev1.NodeAddress { return corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: a} }
-func externalIP(a string) corev1.NodeAddress { return corev1.NodeAddress{Type: corev1.NodeExternalIP, Address: a} }
+func internalIP(a string) corev1.NodeAddress {
+	return corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: a}
+}
+func externalIP(a string) corev1.NodeAddress {
+	return corev1.NodeAddress{Type: corev1.NodeExternalIP, Address: a}
+}
 
 func serviceWithNodePort(listener string, nodePort int32) *corev1.Service {
 	return &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Ports: []corev1.ServicePort{

@@ -438,7 +438,9 @@ var _ = Describe("KafkaCluster provisioning", Ordered, func() {
 			WithTimeout(waitTimeout).Should(ContainElement("--advertised-host-templates=external=kafka.example.com"))
 
 		By("{nodeAddress} in the template needs it again; a deleted binding is put back; deleting the cluster removes it")
-		updateSpec(ctx, ns, func(s *kafkav1alpha1.KafkaClusterSpec) { s.Listeners[1].AdvertisedHostTemplate = "{nodeAddress}.nip.io" })
+		updateSpec(ctx, ns, func(s *kafkav1alpha1.KafkaClusterSpec) {
+			s.Listeners[1].AdvertisedHostTemplate = "{nodeAddress}.nip.io"
+		})
 		Eventually(func() error { return k8sClient.Get(ctx, bindingKey, binding) }).WithTimeout(waitTimeout).Should(Succeed())
 		Expect(k8sClient.Delete(ctx, binding)).To(Succeed())
 		Eventually(func() error { return k8sClient.Get(ctx, bindingKey, &rbacv1.ClusterRoleBinding{}) }).WithTimeout(waitTimeout).Should(Succeed())

@@ -34,7 +34,7 @@ func TestServiceProxyListensWhereAClusterWould(t *testing.T) {
 		{"a nodePort is listened on at every running node's IP, and at the host address on both sides",
 			svc("c", corev1.ServiceTypeNodePort, "10.96.0.11", corev1.ServicePort{Name: "external", Port: 9094, NodePort: 31094}),
 			map[listenKey]proxyTarget{
-				{addr: "10.96.0.11:9094"}: target("c", "external"),
+				{addr: "10.96.0.11:9094"}:  target("c", "external"),
 				{addr: "198.18.1.1:31094"}: target("c", "external"), {addr: "198.18.3.1:31094"}: target("c", "external"),
 				{addr: "127.0.0.1:31094"}: target("c", "external"), {host: true, addr: "127.0.0.1:31094"}: target("c", "external"),
 			}},
