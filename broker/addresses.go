@@ -282,6 +282,7 @@ func WatchAddresses(ctx context.Context, cfg *rest.Config, scheme *runtime.Schem
 	return nil
 }
 
+// markDirty asks for a rebuild on dirty (capacity 1) without blocking: one pending is enough.
 func markDirty(dirty chan struct{}) {
 	select {
 	case dirty <- struct{}{}:
