@@ -133,13 +133,13 @@ func TestBrokerWithoutAnExternalAddressLeavesItselfOutOfThatListenerOnly(t *test
 	}})
 	b := NewBroker(cfg, view, testr.New(t))
 	srv := &Server{View: view, Self: 0, Log: testr.New(t)}
-	t.Cleanup(func() { srv.Close() })
-	go srv.Serve(AdvertiseFrom(internal, "kafka", b.Addresses))
-	go srv.Serve(AdvertiseFrom(external, "external", b.Addresses))
+	t.Cleanup(func() { _ = srv.Close() })
+	go func() { _ = srv.Serve(AdvertiseFrom(internal, "kafka", b.Addresses)) }() // ErrServerClosed at cleanup
+	go func() { _ = srv.Serve(AdvertiseFrom(external, "external", b.Addresses)) }()
 
 	metadata := func(ln net.Listener) []string {
 		c := dialKafka(t, ln.Addr().String())
-		defer c.Close()
+		defer func() { _ = c.Close() }()
 		resp := roundTrip(t, c, kmsg.NewPtrMetadataRequest()).(*kmsg.MetadataResponse)
 		var out []string
 		for _, br := range resp.Brokers {
@@ -194,7 +194,7 @@ func TestWatchAddressesFollowsTheServiceAndTheNode(t *testing.T) {
 		if err := c.Status().Update(ctx, n); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { c.Delete(context.Background(), n) })
+		t.Cleanup(func() { _ = c.Delete(context.Background(), n) })
 	}
 	svc := func(name string, typ corev1.ServiceType) *corev1.Service {
 		s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: corev1.ServiceSpec{

@@ -60,10 +60,10 @@ func newHostLink() (parent *net.UnixConn, child *os.File, err error) {
 		return nil, nil, fmt.Errorf("host link socket pair: %w", err)
 	}
 	pf := os.NewFile(uintptr(fds[0]), "host-link")
-	defer pf.Close()
+	defer func() { _ = pf.Close() }()
 	c, err := net.FileConn(pf)
 	if err != nil {
-		syscall.Close(fds[1])
+		_ = syscall.Close(fds[1])
 		return nil, nil, fmt.Errorf("host link: %w", err)
 	}
 	return c.(*net.UnixConn), os.NewFile(uintptr(fds[1]), "host-link-child"), nil
@@ -71,7 +71,7 @@ func newHostLink() (parent *net.UnixConn, child *os.File, err error) {
 
 // serveHostLink answers the child's requests until the child closes its end (it exited).
 func serveHostLink(c *net.UnixConn) {
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	buf := make([]byte, 64<<10)
 	oob := make([]byte, syscall.CmsgSpace(4*4))
 	for {
@@ -97,13 +97,13 @@ func answerHost(req hostRequest, fds []int) {
 		closeAll(extra)
 		return
 	}
-	defer reply.Close()
+	defer func() { _ = reply.Close() }()
 	send := func(r hostReply, fd *os.File) {
 		b, _ := json.Marshal(r)
 		var rights []byte
 		if fd != nil {
 			rights = syscall.UnixRights(int(fd.Fd()))
-			defer fd.Close()
+			defer func() { _ = fd.Close() }()
 		}
 		_, _, _ = reply.WriteMsgUnix(b, rights, nil) // the child may have given up; nothing to do then
 	}
@@ -116,7 +116,7 @@ func answerHost(req hostRequest, fds []int) {
 			return
 		}
 		f, err := l.(*net.TCPListener).File()
-		l.Close() // the child's copy keeps the socket open
+		_ = l.Close() // the child's copy keeps the socket open
 		if err != nil {
 			fail(err)
 			return
@@ -129,7 +129,7 @@ func answerHost(req hostRequest, fds []int) {
 			return
 		}
 		f, err := conn.(*net.TCPConn).File()
-		conn.Close()
+		_ = conn.Close()
 		if err != nil {
 			fail(err)
 			return
@@ -142,7 +142,7 @@ func answerHost(req hostRequest, fds []int) {
 			return
 		}
 		out := os.NewFile(uintptr(extra[0]), "output")
-		defer out.Close()
+		defer func() { _ = out.Close() }()
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		go func() { // the child closes the reply socket to cancel
@@ -206,13 +206,13 @@ func hostCall(ctx context.Context, req hostRequest, extra ...*os.File) (hostRepl
 	}
 	reply, err := fdConn(pair[0])
 	if err != nil {
-		syscall.Close(pair[1])
+		_ = syscall.Close(pair[1])
 		return hostReply{}, nil, err
 	}
-	defer reply.Close()
+	defer func() { _ = reply.Close() }()
 	b, err := json.Marshal(req)
 	if err != nil {
-		syscall.Close(pair[1])
+		_ = syscall.Close(pair[1])
 		return hostReply{}, nil, err
 	}
 	fds := []int{pair[1]}
@@ -220,11 +220,12 @@ func hostCall(ctx context.Context, req hostRequest, extra ...*os.File) (hostRepl
 		fds = append(fds, int(f.Fd()))
 	}
 	_, _, err = link.WriteMsgUnix(b, syscall.UnixRights(fds...), nil)
-	syscall.Close(pair[1]) // the parent has its own copy now
+	_ = syscall.Close(pair[1]) // the parent has its own copy now
 	if err != nil {
 		return hostReply{}, nil, fmt.Errorf("host link %s: %w", req.Op, err)
 	}
-	stop := context.AfterFunc(ctx, func() { reply.SetReadDeadline(time.Now()) })
+	// A deadline in the past wakes the read below; it cannot fail on an open socket.
+	stop := context.AfterFunc(ctx, func() { _ = reply.SetReadDeadline(time.Now()) })
 	defer stop()
 	buf := make([]byte, 4096)
 	oob := make([]byte, syscall.CmsgSpace(4))
@@ -258,7 +259,7 @@ func HostListen(addr string) (net.Listener, error) {
 	if r.Error != "" || f == nil {
 		return nil, fmt.Errorf("listen on %s in the host's network: %s", addr, r.Error)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	return net.FileListener(f)
 }
 
@@ -275,7 +276,7 @@ func HostDial(ctx context.Context, network, addr string) (net.Conn, error) {
 	if r.Error != "" || f == nil {
 		return nil, fmt.Errorf("dial %s from the host's network: %s", addr, r.Error)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	return net.FileConn(f)
 }
 
@@ -287,8 +288,8 @@ func HostCommand(ctx context.Context, env []string, name string, args ...string)
 	if err != nil {
 		return nil, err
 	}
-	defer os.Remove(out.Name())
-	defer out.Close()
+	defer func() { _ = os.Remove(out.Name()) }()
+	defer func() { _ = out.Close() }()
 	dir, _ := os.Getwd()
 	r, _, err := hostCall(ctx, hostRequest{Op: "run", Argv: append([]string{name}, args...), Env: env, Dir: dir}, out)
 	if err != nil {
@@ -325,14 +326,14 @@ func receivedFDs(oob []byte) []int {
 // fdConn wraps a socket descriptor as a *net.UnixConn, taking it over.
 func fdConn(fd int) (*net.UnixConn, error) {
 	f := os.NewFile(uintptr(fd), "unix")
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	c, err := net.FileConn(f)
 	if err != nil {
 		return nil, err
 	}
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
-		c.Close()
+		_ = c.Close()
 		return nil, errors.New("not a unix socket")
 	}
 	return uc, nil
@@ -340,6 +341,6 @@ func fdConn(fd int) (*net.UnixConn, error) {
 
 func closeAll(fds []int) {
 	for _, fd := range fds {
-		syscall.Close(fd)
+		_ = syscall.Close(fd)
 	}
 }

@@ -266,7 +266,7 @@ func (p *serviceProxy) bind(key listenKey, target proxyTarget) error {
 		return err
 	}
 	if p.closed {
-		ln.Close()
+		_ = ln.Close()
 		return errors.New("proxy stopped")
 	}
 	delete(p.failed, key)
@@ -284,7 +284,7 @@ func (p *serviceProxy) accept(l *proxyListener) {
 			return // closed
 		}
 		if !l.track(c) {
-			c.Close()
+			_ = c.Close()
 			return
 		}
 		go func() {
@@ -297,7 +297,7 @@ func (p *serviceProxy) accept(l *proxyListener) {
 // serve connects c to one of target's endpoints, trying them in turn, and copies both ways
 // until either side is done.
 func (p *serviceProxy) serve(c net.Conn, target proxyTarget) {
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	candidates := []string{target.fixed}
 	if target.fixed == "" {
 		sel := labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: target.service})
@@ -322,7 +322,7 @@ func (p *serviceProxy) serve(c net.Conn, target proxyTarget) {
 	if upstream == nil {
 		return
 	}
-	defer upstream.Close()
+	defer func() { _ = upstream.Close() }()
 	done := make(chan struct{}, 2)
 	pipe := func(dst, src net.Conn) {
 		_, _ = io.Copy(dst, src)
@@ -356,11 +356,11 @@ func (l *proxyListener) untrack(c net.Conn) {
 // close stops accepting and cuts the connections it accepted (a removed nodePort, a stopped
 // node).
 func (l *proxyListener) close() {
-	l.ln.Close()
+	_ = l.ln.Close()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for c := range l.conns {
-		c.Close()
+		_ = c.Close()
 	}
 	l.conns = nil
 }

@@ -99,9 +99,9 @@ func TestHostLinkReachesTheHostNetwork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
+	defer func() { _ = ln.Close() }()
 	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-		c.Close()
+		_ = c.Close()
 		t.Fatalf("%s answered inside the private network", addr)
 	}
 	go func() {
@@ -109,8 +109,8 @@ func TestHostLinkReachesTheHostNetwork(t *testing.T) {
 		if err != nil {
 			return
 		}
-		defer c.Close()
-		c.Write([]byte("hello from the host side\n"))
+		defer func() { _ = c.Close() }()
+		_, _ = c.Write([]byte("hello from the host side\n"))
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -118,7 +118,7 @@ func TestHostLinkReachesTheHostNetwork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	line, err := bufio.NewReader(c).ReadString('\n')
 	if err != nil || line != "hello from the host side\n" {
 		t.Fatalf("read %q, %v", line, err)

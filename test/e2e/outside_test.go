@@ -91,7 +91,7 @@ func (s *suite) requestCount(ctx context.Context, id int32, api string) (float64
 	if err != nil {
 		return 0, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	var total float64
 	sc := bufio.NewScanner(io.LimitReader(resp.Body, 1<<20))
 	for sc.Scan() {
