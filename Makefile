@@ -27,6 +27,9 @@ K8S_BINS := $(LOCALBIN)/k8s/$(K8S_VERSION)
 export KUBEBUILDER_ASSETS := $(K8S_BINS)
 # The kubectl the e2e suite runs from the host's network (test/e2e reads $KUBECTL).
 export KUBECTL := $(LOCALBIN)/kubectl-v$(K8S_VERSION)
+# The cluster DNS of paddock dev (CoreDNS built from hack/coredns); internal/devcluster reads $COREDNS.
+COREDNS_VERSION := $(shell grep -oE 'github.com/coredns/coredns v[0-9.]+' hack/coredns/go.mod | head -1 | cut -dv -f2)
+export COREDNS := $(LOCALBIN)/coredns-v$(COREDNS_VERSION)
 
 IMG ?= ghcr.io/paddock-dev/paddock:latest
 GO_TEST_FLAGS ?= -count=1 -timeout=40m
@@ -83,7 +86,7 @@ verify: $(CONTROLLER_GEN) $(KUSTOMIZE) lint verify-imports ## Fail if generated 
 ##@ Test
 
 .PHONY: test
-test: manifests generate k8s-bins kubectl kcat ## Run every test: unit (with -race), envtest, broker, fuzz (bounded) and e2e.
+test: manifests generate k8s-bins coredns kubectl kcat ## Run every test: unit (with -race), envtest, broker, fuzz (bounded) and e2e.
 	go test -race $(GO_TEST_FLAGS) $(RACE_PKGS)
 	go test $(GO_TEST_FLAGS) $(OTHER_PKGS)
 	go -C hack/bundle test $(GO_TEST_FLAGS) ./...
@@ -91,11 +94,11 @@ test: manifests generate k8s-bins kubectl kcat ## Run every test: unit (with -ra
 	$(MAKE) fuzz
 
 .PHONY: test-unit
-test-unit: k8s-bins ## Run the unit packages (pure rules, dev harness, broker) with the race detector.
+test-unit: k8s-bins coredns ## Run the unit packages (pure rules, dev harness, broker) with the race detector.
 	go test -race $(GO_TEST_FLAGS) $(RACE_PKGS)
 
 .PHONY: e2e
-e2e: k8s-bins kubectl kcat ## Run only the end-to-end suite (test/e2e) against a fresh paddock dev environment.
+e2e: k8s-bins coredns kubectl kcat ## Run only the end-to-end suite (test/e2e) against a fresh paddock dev environment.
 	go test $(GO_TEST_FLAGS) -v ./test/e2e/...
 
 .PHONY: fuzz
@@ -129,8 +132,8 @@ run: manifests generate ## Run the manager against the cluster in $$KUBECONFIG.
 	go run . manager --default-broker-image=$(IMG)
 
 .PHONY: dev
-dev: build k8s-bins ## Run the whole system locally: control plane, the operator Deployment (config/default) and broker pods as processes.
-	$(LOCALBIN)/paddock dev --k8s-bin-dir=$(K8S_BINS) $(DEV_FLAGS)
+dev: build k8s-bins coredns ## Run the whole system locally: control plane, cluster DNS, the operator Deployment (config/default) and broker pods as processes.
+	$(LOCALBIN)/paddock dev --k8s-bin-dir=$(K8S_BINS) --coredns=$(COREDNS) $(DEV_FLAGS)
 
 .PHONY: docker-build
 docker-build: ## Build the container image (needs a Docker engine).
@@ -156,6 +159,10 @@ bundle: manifests $(KUSTOMIZE) bundle-tool ## Generate the OLM bundle (bundle/, 
 	$(KUSTOMIZE) build config/manifests | $(BUNDLE_TOOL) generate --version $(VERSION) \
 		--channels $(CHANNELS) $(if $(DEFAULT_CHANNEL),--default-channel $(DEFAULT_CHANNEL)) \
 		--image $(BUNDLE_OPERATOR_IMG) --bundle-dir bundle --dockerfile bundle.Dockerfile
+
+.PHONY: coredns
+coredns: ## Build paddock dev's cluster DNS (CoreDNS with its kubernetes plugin, hack/coredns) into bin/ (cached).
+	hack/k8s-bins.sh coredns >/dev/null
 
 .PHONY: kubectl
 kubectl: ## Build kubectl of the same Kubernetes version into bin/ (cached); the e2e suite runs it.

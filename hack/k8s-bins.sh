@@ -8,10 +8,14 @@
 #
 # `hack/k8s-bins.sh kubectl` builds only kubectl, the same version, into bin/kubectl-v<version>
 # (the e2e suite runs it from the host's network) and prints its path.
+#
+# `hack/k8s-bins.sh coredns` builds only the cluster DNS of `paddock dev` — CoreDNS with the
+# plugins hack/coredns/main.go names — into bin/coredns-v<version> and prints its path.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 K8S_VERSION=$(grep -oE "k8s.io/kubernetes v[0-9.]+" "$root/hack/k8s-bins/go.mod" | head -1 | cut -dv -f2)
+COREDNS_VERSION=$(grep -oE "github.com/coredns/coredns v[0-9.]+" "$root/hack/coredns/go.mod" | head -1 | cut -dv -f2)
 ETCD_VERSION=$(grep -oE "go.etcd.io/etcd/server/v3 v[0-9.]+" "$root/hack/etcd/go.mod" | head -1 | cut -d" " -f2)
 out="$root/bin/k8s/$K8S_VERSION"
 mkdir -p "$out"
@@ -33,6 +37,13 @@ if [ "${1:-}" = kubectl ]; then
 	out="$root/bin"
 	build k8s-bins "kubectl-v$K8S_VERSION" k8s.io/kubernetes/cmd/kubectl "$ldflags"
 	echo "$out/kubectl-v$K8S_VERSION"
+	exit 0
+fi
+
+if [ "${1:-}" = coredns ]; then
+	out="$root/bin"
+	build coredns "coredns-v$COREDNS_VERSION" . "-s -w"
+	echo "$out/coredns-v$COREDNS_VERSION"
 	exit 0
 fi
 
