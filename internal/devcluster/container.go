@@ -106,11 +106,29 @@ func (w *podWorker) command(ctx context.Context, c corev1.Container) (argv, env 
 		}
 		env = append(env, e.Name+"="+rewrite(value))
 	}
+	resolv, err := w.writeResolvConf()
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	sandbox = &podSandbox{
-		runMounts: runMounts,
-		masked:    []string{filepath.Join(rt.cfg.Dir, "pki"), rt.cfg.KubeconfigPath()},
+		runMounts:  runMounts,
+		masked:     []string{filepath.Join(rt.cfg.Dir, "pki"), rt.cfg.KubeconfigPath()},
+		resolvConf: resolv,
 	}
 	return argv, env, sandbox, nil
+}
+
+// writeResolvConf writes the pod's resolv.conf (podResolvConf) into the pod's directory,
+// which goes with the pod, and returns its path.
+func (w *podWorker) writeResolvConf() (string, error) {
+	path := filepath.Join(w.node.rt.cfg.podDir(w.pod.UID), "resolv.conf")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return "", fmt.Errorf("create the pod's directory: %w", err)
+	}
+	if err := os.WriteFile(path, podResolvConf(w.pod, nodeResolver).render(), 0o644); err != nil {
+		return "", fmt.Errorf("write the pod's resolv.conf: %w", err)
+	}
+	return path, nil
 }
 
 // fieldRef resolves a downward API field of the pod.

@@ -113,11 +113,11 @@ func startControlPlane(ctx context.Context, cfg Config) (_ *controlPlane, err er
 		QPS:             100,
 		Burst:           200,
 	}
-	if err := writeKubeconfig(cfg.controlPlaneKubeconfigPath(), cp.restConfig.Host, cp.restConfig); err != nil {
+	if err := writeKubeconfig(cfg.controlPlaneKubeconfigPath(), cp.restConfig.Host, adminUser, cp.restConfig); err != nil {
 		return nil, err
 	}
 	// People and tests go through the host address the service proxy forwards (env.go).
-	if err := writeKubeconfig(cfg.KubeconfigPath(), "https://"+cfg.hostAPIServerAddr(), cp.restConfig); err != nil {
+	if err := writeKubeconfig(cfg.KubeconfigPath(), "https://"+cfg.hostAPIServerAddr(), adminUser, cp.restConfig); err != nil {
 		return nil, err
 	}
 
@@ -287,14 +287,14 @@ func waitHTTP(ctx context.Context, client *http.Client, url string, timeout time
 	}
 }
 
-// writeKubeconfig writes an admin kubeconfig with rc's credentials for the apiserver at
-// server. The serving certificate is checked for the name "kubernetes", which it carries, so
-// any forwarded address works.
-func writeKubeconfig(path, server string, rc *rest.Config) error {
+// writeKubeconfig writes a kubeconfig with rc's bearer token, named user, for the apiserver
+// at server; its context is paddock-dev. The serving certificate is checked for the name
+// "kubernetes", which it carries, so any forwarded address works.
+func writeKubeconfig(path, server, user string, rc *rest.Config) error {
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["paddock-dev"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: rc.CAData, TLSServerName: "kubernetes"}
-	kc.AuthInfos[adminUser] = &clientcmdapi.AuthInfo{Token: rc.BearerToken}
-	kc.Contexts["paddock-dev"] = &clientcmdapi.Context{Cluster: "paddock-dev", AuthInfo: adminUser, Namespace: "default"}
+	kc.AuthInfos[user] = &clientcmdapi.AuthInfo{Token: rc.BearerToken}
+	kc.Contexts["paddock-dev"] = &clientcmdapi.Context{Cluster: "paddock-dev", AuthInfo: user, Namespace: "default"}
 	kc.CurrentContext = "paddock-dev"
 	if err := clientcmd.WriteToFile(*kc, path); err != nil {
 		return fmt.Errorf("write kubeconfig: %w", err)

@@ -62,6 +62,9 @@ type Config struct {
 	HostAddress string
 	// HostAPIServerPort is the apiserver's port on HostAddress.
 	HostAPIServerPort int
+	// CoreDNSBinary is the cluster DNS: CoreDNS with its kubernetes plugin (`make coredns`
+	// builds it from hack/coredns).
+	CoreDNSBinary string
 
 	// tokenRefreshEvery, when set, replaces projected tokens this often instead of at 80% of
 	// their lifetime (tests of the refresh; a token lives at least ten minutes).
@@ -70,11 +73,16 @@ type Config struct {
 
 // DefaultConfig is the configuration of `paddock dev` without flags. The control-plane
 // binaries are the ones $KUBEBUILDER_ASSETS names (the Makefile exports it), else those
-// `make k8s-bins` builds into bin/k8s/<version>.
+// `make k8s-bins` builds into bin/k8s/<version>; CoreDNS is $COREDNS (the Makefile exports
+// it too), else the bin/coredns-v<version> `make coredns` builds.
 func DefaultConfig() Config {
 	binDir := os.Getenv("KUBEBUILDER_ASSETS")
 	if binDir == "" {
 		binDir = filepath.Join("bin", "k8s", "1.37.2")
+	}
+	coreDNS := os.Getenv("COREDNS")
+	if coreDNS == "" {
+		coreDNS = filepath.Join("bin", "coredns-v"+coreDNSVersion)
 	}
 	return Config{
 		Dir:               filepath.Join(".paddock", "dev"),
@@ -85,6 +93,7 @@ func DefaultConfig() Config {
 		EtcdPort:          2379,
 		HostAddress:       "127.0.0.1",
 		HostAPIServerPort: 6443,
+		CoreDNSBinary:     coreDNS,
 	}
 }
 
@@ -123,6 +132,7 @@ type Env struct {
 	cp         *controlPlane
 	rt         *podRuntime
 	proxy      *serviceProxy
+	dns        *coreDNS
 	nodes      []*nodeAgent
 	restConfig *rest.Config
 	client     client.Client
@@ -146,12 +156,15 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 			return nil, fmt.Errorf("find the paddock binary: %w", err)
 		}
 	}
-	for _, p := range []*string{&cfg.Dir, &cfg.K8sBinDir, &cfg.ConfigDir, &cfg.PaddockBinary} {
+	for _, p := range []*string{&cfg.Dir, &cfg.K8sBinDir, &cfg.ConfigDir, &cfg.PaddockBinary, &cfg.CoreDNSBinary} {
 		if *p, err = filepath.Abs(*p); err != nil {
 			return nil, err
 		}
 	}
 	if err := checkBinaries(cfg.K8sBinDir); err != nil {
+		return nil, err
+	}
+	if err := checkCoreDNS(cfg.CoreDNSBinary); err != nil {
 		return nil, err
 	}
 	if err := checkPodSandbox(); err != nil {
@@ -201,13 +214,17 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 	if err := e.install(ctx); err != nil {
 		return nil, err
 	}
+	// Before any pod starts: every pod resolves through it.
+	if e.dns, err = e.startDNS(ctx); err != nil {
+		return nil, err
+	}
 	clientset, err := kubernetes.NewForConfig(e.restConfig)
 	if err != nil {
 		return nil, fmt.Errorf("create clientset: %w", err)
 	}
 	e.rt = &podRuntime{client: clientset, cfg: cfg, history: &history{},
 		images: map[string]string{inst.image: cfg.PaddockBinary}}
-	e.proxy = newServiceProxy(clientset, cfg.HostAddress, e.runningNodeIPs, agentLogger.WithName("service-proxy"))
+	e.proxy = newServiceProxy(clientset, cfg.HostAddress, e.runningNodeIPs, clusterDNSAddrs(), agentLogger.WithName("service-proxy"))
 	if err := e.proxy.forward(cfg.hostAPIServerAddr(), cfg.apiServerAddr()); err != nil {
 		e.proxy.close()
 		return nil, fmt.Errorf("forward the apiserver to %s (another paddock dev running? pass --host-address or --host-apiserver-port): %w", cfg.hostAPIServerAddr(), err)
@@ -269,6 +286,7 @@ func (e *Env) Stop() {
 	}
 	e.cancel()
 	e.wg.Wait()
+	e.dns.stop()
 	if e.cp != nil {
 		e.cp.stop()
 	}
@@ -282,6 +300,9 @@ func (e *Env) Stop() {
 func (e *Env) Err() error {
 	if name := e.cp.exitedComponent(); name != "" {
 		return fmt.Errorf("%s exited (see %s)", name, e.cfg.logPath(name))
+	}
+	if e.dns != nil && e.dns.proc.exited() {
+		return fmt.Errorf("the cluster DNS exited (see %s)", e.cfg.logPath("coredns"))
 	}
 	return nil
 }
@@ -439,15 +460,17 @@ func (e *Env) HostListening() []string { return e.proxy.hostPorts() }
 
 // Listener names of the sample cluster.
 const (
-	// SampleInternalListener is reached inside the private network at pod IPs.
+	// SampleInternalListener is reached inside the private network; its brokers advertise
+	// their pod DNS names (the default, PodDNS).
 	SampleInternalListener = "kafka"
 	// SampleExternalListener is a NodePort listener whose brokers advertise the host address
 	// and their own nodePort: reachable from the host terminal.
 	SampleExternalListener = "external"
 )
 
-// SampleCluster is the KafkaCluster paddock dev applies: an internal listener whose brokers
-// advertise their pod IPs (there is no cluster DNS here), an external NodePort listener whose
+// SampleCluster is the KafkaCluster paddock dev applies: an internal listener with the
+// default advertised host, PodDNS (<pod>.<cluster>-brokers.<ns>.svc.cluster.local, which the
+// environment's cluster DNS answers), an external NodePort listener whose
 // brokers advertise hostAddress (the environment's host address, where every nodePort is
 // forwarded) and their own nodePort, and one shared persistent claim (the dev provisioner
 // backs it with a local directory).
@@ -457,7 +480,7 @@ func SampleCluster(namespace, name string, brokers int32, hostAddress string) *k
 		Spec: kafkav1alpha1.KafkaClusterSpec{
 			Replicas: brokers,
 			Listeners: []kafkav1alpha1.Listener{
-				{Name: SampleInternalListener, Port: 9092, Type: kafkav1alpha1.ListenerInternal, AdvertisedHost: kafkav1alpha1.AdvertisePodIP},
+				{Name: SampleInternalListener, Port: 9092, Type: kafkav1alpha1.ListenerInternal, AdvertisedHost: kafkav1alpha1.AdvertisePodDNS},
 				{Name: SampleExternalListener, Port: 9094, Type: kafkav1alpha1.ListenerNodePort, AdvertisedHostTemplate: hostAddress},
 			},
 			Storage: kafkav1alpha1.Storage{

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -33,6 +34,7 @@ func Main(args []string) int {
 	fs.BoolVar(&cfg.Keep, "keep", false, "Resume the state of the previous run instead of starting clean.")
 	fs.StringVar(&cfg.Dir, "dir", cfg.Dir, "State directory: kubeconfig, env, logs, pid files, data.")
 	fs.StringVar(&cfg.K8sBinDir, "k8s-bin-dir", cfg.K8sBinDir, "Directory with etcd, kube-apiserver, kube-controller-manager, kube-scheduler (make k8s-bins).")
+	fs.StringVar(&cfg.CoreDNSBinary, "coredns", cfg.CoreDNSBinary, "The cluster DNS: CoreDNS with its kubernetes plugin (make coredns).")
 	fs.StringVar(&cfg.ConfigDir, "config-dir", cfg.ConfigDir, "The repository's config/ directory: its default/ kustomization is installed (as in dist/install.yaml).")
 	fs.BoolVar(&printInstall, "print-install", false, "Print the kustomize build of <config-dir>/default that paddock dev installs, and exit.")
 	fs.StringVar(&cfg.PaddockBinary, "paddock-binary", "", "Binary that runs the operator's image: the manager and broker pods (default: this executable).")
@@ -79,7 +81,7 @@ Flags:`)
 	}
 	// Fail before entering the namespace when the binaries are missing: the message is the
 	// same, but it comes at once.
-	if err := checkBinaries(cfg.K8sBinDir); err != nil {
+	if err := errors.Join(checkBinaries(cfg.K8sBinDir), checkCoreDNS(cfg.CoreDNSBinary)); err != nil {
 		fmt.Fprintln(os.Stderr, "paddock dev:", err)
 		return 1
 	}
@@ -164,14 +166,16 @@ anything — the apiserver and every nodePort answer at %s:
 `, boot.external, SampleExternalListener, cfg.HostAddress)
 	}
 	fmt.Printf(`
-Inside the private network, where pods have 198.18.x.y addresses and Services their ClusterIPs:
+Inside the private network, where pods have 198.18.x.y addresses, Services their ClusterIPs,
+and names resolve through the cluster DNS (%s) as in a pod of the default namespace:
 
   %s
   source %s          # KUBECONFIG, PADDOCK_BOOTSTRAP (the bootstrap Service), PADDOCK_EXTERNAL_BOOTSTRAP
-`, rel(filepath.Join(env.Dir(), "shell")), rel(filepath.Join(env.Dir(), "env")))
+`, ClusterDNSIP, rel(filepath.Join(env.Dir(), "shell")), rel(filepath.Join(env.Dir(), "env")))
 	if boot.internal != "" {
-		fmt.Printf(`  kcat -b $PADDOCK_BOOTSTRAP -L      # listener %q (%s): brokers advertise their pod IPs
-`, SampleInternalListener, boot.internal)
+		fmt.Printf(`  getent hosts %s
+  kcat -b $PADDOCK_BOOTSTRAP -L      # listener %q (%s): brokers advertise their pod DNS names
+`, kafkav1alpha1.BootstrapServiceName(sampleName), SampleInternalListener, boot.internal)
 	}
 	fmt.Printf(`
 Crash a broker with: kill -9 $(cat %s)
@@ -195,8 +199,8 @@ Who did what: %s (the apiserver's audit log).
 // bootstrap is what the env file tells: the kubeconfig and the sample's bootstrap addresses.
 type bootstrap struct {
 	kubeconfig string
-	// internal is the bootstrap Service's ClusterIP and internal listener port (inside the
-	// private network); external is the host address and the bootstrap Service's nodePort of
+	// internal is the bootstrap Service's name and internal listener port (it resolves to
+	// the Service's ClusterIP inside the private network); external is the host address and the bootstrap Service's nodePort of
 	// the external listener (anywhere on this machine).
 	internal, external string
 }
@@ -211,7 +215,8 @@ func waitBootstrap(ctx context.Context, env *Env, namespace, cluster string) (bo
 		internal, errIn := env.ServiceAddress(ctx, namespace, svc, SampleInternalListener)
 		external, errEx := env.HostNodePortAddress(ctx, namespace, svc, SampleExternalListener)
 		if errIn == nil && errEx == nil && slices.Contains(env.HostListening(), external) {
-			return bootstrap{kubeconfig: env.KubeconfigPath(), internal: internal, external: external}, nil
+			_, port, _ := net.SplitHostPort(internal)
+			return bootstrap{kubeconfig: env.KubeconfigPath(), internal: net.JoinHostPort(svc, port), external: external}, nil
 		}
 		select {
 		case <-ctx.Done():
@@ -227,7 +232,7 @@ func writeEnvFile(dir string, b bootstrap) error {
 	content := fmt.Sprintf("# Written by paddock dev. KUBECONFIG works anywhere on this machine; PADDOCK_BOOTSTRAP\n"+
 		"# only inside the private network (%s).\nexport KUBECONFIG=%s\n", filepath.Join(dir, "shell"), b.kubeconfig)
 	if b.internal != "" {
-		content += fmt.Sprintf("# The bootstrap Service's ClusterIP: stable while pods come and go.\nexport PADDOCK_BOOTSTRAP=%s\n", b.internal)
+		content += fmt.Sprintf("# The bootstrap Service, by the name the cluster DNS answers: stable while pods come and go.\nexport PADDOCK_BOOTSTRAP=%s\n", b.internal)
 	}
 	if b.external != "" {
 		content += fmt.Sprintf("# The external listener's bootstrap nodePort on the host address.\nexport PADDOCK_EXTERNAL_BOOTSTRAP=%s\n", b.external)
@@ -236,14 +241,22 @@ func writeEnvFile(dir string, b bootstrap) error {
 }
 
 // writeShell writes the script that runs a command (default: a shell) inside the
-// environment's private network namespace.
+// environment's private network namespace and its mount namespace, where /etc/resolv.conf
+// names the cluster DNS with the default namespace's search path (dns.go); the working
+// directory stays the caller's.
 func writeShell(dir string) error {
-	nsenter := fmt.Sprintf("nsenter --target %d --net", os.Getpid())
-	if inOwnUserNamespace() {
-		// Started unprivileged: the network belongs to our user namespace; join both.
-		nsenter = fmt.Sprintf("nsenter --target %d --user --net --preserve-credentials", os.Getpid())
-	}
-	script := fmt.Sprintf("#!/bin/sh\n# Written by paddock dev: run a command (default: your shell) inside its private network.\n"+
-		"if [ $# -eq 0 ]; then set -- \"${SHELL:-/bin/sh}\"; fi\nexec %s -- \"$@\"\n", nsenter)
+	script := fmt.Sprintf("#!/bin/sh\n# Written by paddock dev: run a command (default: your shell) inside its private network,\n"+
+		"# resolving names through its cluster DNS.\n"+
+		"if [ $# -eq 0 ]; then set -- \"${SHELL:-/bin/sh}\"; fi\nexec %s --wd=\"$PWD\" -- \"$@\"\n", shellNsenter(os.Getpid(), inOwnUserNamespace()))
 	return os.WriteFile(filepath.Join(dir, "shell"), []byte(script), 0o755)
+}
+
+// shellNsenter is the nsenter command that joins the namespaces of the environment's
+// process pid.
+func shellNsenter(pid int, ownUserNamespace bool) string {
+	if ownUserNamespace {
+		// Started unprivileged: the network and mounts belong to our user namespace; join it too.
+		return fmt.Sprintf("nsenter --target %d --user --net --mount --preserve-credentials", pid)
+	}
+	return fmt.Sprintf("nsenter --target %d --net --mount", pid)
 }

@@ -31,8 +31,10 @@ func InPrivateNetwork() bool { return os.Getenv(privateNetworkEnv) != "" }
 func inOwnUserNamespace() bool { return os.Getenv(privateNetworkEnv) == "user" }
 
 // RunInPrivateNetwork runs this program again, with the same arguments, in a new network
-// namespace (and, when not root, a user namespace that maps the caller to root so it may
-// configure that network), forwards signals to it, and returns its exit code. The child must
+// namespace and a new mount namespace (and, when not root, a user namespace that maps the
+// caller to root so it may configure them), forwards signals to it, and returns its exit
+// code. The mount namespace is where the environment's process resolves through the cluster
+// DNS (dns.go) while this machine's own /etc/resolv.conf stays as it is. The child must
 // call SetupPrivateNetwork first thing. While the child runs, this process serves its host
 // link (hostlink.go): the child's way to listen on, and dial, the host's network.
 func RunInPrivateNetwork() (int, error) {
@@ -49,7 +51,7 @@ func RunInPrivateNetwork() (int, error) {
 	env := append(os.Environ(), hostLinkEnv+"=3")
 	cmd.Env = append(env, privateNetworkEnv+"=net")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	attr := &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET, Pdeathsig: syscall.SIGKILL}
+	attr := &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET | syscall.CLONE_NEWNS, Pdeathsig: syscall.SIGKILL}
 	if os.Getuid() != 0 {
 		cmd.Env = append(env, privateNetworkEnv+"=user")
 		attr.Cloneflags |= syscall.CLONE_NEWUSER
@@ -88,7 +90,9 @@ func RunInPrivateNetwork() (int, error) {
 }
 
 // SetupPrivateNetwork brings the namespace's loopback device up and makes it answer for the
-// whole pod network and the Services' ClusterIP range.
+// whole pod network and the Services' ClusterIP range, and points this process's resolver at
+// the cluster DNS, with the search path of a pod in the default namespace (useClusterResolver):
+// names resolve as they would inside the cluster once Start has brought the DNS up.
 func SetupPrivateNetwork() error {
 	for _, args := range [][]string{
 		{"link", "set", "lo", "up"},
@@ -100,7 +104,7 @@ func SetupPrivateNetwork() error {
 			return fmt.Errorf("ip %v: %w: %s (paddock dev needs iproute2's `ip`)", args, err, out)
 		}
 	}
-	return nil
+	return useClusterResolver()
 }
 
 // checkPodNetwork fails unless a pod address can be bound here.

@@ -37,6 +37,8 @@ import (
 //     kubeconfig that paddock dev writes names that address.
 //
 // Load balancers are not played: a LoadBalancer Service gets its nodePorts, never an ingress.
+// The cluster DNS answers at the kube-dns ClusterIP itself, on UDP and TCP (dns.go): the
+// addresses the proxy is told are served already are left to it.
 
 // proxyTarget is where a proxy listener forwards: a fixed address, or a Service port by name.
 type proxyTarget struct {
@@ -52,9 +54,9 @@ type listenKey struct {
 }
 
 // desiredListeners is every address the proxy should listen on for services, given the
-// running nodes' IPs and the host address: the rule above, without the apiserver forward
-// (which Start binds once).
-func desiredListeners(services []*corev1.Service, nodeIPs []string, hostAddr string) map[listenKey]proxyTarget {
+// running nodes' IPs, the host address and the private-network addresses served already:
+// the rule above, without the apiserver forward (which Start binds once).
+func desiredListeners(services []*corev1.Service, nodeIPs []string, hostAddr string, served []string) map[listenKey]proxyTarget {
 	out := map[listenKey]proxyTarget{}
 	for _, svc := range services {
 		if svc.Spec.Type == corev1.ServiceTypeExternalName {
@@ -66,7 +68,9 @@ func desiredListeners(services []*corev1.Service, nodeIPs []string, hostAddr str
 			}
 			target := proxyTarget{namespace: svc.Namespace, service: svc.Name, port: p.Name}
 			if ip := svc.Spec.ClusterIP; ip != "" && ip != corev1.ClusterIPNone {
-				out[listenKey{addr: net.JoinHostPort(ip, strconv.Itoa(int(p.Port)))}] = target
+				if addr := net.JoinHostPort(ip, strconv.Itoa(int(p.Port))); !slices.Contains(served, addr) {
+					out[listenKey{addr: addr}] = target
+				}
 			}
 			if p.NodePort == 0 {
 				continue
@@ -128,6 +132,7 @@ func readyEndpoints(endpointSlices []*discoveryv1.EndpointSlice, portName string
 type serviceProxy struct {
 	hostAddr string
 	nodeIPs  func() []string // InternalIPs of the running nodes
+	served   []string        // private-network addresses another component serves
 	log      logr.Logger
 
 	factory   informers.SharedInformerFactory
@@ -151,11 +156,12 @@ type proxyListener struct {
 	conns map[net.Conn]struct{} // guarded by mu
 }
 
-func newServiceProxy(client kubernetes.Interface, hostAddr string, nodeIPs func() []string, log logr.Logger) *serviceProxy {
+func newServiceProxy(client kubernetes.Interface, hostAddr string, nodeIPs func() []string, served []string, log logr.Logger) *serviceProxy {
 	factory := informers.NewSharedInformerFactory(client, 0)
 	p := &serviceProxy{
 		hostAddr:  hostAddr,
 		nodeIPs:   nodeIPs,
+		served:    served,
 		log:       log,
 		factory:   factory,
 		services:  factory.Core().V1().Services().Lister(),
@@ -220,7 +226,7 @@ func (p *serviceProxy) reconcile() {
 		p.log.Error(err, "List services")
 		return
 	}
-	want := desiredListeners(services, p.nodeIPs(), p.hostAddr)
+	want := desiredListeners(services, p.nodeIPs(), p.hostAddr, p.served)
 	p.mu.Lock()
 	var stale []*proxyListener
 	for key, l := range p.listeners {

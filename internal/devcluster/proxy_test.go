@@ -41,9 +41,12 @@ func TestServiceProxyListensWhereAClusterWould(t *testing.T) {
 		{"UDP ports and ExternalName Services are not proxied",
 			svc("d", corev1.ServiceTypeClusterIP, "10.96.0.12", corev1.ServicePort{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP}),
 			map[listenKey]proxyTarget{}},
+		{"the cluster DNS's ClusterIP port is left to the DNS server, which answers there itself",
+			svc("kube-dns", corev1.ServiceTypeClusterIP, ClusterDNSIP, corev1.ServicePort{Name: "dns-tcp", Port: 53}, corev1.ServicePort{Name: "metrics", Port: 9153}),
+			map[listenKey]proxyTarget{{addr: ClusterDNSIP + ":9153"}: target("kube-dns", "metrics")}},
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
-			got := desiredListeners([]*corev1.Service{tc.service}, []string{"198.18.1.1", "198.18.3.1"}, "127.0.0.1")
+			got := desiredListeners([]*corev1.Service{tc.service}, []string{"198.18.1.1", "198.18.3.1"}, "127.0.0.1", clusterDNSAddrs())
 			if len(got) != len(tc.want) {
 				t.Fatalf("listeners %v, want %v", got, tc.want)
 			}

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 )
@@ -58,9 +59,10 @@ func TestOnlyMountsUnderVarRunAreRealMounts(t *testing.T) {
 	}
 }
 
-// testWorker is a pod worker for pod on node 0, as far as command needs one.
-func testWorker(pod *corev1.Pod) *podWorker {
-	rt := &podRuntime{cfg: Config{Dir: "/state", APIServerPort: 6443}, images: map[string]string{"ghcr.io/paddock-dev/paddock:latest": "/bin/paddock"}}
+// testWorker is a pod worker for pod on node 0, as far as command needs one; state is under
+// a temporary directory.
+func testWorker(t *testing.T, pod *corev1.Pod) *podWorker {
+	rt := &podRuntime{cfg: Config{Dir: filepath.Join(t.TempDir(), "state"), APIServerPort: 6443}, images: map[string]string{"ghcr.io/paddock-dev/paddock:latest": "/bin/paddock"}}
 	return &podWorker{node: &nodeAgent{rt: rt, ips: newPodIPs(0)}, pod: pod, podIP: "198.18.1.7",
 		projectedVolumes: map[string]*projectedVolume{}}
 }
@@ -69,7 +71,8 @@ func TestContainerCommand(t *testing.T) {
 	manager := corev1.Container{Name: "manager", Image: "ghcr.io/paddock-dev/paddock:latest",
 		Args: []string{"manager", "--health-probe-bind-address=:8081", "--metrics-bind-address=0.0.0.0:8080", "--metrics-bind-address=0", "--leader-elect"}}
 	t.Run("the operator's image runs the local binary with any-interface binds narrowed to the pod IP", func(t *testing.T) {
-		argv, env, sandbox, err := testWorker(&corev1.Pod{}).command(t.Context(), manager)
+		w := testWorker(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", UID: "uid-1"}})
+		argv, env, sandbox, err := w.command(t.Context(), manager)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,20 +90,27 @@ func TestContainerCommand(t *testing.T) {
 				t.Errorf("env has %s", kv)
 			}
 		}
-		if !slices.Contains(sandbox.masked, "/state/pki") || !slices.Contains(sandbox.masked, "/state/kubeconfig") {
+		state := w.node.rt.cfg.Dir
+		if !slices.Contains(sandbox.masked, state+"/pki") || !slices.Contains(sandbox.masked, state+"/kubeconfig") {
 			t.Errorf("sandbox hides %q, want the pki directory and the kubeconfig", sandbox.masked)
+		}
+		wantResolv := "search ns.svc.cluster.local svc.cluster.local cluster.local\nnameserver 10.96.0.10\noptions ndots:5\n"
+		if sandbox.resolvConf != state+"/data/pods/uid-1/resolv.conf" {
+			t.Errorf("the pod's resolv.conf is %q, want it in the pod's directory", sandbox.resolvConf)
+		} else if b, err := os.ReadFile(sandbox.resolvConf); err != nil || string(b) != wantResolv {
+			t.Errorf("the pod's resolv.conf reads %q (err %v), want %q", b, err, wantResolv)
 		}
 	})
 	t.Run("another image without a command is refused", func(t *testing.T) {
 		other := manager
 		other.Image = "paddock:dev"
-		_, _, _, err := testWorker(&corev1.Pod{}).command(t.Context(), other)
+		_, _, _, err := testWorker(t, &corev1.Pod{}).command(t.Context(), other)
 		if err == nil || !strings.Contains(err.Error(), `cannot run image "paddock:dev"`) {
 			t.Errorf("err %v, want a refusal naming the image", err)
 		}
 	})
 	t.Run("a container with its own command runs it", func(t *testing.T) {
-		argv, _, _, err := testWorker(&corev1.Pod{}).command(t.Context(), corev1.Container{Name: "c", Image: "any", Command: []string{"/bin/sh"}, Args: []string{"-c", "true"}})
+		argv, _, _, err := testWorker(t, &corev1.Pod{}).command(t.Context(), corev1.Container{Name: "c", Image: "any", Command: []string{"/bin/sh"}, Args: []string{"-c", "true"}})
 		if err != nil || !slices.Equal(argv, []string{"/bin/sh", "-c", "true"}) {
 			t.Errorf("argv %q, err %v", argv, err)
 		}
@@ -111,7 +121,7 @@ func TestContainerCommand(t *testing.T) {
 		}}}}}
 		c := manager
 		c.VolumeMounts = []corev1.VolumeMount{{Name: "token", MountPath: "/etc/token"}}
-		_, _, _, err := testWorker(pod).command(t.Context(), c)
+		_, _, _, err := testWorker(t, pod).command(t.Context(), c)
 		if err == nil || !strings.Contains(err.Error(), "only under /var/run") {
 			t.Errorf("err %v, want a refusal", err)
 		}

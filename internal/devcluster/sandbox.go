@@ -21,6 +21,8 @@ import (
 //     the pod's bound token, the cluster CA and the namespace where it finds them in a cluster;
 //   - the environment's admin credentials (the pki directory, which also holds every pod's
 //     token volume, and the admin kubeconfig) are covered by an empty tmpfs or /dev/null;
+//   - /etc/resolv.conf is the pod's own, as the kubelet writes it (dns.go): the cluster DNS
+//     and the search path of the pod's namespace;
 //   - the capability bounding set is empty, so the process runs without capabilities (the
 //     brokers' and the manager's securityContext drop ALL) and cannot unmount what hides the
 //     credentials.
@@ -43,6 +45,9 @@ type podSandbox struct {
 	// masked are host paths the process must not read: a directory gets an empty tmpfs over
 	// it, a file /dev/null. Paths that do not exist are skipped.
 	masked []string
+	// resolvConf is the host path of the pod's resolv.conf, bind-mounted at /etc/resolv.conf;
+	// empty keeps the environment's.
+	resolvConf string
 }
 
 // runMount is one volume mount under /var/run.
@@ -78,6 +83,15 @@ func (s *podSandbox) enter() error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
 		return fmt.Errorf("make the pod's mounts private: %w", err)
 	}
+	// Where /etc/resolv.conf really is, found before the host's /run is covered: it may be
+	// a symlink into it.
+	var resolvTarget string
+	if s.resolvConf != "" {
+		var err error
+		if resolvTarget, err = realResolvConf(); err != nil {
+			return err
+		}
+	}
 	runDir := hostRunDir()
 	if err := unix.Mount("tmpfs", runDir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0755,size=16m"); err != nil {
 		return fmt.Errorf("mount the pod's own %s: %w", runDir, err)
@@ -98,6 +112,11 @@ func (s *podSandbox) enter() error {
 			if err := unix.Mount("", target, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
 				return fmt.Errorf("make %s read-only: %w", m.path, err)
 			}
+		}
+	}
+	if s.resolvConf != "" {
+		if err := bindResolvConf(s.resolvConf, resolvTarget); err != nil {
+			return fmt.Errorf("give the pod its resolv.conf: %w", err)
 		}
 	}
 	for _, p := range s.masked {
