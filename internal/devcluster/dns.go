@@ -212,17 +212,22 @@ func useClusterResolver() error {
 	return bindResolvConf(file, "")
 }
 
-// bindResolvConf bind-mounts file at /etc/resolv.conf — where that path really is, which may
-// be a symlink into runDir (systemd-resolved's /run/systemd/resolve/stub-resolv.conf). When
-// runDir is not empty it is a fresh tmpfs of a pod's sandbox that replaced the host's /run,
-// and the symlink's target is made in it first. target is resolved by the caller before
-// runDir was replaced: realResolvConf.
+// bindResolvConf bind-mounts file at /etc/resolv.conf — where that path really is: target,
+// which the caller resolved (realResolvConf) before a pod's sandbox covered the host's /run,
+// or, when empty, resolved now. It may be a symlink's target under /run (systemd-resolved's
+// /run/systemd/resolve/stub-resolv.conf), made in the sandbox's fresh /run first. The
+// environment's own resolv.conf mounted there is taken away first: its file is gone
+// (useClusterResolver), and nothing can be mounted on a deleted file.
 func bindResolvConf(file, target string) error {
 	if target == "" {
 		var err error
 		if target, err = realResolvConf(); err != nil {
 			return err
 		}
+	}
+	// EINVAL: nothing is mounted there.
+	if err := unix.Unmount(target, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("unmount the environment's %s: %w", resolvConfPath, err)
 	}
 	if _, err := os.Stat(target); errors.Is(err, os.ErrNotExist) {
 		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {

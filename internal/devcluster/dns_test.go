@@ -1,6 +1,9 @@
 package devcluster
 
 import (
+	"os"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -83,5 +86,43 @@ func TestShellJoinsTheEnvironmentsNetworkAndMounts(t *testing.T) {
 	}
 	if got := shellNsenter(42, true); got != "nsenter --target 42 --user --net --mount --preserve-credentials" {
 		t.Errorf("unprivileged: %q", got)
+	}
+}
+
+// A pod's sandbox shows the pod its own resolv.conf, stacked over the environment's, and
+// nothing of it reaches the environment's process.
+func TestPodSandboxMountsThePodsResolvConf(t *testing.T) {
+	envResolv, err := os.ReadFile(resolvConfPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "resolv.conf")
+	want := "search shop.svc.cluster.local\nnameserver 10.96.0.10\n"
+	if err := os.WriteFile(file, []byte(want), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		content []byte
+		err     error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine, and its sandbox with it
+		if err := (&podSandbox{resolvConf: file}).enter(); err != nil {
+			done <- result{err: err}
+			return
+		}
+		b, err := os.ReadFile(resolvConfPath)
+		done <- result{b, err}
+	}()
+	r := <-done
+	if r.err != nil || string(r.content) != want {
+		t.Fatalf("in the sandbox %s reads %q (err %v), want %q", resolvConfPath, r.content, r.err, want)
+	}
+	if b, err := os.ReadFile(resolvConfPath); err != nil || string(b) != string(envResolv) {
+		t.Errorf("after a sandbox, this process's %s reads %q (err %v), want %q", resolvConfPath, b, err, envResolv)
+	}
+	if !strings.Contains(string(envResolv), "nameserver "+ClusterDNSIP) {
+		t.Errorf("the environment's own %s does not name the cluster DNS: %q", resolvConfPath, envResolv)
 	}
 }

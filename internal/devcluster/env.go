@@ -244,6 +244,9 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 	if err := e.waitManagerAvailable(waitCtx); err != nil {
 		return nil, err
 	}
+	if err := writeShell(cfg.Dir); err != nil {
+		return nil, fmt.Errorf("write %s: %w", e.ShellPath(), err)
+	}
 	return e, nil
 }
 
@@ -324,6 +327,12 @@ func (e *Env) AuditLogPath() string { return e.cfg.logPath("audit") }
 
 // APIServerHost is the https URL pods reach the apiserver at.
 func (e *Env) APIServerHost() string { return e.restConfig.Host }
+
+// ShellPath is the script that runs a command (default: the caller's shell) inside the
+// environment: its private network, and its mount namespace, where names resolve through the
+// cluster DNS as in a pod of the default namespace. Run it from the host's network
+// (HostCommand), as a person at the host terminal does.
+func (e *Env) ShellPath() string { return filepath.Join(e.cfg.Dir, "shell") }
 
 // Dir is the absolute state directory.
 func (e *Env) Dir() string { return e.cfg.Dir }

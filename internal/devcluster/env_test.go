@@ -3,18 +3,25 @@ package devcluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"golang.org/x/net/dns/dnsmessage"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -77,12 +84,29 @@ func runHelper() int {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/whoami", whoami)
+	mux.HandleFunc("/resolve", resolve)
 	go func() { _ = http.Serve(l, mux) }()
 	fmt.Println("serving on", l.Addr(), "data dir", os.Getenv("DATA_DIR"))
 	<-terms
 	fmt.Println("SIGTERM: exiting")
 	time.Sleep(200 * time.Millisecond)
 	return 0
+}
+
+// resolve looks up ?name= with Go's resolver, which reads the pod's /etc/resolv.conf, and
+// answers the addresses, or 404 with the resolver's error when the name does not resolve.
+func resolve(w http.ResponseWriter, r *http.Request) {
+	addrs, err := net.DefaultResolver.LookupHost(r.Context(), r.URL.Query().Get("name"))
+	var dnsErr *net.DNSError
+	switch {
+	case errors.As(err, &dnsErr):
+		http.Error(w, err.Error(), http.StatusNotFound)
+	case err != nil:
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+	default:
+		slices.Sort(addrs)
+		_ = json.NewEncoder(w).Encode(addrs)
+	}
 }
 
 // whoami asks the apiserver who this process is, with a client built from scratch for each
@@ -121,7 +145,7 @@ func TestEnvironmentRunsAStatefulSetLikeAKubelet(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := DefaultConfig()
-	cfg.Dir = filepath.Join(t.TempDir(), "dev")
+	cfg.Dir = "/tmp/dnsdbg/dev"
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" { // `go test` outside make: the checkout's binaries
 		cfg.K8sBinDir = filepath.Join("..", "..", "bin", "k8s", "1.37.2")
 	}
@@ -147,6 +171,10 @@ func TestEnvironmentRunsAStatefulSetLikeAKubelet(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "helper"},
 		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: labels, PublishNotReadyAddresses: true,
 			Ports: []corev1.ServicePort{{Name: "http", Port: 8080}}},
+	})
+	mustCreate(ctx, t, c, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "helper-ip"},
+		Spec:       corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Name: "http", Port: 8080}}},
 	})
 	mustCreate(ctx, t, c, &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shared"},
@@ -215,6 +243,115 @@ func TestEnvironmentRunsAStatefulSetLikeAKubelet(t *testing.T) {
 		var pv corev1.PersistentVolumeList
 		if err := c.List(ctx, &pv); err != nil || len(pv.Items) != 1 || pv.Items[0].Status.Phase != corev1.VolumeBound {
 			t.Errorf("want one bound volume for the claim, got %+v (err %v)", pv.Items, err)
+		}
+	})
+
+	t.Run("the cluster DNS answers the records of the Kubernetes DNS specification", func(t *testing.T) {
+		ips := waitReadyPods(ctx, t, c, ns, 2)
+		var svc corev1.Service
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "helper-ip"}, &svc); err != nil {
+			t.Fatal(err)
+		}
+		zone := ns + ".svc." + ClusterDomain + "."
+		rev0, err := dnsmessage.NewName(reverseName(ips["helper-0"]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			rule  string
+			name  string
+			qtype dnsmessage.Type
+			rcode dnsmessage.RCode
+			want  []string
+		}{
+			{"a ClusterIP Service's name is its ClusterIP", "helper-ip." + zone, dnsmessage.TypeA, dnsmessage.RCodeSuccess,
+				[]string{svc.Spec.ClusterIP}},
+			{"a headless Service's name is its endpoints' addresses", "helper." + zone, dnsmessage.TypeA, dnsmessage.RCodeSuccess,
+				sorted(ips["helper-0"], ips["helper-1"])},
+			{"a pod with hostname and subdomain is <hostname>.<subdomain>.<ns>.svc.<domain>", "helper-0.helper." + zone, dnsmessage.TypeA,
+				dnsmessage.RCodeSuccess, []string{ips["helper-0"]}},
+			{"a named port's SRV record names the Service", "_http._tcp.helper-ip." + zone, dnsmessage.TypeSRV, dnsmessage.RCodeSuccess,
+				[]string{"8080 helper-ip." + zone}},
+			{"a headless Service's SRV records name each pod", "_http._tcp.helper." + zone, dnsmessage.TypeSRV, dnsmessage.RCodeSuccess,
+				[]string{"8080 helper-0.helper." + zone, "8080 helper-1.helper." + zone}},
+			{"a pod IP's PTR records name it in each Service it backs: hostname.subdomain, else its dashed address",
+				rev0.String(), dnsmessage.TypePTR, dnsmessage.RCodeSuccess,
+				[]string{strings.ReplaceAll(ips["helper-0"], ".", "-") + ".helper-ip." + zone, "helper-0.helper." + zone}},
+			{"an IPv4 Service has no AAAA records, and the name exists", "helper-ip." + zone, dnsmessage.TypeAAAA, dnsmessage.RCodeSuccess, nil},
+			{"the DNS's own Service is at its ClusterIP", "kube-dns.kube-system.svc." + ClusterDomain + ".", dnsmessage.TypeA,
+				dnsmessage.RCodeSuccess, []string{ClusterDNSIP}},
+			{"an unknown name in the cluster domain does not exist", "nope." + zone, dnsmessage.TypeA, dnsmessage.RCodeNameError, nil},
+			{"an unknown pod of a headless Service does not exist", "helper-9.helper." + zone, dnsmessage.TypeA, dnsmessage.RCodeNameError, nil},
+			{"a name outside the cluster's zones is refused, never forwarded", "example.com.", dnsmessage.TypeA, dnsmessage.RCodeRefused, nil},
+		} {
+			t.Run(tc.rule, func(t *testing.T) {
+				rcode, answers, ttls, err := queryDNS(ctx, tc.name, tc.qtype)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rcode != tc.rcode || !slices.Equal(answers, tc.want) {
+					t.Fatalf("%s %s: %s %q, want %s %q", tc.qtype, tc.name, rcode, answers, tc.rcode, tc.want)
+				}
+				for _, ttl := range ttls {
+					if ttl != dnsTTL {
+						t.Errorf("TTL %d, want %d", ttl, dnsTTL)
+					}
+				}
+			})
+		}
+	})
+
+	t.Run("a pod resolves through the cluster DNS with its namespace's search path", func(t *testing.T) {
+		ips := waitReadyPods(ctx, t, c, ns, 2)
+		pid := readPID(t, env, ns, "helper-0")
+		want := "search envtest.svc.cluster.local svc.cluster.local cluster.local\nnameserver 10.96.0.10\noptions ndots:5\n"
+		if b, err := os.ReadFile(ProcessPath(pid, resolvConfPath)); err != nil || string(b) != want {
+			t.Errorf("helper-0's %s reads %q (err %v), want %q", resolvConfPath, b, err, want)
+		}
+		for _, tc := range []struct {
+			rule, name string
+			want       []string // nil: not found
+		}{
+			{"a Service of its own namespace by its short name", "helper", sorted(ips["helper-0"], ips["helper-1"])},
+			{"a pod by hostname.subdomain", "helper-1.helper", []string{ips["helper-1"]}},
+			{"a Service of another namespace by name.namespace", "kube-dns.kube-system", []string{ClusterDNSIP}},
+			{"a fully qualified name as it is", "helper-0.helper.envtest.svc.cluster.local.", []string{ips["helper-0"]}},
+			{"a name on none of the search domains does not resolve (nothing is forwarded)", "nope", nil},
+		} {
+			t.Run(tc.rule, func(t *testing.T) {
+				got, found := resolveIn(ctx, t, ips["helper-0"], tc.name)
+				if tc.want == nil && found || tc.want != nil && !slices.Equal(got, tc.want) {
+					t.Errorf("helper-0 resolves %q to %q (found %v), want %q", tc.name, got, found, tc.want)
+				}
+			})
+		}
+		// glibc (what kcat and librdkafka use) reads the same file.
+		out, err := exec.CommandContext(ctx, "nsenter", "--target", strconv.Itoa(pid), "--mount", "getent", "hosts", "helper-1.helper").CombinedOutput()
+		if f := strings.Fields(string(out)); err != nil || len(f) < 2 || f[0] != ips["helper-1"] || f[1] != "helper-1.helper.envtest.svc.cluster.local" {
+			t.Errorf("getent hosts helper-1.helper in helper-0's mount namespace: %q (err %v), want %s", out, err, ips["helper-1"])
+		}
+	})
+
+	t.Run("the environment and its shell resolve like a pod of the default namespace, the host does not", func(t *testing.T) {
+		want := "search default.svc.cluster.local svc.cluster.local cluster.local\nnameserver 10.96.0.10\noptions ndots:5\n"
+		if b, err := os.ReadFile(resolvConfPath); err != nil || string(b) != want {
+			t.Errorf("this process's %s reads %q (err %v), want %q", resolvConfPath, b, err, want)
+		}
+		if addrs, err := net.DefaultResolver.LookupHost(ctx, "kube-dns.kube-system"); err != nil || !slices.Equal(addrs, []string{ClusterDNSIP}) {
+			t.Errorf("kube-dns.kube-system resolves to %q (err %v) here, want %s", addrs, err, ClusterDNSIP)
+		}
+		var svc corev1.Service
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "helper-ip"}, &svc); err != nil {
+			t.Fatal(err)
+		}
+		// From the host's network, as a person runs it.
+		out, err := HostCommand(ctx, []string{"PATH=" + os.Getenv("PATH")}, env.ShellPath(), "getent", "hosts", "helper-ip.envtest")
+		if f := strings.Fields(string(out)); err != nil || len(f) < 1 || f[0] != svc.Spec.ClusterIP {
+			t.Errorf("%s getent hosts helper-ip.envtest: %q (err %v), want %s", env.ShellPath(), out, err, svc.Spec.ClusterIP)
+		}
+		out, err = HostCommand(ctx, []string{"PATH=" + os.Getenv("PATH")}, "cat", resolvConfPath)
+		if err != nil || strings.Contains(string(out), ClusterDNSIP) {
+			t.Errorf("the host's %s names the cluster DNS: %q (err %v)", resolvConfPath, out, err)
 		}
 	})
 
@@ -320,6 +457,16 @@ func TestEnvironmentRunsAStatefulSetLikeAKubelet(t *testing.T) {
 			}
 			return pod.UID != old.UID && isReady(&pod), string(pod.UID)
 		})
+		var pod corev1.Pod
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "helper-1"}, &pod); err != nil {
+			t.Fatal(err)
+		}
+		ready := time.Now()
+		eventually(ctx, t, "helper-1's name to follow it to its new pod IP", func() (bool, string) {
+			_, answers, _, err := queryDNS(ctx, "helper-1.helper.envtest.svc.cluster.local.", dnsmessage.TypeA)
+			return err == nil && slices.Equal(answers, []string{pod.Status.PodIP}), fmt.Sprintf("%q %v, want %s", answers, err, pod.Status.PodIP)
+		})
+		t.Logf("new pod ready → its name answers its new IP %s (was %s): %s", pod.Status.PodIP, old.Status.PodIP, time.Since(ready).Round(time.Millisecond))
 		runs := env.ContainerRuns(ns, "helper-1")
 		first := runs[0]
 		if first.TermSent.IsZero() || first.Exited.IsZero() || first.ExitCode != 0 {
@@ -353,6 +500,94 @@ func TestEnvironmentRunsAStatefulSetLikeAKubelet(t *testing.T) {
 		}
 		waitReadyPods(ctx, t, c, ns, 2)
 	})
+}
+
+// queryDNS asks the cluster DNS one question over UDP and returns the answer's code, its
+// records (A/AAAA addresses, "port target" for SRV, PTR names; sorted) and their TTLs.
+func queryDNS(ctx context.Context, name string, qtype dnsmessage.Type) (dnsmessage.RCode, []string, []uint32, error) {
+	qname, err := dnsmessage.NewName(name)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	msg := dnsmessage.Message{
+		Header:    dnsmessage.Header{ID: 7, RecursionDesired: true},
+		Questions: []dnsmessage.Question{{Name: qname, Type: qtype, Class: dnsmessage.ClassINET}},
+	}
+	packed, err := msg.Pack()
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	conn, err := (&net.Dialer{}).DialContext(ctx, "udp", net.JoinHostPort(ClusterDNSIP, "53"))
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	defer func() { _ = conn.Close() }()
+	_ = conn.SetDeadline(time.Now().Add(3 * time.Second))
+	if _, err := conn.Write(packed); err != nil {
+		return 0, nil, nil, err
+	}
+	buf := make([]byte, 4096)
+	n, err := conn.Read(buf)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	var resp dnsmessage.Message
+	if err := resp.Unpack(buf[:n]); err != nil {
+		return 0, nil, nil, err
+	}
+	var answers []string
+	var ttls []uint32
+	for _, a := range resp.Answers {
+		ttls = append(ttls, a.Header.TTL)
+		switch b := a.Body.(type) {
+		case *dnsmessage.AResource:
+			answers = append(answers, netip.AddrFrom4(b.A).String())
+		case *dnsmessage.AAAAResource:
+			answers = append(answers, netip.AddrFrom16(b.AAAA).String())
+		case *dnsmessage.SRVResource:
+			answers = append(answers, fmt.Sprintf("%d %s", b.Port, b.Target))
+		case *dnsmessage.PTRResource:
+			answers = append(answers, b.PTR.String())
+		}
+	}
+	slices.Sort(answers)
+	return resp.RCode, answers, ttls, nil
+}
+
+func sorted(s ...string) []string {
+	slices.Sort(s)
+	return s
+}
+
+// reverseName is the in-addr.arpa name of an IPv4 address.
+func reverseName(ip string) string {
+	b := netip.MustParseAddr(ip).As4()
+	return fmt.Sprintf("%d.%d.%d.%d.in-addr.arpa.", b[3], b[2], b[1], b[0])
+}
+
+// resolveIn asks the helper pod at ip to resolve name with its own resolver, and returns the
+// addresses and whether the name resolved.
+func resolveIn(ctx context.Context, t *testing.T, ip, name string) ([]string, bool) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(ip, "8080")+"/resolve?name="+url.QueryEscape(name), nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("ask the helper at %s to resolve %s: %v", ip, name, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, _ := io.ReadAll(resp.Body)
+	switch resp.StatusCode {
+	case http.StatusNotFound:
+		return nil, false
+	case http.StatusOK:
+		var addrs []string
+		if err := json.Unmarshal(body, &addrs); err != nil {
+			t.Fatalf("resolve %s: %v: %s", name, err, body)
+		}
+		return addrs, true
+	}
+	t.Fatalf("resolve %s: %s: %s", name, resp.Status, body)
+	return nil, false
 }
 
 // whoamiOf asks the helper pod who it is to the apiserver.

@@ -118,9 +118,6 @@ func run(ctx context.Context, cfg Config, brokers int32, noSample bool) error {
 		env.Stop()
 		fmt.Println("paddock dev: stopped; every process it started is gone")
 	}()
-	if err := writeShell(env.Dir()); err != nil {
-		return err
-	}
 	boot := bootstrap{kubeconfig: env.KubeconfigPath()}
 	if err := writeEnvFile(env.Dir(), boot); err != nil {
 		return err
@@ -240,7 +237,7 @@ func writeEnvFile(dir string, b bootstrap) error {
 	return os.WriteFile(filepath.Join(dir, "env"), []byte(content), 0o644)
 }
 
-// writeShell writes the script that runs a command (default: a shell) inside the
+// writeShell writes the script (ShellPath) that runs a command (default: a shell) inside the
 // environment's private network namespace and its mount namespace, where /etc/resolv.conf
 // names the cluster DNS with the default namespace's search path (dns.go); the working
 // directory stays the caller's.

@@ -3,15 +3,20 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -99,7 +104,9 @@ func keepLogs(t *testing.T, dir string) {
 }
 
 // 1. Bring-up: 3 brokers Serving/Alive; 3 Broker objects; Metadata, DescribeCluster and kcat
-// list 3.
+// list 3. Inside .paddock/dev/shell (run from the host's network, as a person does), the
+// bootstrap Service's name resolves to its ClusterIP and kcat lists every broker at its pod
+// DNS name, which the internal listener advertises by default (PodDNS).
 func bringUp(ctx context.Context, t *testing.T, s *suite, applied time.Time) {
 	measure(t, "1 bring-up", "apply → 3 brokers Serving/Alive", time.Since(applied))
 	for id := range int32(3) {
@@ -124,6 +131,28 @@ func bringUp(ctx context.Context, t *testing.T, s *suite, applied time.Time) {
 	if err != nil || n != 3 {
 		t.Fatalf("kcat -L listed %d brokers (err %v):\n%s", n, err, out)
 	}
+
+	bootstrap, err := s.env.ServiceAddress(ctx, s.namespace, kafkav1alpha1.BootstrapServiceName(s.name), devcluster.SampleInternalListener)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clusterIP, _, _ := net.SplitHostPort(bootstrap)
+	short := kafkav1alpha1.BootstrapServiceName(s.name) + "." + s.namespace // the shell's search path is the default namespace's
+	got, err := devcluster.HostCommand(ctx, []string{"PATH=" + os.Getenv("PATH")}, s.env.ShellPath(), "getent", "hosts", short)
+	if f := strings.Fields(string(got)); err != nil || len(f) < 1 || f[0] != clusterIP {
+		t.Fatalf("%s getent hosts %s: %q (err %v), want %s", s.env.ShellPath(), short, got, err, clusterIP)
+	}
+	started := time.Now()
+	brokers, out, err := hostKcat(ctx, s.env.ShellPath(), net.JoinHostPort(short, strconv.Itoa(int(s.port))))
+	if err != nil || len(brokers) != 3 {
+		t.Fatalf("kcat -L in %s listed %v (err %v):\n%s", s.env.ShellPath(), brokers, err, out)
+	}
+	for id := range int32(3) {
+		if want := net.JoinHostPort(s.dnsName(id), strconv.Itoa(int(s.port))); brokers[id] != want {
+			t.Errorf("kcat -L in the shell lists broker %d at %s, want its pod DNS name %s\n%s", id, brokers[id], want, out)
+		}
+	}
+	measure(t, "1 bring-up", "kcat -L in the shell, by the bootstrap Service's name", time.Since(started))
 }
 
 // 2. Crash: kill -9 → Fenced as soon as the pod is not ready (Metadata omits it,
@@ -322,12 +351,22 @@ func operatorDown(ctx context.Context, t *testing.T, s *suite) {
 }
 
 // 5. Rolling restart: a spec change rolls every pod; the registered count never drops below
-// 3 and each broker is Fenced while it restarts, never Gone.
+// 3 and each broker is Fenced while it restarts, never Gone. A franz-go client made before
+// the roll, which learnt every broker's advertised pod DNS name from Metadata, reaches every
+// broker again afterwards at its new pod IP, without being recreated and without a dial
+// failing (names, not cached IPs: PodDNS).
 func rollingRestart(ctx context.Context, t *testing.T, s *suite) {
 	kc, err := s.cluster(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
+	dials := &dialLog{}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.bootstrapName()), kgo.WithHooks(dials))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ipsBefore := s.roundTripsByName(ctx, t, cl, dials, "before the roll", true)
 	orig := kc.DeepCopy()
 	kc.Spec.DrainTimeout = &metav1.Duration{Duration: 21 * time.Second}
 	if err := s.c.Patch(ctx, kc, client.MergeFrom(orig)); err != nil {
@@ -375,6 +414,122 @@ func rollingRestart(ctx context.Context, t *testing.T, s *suite) {
 		}
 	}
 	measure(t, "5 rolling restart", "spec change → all 3 replaced and Serving/Alive", time.Since(started))
+
+	rolled := time.Now()
+	ipsAfter := s.roundTripsByName(ctx, t, cl, dials, "after the roll", false)
+	measure(t, "5 rolling restart", "client made before the roll: round trips to all 3 by name", time.Since(rolled))
+	for id := range int32(3) {
+		if ipsAfter[id] == ipsBefore[id] {
+			t.Errorf("broker %d kept pod IP %s through the roll; the test proves nothing about names", id, ipsAfter[id])
+		}
+	}
+	if failed := dials.failedSince(rolled); len(failed) > 0 {
+		t.Errorf("dials failed after the roll: %v", failed)
+	}
+}
+
+// dialLog records every connection a franz-go client opens (kgo.HookBrokerConnect).
+type dialLog struct {
+	mu    sync.Mutex
+	dials []dial // guarded by mu
+}
+
+type dial struct {
+	at     time.Time
+	id     int32
+	host   string // the advertised host the client dialled
+	remote string // the IP it reached
+	err    error
+}
+
+func (d *dialLog) OnBrokerConnect(meta kgo.BrokerMetadata, _ time.Duration, conn net.Conn, err error) {
+	dl := dial{at: time.Now(), id: meta.NodeID, host: meta.Host, err: err}
+	if conn != nil {
+		dl.remote, _, _ = net.SplitHostPort(conn.RemoteAddr().String())
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.dials = append(d.dials, dl)
+}
+
+// lastOK is the last successful dial to broker id.
+func (d *dialLog) lastOK(id int32) (dial, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i := len(d.dials) - 1; i >= 0; i-- {
+		if dl := d.dials[i]; dl.id == id && dl.err == nil {
+			return dl, true
+		}
+	}
+	return dial{}, false
+}
+
+func (d *dialLog) failedSince(t time.Time) []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []string
+	for _, dl := range d.dials {
+		if dl.err != nil && !dl.at.Before(t) {
+			out = append(out, fmt.Sprintf("broker %d at %s: %v", dl.id, dl.host, dl.err))
+		}
+	}
+	return out
+}
+
+// roundTripsByName sends ApiVersions and Metadata to each broker through cl, by broker id —
+// so at the address the client's Metadata gave it — and checks that the broker itself
+// answered (its request counter), that the client dialled its pod DNS name, and that the
+// name led to the broker's current pod IP. With refresh, a Metadata request first teaches
+// the client the brokers (and checks they advertise their names); without, the client uses
+// what it already knows. It returns the pod IPs reached.
+func (s *suite) roundTripsByName(ctx context.Context, t *testing.T, cl *kgo.Client, dials *dialLog, round string, refresh bool) map[int32]string {
+	t.Helper()
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if refresh {
+		meta, err := kmsg.NewPtrMetadataRequest().RequestWith(rctx, cl)
+		if err != nil || len(meta.Brokers) != 3 {
+			t.Fatalf("%s: Metadata through %s: %+v %v", round, s.bootstrapName(), meta, err)
+		}
+		for _, b := range meta.Brokers {
+			if b.Host != s.dnsName(b.NodeID) || b.Port != s.port {
+				t.Fatalf("%s: broker %d advertises %s:%d, want its pod DNS name %s:%d", round, b.NodeID, b.Host, b.Port, s.dnsName(b.NodeID), s.port)
+			}
+		}
+	}
+	reached := map[int32]string{}
+	for id := range int32(3) {
+		pod, err := s.pod(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before, err := s.requestCount(ctx, id, "ApiVersions")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cl.Broker(int(id)).Request(rctx, kmsg.NewPtrApiVersionsRequest()); err != nil {
+			t.Fatalf("%s: ApiVersions to broker %d by its cached address: %v", round, id, err)
+		}
+		meta, err := cl.Broker(int(id)).Request(rctx, kmsg.NewPtrMetadataRequest())
+		if err != nil {
+			t.Fatalf("%s: Metadata to broker %d by its cached address: %v", round, id, err)
+		}
+		for _, b := range meta.(*kmsg.MetadataResponse).Brokers {
+			if b.Host != s.dnsName(b.NodeID) {
+				t.Errorf("%s: broker %d's Metadata lists broker %d at %s, want %s", round, id, b.NodeID, b.Host, s.dnsName(b.NodeID))
+			}
+		}
+		if after, err := s.requestCount(ctx, id, "ApiVersions"); err != nil || after-before < 1 {
+			t.Errorf("%s: broker %d answered %v ApiVersions requests sent to it (err %v), want 1", round, id, after-before, err)
+		}
+		dl, ok := dials.lastOK(id)
+		if !ok || dl.host != s.dnsName(id) || dl.remote != pod.Status.PodIP {
+			t.Errorf("%s: the client's last connection to broker %d dialled %q and reached %q (ok %v), want %s at pod IP %s",
+				round, id, dl.host, dl.remote, ok, s.dnsName(id), pod.Status.PodIP)
+		}
+		reached[id] = dl.remote
+	}
+	return reached
 }
 
 // 6. Node loss, with Kubernetes' default node-monitor grace period: stopping a node's agent

@@ -54,7 +54,19 @@ func (s *suite) pod(ctx context.Context, id int32) (*corev1.Pod, error) {
 	return &pod, err
 }
 
-// addr is broker id's Kafka address (its pod IP).
+// dnsName is broker id's pod DNS name, what its PodDNS listener advertises.
+func (s *suite) dnsName(id int32) string {
+	return fmt.Sprintf("%s.%s.%s.svc.%s", kafkav1alpha1.BrokerPodName(s.name, id), kafkav1alpha1.HeadlessServiceName(s.name),
+		s.namespace, devcluster.ClusterDomain)
+}
+
+// bootstrapName is the bootstrap Service's internal listener address by the name the cluster
+// DNS answers for it.
+func (s *suite) bootstrapName() string {
+	return net.JoinHostPort(kafkav1alpha1.BootstrapServiceName(s.name)+"."+s.namespace+".svc."+devcluster.ClusterDomain, strconv.Itoa(int(s.port)))
+}
+
+// addr is broker id's Kafka address at its pod IP, for requests to that very broker.
 func (s *suite) addr(ctx context.Context, id int32) (string, error) {
 	pod, err := s.pod(ctx, id)
 	if err != nil {

@@ -47,11 +47,16 @@ func kubectlBinary(t *testing.T) string {
 var kcatBrokerAt = regexp.MustCompile(`(?m)^\s*broker (\d+) at (\S+)`)
 
 // hostKcat runs `kcat -L -b addr` in the host's network and returns the advertised address of
-// each broker it lists.
-func hostKcat(ctx context.Context, addr string) (map[int32]string, string, error) {
+// each broker it lists; with a non-empty shell (Env.ShellPath), through it, as a person does
+// at the host terminal to reach inside.
+func hostKcat(ctx context.Context, shell, addr string) (map[int32]string, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	out, err := devcluster.HostCommand(ctx, []string{"PATH=" + os.Getenv("PATH")}, "kcat", "-L", "-b", addr, "-m", "5")
+	argv := []string{"kcat", "-L", "-b", addr, "-m", "5"}
+	if shell != "" {
+		argv = append([]string{shell}, argv...)
+	}
+	out, err := devcluster.HostCommand(ctx, []string{"PATH=" + os.Getenv("PATH")}, argv[0], argv[1:]...)
 	if err != nil {
 		return nil, string(out), err
 	}
@@ -145,7 +150,7 @@ func fromOutside(ctx context.Context, t *testing.T, s *suite) {
 		measure(t, "9 from outside", round+": kubectl get brokers from the host", time.Since(started))
 
 		waitFor(ctx, t, round+": kcat from the host to list every broker at its host address and own nodePort", 30*time.Second, func() (bool, string) {
-			got, out, err := hostKcat(ctx, bootstrap)
+			got, out, err := hostKcat(ctx, "", bootstrap)
 			if err != nil || len(got) != 3 {
 				return false, fmt.Sprintf("%v\n%s", err, out)
 			}
@@ -190,8 +195,8 @@ func fromOutside(ctx context.Context, t *testing.T, s *suite) {
 			t.Fatalf("%s: ApiVersions from the host: %v", round, err)
 		}
 
-		// Inside: the bootstrap Service's ClusterIP serves the internal listener (pod IPs), and
-		// the nodes listener names each broker's node and own nodePort.
+		// Inside: the bootstrap Service's ClusterIP serves the internal listener (pod DNS
+		// names), and the nodes listener names each broker's node and own nodePort.
 		ids, err := metadataBrokers(ctx, clusterIP)
 		if err != nil || !slices.Equal(ids, []int32{0, 1, 2}) {
 			t.Fatalf("%s: Metadata through the bootstrap Service %s: %v %v", round, clusterIP, ids, err)
