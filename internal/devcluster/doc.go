@@ -13,6 +13,11 @@
 // kube-proxy, forwards the apiserver and every nodePort from a host loopback address and
 // makes ClusterIPs answer inside. The host link must never be inherited by a pod process.
 //
+// Names resolve as in a cluster (dns.go): CoreDNS with its kubernetes plugin answers at the
+// kube-dns ClusterIP, every pod's sandbox has the resolv.conf a kubelet writes, and the
+// environment's own process (and .paddock/dev/shell) resolves like a pod of the default
+// namespace, in its own mount namespace. The host's /etc/resolv.conf must never be changed.
+//
 // Pods get their ServiceAccount's identity as from a kubelet: a bound token from the
 // TokenRequest API, with the CA and namespace, at the in-cluster paths of their own mount
 // namespace (projected.go, sandbox.go). Only paddock dev's own process — control plane, node

@@ -366,7 +366,7 @@ func rollingRestart(ctx context.Context, t *testing.T, s *suite) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	ipsBefore := s.roundTripsByName(ctx, t, cl, dials, "before the roll", true)
+	ipsBefore := s.roundTripsByName(ctx, t, cl, dials, "before the roll", time.Time{})
 	orig := kc.DeepCopy()
 	kc.Spec.DrainTimeout = &metav1.Duration{Duration: 21 * time.Second}
 	if err := s.c.Patch(ctx, kc, client.MergeFrom(orig)); err != nil {
@@ -416,7 +416,7 @@ func rollingRestart(ctx context.Context, t *testing.T, s *suite) {
 	measure(t, "5 rolling restart", "spec change → all 3 replaced and Serving/Alive", time.Since(started))
 
 	rolled := time.Now()
-	ipsAfter := s.roundTripsByName(ctx, t, cl, dials, "after the roll", false)
+	ipsAfter := s.roundTripsByName(ctx, t, cl, dials, "after the roll", rolled)
 	measure(t, "5 rolling restart", "client made before the roll: round trips to all 3 by name", time.Since(rolled))
 	for id := range int32(3) {
 		if ipsAfter[id] == ipsBefore[id] {
@@ -452,13 +452,13 @@ func (d *dialLog) OnBrokerConnect(meta kgo.BrokerMetadata, _ time.Duration, conn
 	d.dials = append(d.dials, dl)
 }
 
-// lastOK is the last successful dial to broker id.
-func (d *dialLog) lastOK(id int32) (dial, bool) {
+// lastOK is the last successful dial to broker id, if it was at since or later.
+func (d *dialLog) lastOK(id int32, since time.Time) (dial, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for i := len(d.dials) - 1; i >= 0; i-- {
 		if dl := d.dials[i]; dl.id == id && dl.err == nil {
-			return dl, true
+			return dl, !dl.at.Before(since)
 		}
 	}
 	return dial{}, false
@@ -479,14 +479,26 @@ func (d *dialLog) failedSince(t time.Time) []string {
 // roundTripsByName sends ApiVersions and Metadata to each broker through cl, by broker id —
 // so at the address the client's Metadata gave it — and checks that the broker itself
 // answered (its request counter), that the client dialled its pod DNS name, and that the
-// name led to the broker's current pod IP. With refresh, a Metadata request first teaches
-// the client the brokers (and checks they advertise their names); without, the client uses
-// what it already knows. It returns the pod IPs reached.
-func (s *suite) roundTripsByName(ctx context.Context, t *testing.T, cl *kgo.Client, dials *dialLog, round string, refresh bool) map[int32]string {
+// name led to the broker's current pod IP. With a zero rolled, a Metadata request first
+// teaches the client the brokers (and checks they advertise their names). Otherwise the
+// client uses what it learnt before the roll that ended at rolled: a connection it opened
+// before then led to a process that is gone, and the first request on it may fail (Broker
+// requests are not retried by franz-go, unlike a producer's); that request is sent once
+// more, and must then go over a new connection, dialled by name. It returns the pod IPs
+// reached.
+func (s *suite) roundTripsByName(ctx context.Context, t *testing.T, cl *kgo.Client, dials *dialLog, round string, rolled time.Time) map[int32]string {
 	t.Helper()
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if refresh {
+	request := func(id int32, req kmsg.Request) (kmsg.Response, error) {
+		resp, err := cl.Broker(int(id)).Request(rctx, req)
+		if _, redialled := dials.lastOK(id, rolled); err != nil && !rolled.IsZero() && !redialled {
+			t.Logf("%s: %s to broker %d over its connection from before the roll: %v; once more", round, kmsg.NameForKey(req.Key()), id, err)
+			resp, err = cl.Broker(int(id)).Request(rctx, req)
+		}
+		return resp, err
+	}
+	if rolled.IsZero() {
 		meta, err := kmsg.NewPtrMetadataRequest().RequestWith(rctx, cl)
 		if err != nil || len(meta.Brokers) != 3 {
 			t.Fatalf("%s: Metadata through %s: %+v %v", round, s.bootstrapName(), meta, err)
@@ -507,10 +519,10 @@ func (s *suite) roundTripsByName(ctx context.Context, t *testing.T, cl *kgo.Clie
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := cl.Broker(int(id)).Request(rctx, kmsg.NewPtrApiVersionsRequest()); err != nil {
+		if _, err := request(id, kmsg.NewPtrApiVersionsRequest()); err != nil {
 			t.Fatalf("%s: ApiVersions to broker %d by its cached address: %v", round, id, err)
 		}
-		meta, err := cl.Broker(int(id)).Request(rctx, kmsg.NewPtrMetadataRequest())
+		meta, err := request(id, kmsg.NewPtrMetadataRequest())
 		if err != nil {
 			t.Fatalf("%s: Metadata to broker %d by its cached address: %v", round, id, err)
 		}
@@ -522,7 +534,7 @@ func (s *suite) roundTripsByName(ctx context.Context, t *testing.T, cl *kgo.Clie
 		if after, err := s.requestCount(ctx, id, "ApiVersions"); err != nil || after-before < 1 {
 			t.Errorf("%s: broker %d answered %v ApiVersions requests sent to it (err %v), want 1", round, id, after-before, err)
 		}
-		dl, ok := dials.lastOK(id)
+		dl, ok := dials.lastOK(id, rolled)
 		if !ok || dl.host != s.dnsName(id) || dl.remote != pod.Status.PodIP {
 			t.Errorf("%s: the client's last connection to broker %d dialled %q and reached %q (ok %v), want %s at pod IP %s",
 				round, id, dl.host, dl.remote, ok, s.dnsName(id), pod.Status.PodIP)
