@@ -48,8 +48,8 @@ Flags:
 
 func run(args []string, getenv func(string) string, stderr io.Writer, signals <-chan os.Signal) int {
 	var cfg Config
-	var listeners string
-	fs, envErrs := newFlagSet(&cfg, &listeners, getenv)
+	var listeners, templates string
+	fs, envErrs := newFlagSet(&cfg, &listeners, &templates, getenv)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usageHeader)
@@ -65,7 +65,7 @@ func run(args []string, getenv func(string) string, stderr io.Writer, signals <-
 		fmt.Fprintf(stderr, "paddock broker: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
-	if err := parseConfig(&cfg, listeners, *envErrs, getenv); err != nil {
+	if err := parseConfig(&cfg, listeners, templates, *envErrs, getenv); err != nil {
 		fmt.Fprintf(stderr, "paddock broker: %v\n", err)
 		return 2
 	}
@@ -119,6 +119,11 @@ func runWithCluster(cfg Config, log logr.Logger, signals <-chan os.Signal) error
 	}
 
 	b := NewBroker(cfg, view, log)
+	if b.Addresses.NeedsWatch() {
+		if err := WatchAddresses(ctx, restCfg, s, cfg, b.Addresses, log.WithName("addresses")); err != nil {
+			return err
+		}
+	}
 	b.Heartbeat = &Heartbeat{
 		Client:         c,
 		Cluster:        cfg.Cluster,
