@@ -13,8 +13,7 @@ import (
 // The data claim's rules (docs/architecture.md, "The data claim"). The claim outlives the
 // cluster unless spec.storage.deleteClaim is true, and a cluster re-created with the same
 // name adopts it, with the cluster id it carries. Who may adopt what is decided here, purely,
-// from the claim as read from the API server; rules_test.go-style tables in
-// dataclaim_test.go pin each rule.
+// from the claim as read from the API server; the tables in dataclaim_test.go pin each rule.
 
 // Event actions (events.k8s.io requires one): what the reconciler did to the claim.
 const (
