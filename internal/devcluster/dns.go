@@ -185,6 +185,12 @@ func appendNew(list []string, add ...string) []string {
 // cluster's in its place: what a dnsPolicy Default pod gets.
 var nodeResolver resolvConf
 
+// environmentMountNS is the environment's own mount namespace, held open from
+// SetupPrivateNetwork on (close-on-exec): .paddock/dev/shell enters it through
+// /proc/<pid>/fd/<fd>. /proc/<pid>/ns/mnt would not do: that is the main thread's, and a
+// pod's sandbox may have been made on the main thread, which Go then never lets go.
+var environmentMountNS *os.File
+
 // useClusterResolver makes this process's mount namespace (its own, RunInPrivateNetwork made
 // it) resolve through the cluster DNS like a pod of the default namespace: a resolv.conf
 // bind-mounted over /etc/resolv.conf. Mounts are made slaves first so that nothing here
@@ -209,7 +215,14 @@ func useClusterResolver() error {
 	if err := os.WriteFile(file, podResolvConf(self, nodeResolver).render(), 0o644); err != nil {
 		return fmt.Errorf("write the environment's resolv.conf: %w", err)
 	}
-	return bindResolvConf(file, "")
+	if err := bindResolvConf(file, ""); err != nil {
+		return err
+	}
+	// No sandbox exists yet, so this thread's mount namespace is the environment's.
+	if environmentMountNS, err = os.Open("/proc/thread-self/ns/mnt"); err != nil {
+		return fmt.Errorf("open the environment's mount namespace: %w", err)
+	}
+	return nil
 }
 
 // bindResolvConf bind-mounts file at /etc/resolv.conf — where that path really is: target,

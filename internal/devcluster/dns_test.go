@@ -81,10 +81,10 @@ func TestResolvConfIsReadAsTheResolverReadsIt(t *testing.T) {
 }
 
 func TestShellJoinsTheEnvironmentsNetworkAndMounts(t *testing.T) {
-	if got := shellNsenter(42, false); got != "nsenter --target 42 --net --mount" {
+	if got := shellNsenter(42, 7, false); got != "nsenter --target 42 --net --mount=/proc/42/fd/7" {
 		t.Errorf("as root: %q", got)
 	}
-	if got := shellNsenter(42, true); got != "nsenter --target 42 --user --net --mount --preserve-credentials" {
+	if got := shellNsenter(42, 7, true); got != "nsenter --target 42 --user --net --mount=/proc/42/fd/7 --preserve-credentials" {
 		t.Errorf("unprivileged: %q", got)
 	}
 }

@@ -145,7 +145,7 @@ func TestEnvironmentRunsAStatefulSetLikeAKubelet(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := DefaultConfig()
-	cfg.Dir = "/tmp/dnsdbg/dev"
+	cfg.Dir = filepath.Join(t.TempDir(), "dev")
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" { // `go test` outside make: the checkout's binaries
 		cfg.K8sBinDir = filepath.Join("..", "..", "bin", "k8s", "1.37.2")
 	}

@@ -242,18 +242,22 @@ func writeEnvFile(dir string, b bootstrap) error {
 // names the cluster DNS with the default namespace's search path (dns.go); the working
 // directory stays the caller's.
 func writeShell(dir string) error {
+	if environmentMountNS == nil {
+		return errors.New("the environment's mount namespace is not known (SetupPrivateNetwork was not called)")
+	}
 	script := fmt.Sprintf("#!/bin/sh\n# Written by paddock dev: run a command (default: your shell) inside its private network,\n"+
 		"# resolving names through its cluster DNS.\n"+
-		"if [ $# -eq 0 ]; then set -- \"${SHELL:-/bin/sh}\"; fi\nexec %s --wd=\"$PWD\" -- \"$@\"\n", shellNsenter(os.Getpid(), inOwnUserNamespace()))
+		"if [ $# -eq 0 ]; then set -- \"${SHELL:-/bin/sh}\"; fi\nexec %s --wd=\"$PWD\" -- \"$@\"\n",
+		shellNsenter(os.Getpid(), int(environmentMountNS.Fd()), inOwnUserNamespace()))
 	return os.WriteFile(filepath.Join(dir, "shell"), []byte(script), 0o755)
 }
 
-// shellNsenter is the nsenter command that joins the namespaces of the environment's
-// process pid.
-func shellNsenter(pid int, ownUserNamespace bool) string {
+// shellNsenter is the nsenter command that joins the network of the environment's process
+// pid and the mount namespace it holds open as descriptor mountFD.
+func shellNsenter(pid, mountFD int, ownUserNamespace bool) string {
 	if ownUserNamespace {
 		// Started unprivileged: the network and mounts belong to our user namespace; join it too.
-		return fmt.Sprintf("nsenter --target %d --user --net --mount --preserve-credentials", pid)
+		return fmt.Sprintf("nsenter --target %d --user --net --mount=/proc/%d/fd/%d --preserve-credentials", pid, pid, mountFD)
 	}
-	return fmt.Sprintf("nsenter --target %d --net --mount", pid)
+	return fmt.Sprintf("nsenter --target %d --net --mount=/proc/%d/fd/%d", pid, pid, mountFD)
 }
