@@ -83,6 +83,10 @@ e2e: k8s-bins kcat ## Run only the end-to-end suite (test/e2e) against a fresh p
 fuzz: ## Run each fuzz target for FUZZTIME (default 20s) on top of its committed seed corpus.
 	hack/fuzz.sh $(FUZZTIME)
 
+.PHONY: bench-balance
+bench-balance: ## Benchmark the partition balancer (100 brokers, 10,000 partitions: steady, broker lost/joined, cold start).
+	go test -run '^$$' -bench 'Rebalance' -benchmem -count=5 ./internal/balance/
+
 .PHONY: test-update-golden
 test-update-golden: ## Regenerate golden files for the child-object builders.
 	go test ./controllers/kafkacluster/ -run Golden -args -update
