@@ -1,0 +1,102 @@
+package storage
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+)
+
+// Config is a partition's topic configuration as far as storage is concerned. Fields are named
+// after, and take the units of, the Kafka topic configs in their comments.
+type Config struct {
+	// SegmentBytes is segment.bytes: the active segment rolls before it would grow past it.
+	SegmentBytes int64
+	// SegmentMs is segment.ms: the active segment rolls once its first batch is this old.
+	SegmentMs int64
+	// RetentionMs is retention.ms: closed segments whose newest record is older are
+	// deleted. -1 keeps them forever.
+	RetentionMs int64
+	// RetentionBytes is retention.bytes: the oldest closed segments are deleted while the
+	// log is larger. -1 means no size limit.
+	RetentionBytes int64
+	// MaxMessageBytes is max.message.bytes: the largest batch accepted.
+	MaxMessageBytes int32
+	// LogAppendTime is message.timestamp.type=LogAppendTime: the log stamps each batch's
+	// maxTimestamp with the append time (and sets attribute bit 3).
+	LogAppendTime bool
+	// IndexIntervalBytes is index.interval.bytes: how many bytes of batches lie between
+	// two entries of the sparse offset/time index.
+	IndexIntervalBytes int32
+	// ProducerIDExpirationMs is producer.id.expiration.ms: a producer whose last batch is
+	// older is forgotten (its next batch is accepted with any sequence).
+	ProducerIDExpirationMs int64
+}
+
+// DefaultConfig is Apache Kafka 3.7's defaults.
+func DefaultConfig() Config {
+	return Config{
+		SegmentBytes:           1 << 30,
+		SegmentMs:              7 * 24 * 3600 * 1000,
+		RetentionMs:            7 * 24 * 3600 * 1000,
+		RetentionBytes:         -1,
+		MaxMessageBytes:        1048588,
+		IndexIntervalBytes:     4096,
+		ProducerIDExpirationMs: 24 * 3600 * 1000,
+	}
+}
+
+// Validate reports the first field outside its range.
+func (c Config) Validate() error {
+	switch {
+	case c.SegmentBytes < batchHeaderSize:
+		return fmt.Errorf("segment.bytes %d: must be at least %d", c.SegmentBytes, batchHeaderSize)
+	case c.SegmentMs < 1:
+		return fmt.Errorf("segment.ms %d: must be at least 1", c.SegmentMs)
+	case c.RetentionMs < -1:
+		return fmt.Errorf("retention.ms %d: must be -1 or more", c.RetentionMs)
+	case c.RetentionBytes < -1:
+		return fmt.Errorf("retention.bytes %d: must be -1 or more", c.RetentionBytes)
+	case c.MaxMessageBytes < batchHeaderSize:
+		return fmt.Errorf("max.message.bytes %d: must be at least %d", c.MaxMessageBytes, batchHeaderSize)
+	case c.IndexIntervalBytes < 1:
+		return fmt.Errorf("index.interval.bytes %d: must be at least 1", c.IndexIntervalBytes)
+	case c.ProducerIDExpirationMs < 1:
+		return fmt.Errorf("producer.id.expiration.ms %d: must be at least 1", c.ProducerIDExpirationMs)
+	}
+	return nil
+}
+
+// Options are the broker-wide parts of a Log: shared by every partition a broker leads.
+type Options struct {
+	// FS is the file system; OSFS when nil.
+	FS FS
+	// Cache holds the broker's open closed-segment files; DefaultFileCache when nil.
+	Cache *FileCache
+	// Log receives state changes (takeover, fenced, storage failure); discarded when zero.
+	Log logr.Logger
+	// Now reads the clock (LogAppendTime, segment.ms, retention); time.Now when nil.
+	Now func() time.Time
+	// RetentionCheckInterval is log.retention.check.interval.ms: how often the log applies
+	// retention. Five minutes when zero.
+	RetentionCheckInterval time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.FS == nil {
+		o.FS = OSFS{}
+	}
+	if o.Cache == nil {
+		o.Cache = DefaultFileCache
+	}
+	if o.Log.GetSink() == nil {
+		o.Log = logr.Discard()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.RetentionCheckInterval <= 0 {
+		o.RetentionCheckInterval = 5 * time.Minute
+	}
+	return o
+}

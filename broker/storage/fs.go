@@ -1,0 +1,134 @@
+package storage
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// FS is the file-system seam every byte of this package goes through. The default is OSFS;
+// tests wrap it with FaultFS to fail chosen operations (fsync errors, EIO, ENOSPC, short
+// writes) without mocking any of this package's own types.
+type FS interface {
+	// OpenFile opens name with the os.OpenFile flags (os.O_CREATE|os.O_EXCL is the atomic
+	// claim the fence and the producer-id allocator rely on).
+	OpenFile(name string, flag int, perm os.FileMode) (File, error)
+	// ReadDirNames lists the names in dir, unsorted.
+	ReadDirNames(dir string) ([]string, error)
+	MkdirAll(dir string) error
+	Rename(oldpath, newpath string) error
+	Remove(name string) error
+	// SyncDir makes the directory's entries (creates, renames, removes) durable.
+	SyncDir(dir string) error
+}
+
+// File is an open file. Reads and writes are positional, so a reader never moves a writer.
+type File interface {
+	io.ReaderAt
+	io.WriterAt
+	// Sync makes every byte written so far, and the file's size, durable.
+	Sync() error
+	Truncate(size int64) error
+	Size() (int64, error)
+	Close() error
+}
+
+// OSFS is the real file system. Sync is fdatasync on Linux (data and size, not timestamps).
+type OSFS struct{}
+
+type osFile struct{ f *os.File }
+
+func (OSFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+	f, err := os.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return osFile{f}, nil
+}
+
+func (OSFS) ReadDirNames(dir string) ([]string, error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	names, err := d.Readdirnames(-1)
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return names, err
+}
+
+func (OSFS) MkdirAll(dir string) error            { return os.MkdirAll(dir, 0o755) }
+func (OSFS) Rename(oldpath, newpath string) error { return os.Rename(oldpath, newpath) }
+func (OSFS) Remove(name string) error             { return os.Remove(name) }
+
+func (OSFS) SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (o osFile) ReadAt(p []byte, off int64) (int, error)  { return o.f.ReadAt(p, off) }
+func (o osFile) WriteAt(p []byte, off int64) (int, error) { return o.f.WriteAt(p, off) }
+func (o osFile) Sync() error                              { return datasync(o.f) }
+func (o osFile) Truncate(size int64) error                { return o.f.Truncate(size) }
+func (o osFile) Close() error                             { return o.f.Close() }
+
+func (o osFile) Size() (int64, error) {
+	st, err := o.f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
+}
+
+// writeFileAtomic replaces path with data durably: write a temporary file, fsync it, rename
+// it over path, fsync the directory. A reader sees the old content or the new, never a mix.
+func writeFileAtomic(fsys FS, path string, data []byte) error {
+	tmp := path + ".tmp"
+	f, err := fsys.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(data, 0); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := fsys.Rename(tmp, path); err != nil {
+		return err
+	}
+	return fsys.SyncDir(filepath.Dir(path))
+}
+
+// readFile reads a whole (small) file.
+func readFile(fsys FS, path string) ([]byte, error) {
+	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, size)
+	n, err := f.ReadAt(buf, 0)
+	if err != nil && !(errors.Is(err, io.EOF) && int64(n) == size) {
+		return nil, err
+	}
+	return buf[:n], nil
+}

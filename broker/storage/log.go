@@ -1,0 +1,527 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+)
+
+// Acks is a Produce request's acks.
+type Acks int16
+
+const (
+	// AcksNone (acks=0): return once written; the producer gets no response.
+	AcksNone Acks = 0
+	// AcksLeader (acks=1): acknowledge once written and the fence still holds this epoch.
+	AcksLeader Acks = 1
+	// AcksAll (acks=-1): acknowledge once fsynced and the fence still holds this epoch.
+	AcksAll Acks = -1
+)
+
+// AppendResult is what a Produce response needs about an appended batch.
+type AppendResult struct {
+	BaseOffset int64 // offset of the batch's first record
+	LastOffset int64 // offset of its last record
+	// LogAppendTime is the time the log stamped (ms), or -1 for a CreateTime topic.
+	LogAppendTime  int64
+	LogStartOffset int64
+	// Duplicate is true when the batch was a producer's retry of one already in the log:
+	// nothing was appended and the offsets are the original's.
+	Duplicate bool
+}
+
+// ReadResult is a Read's batches and the offsets a Fetch response reports with them.
+type ReadResult struct {
+	// Records holds whole record batches exactly as stored (base offsets and leader epochs
+	// assigned), all below HighWatermark. Empty when there is nothing to read yet.
+	Records        []byte
+	HighWatermark  int64
+	LogStartOffset int64
+	LogEndOffset   int64
+}
+
+// Offsets are the log's current bounds.
+type Offsets struct {
+	LogStart      int64 // first offset that can be read
+	HighWatermark int64 // offsets below it are durable and fence-checked: readable
+	LogEnd        int64 // offset the next batch will get
+}
+
+// TimestampOffset answers a ListOffsets lookup.
+type TimestampOffset struct {
+	Timestamp   int64
+	Offset      int64
+	LeaderEpoch int32
+}
+
+type logState int
+
+const (
+	stateOpen       logState = iota // Open returned; Takeover not yet called
+	stateTakingOver                 // Takeover running
+	stateServing                    // appends and reads served
+	stateStopped                    // relinquished, fenced or failed; see Log.stopErr
+)
+
+// round is one group commit: every append written before the flusher captured it is made
+// durable (fsync), then the fence is checked, then done is closed with err set.
+type round struct {
+	done chan struct{}
+	err  error
+}
+
+func newRound() *round { return &round{done: make(chan struct{})} }
+
+// epochStart is one entry of the leader-epoch history: epoch's first offset.
+type epochStart struct {
+	epoch int32
+	start int64
+}
+
+var logIDs atomic.Uint64
+
+// Log is one partition's log on the shared volume, led by this process at one leader epoch.
+// Its life is Open → Takeover → serve (Append, Read, ...) → Relinquish; it never leads twice
+// (open a new Log to lead again at a higher epoch). Every method is safe for concurrent use.
+//
+// One goroutine, the flusher, owns durability: it fsyncs for every round of appends (group
+// commit), checks the fence, advances the high watermark, rolls segments, applies retention,
+// and is the one that closes the log's files. Appends write under mu, in order, while the
+// flusher fsyncs what was written before.
+type Log struct {
+	id    uint64
+	dir   string
+	opts  Options
+	fsys  FS
+	cache *FileCache
+	log   logr.Logger
+	fence *Fence
+
+	// checkMu serializes acks=1 fence checks, so one check serves every append written
+	// before it began.
+	checkMu    sync.Mutex
+	checkedSeq uint64 // writes covered by the last passing check; guarded by checkMu
+
+	mu   sync.Mutex
+	cond *sync.Cond // on mu; broadcast when a roll completes or the log stops
+
+	// All fields below are guarded by mu.
+	cfg     Config
+	state   logState
+	stopErr error // why the log stopped (ErrNotLeader after Relinquish, *FencedError, *StorageError)
+	epoch   int32
+	// closed are the closed segments in log order. Only the flusher changes the list.
+	closed     []*segment
+	activeIdx  *segIndex      // the active segment: its index and summary (base, next, size)
+	activeFile *cachedSegment // the active segment's file, pinned by the log
+	// activeSince is when the active segment got its first batch (segment.ms).
+	activeSince time.Time
+	logStart    int64
+	leo         int64  // log end offset: activeIdx.next
+	writes      uint64 // batches written so far (acks=1 check coalescing)
+	hw          int64  // high watermark: durable and fence-checked
+	hwPos       int64  // byte position of hw in the active segment
+	hwCh        chan struct{}
+	pending     *round // the round that will cover the next write
+	rollWanted  bool
+	stopWanted  bool
+	producers   *producerState
+	epochs      []epochStart
+
+	kick    chan struct{} // wakes the flusher; capacity 1
+	ops     chan func()   // work run on the flusher (DeleteRecords, retention on demand)
+	done    chan struct{} // closed when the log stops serving
+	stopped chan struct{} // closed once the log's files are closed
+}
+
+// Open prepares the log of the partition kept in dir. It does no I/O: the log serves
+// nothing (ErrNotLeader) until Takeover completes.
+func Open(dir string, cfg Config, opts Options) (*Log, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	l := &Log{
+		id: logIDs.Add(1), dir: dir, opts: opts, fsys: opts.FS, cache: opts.Cache,
+		cfg: cfg, epoch: -1, hwCh: make(chan struct{}), pending: newRound(),
+		kick: make(chan struct{}, 1), ops: make(chan func()),
+		done: make(chan struct{}), stopped: make(chan struct{}),
+	}
+	l.log = opts.Log.WithValues("dir", dir)
+	l.cond = sync.NewCond(&l.mu)
+	return l, nil
+}
+
+// Dir is the partition directory.
+func (l *Log) Dir() string { return l.dir }
+
+// Epoch is the leader epoch the log was taken over at (-1 before Takeover).
+func (l *Log) Epoch() int32 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.epoch
+}
+
+// Done is closed when the log stops serving: relinquished, fenced by a newer leader, or
+// failed. Err says which.
+func (l *Log) Done() <-chan struct{} { return l.done }
+
+// Err is nil while the log is serving (or not yet taken over), else why it stopped:
+// ErrNotLeader after Relinquish, a *FencedError, or a *StorageError.
+func (l *Log) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.stopErr
+}
+
+// SetConfig changes the topic configuration; segment and retention limits apply from the
+// next append and retention pass.
+func (l *Log) SetConfig(cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.cfg = cfg
+	l.mu.Unlock()
+	return nil
+}
+
+func (l *Log) servingLocked() error {
+	switch {
+	case l.state == stateServing && !l.stopWanted:
+		return nil
+	case l.stopErr != nil:
+		return l.stopErr
+	default:
+		return ErrNotLeader
+	}
+}
+
+// Append appends one record batch (v2, as a producer sent it) and returns once acks is
+// satisfied: AcksNone once written; AcksLeader once written and the fence re-read still
+// holds this log's epoch; AcksAll once fsynced and then fence-checked (the high watermark
+// covers it). A producer's retry of a batch still in its last five is not appended again:
+// its original offsets come back with Duplicate set, once they satisfy acks too.
+//
+// Append assigns the base offset and stamps it and the leader epoch into batch — in place:
+// the caller must not reuse the slice — and, for LogAppendTime topics, the append time
+// (recomputing the CRC). Bad batches get ErrInvalidRecord, ErrCorruptMessage,
+// ErrMessageTooLarge or ErrRecordListTooLarge and change nothing; sequence problems
+// ErrOutOfOrderSequence or ErrInvalidProducerEpoch. A log that is not serving answers
+// ErrNotLeader, *FencedError or *StorageError; after a storage error nothing more is ever
+// acknowledged. If ctx ends while waiting, Append returns ctx.Err(): the batch may still
+// become durable (as a Produce timeout in Kafka).
+func (l *Log) Append(ctx context.Context, batch []byte, acks Acks) (AppendResult, error) {
+	if acks != AcksNone && acks != AcksLeader && acks != AcksAll {
+		return AppendResult{}, fmt.Errorf("%w: acks=%d", ErrInvalidRequiredAcks, acks)
+	}
+	l.mu.Lock()
+	if err := l.servingLocked(); err != nil {
+		l.mu.Unlock()
+		return AppendResult{}, err
+	}
+	h, err := validateClientBatch(batch, &l.cfg)
+	if err != nil {
+		l.mu.Unlock()
+		return AppendResult{}, err
+	}
+	now := l.opts.Now()
+	for l.rollWanted || l.needsRollLocked(int64(len(batch)), now) {
+		l.rollWanted = true
+		l.kickFlusher()
+		l.cond.Wait()
+		if err := l.servingLocked(); err != nil {
+			l.mu.Unlock()
+			return AppendResult{}, err
+		}
+	}
+	if h.idempotent() {
+		dup, err := l.producers.check(h)
+		if err != nil {
+			l.mu.Unlock()
+			return AppendResult{}, err
+		}
+		if dup != nil {
+			return l.ackDuplicateLocked(ctx, dup, acks) // unlocks
+		}
+	}
+	appendTime := int64(-1)
+	if l.cfg.LogAppendTime {
+		appendTime = now.UnixMilli()
+	}
+	base := l.leo
+	h = stampBatch(batch, h, base, l.epoch, appendTime)
+	pos := l.activeIdx.size
+	if _, err := l.activeFile.f.WriteAt(batch, pos); err != nil {
+		l.failLocked(storageErr("append", err))
+		err := l.stopErr
+		l.mu.Unlock()
+		return AppendResult{}, err
+	}
+	if l.activeIdx.batches == 0 {
+		l.activeSince = now
+	}
+	l.activeIdx.add(h, pos)
+	l.leo = h.nextOffset()
+	if h.idempotent() {
+		l.producers.apply(h)
+	}
+	l.writes++
+	seq, r := l.writes, l.pending
+	res := AppendResult{BaseOffset: base, LastOffset: h.lastOffset(), LogAppendTime: appendTime, LogStartOffset: l.logStart}
+	l.kickFlusher()
+	l.mu.Unlock()
+	return res, l.awaitAck(ctx, acks, r, seq)
+}
+
+// needsRollLocked: the active segment is not empty and the batch would take it past
+// segment.bytes, or its first batch is segment.ms old.
+func (l *Log) needsRollLocked(size int64, now time.Time) bool {
+	x := l.activeIdx
+	if x.batches == 0 {
+		return false
+	}
+	return x.size+size > l.cfg.SegmentBytes || now.Sub(l.activeSince).Milliseconds() >= l.cfg.SegmentMs
+}
+
+// ackDuplicateLocked answers a retried batch with its original offsets, once those satisfy
+// acks: a retry of an append that is not durable yet waits for it as the original does.
+func (l *Log) ackDuplicateLocked(ctx context.Context, dup *batchMeta, acks Acks) (AppendResult, error) {
+	res := AppendResult{BaseOffset: dup.firstOffset, LastOffset: dup.lastOffset, LogAppendTime: -1, LogStartOffset: l.logStart, Duplicate: true}
+	if l.cfg.LogAppendTime {
+		res.LogAppendTime = dup.timestamp
+	}
+	durable := dup.lastOffset < l.hw
+	seq, r := l.writes, l.pending
+	if !durable {
+		l.kickFlusher()
+	}
+	l.mu.Unlock()
+	if durable && acks == AcksAll {
+		return res, nil
+	}
+	return res, l.awaitAck(ctx, acks, r, seq)
+}
+
+// awaitAck waits until acks is satisfied for a write that was the seq-th and is covered by
+// round r.
+func (l *Log) awaitAck(ctx context.Context, acks Acks, r *round, seq uint64) error {
+	switch acks {
+	case AcksNone:
+		return nil
+	case AcksLeader:
+		return l.checkFenceAfter(seq)
+	}
+	select {
+	case <-r.done:
+		return r.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// checkFenceAfter returns nil once a fence check that began after the seq-th write has
+// passed (one check serves every acks=1 append written before it began).
+func (l *Log) checkFenceAfter(seq uint64) error {
+	l.checkMu.Lock()
+	defer l.checkMu.Unlock()
+	l.mu.Lock()
+	err := l.stopErr
+	covered := l.writes
+	l.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if l.checkedSeq >= seq {
+		return nil
+	}
+	if err := l.fence.Check(l.epoch); err != nil {
+		l.fail(err)
+		return l.Err()
+	}
+	l.checkedSeq = covered
+	return nil
+}
+
+func (l *Log) kickFlusher() {
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+}
+
+// fail stops the log for good with err (fenced or a storage error).
+func (l *Log) fail(err error) {
+	l.mu.Lock()
+	l.failLocked(err)
+	l.mu.Unlock()
+}
+
+// failLocked moves the log to stateStopped with reason err (the first reason wins): appends
+// and reads are refused from now on, every append waiting for durability fails, and the
+// flusher closes the files.
+func (l *Log) failLocked(err error) {
+	if l.state == stateStopped {
+		return
+	}
+	if errors.Is(err, ErrFenced) {
+		l.log.Info("Partition fenced by a newer leader; relinquishing", "epoch", l.epoch, "err", err.Error())
+	} else if !errors.Is(err, ErrNotLeader) {
+		l.log.Error(err, "Partition log failed; acknowledging nothing more", "epoch", l.epoch)
+	}
+	l.state, l.stopErr = stateStopped, err
+	l.pending.err = err
+	close(l.pending.done)
+	l.pending = newRound()
+	l.pending.err = err
+	close(l.pending.done) // appends racing with the stop see a failed round, never a hung one
+	close(l.hwCh)         // wake long-polling fetchers; the channel stays closed
+	close(l.done)
+	l.cond.Broadcast()
+	l.kickFlusher()
+}
+
+// HighWatermark returns the high watermark and a channel that is closed when it next moves
+// (or the log stops), so a long-polling Fetch can wait without polling.
+func (l *Log) HighWatermark() (int64, <-chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.hw, l.hwCh
+}
+
+// Offsets returns the log-start offset, high watermark and log end offset.
+func (l *Log) Offsets() (Offsets, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.servingLocked(); err != nil {
+		return Offsets{}, err
+	}
+	return Offsets{LogStart: l.logStart, HighWatermark: l.hw, LogEnd: l.leo}, nil
+}
+
+// Read returns whole batches starting with the one holding offset, up to maxBytes, all
+// below the high watermark and from one segment. With atLeastOne the first batch is
+// returned whole even if larger than maxBytes (Fetch v3+'s rule for the first partition);
+// without it such a batch is left out. An offset below the log start or past the log end is
+// ErrOffsetOutOfRange; one between the high watermark and the log end reads nothing.
+// The bytes are a fresh copy read from the segment file; Read never decodes records.
+func (l *Log) Read(offset int64, maxBytes int, atLeastOne bool) (ReadResult, error) {
+	l.mu.Lock()
+	if err := l.servingLocked(); err != nil {
+		l.mu.Unlock()
+		return ReadResult{}, err
+	}
+	res := ReadResult{HighWatermark: l.hw, LogStartOffset: l.logStart, LogEndOffset: l.leo}
+	if offset < l.logStart || offset > l.leo {
+		l.mu.Unlock()
+		return res, fmt.Errorf("%w: offset %d outside [%d, %d]", ErrOffsetOutOfRange, offset, l.logStart, l.leo)
+	}
+	if offset >= l.hw {
+		l.mu.Unlock()
+		return res, nil
+	}
+	if offset >= l.activeIdx.base {
+		_, pos := l.activeIdx.floorOffset(offset)
+		limit, e := l.hwPos, l.activeFile
+		l.cache.ref(e)
+		l.mu.Unlock()
+		defer l.cache.release(e)
+		recs, err := readBatches(e.f, pos, limit, offset, maxBytes, atLeastOne)
+		if err != nil {
+			return res, l.readFailed(err)
+		}
+		res.Records = recs
+		return res, nil
+	}
+	i := sort.Search(len(l.closed), func(i int) bool { return l.closed[i].end > offset })
+	seg := l.closed[i] // exists: closed segments are contiguous up to the active one
+	l.mu.Unlock()
+	e, err := l.acquireClosed(seg)
+	if err != nil {
+		return res, l.closedUnavailable(offset, err)
+	}
+	defer l.cache.release(e)
+	_, pos := e.idx.floorOffset(offset)
+	recs, err := readBatches(e.f, pos, seg.size, offset, maxBytes, atLeastOne)
+	if err != nil {
+		return res, l.readFailed(err)
+	}
+	res.Records = recs
+	return res, nil
+}
+
+// closedUnavailable explains a closed segment that could not be opened: deleted by retention
+// since the caller looked (offset out of range now), else a storage error.
+func (l *Log) closedUnavailable(offset int64, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		l.mu.Lock()
+		start := l.logStart
+		l.mu.Unlock()
+		if offset < start {
+			return fmt.Errorf("%w: offset %d below log start %d", ErrOffsetOutOfRange, offset, start)
+		}
+	}
+	return l.readFailed(err)
+}
+
+// readFailed makes a read's I/O error (or data below the high watermark that does not parse)
+// the log's sticky storage error: the partition goes offline on this broker.
+func (l *Log) readFailed(err error) error {
+	l.fail(storageErr("read", err))
+	return l.Err()
+}
+
+func (l *Log) cacheKey(s *segment) cacheKey { return cacheKey{owner: l.id, name: s.name()} }
+
+// acquireClosed opens (or finds cached) a closed segment's file and index. The index comes
+// from the .index file if it matches the segment, else it is rebuilt from the batches.
+func (l *Log) acquireClosed(s *segment) (*cachedSegment, error) {
+	return l.cache.acquire(l.cacheKey(s), func() (File, *segIndex, error) {
+		f, err := l.fsys.OpenFile(filepath.Join(l.dir, s.name()), os.O_RDONLY, 0)
+		if err != nil {
+			return nil, nil, err
+		}
+		l.mu.Lock()
+		interval := l.cfg.IndexIntervalBytes
+		l.mu.Unlock()
+		idx, err := l.loadIndex(context.Background(), f, s.base, s.epoch, s.end, s.size, interval)
+		if err != nil {
+			_ = f.Close()
+			return nil, nil, err
+		}
+		return f, idx, nil
+	})
+}
+
+// loadIndex reads segment (base, epoch)'s .index file and returns it if it describes exactly
+// the batches below end in size bytes (any size when size < 0) within the file; otherwise it rebuilds the index by walking the batch
+// headers, and fails with ErrCorruptLog if those do not reach end.
+func (l *Log) loadIndex(ctx context.Context, f File, base int64, epoch int32, end, size int64, interval int32) (*segIndex, error) {
+	fileSize, err := f.Size()
+	if err != nil {
+		return nil, err
+	}
+	if b, err := readFile(l.fsys, filepath.Join(l.dir, indexName(base, epoch))); err == nil {
+		if x, err := decodeIndex(b, base, epoch, interval); err == nil && x.next == end && x.size <= fileSize && (size < 0 || x.size == size) {
+			return x, nil
+		}
+	}
+	x := newSegIndex(base, interval)
+	got, err := scanBatches(ctx, f, 0, fileSize, base, end, false, x.add)
+	if err != nil {
+		return nil, err
+	}
+	if got.next != end || (size >= 0 && got.pos != size) {
+		return nil, &StorageError{Op: "index " + segmentName(base, epoch), Err: fmt.Errorf("%w: batches end at offset %d (byte %d), the next segment starts at %d: %v", ErrCorruptLog, got.next, got.pos, end, got.refused)}
+	}
+	return x, nil
+}

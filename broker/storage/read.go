@@ -1,0 +1,247 @@
+package storage
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+)
+
+// readHeaderAt reads the header of the batch at pos, checking its length against limit (the
+// end of the readable bytes) before anything trusts it.
+func readHeaderAt(f io.ReaderAt, pos, limit int64) (batchHeader, error) {
+	if limit-pos < batchHeaderSize {
+		return batchHeader{}, fmt.Errorf("%w: %d bytes at %d, less than a batch header", ErrCorruptLog, limit-pos, pos)
+	}
+	var hdr [batchHeaderSize]byte
+	if _, err := f.ReadAt(hdr[:], pos); err != nil {
+		return batchHeader{}, err
+	}
+	h := parseHeader(hdr[:])
+	if h.Length < minBatchLength || h.size() > limit-pos {
+		return batchHeader{}, fmt.Errorf("%w: batch at %d claims %d bytes, %d readable", ErrCorruptLog, pos, h.size(), limit-pos)
+	}
+	return h, nil
+}
+
+// readBatches returns the batches of f from the one holding offset, searching from pos (a
+// batch boundary at or before it), within limit bytes, as a fresh copy: as many whole batches
+// as fit in maxBytes, or with atLeastOne the first one whatever its size.
+func readBatches(f io.ReaderAt, pos, limit, offset int64, maxBytes int, atLeastOne bool) ([]byte, error) {
+	var h batchHeader
+	for {
+		if pos >= limit {
+			return nil, nil
+		}
+		var err error
+		if h, err = readHeaderAt(f, pos, limit); err != nil {
+			return nil, err
+		}
+		if h.lastOffset() >= offset {
+			break
+		}
+		pos += h.size()
+	}
+	n := min(int64(max(maxBytes, 0)), limit-pos)
+	if h.size() > n {
+		if !atLeastOne {
+			return nil, nil
+		}
+		n = h.size()
+	}
+	buf := make([]byte, n)
+	if _, err := f.ReadAt(buf, pos); err != nil && !(errors.Is(err, io.EOF)) {
+		return nil, err
+	}
+	cut := 0
+	for cut+batchLogOverhead <= len(buf) {
+		length := int32(binary.BigEndian.Uint32(buf[cut+offLength:]))
+		if length < minBatchLength {
+			return nil, fmt.Errorf("%w: batch at %d has length %d", ErrCorruptLog, pos+int64(cut), length)
+		}
+		size := int(length) + batchLogOverhead
+		if cut+size > len(buf) {
+			break
+		}
+		cut += size
+	}
+	return buf[:cut], nil
+}
+
+// OffsetForTimestamp answers ListOffsets for a timestamp ts ≥ 0: the first record with a
+// timestamp ≥ ts below the high watermark, with its timestamp and the epoch it was written
+// at; ok is false when there is none. Batches are found by their maxTimestamp through the
+// time index; within an uncompressed CreateTime batch the records are examined for the exact
+// record. Within a compressed CreateTime batch the answer is the batch's first record (its
+// base offset and base timestamp), which may be older than ts: this package does not
+// decompress (docs/storage.md).
+func (l *Log) OffsetForTimestamp(ts int64) (TimestampOffset, bool, error) {
+	l.mu.Lock()
+	if err := l.servingLocked(); err != nil {
+		l.mu.Unlock()
+		return TimestampOffset{}, false, err
+	}
+	hw := l.hw
+	var seg *segment
+	for _, s := range l.closed {
+		if s.maxTs >= ts {
+			seg = s
+			break
+		}
+	}
+	var (
+		e     *cachedSegment
+		pos   int64
+		limit int64
+		err   error
+	)
+	if seg == nil {
+		if l.activeIdx.maxTs < ts {
+			l.mu.Unlock()
+			return TimestampOffset{}, false, nil
+		}
+		_, pos = l.activeIdx.floorTime(ts)
+		limit, e = l.hwPos, l.activeFile
+		l.cache.ref(e)
+		l.mu.Unlock()
+	} else {
+		l.mu.Unlock()
+		if e, err = l.acquireClosed(seg); err != nil {
+			return TimestampOffset{}, false, l.closedUnavailable(seg.base, err)
+		}
+		_, pos = e.idx.floorTime(ts)
+		limit = seg.size
+	}
+	defer l.cache.release(e)
+	for pos < limit {
+		h, err := readHeaderAt(e.f, pos, limit)
+		if err != nil {
+			return TimestampOffset{}, false, l.readFailed(err)
+		}
+		if h.MaxTimestamp < ts {
+			pos += h.size()
+			continue
+		}
+		if h.BaseOffset >= hw {
+			return TimestampOffset{}, false, nil
+		}
+		b := make([]byte, h.size())
+		if _, err := e.f.ReadAt(b, pos); err != nil && !errors.Is(err, io.EOF) {
+			return TimestampOffset{}, false, l.readFailed(err)
+		}
+		off, t := recordAtOrAfter(b, h, ts)
+		return TimestampOffset{Timestamp: t, Offset: off, LeaderEpoch: h.LeaderEpoch}, true, nil
+	}
+	return TimestampOffset{}, false, nil
+}
+
+// recordAtOrAfter finds, in batch b (header h, maxTimestamp ≥ ts), the first record with a
+// timestamp ≥ ts. LogAppendTime batches give every record the batch's maxTimestamp; a
+// compressed CreateTime batch is answered with its first record; an uncompressed one is
+// walked record by record (length, attributes, timestampDelta, offsetDelta, ... as zig-zag
+// varints), never past a length it has not checked.
+func recordAtOrAfter(b []byte, h batchHeader, ts int64) (offset, timestamp int64) {
+	if h.Attributes&attrLogAppendTime != 0 {
+		return h.BaseOffset, h.MaxTimestamp
+	}
+	if h.Attributes&attrCodecMask != 0 {
+		return h.BaseOffset, h.BaseTimestamp
+	}
+	p := b[batchHeaderSize:]
+	for range h.RecordCount {
+		length, n := binary.Varint(p)
+		if n <= 0 || length < 0 || length > int64(len(p)-n) {
+			break
+		}
+		rec := p[n : n+int(length)]
+		p = p[n+int(length):]
+		if len(rec) < 1 {
+			break
+		}
+		tsDelta, m := binary.Varint(rec[1:])
+		if m <= 0 {
+			break
+		}
+		offDelta, k := binary.Varint(rec[1+m:])
+		if k <= 0 {
+			break
+		}
+		if t := h.BaseTimestamp + tsDelta; t >= ts {
+			return h.BaseOffset + offDelta, t
+		}
+	}
+	// maxTimestamp promised a record ≥ ts the records do not hold: answer the batch.
+	return h.BaseOffset, h.MaxTimestamp
+}
+
+// MaxTimestamp answers ListOffsets MAX_TIMESTAMP (-3): the largest batch maxTimestamp and, as
+// Apache 3.7 does, the last offset of the (first) batch holding it. ok is false when no batch
+// has a timestamp or that batch is not below the high watermark yet (Apache filters it out).
+func (l *Log) MaxTimestamp() (TimestampOffset, bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.servingLocked(); err != nil {
+		return TimestampOffset{}, false, err
+	}
+	best := TimestampOffset{Timestamp: -1, Offset: -1}
+	for _, s := range l.closed {
+		if s.maxTs > best.Timestamp {
+			best.Timestamp, best.Offset = s.maxTs, s.maxTsOffset
+		}
+	}
+	if l.activeIdx.maxTs > best.Timestamp {
+		best.Timestamp, best.Offset = l.activeIdx.maxTs, l.activeIdx.maxTsOffset
+	}
+	if best.Timestamp < 0 || best.Offset >= l.hw {
+		return TimestampOffset{}, false, nil
+	}
+	best.LeaderEpoch = l.epochAtLocked(best.Offset)
+	return best, true, nil
+}
+
+// EpochAt is the leader epoch offset was written at, from the epoch history (-1 when the
+// log is empty or not serving). ListOffsets reports it with the earliest offset.
+func (l *Log) EpochAt(offset int64) int32 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.servingLocked() != nil {
+		return -1
+	}
+	return l.epochAtLocked(offset)
+}
+
+func (l *Log) epochAtLocked(offset int64) int32 {
+	i := sort.Search(len(l.epochs), func(i int) bool { return l.epochs[i].start > offset })
+	if i == 0 {
+		if len(l.epochs) == 0 {
+			return -1
+		}
+		return l.epochs[0].epoch
+	}
+	return l.epochs[i-1].epoch
+}
+
+// EpochEndOffset answers OffsetForLeaderEpoch as Apache's LeaderEpochFileCache.endOffsetFor
+// does (DATAPLANE.md §6): this log's own epoch → (epoch, log end offset); an older epoch →
+// (the largest epoch ≤ it, the start offset of the epoch after that); older than every epoch
+// → (epoch, the first epoch's start); newer than every epoch → (-1, -1).
+func (l *Log) EpochEndOffset(epoch int32) (int32, int64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.servingLocked(); err != nil {
+		return 0, 0, err
+	}
+	if epoch == l.epoch {
+		return epoch, l.leo, nil
+	}
+	hist := l.epochs
+	i := sort.Search(len(hist), func(i int) bool { return hist[i].epoch > epoch })
+	switch {
+	case i == len(hist):
+		return -1, -1, nil
+	case i == 0:
+		return epoch, max(hist[0].start, l.logStart), nil
+	}
+	return hist[i-1].epoch, max(hist[i].start, l.logStart), nil
+}
