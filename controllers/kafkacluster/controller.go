@@ -22,11 +22,13 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/internal/kafkaconfig"
 )
 
 // Reconciler provisions a KafkaCluster: it applies the children the desired*
@@ -191,6 +193,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, reterr *error) {
 	o := observation{
 		Generation: c.Generation, DesiredReplicas: c.Spec.Replicas,
 		Problem: s.problem, ApplyErr: s.applyErr, StatefulSet: s.statefulSet,
+		ConfigProblems: kafkaconfig.CheckBrokerConfig(c.Spec.Config), Counts: c.Status.Counts,
 	}
 	c.Status.ObservedGeneration = c.Generation
 	c.Status.Replicas, c.Status.ReadyReplicas = 0, 0
@@ -214,13 +217,13 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, reterr *error) {
 	}
 }
 
-// SetupWithManager watches KafkaClusters (spec changes only, so the status writes of this
-// and the registry reconciler do not retrigger it) and every child it owns, so a child that
-// is changed or deleted is put back.
+// SetupWithManager watches KafkaClusters (spec changes, and the registry's counts crossing
+// "none alive", so the other status writes of this and the registry reconciler do not
+// retrigger it) and every child it owns, so a child that is changed or deleted is put back.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("kafkacluster").
-		For(&kafkav1alpha1.KafkaCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&kafkav1alpha1.KafkaCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, aliveCrossedZero()))).
 		Owns(&corev1.ServiceAccount{}).
 		Owns(&rbacv1.Role{}).
 		Owns(&rbacv1.RoleBinding{}).
@@ -229,6 +232,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Owns(&appsv1.StatefulSet{}).
 		Complete(r)
+}
+
+// aliveCrossedZero passes a KafkaCluster update whose registry counts start or stop saying
+// "brokers registered and none alive", which the Degraded condition reports.
+func aliveCrossedZero() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		old, okOld := e.ObjectOld.(*kafkav1alpha1.KafkaCluster)
+		cur, okNew := e.ObjectNew.(*kafkav1alpha1.KafkaCluster)
+		return okOld && okNew && noAliveBroker(old.Status.Counts) != noAliveBroker(cur.Status.Counts)
+	}}
 }
 
 // getOptional reads namespace/name into obj; nil (no error) when it does not exist.
