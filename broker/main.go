@@ -33,9 +33,11 @@ func Main(args []string) int {
 const usageHeader = `Usage: paddock broker [flags]
 
 Runs one paddock broker: a Kafka-wire-compatible server (ApiVersions, Metadata,
-DescribeCluster 0-2, FindCoordinator) answering from its KafkaCluster's registry and
-KafkaTopics, which it watches through informers; a heartbeat Lease <cluster>-broker-<id>;
-and /healthz, /readyz, /metrics on --health-port. SIGTERM or SIGINT starts a drain: a
+DescribeCluster 0-2, FindCoordinator, CreateTopics, DeleteTopics, CreatePartitions,
+DescribeConfigs, AlterConfigs, IncrementalAlterConfigs) answering from its KafkaCluster's
+registry and KafkaTopics, which it watches through informers; the admin APIs write
+KafkaTopics, and the lowest-id alive broker removes deleted topics' data from --data-dir;
+a heartbeat Lease <cluster>-broker-<id>; and /healthz, /readyz, /metrics on --health-port. SIGTERM or SIGINT starts a drain: a
 draining heartbeat at once, serving until the registry moves this broker's partitions and
 groups away (or --drain-timeout), then exit 0. A second signal exits at once.
 
@@ -119,6 +121,7 @@ func runWithCluster(cfg Config, log logr.Logger, signals <-chan os.Signal) error
 	}
 
 	b := NewBroker(cfg, view, log)
+	b.Admin = &Admin{Client: c, Namespace: cfg.Identity.Namespace, Cluster: cfg.Cluster}
 	b.Heartbeat = &Heartbeat{
 		Client:         c,
 		Cluster:        cfg.Cluster,

@@ -46,10 +46,20 @@ type Server struct {
 	Metrics *Metrics
 	// Liveness, when not nil, is ticked by every completed request.
 	Liveness *Liveness
+	// Admin, when not nil, is the admin APIs' write access to the cluster's KafkaTopics
+	// (CreateTopics, DeleteTopics, CreatePartitions, the AlterConfigs APIs, Metadata
+	// auto-creation). Without it those requests are answered with an error.
+	Admin *Admin
 
 	inShutdown atomic.Bool
 	closeOnce  sync.Once
 	hardClose  chan struct{} // closed by Close; made by init
+	// base is the parent of every request's context: Close cancels it, so a handler waiting
+	// on the API server or the view returns at once. Made by init.
+	base       context.Context
+	cancelBase context.CancelFunc
+	// autoCreate deduplicates Metadata auto-creations in flight. Made by init.
+	autoCreate *autoCreator
 
 	initOnce  sync.Once
 	mu        sync.Mutex
@@ -61,6 +71,8 @@ type Server struct {
 func (s *Server) init() {
 	s.initOnce.Do(func() {
 		s.hardClose = make(chan struct{})
+		s.base, s.cancelBase = context.WithCancel(context.Background())
+		s.autoCreate = newAutoCreator()
 		s.listeners = map[net.Listener]struct{}{}
 		s.conns = map[*conn]struct{}{}
 	})
@@ -210,13 +222,17 @@ func (s *Server) Close() error {
 	s.init()
 	s.mu.Lock()
 	s.inShutdown.Store(true)
-	s.closeOnce.Do(func() { close(s.hardClose) })
+	s.closeOnce.Do(func() {
+		close(s.hardClose)
+		s.cancelBase()
+	})
 	s.closeListenersLocked()
 	for c := range s.conns {
 		c.nc.Close()
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
+	s.autoCreate.wait()
 	return nil
 }
 
@@ -330,7 +346,8 @@ func (c *conn) handle(frame []byte) (out []byte, err error) {
 // newRequestContext is the context of one request arriving on the listener advertised as
 // host:port: a snapshot of the view taken now, which the whole answer is computed from.
 func (s *Server) newRequestContext(host string, port int32) *requestContext {
-	return &requestContext{srv: s, view: s.View.Snapshot(), self: s.Self, host: host, port: port}
+	s.init()
+	return &requestContext{ctx: s.base, srv: s, view: s.View.Snapshot(), self: s.Self, host: host, port: port}
 }
 
 // dispatch is the one path every request takes, a client's or the idle self-check's: it runs
