@@ -37,7 +37,7 @@ type Broker struct {
 	// of deleted topics); nil runs without it: admin requests are refused and deleted
 	// topics' data is left for another broker.
 	Admin *Admin
-	Log       logr.Logger
+	Log   logr.Logger
 	// OnListening, when set, is called once every listener is bound, with the Kafka listener
 	// addresses in configuration order and the health server's address.
 	OnListening func(kafka []net.Addr, health net.Addr)
