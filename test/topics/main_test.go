@@ -1,0 +1,62 @@
+package topics
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/paddock-dev/paddock/controllers/assignment"
+	"github.com/paddock-dev/paddock/controllers/kafkacluster"
+	"github.com/paddock-dev/paddock/internal/testenv"
+)
+
+// env is the control plane every test shares, with the manager running the assignment and
+// provisioning reconcilers for every namespace.
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	var err error
+	if env, err = testenv.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "topics:", err)
+		return 1
+	}
+	defer env.Stop()
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:                 env.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "topics: manager:", err)
+		return 1
+	}
+	if err := (&assignment.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("assignment")}).SetupWithManager(mgr); err != nil {
+		fmt.Fprintln(os.Stderr, "topics:", err)
+		return 1
+	}
+	provisioning := &kafkacluster.Reconciler{Client: mgr.GetClient(), Options: kafkacluster.Options{DefaultBrokerImage: "paddock:test"}}
+	if err := provisioning.SetupWithManager(mgr); err != nil {
+		fmt.Fprintln(os.Stderr, "topics:", err)
+		return 1
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	code := m.Run()
+	stop()
+	if err := <-done; err != nil {
+		fmt.Fprintln(os.Stderr, "topics: manager:", err)
+	}
+	return code
+}
