@@ -100,13 +100,16 @@ func lowestAlive(s *Snapshot, self int32) bool {
 func (d *dataRemover) remove(ctx context.Context, clusterID string, t DeletingTopic) error {
 	if clusterID != "" && t.ID != ([16]byte{}) {
 		dir := topicDir(d.dataDir, clusterID, t.Name, t.ID)
-		if err := fenceTopic(d.fs, dir); err != nil {
+		exists, err := fenceTopic(d.fs, dir)
+		if err != nil {
 			return fmt.Errorf("fence deleted topic %s: %w", t.Name, err)
 		}
-		if err := removeTree(d.fs, dir); err != nil {
-			return fmt.Errorf("remove data of deleted topic %s: %w", t.Name, err)
+		if exists {
+			if err := removeTree(d.fs, dir); err != nil {
+				return fmt.Errorf("remove data of deleted topic %s: %w", t.Name, err)
+			}
+			d.log.Info("Removed a deleted topic's data", "topic", t.Name, "dir", dir)
 		}
-		d.log.Info("Removed a deleted topic's data", "topic", t.Name, "dir", dir)
 	}
 	if err := d.dropFinalizer(ctx, t); err != nil {
 		return fmt.Errorf("release deleted topic %s: %w", t.Name, err)
@@ -135,15 +138,15 @@ func topicDir(dataDir, clusterID, name string, id [16]byte) string {
 // it; TestRemovalFencesOutAStragglingLeader pins that this is the fence its Logs check.
 func partitionFenceDir(partitionDir string) string { return filepath.Join(partitionDir, "fence") }
 
-// fenceTopic claims the fence of every partition directory under dir at tombstoneEpoch. A
-// missing dir (the topic never had data) is nothing to fence.
-func fenceTopic(fsys storage.FS, dir string) error {
+// fenceTopic claims the fence of every partition directory under dir at tombstoneEpoch and
+// says whether dir exists. A missing dir (no data, or removed already) is nothing to fence.
+func fenceTopic(fsys storage.FS, dir string) (exists bool, err error) {
 	names, err := fsys.ReadDirNames(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	for _, name := range names {
 		if _, err := strconv.ParseUint(name, 10, 31); err != nil {
@@ -151,7 +154,7 @@ func fenceTopic(fsys storage.FS, dir string) error {
 		}
 		f, err := storage.OpenFence(fsys, partitionFenceDir(filepath.Join(dir, name)))
 		if err != nil {
-			return err
+			return true, err
 		}
 		err = f.Claim(tombstoneEpoch)
 		var fenced *storage.FencedError
@@ -159,10 +162,10 @@ func fenceTopic(fsys storage.FS, dir string) error {
 			err = nil // claimed by an earlier attempt, or by another broker
 		}
 		if err != nil {
-			return fmt.Errorf("partition %s: %w", name, err)
+			return true, fmt.Errorf("partition %s: %w", name, err)
 		}
 	}
-	return nil
+	return true, nil
 }
 
 // removeTree removes dir and everything below it through fsys; a dir that is already gone is

@@ -14,6 +14,8 @@ import (
 	"github.com/go-logr/logr/testr"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -162,6 +164,26 @@ func (c *cluster) kgo(opts ...kgo.Opt) *kgo.Client {
 	return cl
 }
 
+// topicsOn asks broker id alone (a raw Metadata request to its address) which topics it
+// serves.
+func (c *cluster) topicsOn(ctx context.Context, id int) []string {
+	c.t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addrs[id]))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer cl.Close()
+	resp, err := cl.SeedBrokers()[0].Request(ctx, kmsg.NewPtrMetadataRequest())
+	if err != nil {
+		c.t.Fatalf("metadata from broker %d: %v", id, err)
+	}
+	var names []string
+	for _, t := range resp.(*kmsg.MetadataResponse).Topics {
+		names = append(names, *t.Topic)
+	}
+	return names
+}
+
 // kadm is an admin client seeded with every broker.
 func (c *cluster) kadm(opts ...kgo.Opt) *kadm.Client { return kadm.NewClient(c.kgo(opts...)) }
 
@@ -213,4 +235,26 @@ func freePort(t *testing.T) int {
 	}
 	t.Fatal("no free loopback port below 32768")
 	return 0
+}
+
+// kgoMaxVersion pins the version kgo uses for key.
+func kgoMaxVersion(key int16, v int16) kgo.Opt {
+	versions := kversion.Stable()
+	versions.SetMaxKeyVersion(key, v)
+	return kgo.MaxVersions(versions)
+}
+
+// clusterID is the cluster's status.clusterID, once the provisioning reconciler minted it.
+func (c *cluster) clusterID() string {
+	c.t.Helper()
+	var id string
+	eventually(c.t, "the cluster id", func() bool {
+		kc := &v1alpha1.KafkaCluster{}
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: c.ns, Name: clusterName}, kc); err != nil {
+			return false
+		}
+		id = kc.Status.ClusterID
+		return id != ""
+	})
+	return id
 }
