@@ -50,7 +50,9 @@ func newCluster(t *testing.T, n int, clusterConfig map[string]string) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { env.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}) })
+	t.Cleanup(func() {
+		env.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	})
 	kc := &v1alpha1.KafkaCluster{ObjectMeta: metav1.ObjectMeta{Name: clusterName, Namespace: ns},
 		Spec: v1alpha1.KafkaClusterSpec{Replicas: int32(n), Config: clusterConfig}}
 	if err := env.Client.Create(ctx, kc); err != nil {
