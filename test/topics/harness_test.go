@@ -76,6 +76,11 @@ func newCluster(t *testing.T, n int, clusterConfig map[string]string) *cluster {
 		c.rows = append(c.rows, v1alpha1.BrokerRow{ID: i, Host: host, Port: int32(p), State: v1alpha1.BrokerServing, Health: v1alpha1.BrokerAlive, Epoch: 1})
 	}
 	c.setRows()
+	for id := range n {
+		eventually(t, fmt.Sprintf("broker %d to list every broker", id), func() bool {
+			return len(c.metadataOn(ctx, id).Brokers) == n
+		})
+	}
 	return c
 }
 
@@ -166,24 +171,52 @@ func (c *cluster) kgo(opts ...kgo.Opt) *kgo.Client {
 	return cl
 }
 
-// topicsOn asks broker id alone (a raw Metadata request to its address) which topics it
-// serves.
-func (c *cluster) topicsOn(ctx context.Context, id int) []string {
+// metadataOn asks broker id alone (a raw request to its address, not routed by a client) for
+// the Metadata of topics (nil: all). Admin requests go to the controller, broker 0, and wait
+// for its view; the other brokers' views follow a moment later, as in Kafka.
+func (c *cluster) metadataOn(ctx context.Context, id int, topics ...string) *kmsg.MetadataResponse {
 	c.t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addrs[id]))
 	if err != nil {
 		c.t.Fatal(err)
 	}
 	defer cl.Close()
-	resp, err := cl.SeedBrokers()[0].Request(ctx, kmsg.NewPtrMetadataRequest())
+	req := kmsg.NewPtrMetadataRequest()
+	for _, name := range topics {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(name)
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, err := cl.SeedBrokers()[0].Request(ctx, req)
 	if err != nil {
 		c.t.Fatalf("metadata from broker %d: %v", id, err)
 	}
+	return resp.(*kmsg.MetadataResponse)
+}
+
+// topicsOn is the names of the topics broker id serves.
+func (c *cluster) topicsOn(ctx context.Context, id int) []string {
+	c.t.Helper()
 	var names []string
-	for _, t := range resp.(*kmsg.MetadataResponse).Topics {
+	for _, t := range c.metadataOn(ctx, id).Topics {
 		names = append(names, *t.Topic)
 	}
 	return names
+}
+
+// leadersOn is topic's leader by partition as broker id answers (-1 for a partition with an
+// error), and the topic's error code.
+func (c *cluster) leadersOn(ctx context.Context, id int, topic string) (map[int32]int32, int16) {
+	c.t.Helper()
+	mt := c.metadataOn(ctx, id, topic).Topics[0]
+	out := map[int32]int32{}
+	for _, p := range mt.Partitions {
+		out[p.Partition] = p.Leader
+		if p.ErrorCode != 0 {
+			out[p.Partition] = -1
+		}
+	}
+	return out, mt.ErrorCode
 }
 
 // kadm is an admin client seeded with every broker.

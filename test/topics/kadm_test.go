@@ -1,13 +1,12 @@
 package topics
 
 import (
-	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"k8s.io/utils/ptr"
@@ -15,23 +14,14 @@ import (
 	"github.com/paddock-dev/paddock/internal/topicname"
 )
 
-// leadersOf lists topic's partitions with their leaders, as one Metadata answer gives them;
-// err is the topic's error.
-func leadersOf(ctx context.Context, t *testing.T, adm *kadm.Client, topic string) (map[int32]int32, error) {
-	t.Helper()
-	md, err := adm.Metadata(ctx, topic)
-	if err != nil {
-		t.Fatalf("metadata: %v", err)
+// led is true when every partition of leaders has one.
+func led(leaders map[int32]int32, code int16) bool {
+	for _, l := range leaders {
+		if l < 0 {
+			return false
+		}
 	}
-	td, ok := md.Topics[topic]
-	if !ok {
-		t.Fatalf("metadata has no entry for %s", topic)
-	}
-	out := map[int32]int32{}
-	for _, p := range td.Partitions {
-		out[p.Partition] = p.Leader
-	}
-	return out, td.Err
+	return code == 0 && len(leaders) > 0
 }
 
 func TestKadmCreatesATopicThatHasLeadersWhenTheAnswerComes(t *testing.T) {
@@ -45,10 +35,14 @@ func TestKadmCreatesATopicThatHasLeadersWhenTheAnswerComes(t *testing.T) {
 	if resp.NumPartitions != 6 || resp.ReplicationFactor != 1 || resp.ID == ([16]byte{}) {
 		t.Errorf("created %+v, want 6 partitions, RF 1 and a topic id", resp)
 	}
-	// No waiting here: the answer waited for the assignment.
-	leaders, err := leadersOf(ctx, t, adm, "orders")
-	if err != nil || len(leaders) != 6 {
-		t.Fatalf("right after the create: leaders %v, err %v; want 6 partitions with leaders", leaders, err)
+	// No waiting on the broker that answered (the controller): the answer waited for the
+	// assignment to reach its view. The others follow within moments.
+	leaders, code := c.leadersOn(ctx, 0, "orders")
+	if len(leaders) != 6 || !led(leaders, code) {
+		t.Fatalf("right after the create: leaders %v, error %d; want 6 partitions with leaders", leaders, code)
+	}
+	for id := 1; id < 3; id++ {
+		eventually(t, "broker "+fmt.Sprint(id)+" to serve orders", func() bool { return led(c.leadersOn(ctx, id, "orders")) })
 	}
 	per := map[int32]int{}
 	for p, l := range leaders {
@@ -86,8 +80,8 @@ func TestKadmCreateNameMapsToADeterministicObjectName(t *testing.T) {
 		if kt == nil || kt.Name != topicname.ObjectName(name) || kt.Spec.TopicName != name {
 			t.Fatalf("KafkaTopic for %s = %+v, want object %s with spec.topicName %s", name, kt, topicname.ObjectName(name), name)
 		}
-		if leaders, err := leadersOf(ctx, t, adm, name); err != nil || leaders[0] != 0 {
-			t.Errorf("%s: leaders %v err %v", name, leaders, err)
+		if leaders, code := c.leadersOn(ctx, 0, name); !led(leaders, code) {
+			t.Errorf("%s: leaders %v error %d", name, leaders, code)
 		}
 	}
 }

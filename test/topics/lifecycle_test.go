@@ -20,7 +20,7 @@ func TestCreatePartitionsGrowsATopicWithLeaders(t *testing.T) {
 	if _, err := adm.CreateTopic(ctx, 2, 1, nil, "orders"); err != nil {
 		t.Fatal(err)
 	}
-	before, _ := leadersOf(ctx, t, adm, "orders")
+	before, _ := c.leadersOn(ctx, 0, "orders")
 	if v, err := adm.ValidateCreatePartitions(ctx, 3, "orders"); err != nil || v["orders"].Err != nil {
 		t.Fatalf("validate-only: %+v %v", v, err)
 	}
@@ -31,9 +31,9 @@ func TestCreatePartitionsGrowsATopicWithLeaders(t *testing.T) {
 	if err != nil || resp["orders"].Err != nil {
 		t.Fatalf("create partitions: %+v %v", resp, err)
 	}
-	after, err := leadersOf(ctx, t, adm, "orders")
-	if err != nil || len(after) != 6 {
-		t.Fatalf("right after growing: %v %v, want 6 partitions with leaders", after, err)
+	after, code := c.leadersOn(ctx, 0, "orders")
+	if len(after) != 6 || !led(after, code) {
+		t.Fatalf("right after growing, on the answering broker: %v %d, want 6 partitions with leaders", after, code)
 	}
 	for p, l := range before {
 		if after[p] != l {
