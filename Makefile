@@ -12,18 +12,24 @@ SHELL := /usr/bin/env bash -o pipefail
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 KUSTOMIZE_VERSION ?= v5.8.2
 GOTESTSUM_VERSION ?= v1.13.0
+GOLANGCI_LINT_VERSION ?= v2.15.0
 
 ## Locations
 ROOT := $(shell pwd)
 LOCALBIN ?= $(ROOT)/bin
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
+GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 K8S_VERSION := $(shell grep -oE 'k8s.io/kubernetes v[0-9.]+' hack/k8s-bins/go.mod | head -1 | cut -dv -f2)
 K8S_BINS := $(LOCALBIN)/k8s/$(K8S_VERSION)
 export KUBEBUILDER_ASSETS := $(K8S_BINS)
 
 IMG ?= ghcr.io/paddock-dev/paddock:latest
 GO_TEST_FLAGS ?= -count=1 -timeout=40m
+# The unit packages (pure rules, the dev harness and the broker) run with the race detector;
+# everything else (envtest suites of api/ and controllers/, the e2e suite) without it.
+RACE_PKGS := ./internal/... ./broker/...
+OTHER_PKGS = $(shell go list ./... | grep -Ev '^$(shell go list -m)/(internal|broker)(/|$$)')
 FUZZTIME ?= 20s
 
 ##@ General
@@ -53,27 +59,33 @@ vet: ## Run go vet.
 	go vet ./...
 
 .PHONY: lint
-lint: vet ## Run the linters (gofmt check and go vet, including the nested hack/bundle module).
+lint: vet $(GOLANGCI_LINT) ## Run golangci-lint (.golangci.yml: errcheck, govet, ineffassign, staticcheck, unused, gofmt) and vet hack/bundle.
+	$(GOLANGCI_LINT) run ./...
 	go -C hack/bundle vet ./...
 	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
+.PHONY: verify-imports
+verify-imports: ## Fail if a package breaks the import rules of docs/architecture.md.
+	hack/verify-imports.sh
+
 .PHONY: verify
-verify: $(CONTROLLER_GEN) lint ## Fail if generated files are stale or the code is not gofmt/vet clean.
+verify: $(CONTROLLER_GEN) lint verify-imports ## Fail if generated files are stale, an import rule is broken or a linter objects.
 	hack/verify-generated.sh
 
 ##@ Test
 
 .PHONY: test
-test: manifests generate k8s-bins kcat ## Run every test: unit, envtest, broker, fuzz (bounded) and e2e.
-	go test $(GO_TEST_FLAGS) ./...
+test: manifests generate k8s-bins kcat ## Run every test: unit (with -race), envtest, broker, fuzz (bounded) and e2e.
+	go test -race $(GO_TEST_FLAGS) $(RACE_PKGS)
+	go test $(GO_TEST_FLAGS) $(OTHER_PKGS)
 	go -C hack/bundle test $(GO_TEST_FLAGS) ./...
 	$(MAKE) bundle-validate
 	$(MAKE) fuzz
 
 .PHONY: test-unit
-test-unit: ## Run the tests that need no control plane (pure rules and the broker).
-	go test $(GO_TEST_FLAGS) ./internal/... ./broker/...
+test-unit: k8s-bins ## Run the unit packages (pure rules, dev harness, broker) with the race detector.
+	go test -race $(GO_TEST_FLAGS) $(RACE_PKGS)
 
 .PHONY: e2e
 e2e: k8s-bins kcat ## Run only the end-to-end suite (test/e2e) against a fresh paddock dev environment.
@@ -88,7 +100,7 @@ bench-balance: ## Benchmark the partition balancer (100 brokers, 10,000 partitio
 	go test -run '^$$' -bench 'Rebalance' -benchmem -count=5 ./internal/balance/
 
 .PHONY: test-update-golden
-test-update-golden: ## Regenerate golden files for the child-object builders.
+test-update-golden: ## Regenerate golden files for the child-object builders (controllers/kafkacluster/testdata/golden).
 	go test ./controllers/kafkacluster/ -run Golden -args -update
 
 .PHONY: k8s-bins
@@ -153,13 +165,17 @@ $(CONTROLLER_GEN): | $(LOCALBIN)
 $(KUSTOMIZE): | $(LOCALBIN)
 	$(call go-install-tool,$(KUSTOMIZE),sigs.k8s.io/kustomize/kustomize/v5,$(KUSTOMIZE_VERSION))
 
+$(GOLANGCI_LINT): | $(LOCALBIN)
+	$(call go-install-tool,$(GOLANGCI_LINT),github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION))
+
 .PHONY: kcat
 kcat: ## Install kcat (the e2e suite's CLI Kafka client) with apt-get when it is missing.
 	hack/install-kcat.sh >/dev/null
 
-.PHONY: controller-gen kustomize
+.PHONY: controller-gen kustomize golangci-lint
 controller-gen: $(CONTROLLER_GEN) ## Install controller-gen into bin/.
 kustomize: $(KUSTOMIZE) ## Install kustomize into bin/.
+golangci-lint: $(GOLANGCI_LINT) ## Install golangci-lint into bin/.
 
 # go-install-tool installs package $(2) at version $(3) as the file $(1).
 define go-install-tool

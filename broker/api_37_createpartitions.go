@@ -52,7 +52,7 @@ func handleCreatePartitions(rc *requestContext, kreq kmsg.Request) (kmsg.Respons
 		waitView(wait, rc.srv.View, func(s *Snapshot) bool {
 			for name, n := range grown {
 				t, ok := s.Topic(name)
-				if !ok || len(t.Partitions) < int(n) || !leadersListed(s, rc.self, t) {
+				if !ok || len(t.Partitions) < int(n) || !rc.leadersListed(s, t) {
 					return false
 				}
 			}

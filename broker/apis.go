@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 )
 
 // handler answers one decoded request. A protocol error belongs in the response (an error
@@ -50,7 +52,7 @@ type requestContext struct {
 	// view is read once per request, so one answer never mixes two states.
 	view *Snapshot
 	self int32
-	// host and port are the advertised endpoint of the listener the request arrived on.
-	host string
-	port int32
+	// listener is the listener the request arrived on, with this broker's advertised host and
+	// port on it: answers give every broker its address on this listener.
+	listener v1alpha1.ListenerAddress
 }

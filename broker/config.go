@@ -15,7 +15,7 @@ import (
 // DefaultMaxFrameBytes caps a request frame, as Kafka's socket.request.max.bytes does.
 const DefaultMaxFrameBytes = 100 << 20
 
-// Config is everything `paddock broker` is told at start: flags (CONTRACTS.md §1), each with a
+// Config is everything `paddock broker` is told at start: flags (docs/architecture.md, "The broker pod"), each with a
 // PADDOCK_<FLAG> environment default, and the pod identity from the downward API.
 type Config struct {
 	Cluster           string
@@ -207,7 +207,7 @@ func parseListeners(s string) ([]ListenerSpec, error) {
 	return out, nil
 }
 
-// advertisedHost is the host clients are told for a listener in mode (CONTRACTS.md §1).
+// advertisedHost is the host clients are told for a listener in mode (docs/architecture.md, "The broker pod").
 func advertisedHost(mode v1alpha1.AdvertisedHostMode, cluster, domain string, id Identity) (string, error) {
 	if mode == v1alpha1.AdvertisePodIP {
 		if id.IP == "" {

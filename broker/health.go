@@ -49,7 +49,9 @@ func (b *Broker) healthHandler() http.Handler {
 		if !ok {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
-		json.NewEncoder(w).Encode(r)
+		if err := json.NewEncoder(w).Encode(r); err != nil {
+			b.Log.V(1).Info("Health answer not delivered", "reason", err.Error())
+		}
 	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		r := b.healthReport()

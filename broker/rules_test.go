@@ -171,7 +171,7 @@ func TestSnapshotServesTheOldestClaimAndListsDeletingTopics(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Name: "a.b", CreationTimestamp: t0}, Spec: v1alpha1.KafkaTopicSpec{Cluster: "c", Partitions: 1}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "ab", CreationTimestamp: t1}, Spec: v1alpha1.KafkaTopicSpec{Cluster: "c", TopicName: "a_b", Partitions: 1}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "gone", DeletionTimestamp: &now, Finalizers: []string{v1alpha1.FinalizerData}},
-			Spec: v1alpha1.KafkaTopicSpec{Cluster: "c", Partitions: 2}, Status: v1alpha1.KafkaTopicStatus{Partitions: []v1alpha1.PartitionStatus{{Partition: 2}}}},
+			Spec: v1alpha1.KafkaTopicSpec{Cluster: "c", Partitions: 2}, Status: v1alpha1.KafkaTopicStatus{Partitions: []v1alpha1.PartitionStatus{{Partition: 1}}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "going", DeletionTimestamp: &now, Finalizers: []string{v1alpha1.FinalizerAssignment, v1alpha1.FinalizerData}},
 			Spec: v1alpha1.KafkaTopicSpec{Cluster: "c", Partitions: 1}},
 	}
@@ -189,13 +189,32 @@ func TestSnapshotServesTheOldestClaimAndListsDeletingTopics(t *testing.T) {
 	for _, d := range s.Deleting {
 		switch d.Object {
 		case "gone":
-			if !d.AwaitsDataRemoval || d.Partitions != 3 {
-				t.Errorf("gone %+v: unassigned (no assignment finalizer), data finalizer held: awaits removal of 3 partitions", d)
+			if !d.AwaitsDataRemoval || d.Partitions != 2 {
+				t.Errorf("gone %+v: unassigned (no assignment finalizer), data finalizer held: awaits removal of 2 partitions", d)
 			}
 		case "going":
 			if d.AwaitsDataRemoval {
 				t.Errorf("going %+v: still holds the assignment finalizer, so no broker may remove its data yet", d)
 			}
 		}
+	}
+}
+
+// A KafkaTopic status row outside [0, spec.partitions) is ignored by the view: one bad status
+// (2147483647 overflowed the partition count and panicked the rebuild of every broker; a large
+// valid index allocated gigabytes) must not take the brokers down.
+func TestSnapshotIgnoresPartitionRowsOutsideTheTopic(t *testing.T) {
+	kt := v1alpha1.KafkaTopic{
+		ObjectMeta: metav1.ObjectMeta{Name: "t"},
+		Spec:       v1alpha1.KafkaTopicSpec{Cluster: "c", Partitions: 2},
+		Status: v1alpha1.KafkaTopicStatus{Partitions: []v1alpha1.PartitionStatus{
+			{Partition: 2147483647, Leader: 1}, {Partition: 50_000_000, Leader: 1}, {Partition: 2, Leader: 1},
+			{Partition: -1, Leader: 1}, {Partition: 1, Leader: 0, LeaderEpoch: 3},
+		}},
+	}
+	s := snapshotFrom("c", nil, []v1alpha1.KafkaTopic{kt})
+	want := []Partition{{0, -1, 0}, {1, 0, 3}}
+	if len(s.Topics) != 1 || !slices.Equal(s.Topics[0].Partitions, want) {
+		t.Fatalf("topics %+v, want t with partitions %v", s.Topics, want)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/broker/storage"
 )
 
@@ -149,6 +150,7 @@ func (b *Broker) start(lns *bound) *running {
 		serveErr: make(chan error, len(lns.kafka)+1),
 	}
 	addrs := make([]net.Addr, len(lns.kafka))
+	advertised := make([]v1alpha1.ListenerAddress, len(lns.kafka))
 	for i, ln := range lns.kafka {
 		l := b.Config.Listeners[i]
 		port := l.Port
@@ -156,7 +158,8 @@ func (b *Broker) start(lns *bound) *running {
 			port = int32(ln.Addr().(*net.TCPAddr).Port)
 		}
 		addrs[i] = ln.Addr()
-		go func() { r.serveErr <- r.wire.Serve(Advertise(ln, l.Host, port)) }()
+		advertised[i] = v1alpha1.ListenerAddress{Name: l.Name, Host: l.Host, Port: port}
+		go func() { r.serveErr <- r.wire.Serve(Advertise(ln, l.Name, l.Host, port)) }()
 		b.Log.Info("Listening", "listener", l.Name, "addr", ln.Addr().String(), "advertised", net.JoinHostPort(l.Host, strconv.Itoa(int(port))))
 	}
 	go func() {
@@ -170,6 +173,7 @@ func (b *Broker) start(lns *bound) *running {
 	r.stopBackground = stop
 	go r.wire.RunIdleTicks(bg, idleTickPeriod)
 	if b.Heartbeat != nil {
+		b.Heartbeat.Listeners = advertised
 		go b.Heartbeat.Run(bg)
 	}
 	if b.Admin != nil {

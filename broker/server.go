@@ -15,6 +15,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 )
 
 // ErrServerClosed is returned by Serve after Shutdown or Close.
@@ -78,17 +80,18 @@ func (s *Server) init() {
 	})
 }
 
-// advertisedListener is a net.Listener that carries the endpoint clients are told to use.
+// advertisedListener is a net.Listener that carries the listener's name and the endpoint
+// clients are told to use.
 type advertisedListener struct {
 	net.Listener
-	host string
-	port int32
+	addr v1alpha1.ListenerAddress
 }
 
-// Advertise wraps ln so that the broker's own entry in answers to requests accepted on it
-// names host:port. Without it, Serve advertises ln's local address.
-func Advertise(ln net.Listener, host string, port int32) net.Listener {
-	return &advertisedListener{Listener: ln, host: host, port: port}
+// Advertise wraps ln, the listener called name, so that answers to requests accepted on it
+// name this broker at host:port and every other broker at the address its registry row gives
+// for name. Without it, Serve advertises ln's local address under the empty name.
+func Advertise(ln net.Listener, name, host string, port int32) net.Listener {
+	return &advertisedListener{Listener: ln, addr: v1alpha1.ListenerAddress{Name: name, Host: host, Port: port}}
 }
 
 // Serve accepts connections on ln and serves each on its own goroutines until Shutdown or
@@ -96,7 +99,7 @@ func Advertise(ln net.Listener, host string, port int32) net.Listener {
 // may be called for several listeners at once.
 func (s *Server) Serve(ln net.Listener) error {
 	s.init()
-	host, port := listenerEndpoint(ln)
+	listener := listenerAddress(ln)
 	if !s.trackListener(ln) {
 		return ErrServerClosed
 	}
@@ -125,32 +128,31 @@ func (s *Server) Serve(ln net.Listener) error {
 		}
 		backoff = 0
 		c := &conn{
-			srv:  s,
-			nc:   nc,
-			host: host,
-			port: port,
-			out:  make(chan []byte, responseQueue),
-			dead: make(chan struct{}),
-			log:  s.Log.WithValues("remote", nc.RemoteAddr().String(), "local", nc.LocalAddr().String()),
+			srv:      s,
+			nc:       nc,
+			listener: listener,
+			out:      make(chan []byte, responseQueue),
+			dead:     make(chan struct{}),
+			log:      s.Log.WithValues("remote", nc.RemoteAddr().String(), "local", nc.LocalAddr().String()),
 		}
 		if !s.trackConn(c) {
-			nc.Close()
+			_ = nc.Close() // accepted after shutdown began: never served
 			return ErrServerClosed
 		}
 		go c.serve()
 	}
 }
 
-func listenerEndpoint(ln net.Listener) (string, int32) {
+func listenerAddress(ln net.Listener) v1alpha1.ListenerAddress {
 	if a, ok := ln.(*advertisedListener); ok {
-		return a.host, a.port
+		return a.addr
 	}
 	host, portStr, err := net.SplitHostPort(ln.Addr().String())
 	if err != nil {
-		return ln.Addr().String(), -1
+		return v1alpha1.ListenerAddress{Host: ln.Addr().String(), Port: -1}
 	}
 	port, _ := strconv.Atoi(portStr)
-	return host, int32(port)
+	return v1alpha1.ListenerAddress{Host: host, Port: int32(port)}
 }
 
 func (s *Server) trackListener(ln net.Listener) bool {
@@ -200,8 +202,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.inShutdown.Store(true)
 	s.closeListenersLocked()
 	for c := range s.conns {
-		// Wakes the reader from its read; it sees inShutdown and stops reading requests.
-		c.nc.SetReadDeadline(time.Now())
+		// Wakes the reader from its read; it sees inShutdown and stops reading requests. An
+		// error means the connection is already closed, which is the goal.
+		_ = c.nc.SetReadDeadline(time.Now())
 	}
 	s.mu.Unlock()
 
@@ -211,7 +214,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		s.Close()
+		_ = s.Close() // always nil
 		return ctx.Err()
 	}
 }
@@ -228,7 +231,7 @@ func (s *Server) Close() error {
 	})
 	s.closeListenersLocked()
 	for c := range s.conns {
-		c.nc.Close()
+		_ = c.nc.Close() // closing hard is the point; there is nothing to report
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
@@ -238,7 +241,7 @@ func (s *Server) Close() error {
 
 func (s *Server) closeListenersLocked() {
 	for ln := range s.listeners {
-		ln.Close()
+		_ = ln.Close() // Serve returns ErrServerClosed whatever Close says
 		delete(s.listeners, ln)
 	}
 }
@@ -246,11 +249,11 @@ func (s *Server) closeListenersLocked() {
 // conn is one client connection: a reader goroutine that decodes and handles requests in
 // order and a writer goroutine that writes their responses in the same order.
 type conn struct {
-	srv  *Server
-	nc   net.Conn
-	host string
-	port int32
-	log  logr.Logger
+	srv *Server
+	nc  net.Conn
+	// listener is the listener the connection was accepted on, as advertised.
+	listener v1alpha1.ListenerAddress
+	log      logr.Logger
 
 	// out carries encoded responses from reader to writer. Only the reader sends and closes.
 	out chan []byte
@@ -334,23 +337,25 @@ func (c *conn) handle(frame []byte) (out []byte, err error) {
 			out, err = nil, fmt.Errorf("%s v%d handler panicked: %v", kmsg.NameForKey(h.Key), h.Version, r)
 		}
 	}()
-	resp, err := c.srv.dispatch(c.srv.newRequestContext(c.host, c.port), h, req)
+	resp, err := c.srv.dispatch(c.srv.newRequestContext(c.listener), h, req)
 	if err != nil {
 		c.srv.Metrics.connError("handler")
 		return nil, err
 	}
-	c.srv.Metrics.request(h.Key, h.Version)
+	if h.ClientID == nil || *h.ClientID != probeClientID {
+		c.srv.Metrics.request(h.Key, h.Version)
+	}
 	return appendResponse(nil, h.CorrelationID, resp), nil
 }
 
-// newRequestContext is the context of one request arriving on the listener advertised as
-// host:port: a snapshot of the view taken now, which the whole answer is computed from.
-func (s *Server) newRequestContext(host string, port int32) *requestContext {
+// newRequestContext is the context of one request arriving on listener: a snapshot of the
+// view taken now, which the whole answer is computed from.
+func (s *Server) newRequestContext(listener v1alpha1.ListenerAddress) *requestContext {
 	s.init()
-	return &requestContext{ctx: s.base, srv: s, view: s.View.Snapshot(), self: s.Self, host: host, port: port}
+	return &requestContext{ctx: s.base, srv: s, view: s.View.Snapshot(), self: s.Self, listener: listener}
 }
 
-// dispatch is the one path every request takes, a client's or the idle self-check's: it runs
+// dispatch is the one path every request takes, a client's or the liveness probe's: it runs
 // the key's handler and ticks the liveness clock, since a completed request proves the
 // request path works.
 func (s *Server) dispatch(rc *requestContext, h requestHeader, req kmsg.Request) (kmsg.Response, error) {
@@ -380,16 +385,19 @@ func errorReason(err error) string {
 func (c *conn) writeLoop() {
 	defer c.srv.wg.Done()
 	defer c.srv.untrackConn(c)
-	defer c.nc.Close()
+	defer func() { _ = c.nc.Close() }() // the reader is done, or a write failed
 	for b := range c.out {
-		c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
-		if _, err := c.nc.Write(b); err != nil {
+		err := c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		if err == nil {
+			_, err = c.nc.Write(b)
+		}
+		if err != nil {
 			if !c.srv.inShutdown.Load() {
 				c.log.Info("Closing connection", "reason", "write: "+err.Error())
 			}
 			close(c.dead)
 			// Unblock a reader waiting in Read; it then sees dead and stops.
-			c.nc.Close()
+			_ = c.nc.Close()
 			for range c.out {
 			}
 			return

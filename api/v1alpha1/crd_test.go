@@ -167,6 +167,28 @@ var _ = Describe("CRDs", func() {
 		Expect(err.Error()).To(ContainSubstring("cluster is immutable"))
 	})
 
+	DescribeTable("refuse a KafkaTopic status that names a partition outside the topic",
+		func(ctx SpecContext, partition int32, message string) {
+			ns := newNamespace(ctx)
+			kt := &kafkav1alpha1.KafkaTopic{
+				ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: ns},
+				Spec:       kafkav1alpha1.KafkaTopicSpec{Cluster: "demo", Partitions: 3},
+			}
+			Expect(k8sClient.Create(ctx, kt)).To(Succeed())
+			kt.Status.Partitions = []kafkav1alpha1.PartitionStatus{{Partition: 0, Leader: 1}, {Partition: partition, Leader: 1}}
+			err := k8sClient.Status().Update(ctx, kt)
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
+			Expect(err.Error()).To(ContainSubstring(message))
+
+			kt.Status.Partitions = []kafkav1alpha1.PartitionStatus{{Partition: 0, Leader: 1}, {Partition: 2, Leader: 0}}
+			Expect(k8sClient.Status().Update(ctx, kt)).To(Succeed(), "partitions below spec.partitions are fine")
+		},
+		Entry("the largest int32 (it overflowed the brokers' view)", int32(2147483647), "status.partitions[1].partition"),
+		Entry("above the 10000 partitions a topic can have", int32(10000), "status.partitions[1].partition"),
+		Entry("negative", int32(-1), "status.partitions[1].partition"),
+		Entry("not below spec.partitions", int32(3), "status.partitions may only name partitions below spec.partitions"),
+	)
+
 	DescribeTable("give kubectl get the promised columns",
 		func(ctx SpecContext, resource string, want []string, wide []string) {
 			ns := newNamespace(ctx)

@@ -243,15 +243,26 @@ type BrokerRow struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Node",xDescriptors={"urn:alm:descriptor:io.kubernetes:Node"}
 	Node string `json:"node,omitempty"`
 
-	// host is the broker's address as listed by its endpoint.
+	// host is the broker's address as listed by its endpoint. Clients are told the addresses
+	// in listeners; host and port stay for readers written before listeners existed.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Host"
 	Host string `json:"host,omitempty"`
 
-	// port is the broker's first listener port.
+	// port is the broker's first listener port (see host).
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Port"
 	Port int32 `json:"port,omitempty"`
+
+	// listeners gives the host and port the broker advertises on each of its listeners, as
+	// its heartbeat Lease announces them. A broker is left out of the answers on a listener
+	// it has no address for.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Listener Addresses"
+	Listeners []ListenerAddress `json:"listeners,omitempty"`
 
 	// rack is the broker's zone.
 	// +optional
@@ -281,6 +292,30 @@ type BrokerRow struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Seen"
 	LastSeen *metav1.Time `json:"lastSeen,omitempty"`
+}
+
+// ListenerAddress is where clients reach a broker on one listener.
+type ListenerAddress struct {
+	// name of the listener (spec.listeners[].name).
+	// +kubebuilder:validation:MaxLength=15
+	Name string `json:"name"`
+	// host the broker advertises on this listener: its pod's DNS name or its pod IP.
+	// +kubebuilder:validation:MaxLength=253
+	Host string `json:"host"`
+	// port the broker advertises on this listener.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	Port int32 `json:"port"`
+}
+
+// Address is the listener named name, or ok=false when there is none.
+func (r *BrokerRow) Address(name string) (ListenerAddress, bool) {
+	for _, a := range r.Listeners {
+		if a.Name == name {
+			return a, true
+		}
+	}
+	return ListenerAddress{}, false
 }
 
 // BrokerCounts sums the registry rows.
@@ -441,5 +476,5 @@ type KafkaClusterList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&KafkaCluster{}, &KafkaClusterList{})
+	register(&KafkaCluster{}, &KafkaClusterList{})
 }

@@ -244,7 +244,7 @@ func brokerImage(cluster *kafkav1alpha1.KafkaCluster, opts Options) string {
 	return opts.DefaultBrokerImage
 }
 
-// brokerArgs are the broker container's arguments (CONTRACTS.md §1).
+// brokerArgs are the broker container's arguments (docs/architecture.md, "The broker pod").
 func brokerArgs(cluster *kafkav1alpha1.KafkaCluster) []string {
 	listeners := make([]string, 0, len(cluster.Spec.Listeners))
 	for _, l := range cluster.Spec.Listeners {
@@ -271,7 +271,7 @@ func gracePeriodSeconds(cluster *kafkav1alpha1.KafkaCluster) int64 {
 	return int64(math.Ceil((cluster.Spec.DrainTimeoutOrDefault() + drainMargin).Seconds()))
 }
 
-// downwardEnv gives the broker its pod identity (CONTRACTS.md §1).
+// downwardEnv gives the broker its pod identity (docs/architecture.md, "The broker pod").
 func downwardEnv() []corev1.EnvVar {
 	field := func(name, path string) corev1.EnvVar {
 		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{

@@ -36,7 +36,7 @@ import (
 // references, so garbage collection removes them with the cluster and no finalizer is
 // needed) and reports clusterID, replicas, listeners and the Ready/Progressing/Degraded
 // conditions. It owns only those status fields; the registry reconciler writes the rest
-// (CONTRACTS.md §2).
+// (docs/architecture.md, "Who writes what").
 type Reconciler struct {
 	client.Client
 	Options Options

@@ -371,7 +371,7 @@ var _ = Describe("KafkaCluster provisioning", Ordered, func() {
 			{APIGroups: []string{"kafka.paddock.dev"}, Resources: []string{"kafkaclusters"}, ResourceNames: []string{"c"}, Verbs: []string{"get"}},
 			{APIGroups: []string{"kafka.paddock.dev"}, Resources: []string{"kafkaclusters"}, Verbs: []string{"list", "watch"}},
 			{APIGroups: []string{"kafka.paddock.dev"}, Resources: []string{"brokers"}, Verbs: []string{"get", "list", "watch"}},
-			{APIGroups: []string{"kafka.paddock.dev"}, Resources: []string{"kafkatopics"}, Verbs: []string{"get", "list", "watch", "create", "delete"}},
+			{APIGroups: []string{"kafka.paddock.dev"}, Resources: []string{"kafkatopics"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete"}},
 			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{"c-broker-0", "c-broker-1", "c-broker-2"}, Verbs: []string{"get", "update"}},
 			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
 		}))
@@ -386,9 +386,9 @@ var _ = Describe("KafkaCluster provisioning", Ordered, func() {
 		ns := newNamespace(ctx)
 		newCluster(ctx, ns)
 		waitForChildren(ctx, ns, 3)
-		settled := waitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionFalse, kafkav1alpha1.ReasonAsExpected)
+		waitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionFalse, kafkav1alpha1.ReasonAsExpected)
 		before := settledVersions(ctx, ns, 3)
-		settled = readCluster(ctx, ns)
+		settled := readCluster(ctx, ns)
 		// The reconciler reads through the manager's cache: let it catch up with what the
 		// apiserver holds, so the reconcile below starts from the settled state.
 		Eventually(func(g Gomega) {

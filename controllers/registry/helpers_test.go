@@ -213,7 +213,7 @@ func putSlice(ctx context.Context, ns, cluster, sliceName string, eps ...endpoin
 
 func podIP(id int32) string { return fmt.Sprintf("10.0.%d.%d", id/250, id%250+1) }
 
-// beat is one heartbeat of broker id, as the broker writes it (CONTRACTS.md §3).
+// beat is one heartbeat of broker id, as the broker writes it (docs/registry.md, "Heartbeat Lease").
 type beat struct {
 	id       int32
 	seconds  int32 // leaseDurationSeconds

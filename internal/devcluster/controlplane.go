@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -140,17 +139,20 @@ func startControlPlane(ctx context.Context, cfg Config) (_ *controlPlane, err er
 	}
 
 	kubeconfig := cfg.KubeconfigPath()
-	if err := cp.start("kube-controller-manager", []string{
+	kcmArgs := []string{
 		"--kubeconfig=" + kubeconfig,
 		"--controllers=" + strings.Join(controllerManagerControllers, ","),
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--use-service-account-credentials=false",
 		"--node-monitor-period=1s",
-		"--node-monitor-grace-period=" + cfg.NodeMonitorGracePeriod.String(),
 		"--concurrent-statefulset-syncs=5",
 		"--endpointslice-updates-batch-period=0s",
-	}); err != nil {
+	}
+	if cfg.NodeMonitorGracePeriod > 0 {
+		kcmArgs = append(kcmArgs, "--node-monitor-grace-period="+cfg.NodeMonitorGracePeriod.String())
+	}
+	if err := cp.start("kube-controller-manager", kcmArgs); err != nil {
 		return nil, err
 	}
 	if err := cp.start("kube-scheduler", []string{
@@ -216,7 +218,7 @@ func (t *bearerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 func waitHTTP(ctx context.Context, client *http.Client, url string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	lastErr := errors.New("no answer yet")
+	var lastErr error
 	for {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
@@ -224,7 +226,7 @@ func waitHTTP(ctx context.Context, client *http.Client, url string, timeout time
 		}
 		resp, err := client.Do(req)
 		if err == nil {
-			resp.Body.Close()
+			_ = resp.Body.Close() // only the status matters
 			if resp.StatusCode == http.StatusOK {
 				return nil
 			}

@@ -60,7 +60,8 @@ type Config struct {
 	// network, so they never collide with anything on the host.
 	APIServerPort, EtcdPort int
 	// NodeMonitorGracePeriod is how long a silent node stays Ready (kube-controller-manager's
-	// --node-monitor-grace-period).
+	// --node-monitor-grace-period). Zero keeps Kubernetes' default, as a real cluster has it:
+	// a shorter one would hide how long a lost node's endpoints keep saying serving.
 	NodeMonitorGracePeriod time.Duration
 }
 
@@ -79,7 +80,6 @@ func DefaultConfig() Config {
 		Nodes:                  3,
 		APIServerPort:          6443,
 		EtcdPort:               2379,
-		NodeMonitorGracePeriod: 8 * time.Second,
 	}
 }
 
@@ -240,7 +240,7 @@ func (e *Env) Stop() {
 		e.cp.stop()
 	}
 	for _, f := range e.logFiles {
-		f.Close()
+		_ = f.Close() // the environment is gone; there is no one left to tell
 	}
 	e.logFiles = nil
 }

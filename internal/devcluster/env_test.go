@@ -163,7 +163,7 @@ func TestEnvironmentRunsAStatefulSetLikeAKubelet(t *testing.T) {
 		if err != nil {
 			t.Fatalf("reach helper-0 at its pod IP: %v", err)
 		}
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		var pv corev1.PersistentVolumeList
 		if err := c.List(ctx, &pv); err != nil || len(pv.Items) != 1 || pv.Items[0].Status.Phase != corev1.VolumeBound {
 			t.Errorf("want one bound volume for the claim, got %+v (err %v)", pv.Items, err)

@@ -34,7 +34,7 @@ func Main(args []string) int {
 	fs.StringVar(&cfg.PaddockBinary, "paddock-binary", "", "Binary that runs broker containers (default: this executable).")
 	fs.IntVar(&cfg.APIServerPort, "apiserver-port", cfg.APIServerPort, "kube-apiserver port (inside the private network).")
 	fs.IntVar(&cfg.EtcdPort, "etcd-port", cfg.EtcdPort, "etcd client port; the peer port is the next one.")
-	fs.DurationVar(&cfg.NodeMonitorGracePeriod, "node-monitor-grace-period", cfg.NodeMonitorGracePeriod, "How long a silent node stays Ready.")
+	fs.DurationVar(&cfg.NodeMonitorGracePeriod, "node-monitor-grace-period", cfg.NodeMonitorGracePeriod, "How long a silent node stays Ready; 0 keeps Kubernetes' default.")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), `Usage: paddock dev [flags]
 

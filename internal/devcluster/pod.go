@@ -241,9 +241,10 @@ func (w *podWorker) startContainer(ctx context.Context, i int) {
 	name := fmt.Sprintf("%s_%s_%s", w.pod.Namespace, w.pod.Name, c.spec.Name)
 	logPath := filepath.Join(w.node.rt.cfg.Dir, "logs", "pods", name+".log")
 	if f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
-		fmt.Fprintf(f, "==== %s paddock dev: starting %q (restart %d) on %s, pod IP %s\n",
+		// A banner line in the container's log; losing it loses nothing the process writes.
+		_, _ = fmt.Fprintf(f, "==== %s paddock dev: starting %q (restart %d) on %s, pod IP %s\n",
 			time.Now().Format(time.RFC3339Nano), argv, c.restarts, w.node.name, w.podIP)
-		f.Close()
+		_ = f.Close()
 	}
 	proc, err := startProcess(name, argv[0], argv[1:], env, logPath)
 	if err != nil {

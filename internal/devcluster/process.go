@@ -34,13 +34,13 @@ func startProcess(name, bin string, args, env []string, logPath string) (*proces
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		logFile.Close()
+		_ = logFile.Close() // nothing was written to it
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	p := &process{name: name, cmd: cmd, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
-		logFile.Close()
+		_ = logFile.Close() // the process that wrote it has exited
 		close(p.done)
 	}()
 	return p, nil

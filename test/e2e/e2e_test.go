@@ -370,16 +370,33 @@ func rollingRestart(ctx context.Context, t *testing.T, s *suite) {
 	measure(t, "5 rolling restart", "spec change → all 3 replaced and Serving/Alive", time.Since(started))
 }
 
-// 6. Node loss: stopping a node's agent kills its broker; it is Dead after the session
-// timeout and Fenced once the node-lifecycle controller marks its pod not ready; the
-// registered count holds.
+// 6. Node loss, with Kubernetes' default node-monitor grace period: stopping a node's agent
+// kills its broker and stops the node's kubelet, so no readiness probe runs and its endpoint
+// keeps saying serving for the grace period (40 s or more). The registry fences the broker on
+// its expired heartbeat instead: it is Fenced, and gone from another broker's Metadata, within
+// the session timeout + 1 s of the node stopping. The registered count holds, and the broker
+// comes back Serving/Alive when the node returns.
 func nodeLoss(ctx context.Context, t *testing.T, s *suite) {
 	const victim = int32(1)
+	kc, err := s.cluster(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound := kc.Spec.SessionTimeout() + time.Second
 	pod, err := s.pod(ctx, victim)
 	if err != nil {
 		t.Fatal(err)
 	}
 	node := pod.Spec.NodeName
+	witness, err := s.addr(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if victimPod, err := s.pod(ctx, 0); err == nil && victimPod.Spec.NodeName == node {
+		if witness, err = s.addr(ctx, 2); err != nil { // broker 0 shares the node: ask broker 2
+			t.Fatal(err)
+		}
+	}
 	lost := time.Now()
 	if err := s.env.StopNode(node); err != nil {
 		t.Fatal(err)
@@ -390,8 +407,9 @@ func nodeLoss(ctx context.Context, t *testing.T, s *suite) {
 			_ = s.env.StartNode(node)
 		}
 	}()
-	var deadAt, fencedAt time.Time
-	waitFor(ctx, t, "the lost broker Dead and Fenced", time.Minute, func() (bool, string) {
+	var fencedAt, goneAt time.Time
+	endpointServing := false
+	waitFor(ctx, t, "the lost broker Fenced and gone from Metadata", time.Minute, func() (bool, string) {
 		kc, err := s.cluster(ctx)
 		if err != nil {
 			return false, err.Error()
@@ -399,21 +417,34 @@ func nodeLoss(ctx context.Context, t *testing.T, s *suite) {
 		if kc.Status.Counts.Registered != 3 {
 			t.Fatalf("node loss: registered count %d, want 3", kc.Status.Counts.Registered)
 		}
-		b, err := s.brokers(ctx)
-		if err != nil {
-			return false, err.Error()
+		var row kafkav1alpha1.BrokerRow
+		for _, r := range kc.Status.Brokers {
+			if r.ID == victim {
+				row = r
+			}
 		}
-		st := b[victim].Status
-		if deadAt.IsZero() && st.Health == kafkav1alpha1.BrokerDead {
-			deadAt = time.Now()
-		}
-		if fencedAt.IsZero() && st.State == kafkav1alpha1.BrokerFenced {
+		if fencedAt.IsZero() && row.State == kafkav1alpha1.BrokerFenced {
 			fencedAt = time.Now()
+			endpointServing = row.Reason == kafkav1alpha1.ReasonHeartbeatExpired
 		}
-		return !deadAt.IsZero() && !fencedAt.IsZero(), fmt.Sprintf("%s/%s", st.State, st.Health)
+		if goneAt.IsZero() {
+			if ids, err := metadataBrokers(ctx, witness); err == nil && !slices.Contains(ids, victim) {
+				goneAt = time.Now()
+			}
+		}
+		return !fencedAt.IsZero() && !goneAt.IsZero(), fmt.Sprintf("%s/%s (%s)", row.State, row.Health, row.Reason)
 	})
-	measure(t, "6 node loss", "node stopped → Dead", deadAt.Sub(lost))
-	measure(t, "6 node loss", "node stopped → Fenced (node-lifecycle)", fencedAt.Sub(lost))
+	measure(t, "6 node loss", "node stopped → Fenced (heartbeat expired)", fencedAt.Sub(lost))
+	measure(t, "6 node loss", "node stopped → gone from Metadata", goneAt.Sub(lost))
+	if !endpointServing {
+		t.Logf("the broker was fenced for another reason than its expired heartbeat")
+	}
+	if took := fencedAt.Sub(lost); took > bound {
+		t.Errorf("node stopped → Fenced took %s, want at most the session timeout + 1 s (%s)", took, bound)
+	}
+	if took := goneAt.Sub(lost); took > bound {
+		t.Errorf("node stopped → gone from Metadata took %s, want at most the session timeout + 1 s (%s)", took, bound)
+	}
 	restarted = true
 	if err := s.env.StartNode(node); err != nil {
 		t.Fatal(err)
@@ -421,6 +452,10 @@ func nodeLoss(ctx context.Context, t *testing.T, s *suite) {
 	back := time.Now()
 	waitFor(ctx, t, "the node's broker back Serving/Alive", 2*time.Minute, func() (bool, string) { return s.healthy(ctx, 3) })
 	measure(t, "6 node loss", "node back → Serving/Alive", time.Since(back))
+	waitFor(ctx, t, "the broker back in Metadata", 30*time.Second, func() (bool, string) {
+		ids, err := metadataBrokers(ctx, witness)
+		return err == nil && slices.Contains(ids, victim), fmt.Sprintf("metadata %v %v", ids, err)
+	})
 }
 
 // 4. Scale-down 3 → 2: broker 2 is deregistered (Broker object and row gone, absent from

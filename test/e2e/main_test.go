@@ -43,7 +43,9 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	printSummary()
-	os.RemoveAll(dir)
+	if err := os.RemoveAll(dir); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: remove the build directory:", err)
+	}
 	os.Exit(code)
 }
 
@@ -79,5 +81,7 @@ func printSummary() {
 	for _, m := range measurements {
 		fmt.Fprintf(w, "%s\t%s\t%s\n", m.scenario, m.what, m.took.Round(time.Millisecond))
 	}
-	w.Flush()
+	if err := w.Flush(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: print the summary:", err)
+	}
 }

@@ -73,7 +73,8 @@ func newCluster(t *testing.T, n int, clusterConfig map[string]string) *cluster {
 		host, port, _ := net.SplitHostPort(addr)
 		p, _ := strconv.Atoi(port)
 		c.addrs = append(c.addrs, addr)
-		c.rows = append(c.rows, v1alpha1.BrokerRow{ID: i, Host: host, Port: int32(p), State: v1alpha1.BrokerServing, Health: v1alpha1.BrokerAlive, Epoch: 1})
+		c.rows = append(c.rows, v1alpha1.BrokerRow{ID: i, Host: host, Port: int32(p), State: v1alpha1.BrokerServing, Health: v1alpha1.BrokerAlive, Epoch: 1,
+			Listeners: []v1alpha1.ListenerAddress{{Name: "kafka", Host: host, Port: int32(p)}}})
 	}
 	c.setRows()
 	for id := range n {
