@@ -10,6 +10,8 @@ SHELL := /usr/bin/env bash -o pipefail
 
 ## Versions (pinned)
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
+# paddock dev renders config/default with the kustomize library in go.mod
+# (sigs.k8s.io/kustomize/api v0.21.2 is kustomize v5.8.2's); `make verify` checks they agree.
 KUSTOMIZE_VERSION ?= v5.8.2
 GOTESTSUM_VERSION ?= v1.13.0
 GOLANGCI_LINT_VERSION ?= v2.15.0
@@ -31,6 +33,7 @@ GO_TEST_FLAGS ?= -count=1 -timeout=40m
 RACE_PKGS := ./internal/... ./broker/...
 OTHER_PKGS = $(shell go list ./... | grep -Ev '^$(shell go list -m)/(internal|broker)(/|$$)')
 FUZZTIME ?= 20s
+BENCHTIME ?= 2s
 
 ##@ General
 
@@ -70,8 +73,14 @@ verify-imports: ## Fail if a package breaks the import rules of docs/architectur
 	hack/verify-imports.sh
 
 .PHONY: verify
+<<<<<<< HEAD
 verify: $(CONTROLLER_GEN) lint verify-imports ## Fail if generated files are stale, an import rule is broken or a linter objects.
+=======
+verify: $(CONTROLLER_GEN) $(KUSTOMIZE) lint ## Fail if generated files are stale, paddock dev would install other manifests than dist/install.yaml, or the code is not gofmt/vet clean.
+>>>>>>> main
 	hack/verify-generated.sh
+	@diff -u <($(KUSTOMIZE) build config/default) <(go run . dev --print-install) || { \
+		echo "verify: paddock dev renders config/default differently from kustomize $(KUSTOMIZE_VERSION): keep go.mod's sigs.k8s.io/kustomize/api in step with KUSTOMIZE_VERSION" >&2; exit 1; }
 
 ##@ Test
 
@@ -99,6 +108,10 @@ fuzz: ## Run each fuzz target for FUZZTIME (default 20s) on top of its committed
 bench-balance: ## Benchmark the partition balancer (100 brokers, 10,000 partitions: steady, broker lost/joined, cold start).
 	go test -run '^$$' -bench 'Rebalance' -benchmem -count=5 ./internal/balance/
 
+.PHONY: bench-storage
+bench-storage: ## Run the broker/storage benchmarks (group commit vs plain fsync loops, reads) for BENCHTIME each.
+	go test -run='^$$' -bench=. -benchtime=$(BENCHTIME) ./broker/storage/
+
 .PHONY: test-update-golden
 test-update-golden: ## Regenerate golden files for the child-object builders (controllers/kafkacluster/testdata/golden).
 	go test ./controllers/kafkacluster/ -run Golden -args -update
@@ -118,7 +131,7 @@ run: manifests generate ## Run the manager against the cluster in $$KUBECONFIG.
 	go run . manager --default-broker-image=$(IMG)
 
 .PHONY: dev
-dev: build k8s-bins ## Run the whole system locally: control plane, operator and broker processes.
+dev: build k8s-bins ## Run the whole system locally: control plane, the operator Deployment (config/default) and broker pods as processes.
 	$(LOCALBIN)/paddock dev --k8s-bin-dir=$(K8S_BINS) $(DEV_FLAGS)
 
 .PHONY: docker-build

@@ -28,12 +28,38 @@ const (
 
 // controllers kube-controller-manager runs: the ones whose real work paddock depends on
 // (StatefulSet, EndpointSlice, garbage collection, node lifecycle), the ones behind them
-// (ReplicaSet/Deployment for users' workloads, disruption for the PDB, namespace deletion,
-// pod GC, taint eviction) and the PersistentVolume binder for the shared data claim.
+// (Deployment/ReplicaSet for the operator and users' workloads, disruption for the PDB,
+// namespace deletion, pod GC, taint eviction), the PersistentVolume binder for the shared data
+// claim, and the ServiceAccount machinery pods get their identity from (every namespace's
+// default ServiceAccount, the legacy token controller with the signing key, and the
+// kube-root-ca.crt ConfigMap a ServiceAccount volume takes its ca.crt from).
 var controllerManagerControllers = []string{
-	"endpointslice", "statefulset", "garbagecollector", "nodelifecycle", "taint-eviction-controller",
-	"replicaset", "deployment", "disruption", "namespace", "podgc", "persistentvolume-binder",
+	"endpointslice-controller", "statefulset-controller", "garbage-collector-controller",
+	"node-lifecycle-controller", "taint-eviction-controller", "replicaset-controller",
+	"deployment-controller", "disruption-controller", "namespace-controller",
+	"pod-garbage-collector-controller", "persistentvolume-binder-controller",
+	"serviceaccount-controller", "serviceaccount-token-controller",
+	"root-ca-certificate-publisher-controller",
 }
+
+// auditPolicy logs every request's metadata — who made it, the verb, the object, the
+// answer — except the apiserver's requests to itself, node heartbeats and health checks,
+// which say nothing about paddock.
+// The e2e suite reads it to prove which identity each process has.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+omitManagedFields: true
+rules:
+- level: None
+  users: ["system:apiserver"]
+- level: None
+  namespaces: ["kube-node-lease"]
+  resources: [{group: coordination.k8s.io, resources: [leases]}]
+- level: None
+  nonResourceURLs: ["/healthz*", "/readyz*", "/livez*", "/version", "/openapi*"]
+- level: Metadata
+`
 
 // k8sBinaries are the files paddock dev needs in the k8s binary directory.
 var k8sBinaries = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
@@ -110,10 +136,15 @@ func startControlPlane(ctx context.Context, cfg Config) (_ *controlPlane, err er
 	}
 
 	issuer := "https://" + cfg.apiServerAddr()
+	auditPolicyPath := filepath.Join(cfg.Dir, "audit-policy.yaml")
+	if err := os.WriteFile(auditPolicyPath, []byte(auditPolicy), 0o644); err != nil {
+		return nil, fmt.Errorf("write audit policy: %w", err)
+	}
 	if err := cp.start("kube-apiserver", []string{
 		"--etcd-servers=" + etcdURL,
-		"--bind-address=127.0.0.1",
-		// The private network has no default route to derive an address from.
+		// The private network has no default route to derive an address from; everything,
+		// pods included, reaches the apiserver at its advertised address.
+		"--bind-address=" + apiServerAdvertiseAddress,
 		"--advertise-address=" + apiServerAdvertiseAddress,
 		"--secure-port=" + strconv.Itoa(cfg.APIServerPort),
 		"--tls-cert-file=" + cp.pki.path(servingCertFile),
@@ -124,8 +155,16 @@ func startControlPlane(ctx context.Context, cfg Config) (_ *controlPlane, err er
 		"--service-account-key-file=" + cp.pki.path(saKeyFile),
 		"--service-account-signing-key-file=" + cp.pki.path(saKeyFile),
 		"--service-cluster-ip-range=" + serviceClusterIPRange,
-		// Pods run as local processes with the dev kubeconfig: no token volumes to mount.
-		"--disable-admission-plugins=ServiceAccount",
+		// Pod tokens expire when they say (not a year later), so the node agent's refresh is
+		// exercised as it is on a cluster that turned the extension off.
+		"--service-account-extend-token-expiration=false",
+		// On top of the default plugins (ServiceAccount among them): the one OpenShift runs
+		// that makes setting blockOwnerDeletion need update on the owner's finalizers.
+		"--enable-admission-plugins=OwnerReferencesPermissionEnforcement",
+		"--audit-policy-file=" + auditPolicyPath,
+		"--audit-log-path=" + cfg.logPath("audit"),
+		"--audit-log-maxsize=200",
+		"--audit-log-maxbackup=1",
 		// The `kubernetes` Service's endpoints would be the loopback address, which
 		// EndpointSlices reject.
 		"--endpoint-reconciler-type=none",
@@ -145,6 +184,8 @@ func startControlPlane(ctx context.Context, cfg Config) (_ *controlPlane, err er
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--use-service-account-credentials=false",
+		"--service-account-private-key-file=" + cp.pki.path(saKeyFile),
+		"--root-ca-file=" + cp.pki.path(caCertFile),
 		"--node-monitor-period=1s",
 		"--concurrent-statefulset-syncs=5",
 		"--endpointslice-updates-batch-period=0s",
@@ -167,7 +208,7 @@ func startControlPlane(ctx context.Context, cfg Config) (_ *controlPlane, err er
 
 // start runs one component from the k8s binary directory, logging to logs/<name>.log.
 func (cp *controlPlane) start(name string, args []string) error {
-	p, err := startProcess(name, filepath.Join(cp.cfg.K8sBinDir, name), args, nil, cp.cfg.logPath(name))
+	p, err := startProcess(name, filepath.Join(cp.cfg.K8sBinDir, name), args, nil, cp.cfg.logPath(name), nil)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
@@ -19,24 +20,14 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crconfig "sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
-	"github.com/paddock-dev/paddock/controllers"
 	"github.com/paddock-dev/paddock/internal/scheme"
 )
-
-// DevImage is the image the in-process manager puts in broker pods. Nothing pulls it: the node
-// agent runs the local paddock binary for a container without a command.
-const DevImage = "paddock:dev"
 
 // stateMarker is the file that marks a directory as paddock dev state, so a clean start only
 // ever wipes a directory paddock dev made.
@@ -48,10 +39,12 @@ type Config struct {
 	Dir string
 	// K8sBinDir holds etcd, kube-apiserver, kube-controller-manager and kube-scheduler.
 	K8sBinDir string
-	// PaddockBinary runs the containers that have no command (the broker pods).
+	// PaddockBinary runs the containers of the operator's image (the manager and broker
+	// pods): the node agent maps that image to this binary.
 	PaddockBinary string
-	// CRDDir holds the CRD manifests to install.
-	CRDDir string
+	// ConfigDir is the repository's config/ directory: paddock dev installs the kustomize
+	// build of its default/ (what `make build-installer` writes to dist/install.yaml).
+	ConfigDir string
 	// Nodes is the number of Nodes the node agent plays.
 	Nodes int
 	// Keep resumes the state in Dir instead of starting clean.
@@ -63,6 +56,10 @@ type Config struct {
 	// --node-monitor-grace-period). Zero keeps Kubernetes' default, as a real cluster has it:
 	// a shorter one would hide how long a lost node's endpoints keep saying serving.
 	NodeMonitorGracePeriod time.Duration
+
+	// tokenRefreshEvery, when set, replaces projected tokens this often instead of at 80% of
+	// their lifetime (tests of the refresh; a token lives at least ten minutes).
+	tokenRefreshEvery time.Duration
 }
 
 // DefaultConfig is the configuration of `paddock dev` without flags. The control-plane
@@ -76,17 +73,19 @@ func DefaultConfig() Config {
 	return Config{
 		Dir:                    filepath.Join(".paddock", "dev"),
 		K8sBinDir:              binDir,
-		CRDDir:                 filepath.Join("config", "crd", "bases"),
+		ConfigDir:              "config",
 		Nodes:                  3,
 		APIServerPort:          6443,
 		EtcdPort:               2379,
 	}
 }
 
-// KubeconfigPath is the admin kubeconfig of the environment.
+// KubeconfigPath is the admin kubeconfig of the environment. No pod process can read it.
 func (c Config) KubeconfigPath() string { return filepath.Join(c.Dir, "kubeconfig") }
 
-func (c Config) apiServerAddr() string { return "127.0.0.1:" + strconv.Itoa(c.APIServerPort) }
+func (c Config) apiServerAddr() string {
+	return net.JoinHostPort(apiServerAdvertiseAddress, strconv.Itoa(c.APIServerPort))
+}
 func (c Config) logPath(component string) string {
 	return filepath.Join(c.Dir, "logs", component+".log")
 }
@@ -95,9 +94,11 @@ func (c Config) podDir(uid types.UID) string {
 	return filepath.Join(c.dataDir(), "pods", string(uid))
 }
 
-// Env is a running environment: control plane, node agents and the in-process manager.
+// Env is a running environment: control plane, node agents, and the operator installed from
+// the repository's kustomize config and running as a Deployment pod.
 type Env struct {
 	cfg        Config
+	inst       *installation
 	cp         *controlPlane
 	rt         *podRuntime
 	nodes      []*nodeAgent
@@ -108,15 +109,12 @@ type Env struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-
-	mgrMu     sync.Mutex
-	mgrCancel context.CancelFunc // guarded by mgrMu; nil while the manager is stopped
-	mgrDone   chan struct{}      // guarded by mgrMu
-	mgrLog    io.Writer
 }
 
-// Start brings an environment up: control plane, CRDs, volume provisioner, node agents and
-// the manager. It must run inside the private network (RunInPrivateNetwork). Stop undoes it.
+// Start brings an environment up: control plane, the operator's install manifests (CRDs,
+// RBAC, the manager Deployment), volume provisioner and node agents, and waits until the
+// manager Deployment is Available. It must run inside the private network
+// (RunInPrivateNetwork). Stop undoes it.
 func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 	if err := checkPodNetwork(); err != nil {
 		return nil, err
@@ -126,7 +124,7 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 			return nil, fmt.Errorf("find the paddock binary: %w", err)
 		}
 	}
-	for _, p := range []*string{&cfg.Dir, &cfg.K8sBinDir, &cfg.CRDDir, &cfg.PaddockBinary} {
+	for _, p := range []*string{&cfg.Dir, &cfg.K8sBinDir, &cfg.ConfigDir, &cfg.PaddockBinary} {
 		if *p, err = filepath.Abs(*p); err != nil {
 			return nil, err
 		}
@@ -134,14 +132,21 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 	if err := checkBinaries(cfg.K8sBinDir); err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(cfg.CRDDir); err != nil {
-		return nil, fmt.Errorf("CRD directory %s: %w (run paddock dev from the repository root, or pass --crd-dir)", cfg.CRDDir, err)
+	if err := checkPodSandbox(); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(cfg.ConfigDir, "default")); err != nil {
+		return nil, fmt.Errorf("install config %s: %w (run paddock dev from the repository root, or pass --config-dir)", filepath.Join(cfg.ConfigDir, "default"), err)
+	}
+	inst, err := loadInstall(cfg.ConfigDir)
+	if err != nil {
+		return nil, err
 	}
 	if err := prepareDir(cfg.Dir, cfg.Keep); err != nil {
 		return nil, err
 	}
 
-	e := &Env{cfg: cfg}
+	e := &Env{cfg: cfg, inst: inst}
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	defer func() {
 		if err != nil {
@@ -152,11 +157,8 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if e.mgrLog, err = e.openLog("manager"); err != nil {
-		return nil, err
-	}
 	agentLogger := zap.New(zap.WriteTo(agentLog))
-	ctrl.SetLogger(zap.New(zap.WriteTo(e.mgrLog)))
+	ctrl.SetLogger(agentLogger.WithName("controller-runtime"))
 	klog.SetLogger(agentLogger.WithName("client-go"))
 	e.ctx = log.IntoContext(e.ctx, agentLogger)
 
@@ -171,16 +173,15 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 	if e.client, err = client.New(e.restConfig, client.Options{Scheme: s}); err != nil {
 		return nil, fmt.Errorf("create client: %w", err)
 	}
-	if _, err := envtest.InstallCRDs(e.restConfig, envtest.CRDInstallOptions{
-		Paths: []string{cfg.CRDDir}, ErrorIfPathMissing: true, Scheme: s,
-	}); err != nil {
-		return nil, fmt.Errorf("install CRDs: %w", err)
+	if err := e.install(ctx); err != nil {
+		return nil, err
 	}
 	clientset, err := kubernetes.NewForConfig(e.restConfig)
 	if err != nil {
 		return nil, fmt.Errorf("create clientset: %w", err)
 	}
-	e.rt = &podRuntime{client: clientset, cfg: cfg, history: &history{}}
+	e.rt = &podRuntime{client: clientset, cfg: cfg, history: &history{},
+		images: map[string]string{inst.image: cfg.PaddockBinary}}
 	e.wg.Add(1)
 	go func() { defer e.wg.Done(); provision(e.ctx, e.rt) }()
 	for i := range cfg.Nodes {
@@ -190,7 +191,9 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 			return nil, err
 		}
 	}
-	if err := e.StartManager(); err != nil {
+	waitCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := e.waitManagerAvailable(waitCtx); err != nil {
 		return nil, err
 	}
 	return e, nil
@@ -227,10 +230,9 @@ func (e *Env) openLog(name string) (*os.File, error) {
 	return f, nil
 }
 
-// Stop stops everything the environment started: manager, node agents (killing every pod
-// process), provisioner, control plane. Safe to call more than once.
+// Stop stops everything the environment started: node agents (killing every pod process,
+// the manager's too), provisioner, control plane. Safe to call more than once.
 func (e *Env) Stop() {
-	e.StopManager()
 	for _, n := range e.nodes {
 		n.stop()
 	}
@@ -253,62 +255,23 @@ func (e *Env) Err() error {
 	return nil
 }
 
-// StartManager runs the operator in-process (every reconciler, no leader election).
-func (e *Env) StartManager() error {
-	e.mgrMu.Lock()
-	defer e.mgrMu.Unlock()
-	if e.mgrCancel != nil {
-		return nil
-	}
-	mgr, err := ctrl.NewManager(e.restConfig, ctrl.Options{
-		Scheme:                 e.client.Scheme(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Cache:                  cache.Options{ByObject: controllers.CacheByObject()},
-		Logger:                 zap.New(zap.WriteTo(e.mgrLog)),
-		// The manager is stopped and started again (the operator-down scenario); a new
-		// manager registers the same controller names.
-		Controller: crconfig.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		return fmt.Errorf("create manager: %w", err)
-	}
-	if err := controllers.SetupWithManager(mgr, controllers.Options{DefaultBrokerImage: DevImage}); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithCancel(e.ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			log.FromContext(e.ctx).Error(err, "Manager stopped")
-		}
-	}()
-	e.mgrCancel, e.mgrDone = cancel, done
-	return nil
-}
-
-// StopManager stops the in-process operator and waits for it; the brokers keep running.
-func (e *Env) StopManager() {
-	e.mgrMu.Lock()
-	defer e.mgrMu.Unlock()
-	if e.mgrCancel == nil {
-		return
-	}
-	e.mgrCancel()
-	<-e.mgrDone
-	e.mgrCancel = nil
-}
-
 // Client is an uncached client with the core and paddock types: every read sees the
 // apiserver's current state.
 func (e *Env) Client() client.Client { return e.client }
 
-// RestConfig is the admin connection to the apiserver.
+// RestConfig is the admin connection to the apiserver (system:masters). Only paddock dev's
+// own process uses it: the control plane, the node agents and tests.
 func (e *Env) RestConfig() *rest.Config { return rest.CopyConfig(e.restConfig) }
 
 // KubeconfigPath is the admin kubeconfig file.
 func (e *Env) KubeconfigPath() string { return e.cfg.KubeconfigPath() }
+
+// AuditLogPath is the apiserver's audit log: one JSON event per request, with the identity
+// that made it.
+func (e *Env) AuditLogPath() string { return e.cfg.logPath("audit") }
+
+// APIServerHost is the https URL pods reach the apiserver at.
+func (e *Env) APIServerHost() string { return e.restConfig.Host }
 
 // Dir is the absolute state directory.
 func (e *Env) Dir() string { return e.cfg.Dir }

@@ -22,7 +22,7 @@ const sampleName = "demo"
 func Main(args []string) int {
 	cfg := DefaultConfig()
 	var brokers int
-	var noSample bool
+	var noSample, printInstall bool
 	fs := flag.NewFlagSet("paddock dev", flag.ContinueOnError)
 	fs.IntVar(&cfg.Nodes, "nodes", cfg.Nodes, "Number of Nodes (zones zone-a, zone-b, … in turn).")
 	fs.IntVar(&brokers, "brokers", 3, "Brokers of the sample KafkaCluster.")
@@ -30,8 +30,9 @@ func Main(args []string) int {
 	fs.BoolVar(&cfg.Keep, "keep", false, "Resume the state of the previous run instead of starting clean.")
 	fs.StringVar(&cfg.Dir, "dir", cfg.Dir, "State directory: kubeconfig, env, logs, pid files, data.")
 	fs.StringVar(&cfg.K8sBinDir, "k8s-bin-dir", cfg.K8sBinDir, "Directory with etcd, kube-apiserver, kube-controller-manager, kube-scheduler (make k8s-bins).")
-	fs.StringVar(&cfg.CRDDir, "crd-dir", cfg.CRDDir, "Directory with the CRD manifests.")
-	fs.StringVar(&cfg.PaddockBinary, "paddock-binary", "", "Binary that runs broker containers (default: this executable).")
+	fs.StringVar(&cfg.ConfigDir, "config-dir", cfg.ConfigDir, "The repository's config/ directory: its default/ kustomization is installed (as in dist/install.yaml).")
+	fs.BoolVar(&printInstall, "print-install", false, "Print the kustomize build of <config-dir>/default that paddock dev installs, and exit.")
+	fs.StringVar(&cfg.PaddockBinary, "paddock-binary", "", "Binary that runs the operator's image: the manager and broker pods (default: this executable).")
 	fs.IntVar(&cfg.APIServerPort, "apiserver-port", cfg.APIServerPort, "kube-apiserver port (inside the private network).")
 	fs.IntVar(&cfg.EtcdPort, "etcd-port", cfg.EtcdPort, "etcd client port; the peer port is the next one.")
 	fs.DurationVar(&cfg.NodeMonitorGracePeriod, "node-monitor-grace-period", cfg.NodeMonitorGracePeriod, "How long a silent node stays Ready; 0 keeps Kubernetes' default.")
@@ -39,9 +40,10 @@ func Main(args []string) int {
 		fmt.Fprintln(fs.Output(), `Usage: paddock dev [flags]
 
 Run a whole paddock system on this machine without Docker: etcd, kube-apiserver,
-kube-controller-manager and kube-scheduler, the operator, and a node agent that runs broker
-pods as local processes. Everything runs in a private network namespace; .paddock/dev/shell
-enters it. Ctrl-C stops everything.
+kube-controller-manager and kube-scheduler, the operator installed from config/default (as
+dist/install.yaml installs it), and a node agent that runs its pods — the manager Deployment's
+and the brokers' — as local processes, each with its ServiceAccount's bound token. Everything
+runs in a private network namespace; .paddock/dev/shell enters it. Ctrl-C stops everything.
 
 Flags:`)
 		fs.PrintDefaults()
@@ -55,6 +57,15 @@ Flags:`)
 	if fs.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "paddock dev: unexpected arguments %q\n", fs.Args())
 		return 2
+	}
+	if printInstall {
+		out, err := RenderInstall(cfg.ConfigDir)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "paddock dev:", err)
+			return 1
+		}
+		os.Stdout.Write(out)
+		return 0
 	}
 	// Fail before entering the namespace when the binaries are missing: the message is the
 	// same, but it comes at once.
@@ -103,6 +114,9 @@ func run(ctx context.Context, cfg Config, brokers int32, noSample bool) error {
 	}
 	fmt.Printf("paddock dev: control plane and operator up in %s; logs in %s\n",
 		time.Since(started).Round(time.Millisecond), filepath.Join(env.Dir(), "logs"))
+	if sa, err := env.ManagerServiceAccount(ctx); err == nil {
+		fmt.Printf("paddock dev: the operator is Deployment %s, running as ServiceAccount %s\n", env.Manager(), sa)
+	}
 
 	if !noSample {
 		cluster := SampleCluster(metav1.NamespaceDefault, sampleName, brokers)
@@ -134,11 +148,13 @@ terminal, enter it and look around:
   %s
   source %s
   kubectl get kafkaclusters,brokers
+  kubectl get deploy -n %s
   kcat -b $PADDOCK_BOOTSTRAP -L
 
 Crash a broker with: kill -9 $(cat %s)
-`, rel(filepath.Join(env.Dir(), "shell")), rel(filepath.Join(env.Dir(), "env")),
-		rel(filepath.Join(env.Dir(), "run", metav1.NamespaceDefault, sampleName+"-broker-0.pid")))
+Who did what: %s (the apiserver's audit log).
+`, rel(filepath.Join(env.Dir(), "shell")), rel(filepath.Join(env.Dir(), "env")), env.Manager().Namespace,
+		rel(filepath.Join(env.Dir(), "run", metav1.NamespaceDefault, sampleName+"-broker-0.pid")), rel(env.AuditLogPath()))
 
 	ticker := time.NewTicker(time.Second)
 	defer ticker.Stop()

@@ -21,8 +21,8 @@ import (
 	"github.com/paddock-dev/paddock/internal/devcluster"
 )
 
-// TestFencingScenarios runs the seven scenarios on one environment, in an order where each
-// starts from three healthy brokers (scale-down, which ends with two, comes last).
+// TestFencingScenarios runs the scenarios on one environment, in an order where each starts
+// from three healthy brokers (scale-down, which ends with two, comes last).
 func TestFencingScenarios(t *testing.T) {
 	if _, err := exec.LookPath("kcat"); err != nil {
 		t.Fatal("kcat is not installed: run `make kcat` (hack/install-kcat.sh); the e2e suite does not run without it")
@@ -34,7 +34,7 @@ func TestFencingScenarios(t *testing.T) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" { // `go test` outside make: the checkout's binaries
 		cfg.K8sBinDir = filepath.Join("..", "..", "bin", "k8s", "1.37.2")
 	}
-	cfg.CRDDir = filepath.Join("..", "..", "config", "crd", "bases")
+	cfg.ConfigDir = filepath.Join("..", "..", "config")
 	cfg.PaddockBinary = paddockBinary
 	started := time.Now()
 	env, err := devcluster.Start(ctx, cfg)
@@ -47,7 +47,7 @@ func TestFencingScenarios(t *testing.T) {
 		}
 		env.Stop()
 	})
-	measure(t, "environment", "start (control plane, nodes, operator)", time.Since(started))
+	measure(t, "environment", "start (control plane, nodes, operator Deployment Available)", time.Since(started))
 
 	s := &suite{env: env, c: env.Client(), namespace: "e2e", name: "e2e", port: 9092}
 	if err := s.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.namespace}}); err != nil {
@@ -65,6 +65,7 @@ func TestFencingScenarios(t *testing.T) {
 		run  func(context.Context, *testing.T, *suite)
 	}{
 		{"1 bring-up", func(ctx context.Context, t *testing.T, s *suite) { bringUp(ctx, t, s, applied) }},
+		{"8 identities", identities},
 		{"2 crash", crash},
 		{"3 graceful", graceful},
 		{"7 operator down", operatorDown},
@@ -267,14 +268,17 @@ func graceful(ctx context.Context, t *testing.T, s *suite) {
 	measure(t, "3 graceful", "SIGTERM → replacement Serving/Alive", time.Since(sigterm))
 }
 
-// 7. Operator down: brokers keep answering from their last view; after a restart the state
-// converges without spurious transitions.
+// 7. Operator down: with the manager Deployment scaled to zero, brokers keep answering from
+// their last view; after it is scaled back up the state converges without spurious
+// transitions.
 func operatorDown(ctx context.Context, t *testing.T, s *suite) {
 	before, err := s.brokers(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.env.StopManager()
+	if err := s.env.StopManager(); err != nil {
+		t.Fatal(err)
+	}
 	stopped := time.Now()
 	for time.Since(stopped) < 10*time.Second {
 		for id := range int32(3) {
@@ -375,27 +379,26 @@ func rollingRestart(ctx context.Context, t *testing.T, s *suite) {
 // keeps saying serving for the grace period (40 s or more). The registry fences the broker on
 // its expired heartbeat instead: it is Fenced, and gone from another broker's Metadata, within
 // the session timeout + 1 s of the node stopping. The registered count holds, and the broker
-// comes back Serving/Alive when the node returns.
+// comes back Serving/Alive when the node returns. The node is one the operator does not run on
+// (losing the operator too is another scenario, 7).
 func nodeLoss(ctx context.Context, t *testing.T, s *suite) {
-	const victim = int32(1)
+	victim, node := s.brokerAwayFromManager(ctx, t)
 	kc, err := s.cluster(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	bound := kc.Spec.SessionTimeout() + time.Second
-	pod, err := s.pod(ctx, victim)
-	if err != nil {
-		t.Fatal(err)
-	}
-	node := pod.Spec.NodeName
-	witness, err := s.addr(ctx, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if victimPod, err := s.pod(ctx, 0); err == nil && victimPod.Spec.NodeName == node {
-		if witness, err = s.addr(ctx, 2); err != nil { // broker 0 shares the node: ask broker 2
-			t.Fatal(err)
+	witness := ""
+	for id := range int32(3) {
+		if pod, err := s.pod(ctx, id); err == nil && id != victim && pod.Spec.NodeName != node {
+			if witness, err = s.addr(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+			break
 		}
+	}
+	if witness == "" {
+		t.Fatalf("no broker runs away from node %s to witness the loss", node)
 	}
 	lost := time.Now()
 	if err := s.env.StopNode(node); err != nil {
