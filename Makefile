@@ -73,11 +73,7 @@ verify-imports: ## Fail if a package breaks the import rules of docs/architectur
 	hack/verify-imports.sh
 
 .PHONY: verify
-<<<<<<< HEAD
-verify: $(CONTROLLER_GEN) lint verify-imports ## Fail if generated files are stale, an import rule is broken or a linter objects.
-=======
-verify: $(CONTROLLER_GEN) $(KUSTOMIZE) lint ## Fail if generated files are stale, paddock dev would install other manifests than dist/install.yaml, or the code is not gofmt/vet clean.
->>>>>>> main
+verify: $(CONTROLLER_GEN) $(KUSTOMIZE) lint verify-imports ## Fail if generated files are stale, an import rule is broken, paddock dev would install other manifests than dist/install.yaml, or a linter objects.
 	hack/verify-generated.sh
 	@diff -u <($(KUSTOMIZE) build config/default) <(go run . dev --print-install) || { \
 		echo "verify: paddock dev renders config/default differently from kustomize $(KUSTOMIZE_VERSION): keep go.mod's sigs.k8s.io/kustomize/api in step with KUSTOMIZE_VERSION" >&2; exit 1; }
