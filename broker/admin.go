@@ -166,6 +166,16 @@ func apiErrorCode(err error) (int16, string) {
 // errNoAdmin is the message of every admin request to a server that has no Admin.
 const errNoAdmin = "this broker runs without API access (no Admin); topics cannot be changed through it"
 
+// countBy counts items by key: the duplicate check of every admin request (a name twice in
+// one request is refused, every occurrence).
+func countBy[T any](items []T, key func(T) string) map[string]int {
+	n := make(map[string]int, len(items))
+	for _, it := range items {
+		n[key(it)]++
+	}
+	return n
+}
+
 // strptr returns a pointer to a copy of s.
 func strptr(s string) *string { return &s }
 

@@ -50,10 +50,7 @@ func handleCreateTopics(rc *requestContext, kreq kmsg.Request) (kmsg.Response, e
 	write, wait, cancel := rc.adminDeadlines(req.TimeoutMillis)
 	defer cancel()
 
-	counts := map[string]int{}
-	for _, t := range req.Topics {
-		counts[t.Topic]++
-	}
+	counts := countBy(req.Topics, func(t kmsg.CreateTopicsRequestTopic) string { return t.Topic })
 	results := make([]kmsg.CreateTopicsResponseTopic, len(req.Topics))
 	specs := make([]*createSpec, len(req.Topics))
 	claimed := map[string]string{} // collision key → name, of existing and earlier topics

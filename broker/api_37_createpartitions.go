@@ -29,10 +29,7 @@ func handleCreatePartitions(rc *requestContext, kreq kmsg.Request) (kmsg.Respons
 	write, wait, cancel := rc.adminDeadlines(req.TimeoutMillis)
 	defer cancel()
 
-	counts := map[string]int{}
-	for _, t := range req.Topics {
-		counts[t.Topic]++
-	}
+	counts := countBy(req.Topics, func(t kmsg.CreatePartitionsRequestTopic) string { return t.Topic })
 	grown := map[string]int32{}
 	for _, rt := range req.Topics {
 		r := kmsg.NewCreatePartitionsResponseTopic()

@@ -71,12 +71,12 @@ func DefaultConfig() Config {
 		binDir = filepath.Join("bin", "k8s", "1.37.2")
 	}
 	return Config{
-		Dir:                    filepath.Join(".paddock", "dev"),
-		K8sBinDir:              binDir,
-		ConfigDir:              "config",
-		Nodes:                  3,
-		APIServerPort:          6443,
-		EtcdPort:               2379,
+		Dir:           filepath.Join(".paddock", "dev"),
+		K8sBinDir:     binDir,
+		ConfigDir:     "config",
+		Nodes:         3,
+		APIServerPort: 6443,
+		EtcdPort:      2379,
 	}
 }
 
