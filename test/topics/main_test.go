@@ -25,7 +25,11 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "topics:", err)
 		return 1
 	}
-	defer env.Stop()
+	defer func() {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "topics:", err)
+		}
+	}()
 	mgr, err := env.NewManager()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "topics:", err)

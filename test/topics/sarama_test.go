@@ -18,7 +18,11 @@ func newSaramaAdmin(t *testing.T, c *cluster) sarama.ClusterAdmin {
 	if err != nil {
 		t.Fatalf("sarama admin: %v", err)
 	}
-	t.Cleanup(func() { adm.Close() })
+	t.Cleanup(func() {
+		if err := adm.Close(); err != nil {
+			t.Errorf("close sarama admin: %v", err)
+		}
+	})
 	return adm
 }
 
@@ -78,14 +82,18 @@ func TestSaramaClusterAdmin(t *testing.T) {
 		return true
 	})
 
-	entries, err := adm.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: "orders", ConfigNames: []string{"segment.bytes", "retention.ms"}})
-	if err != nil || len(entries) != 2 {
-		t.Fatalf("describe config: %+v %v", entries, err)
+	described, err := adm.DescribeConfigs([]*sarama.ConfigResource{{Type: sarama.TopicResource, Name: "orders", ConfigNames: []string{"segment.bytes", "retention.ms"}}},
+		sarama.DescribeConfigsOptions{IncludeDocumentation: true})
+	if err != nil || len(described) != 1 || described[0].ErrorCode != sarama.ErrNoError || len(described[0].Configs) != 2 {
+		t.Fatalf("describe configs: %+v %v", described, err)
 	}
-	for _, e := range entries {
+	for _, e := range described[0].Configs {
 		want := map[string]sarama.ConfigSource{"segment.bytes": sarama.SourceTopic, "retention.ms": sarama.SourceDynamicDefaultBroker}[e.Name]
 		if e.Source != want {
 			t.Errorf("%s source %v, want %v", e.Name, e.Source, want)
+		}
+		if e.Type != sarama.IntConfigType && e.Name == "segment.bytes" || e.Type != sarama.LongConfigType && e.Name == "retention.ms" || e.Documentation == nil || *e.Documentation == "" {
+			t.Errorf("%s: type %v, documentation %v; want INT/LONG and a documentation", e.Name, e.Type, e.Documentation)
 		}
 	}
 
