@@ -193,9 +193,10 @@ func (s *Server) untrackConn(c *conn) {
 }
 
 // Shutdown stops accepting, lets every connection finish the request it is handling and
-// flush the responses it owes, then closes it. It returns when all connections are closed, or
-// with ctx's error after closing them hard (as Close) when ctx ends first. Kafka clients
-// reconnect to another broker on their own.
+// flush the responses it owes, then closes it (an admin request waiting for the view waits
+// at most its own bounded timeout). It returns when all connections are closed and the
+// background auto-creations have ended, or with ctx's error after closing them hard (as
+// Close) when ctx ends first. Kafka clients reconnect to another broker on their own.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.init()
 	s.mu.Lock()
@@ -212,6 +213,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	go func() { s.wg.Wait(); close(done) }()
 	select {
 	case <-done:
+		// No request is left to answer: end the background auto-creations too.
+		s.cancelBase()
+		s.autoCreate.wait()
 		return nil
 	case <-ctx.Done():
 		_ = s.Close() // always nil
