@@ -512,31 +512,36 @@ func TestAnswersGiveEveryBrokerTheAddressOfTheRequestsListener(t *testing.T) {
 		a := tc.rows[id].Listeners[l]
 		return a.Host, a.Port
 	}
+	checkAt := func(t *testing.T, l int, got []endpoint) {
+		t.Helper()
+		if len(got) != 3 {
+			t.Fatalf("brokers %+v, want 3", got)
+		}
+		for _, b := range got {
+			if host, port := want(l, int(b.id)); b.host != host || b.port != port {
+				t.Errorf("broker %d at %s:%d, want %s:%d", b.id, b.host, b.port, host, port)
+			}
+		}
+	}
 	for l, name := range []string{"internal", "external"} {
 		c := dialKafka(t, tc.listenerAddrs[l][0])
 		t.Run(name+": Metadata", func(t *testing.T) {
 			resp := roundTrip(t, c, kmsg.NewPtrMetadataRequest()).(*kmsg.MetadataResponse)
-			if len(resp.Brokers) != 3 {
-				t.Fatalf("brokers %+v, want 3", resp.Brokers)
-			}
+			var got []endpoint
 			for _, b := range resp.Brokers {
-				if host, port := want(l, int(b.NodeID)); b.Host != host || b.Port != port {
-					t.Errorf("broker %d at %s:%d, want %s:%d", b.NodeID, b.Host, b.Port, host, port)
-				}
+				got = append(got, endpoint{id: b.NodeID, host: b.Host, port: b.Port})
 			}
+			checkAt(t, l, got)
 		})
 		t.Run(name+": DescribeCluster", func(t *testing.T) {
 			req := kmsg.NewPtrDescribeClusterRequest()
 			req.IncludeFencedBrokers = true
 			resp := roundTrip(t, c, req).(*kmsg.DescribeClusterResponse)
-			if len(resp.Brokers) != 3 {
-				t.Fatalf("brokers %+v, want 3", resp.Brokers)
-			}
+			var got []endpoint
 			for _, b := range resp.Brokers {
-				if host, port := want(l, int(b.NodeID)); b.Host != host || b.Port != port {
-					t.Errorf("broker %d at %s:%d, want %s:%d", b.NodeID, b.Host, b.Port, host, port)
-				}
+				got = append(got, endpoint{id: b.NodeID, host: b.Host, port: b.Port})
 			}
+			checkAt(t, l, got)
 		})
 		t.Run(name+": FindCoordinator", func(t *testing.T) {
 			req := kmsg.NewPtrFindCoordinatorRequest()

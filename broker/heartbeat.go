@@ -52,7 +52,9 @@ type Heartbeat struct {
 	// epoch is the leaseTransitions this incarnation last wrote. Guarded by mu.
 	epoch int32
 
-	lastRenew atomic.Int64 // unix nanoseconds of the last successful beat; 0 before the first
+	// lastRenew is when the last beat succeeded; nil before the first. From time.Now it carries
+	// a monotonic reading, so Age is not moved by a step of the wall clock.
+	lastRenew atomic.Pointer[time.Time]
 }
 
 func (h *Heartbeat) now() time.Time {
@@ -68,10 +70,10 @@ func (h *Heartbeat) Age() time.Duration {
 		return -1
 	}
 	last := h.lastRenew.Load()
-	if last == 0 {
+	if last == nil {
 		return -1
 	}
-	return h.now().Sub(time.Unix(0, last))
+	return h.now().Sub(*last)
 }
 
 // Run beats every Interval until ctx ends. A failed beat is logged and retried sooner, with an
@@ -106,7 +108,8 @@ func (h *Heartbeat) Beat(ctx context.Context) error {
 	var err error
 	for attempt := 0; attempt < 4; attempt++ {
 		if err = h.beatLocked(ctx); err == nil {
-			h.lastRenew.Store(h.now().UnixNano())
+			renewed := h.now()
+			h.lastRenew.Store(&renewed)
 			return nil
 		}
 		h.lease = nil

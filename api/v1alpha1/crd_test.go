@@ -35,10 +35,10 @@ var _ = Describe("CRDs", func() {
 	It("default a minimal KafkaCluster to the documented values", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		kc := &kafkav1alpha1.KafkaCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: ns}}
-		Expect(k8sClient.Create(ctx, kc)).To(Succeed())
+		Expect(env.Client.Create(ctx, kc)).To(Succeed())
 
 		got := &kafkav1alpha1.KafkaCluster{}
-		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(kc), got)).To(Succeed())
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(kc), got)).To(Succeed())
 		Expect(got.Spec.Replicas).To(Equal(int32(3)))
 		Expect(got.Spec.Listeners).To(Equal([]kafkav1alpha1.Listener{{
 			Name: "kafka", Port: 9092, Type: kafkav1alpha1.ListenerInternal, AdvertisedHost: kafkav1alpha1.AdvertisePodDNS,
@@ -76,7 +76,7 @@ var _ = Describe("CRDs", func() {
 				Config:       map[string]string{"log.retention.ms": "1000"},
 			},
 		}
-		Expect(k8sClient.Create(ctx, kc)).To(Succeed())
+		Expect(env.Client.Create(ctx, kc)).To(Succeed())
 		want := kc.Spec.DeepCopy()
 
 		now := metav1.NewTime(time.Now().Truncate(time.Second))
@@ -88,10 +88,10 @@ var _ = Describe("CRDs", func() {
 			}},
 			Counts: kafkav1alpha1.BrokerCounts{Registered: 1, Fenced: 1, Dead: 1},
 		}
-		Expect(k8sClient.Status().Update(ctx, kc)).To(Succeed())
+		Expect(env.Client.Status().Update(ctx, kc)).To(Succeed())
 
 		got := &kafkav1alpha1.KafkaCluster{}
-		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(kc), got)).To(Succeed())
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(kc), got)).To(Succeed())
 		Expect(got.Spec.Replicas).To(Equal(want.Replicas))
 		Expect(got.Spec.Listeners).To(Equal(want.Listeners))
 		Expect(got.Spec.Heartbeat).To(Equal(want.Heartbeat))
@@ -107,7 +107,7 @@ var _ = Describe("CRDs", func() {
 			kc := &kafkav1alpha1.KafkaCluster{ObjectMeta: metav1.ObjectMeta{Name: "bad", Namespace: ns}}
 			kc.Spec.Replicas = 3
 			mutate(&kc.Spec)
-			err := k8sClient.Create(ctx, kc)
+			err := env.Client.Create(ctx, kc)
 			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
 			Expect(err.Error()).To(ContainSubstring(message))
 		},
@@ -150,19 +150,19 @@ var _ = Describe("CRDs", func() {
 			ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: ns},
 			Spec:       kafkav1alpha1.KafkaTopicSpec{Cluster: "demo", Partitions: 6},
 		}
-		Expect(k8sClient.Create(ctx, kt)).To(Succeed())
+		Expect(env.Client.Create(ctx, kt)).To(Succeed())
 
 		kt.Spec.Partitions = 8
-		Expect(k8sClient.Update(ctx, kt)).To(Succeed(), "growing partitions is allowed")
+		Expect(env.Client.Update(ctx, kt)).To(Succeed(), "growing partitions is allowed")
 
 		kt.Spec.Partitions = 4
-		err := k8sClient.Update(ctx, kt)
+		err := env.Client.Update(ctx, kt)
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
 		Expect(err.Error()).To(ContainSubstring("partitions cannot be decreased"))
 
 		kt.Spec.Partitions = 8
 		kt.Spec.Cluster = "other"
-		err = k8sClient.Update(ctx, kt)
+		err = env.Client.Update(ctx, kt)
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
 		Expect(err.Error()).To(ContainSubstring("cluster is immutable"))
 	})
@@ -174,14 +174,14 @@ var _ = Describe("CRDs", func() {
 				ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: ns},
 				Spec:       kafkav1alpha1.KafkaTopicSpec{Cluster: "demo", Partitions: 3},
 			}
-			Expect(k8sClient.Create(ctx, kt)).To(Succeed())
+			Expect(env.Client.Create(ctx, kt)).To(Succeed())
 			kt.Status.Partitions = []kafkav1alpha1.PartitionStatus{{Partition: 0, Leader: 1}, {Partition: partition, Leader: 1}}
-			err := k8sClient.Status().Update(ctx, kt)
+			err := env.Client.Status().Update(ctx, kt)
 			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
 			Expect(err.Error()).To(ContainSubstring(message))
 
 			kt.Status.Partitions = []kafkav1alpha1.PartitionStatus{{Partition: 0, Leader: 1}, {Partition: 2, Leader: 0}}
-			Expect(k8sClient.Status().Update(ctx, kt)).To(Succeed(), "partitions below spec.partitions are fine")
+			Expect(env.Client.Status().Update(ctx, kt)).To(Succeed(), "partitions below spec.partitions are fine")
 		},
 		Entry("the largest int32 (it overflowed the brokers' view)", int32(2147483647), "status.partitions[1].partition"),
 		Entry("above the 10000 partitions a topic can have", int32(10000), "status.partitions[1].partition"),

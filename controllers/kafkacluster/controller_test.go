@@ -48,8 +48,8 @@ type testManager struct {
 // reconcile made.
 func startTestManager() *testManager {
 	GinkgoHelper()
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme,
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:                 env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		// A restarted manager registers the same controller name again in this process.
@@ -144,7 +144,7 @@ func newCluster(ctx context.Context, ns string) *kafkav1alpha1.KafkaCluster {
 			DrainTimeout: &metav1.Duration{Duration: 30 * time.Second},
 		},
 	}
-	Expect(k8sClient.Create(ctx, kc)).To(Succeed())
+	Expect(env.Client.Create(ctx, kc)).To(Succeed())
 	return kc
 }
 
@@ -171,7 +171,7 @@ func wantChildren(replicas int32) map[string]client.Object {
 func getChild(ctx context.Context, ns, key string, obj client.Object) error {
 	var kind, name string
 	_, _ = fmt.Sscanf(key, "%s %s", &kind, &name)
-	return k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj)
+	return env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj)
 }
 
 // waitForChildren waits until every child of a cluster with replicas brokers
@@ -217,7 +217,7 @@ func settledVersions(ctx context.Context, ns string, replicas int32) map[string]
 func readCluster(ctx context.Context, ns string) *kafkav1alpha1.KafkaCluster {
 	GinkgoHelper()
 	kc := &kafkav1alpha1.KafkaCluster{}
-	Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c"}, kc)).To(Succeed())
+	Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c"}, kc)).To(Succeed())
 	return kc
 }
 
@@ -228,7 +228,7 @@ func waitForStatus(ctx context.Context, ns, cond string, status metav1.Condition
 	var kc *kafkav1alpha1.KafkaCluster
 	Eventually(func(g Gomega) {
 		kc = &kafkav1alpha1.KafkaCluster{}
-		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c"}, kc)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c"}, kc)).To(Succeed())
 		g.Expect(kc.Status.ObservedGeneration).To(Equal(kc.Generation))
 		c := meta.FindStatusCondition(kc.Status.Conditions, cond)
 		g.Expect(c).NotTo(BeNil())
@@ -245,7 +245,7 @@ func updateSpec(ctx context.Context, ns string, mutate func(*kafkav1alpha1.Kafka
 	Eventually(func() error {
 		kc := readCluster(ctx, ns)
 		mutate(&kc.Spec)
-		return k8sClient.Update(ctx, kc)
+		return env.Client.Update(ctx, kc)
 	}).WithTimeout(waitTimeout).Should(Succeed())
 }
 
@@ -253,7 +253,7 @@ func updateSpec(ctx context.Context, ns string, mutate func(*kafkav1alpha1.Kafka
 func readStatefulSet(ctx context.Context, ns string) *appsv1.StatefulSet {
 	GinkgoHelper()
 	sts := &appsv1.StatefulSet{}
-	Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c-broker"}, sts)).To(Succeed())
+	Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c-broker"}, sts)).To(Succeed())
 	return sts
 }
 
@@ -355,7 +355,7 @@ var _ = Describe("KafkaCluster provisioning", Ordered, func() {
 		Expect(yaml.UnmarshalStrict(raw, sample)).To(Succeed())
 		ns := newNamespace(ctx)
 		sample.Name, sample.Namespace = "c", ns
-		Expect(k8sClient.Create(ctx, sample)).To(Succeed())
+		Expect(env.Client.Create(ctx, sample)).To(Succeed())
 		waitForChildren(ctx, ns, sample.Spec.Replicas)
 		waitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionFalse, kafkav1alpha1.ReasonAsExpected)
 	})
@@ -477,7 +477,7 @@ var _ = Describe("KafkaCluster provisioning", Ordered, func() {
 			obj := wantChildren(3)[key]
 			Expect(getChild(ctx, ns, key, obj)).To(Succeed())
 			oldUID := obj.GetUID()
-			Expect(k8sClient.Delete(ctx, obj)).To(Succeed())
+			Expect(env.Client.Delete(ctx, obj)).To(Succeed())
 			Eventually(func(g Gomega) {
 				back := wantChildren(3)[key]
 				g.Expect(getChild(ctx, ns, key, back)).To(Succeed())
@@ -516,7 +516,7 @@ var _ = Describe("KafkaCluster provisioning", Ordered, func() {
 			ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: ns},
 			Spec:       kafkav1alpha1.KafkaClusterSpec{Listeners: []kafkav1alpha1.Listener{{Name: "health", Port: 9092}}},
 		}
-		Expect(k8sClient.Create(ctx, kc)).To(Succeed())
+		Expect(env.Client.Create(ctx, kc)).To(Succeed())
 		got := waitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionTrue, kafkav1alpha1.ReasonInvalidSpec)
 		Expect(meta.FindStatusCondition(got.Status.Conditions, kafkav1alpha1.ConditionDegraded).Message).To(ContainSubstring(`"health" is reserved`))
 		Consistently(func() bool {
@@ -556,7 +556,7 @@ var _ = Describe("KafkaCluster provisioning", Ordered, func() {
 			ObservedGeneration: sts.Generation, Replicas: 3, ReadyReplicas: 3, AvailableReplicas: 3,
 			UpdatedReplicas: 3, CurrentReplicas: 3, CurrentRevision: "c-broker-1", UpdateRevision: "c-broker-1",
 		}
-		Expect(k8sClient.Status().Update(ctx, sts)).To(Succeed())
+		Expect(env.Client.Status().Update(ctx, sts)).To(Succeed())
 
 		waitForStatus(ctx, ns, kafkav1alpha1.ConditionReady, metav1.ConditionTrue, kafkav1alpha1.ReasonAllBrokersReady)
 		kc := waitForStatus(ctx, ns, kafkav1alpha1.ConditionProgressing, metav1.ConditionFalse, kafkav1alpha1.ReasonUpToDate)

@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -10,11 +9,7 @@ import (
 	"github.com/onsi/gomega/gstruct"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 )
@@ -39,30 +34,7 @@ var _ = Describe("Registry", Ordered, func() {
 		SetDefaultConsistentlyDuration(time.Second)
 		DeferCleanup(SetDefaultConsistentlyDuration, 100*time.Millisecond)
 		clk = &testClock{}
-		mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-			Scheme:                 scheme,
-			Metrics:                metricsserver.Options{BindAddress: "0"},
-			HealthProbeBindAddress: "0",
-			LeaderElection:         false,
-			Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-		})
-		Expect(err).NotTo(HaveOccurred())
-		writes = newRegistryCountingClient(mgr.GetClient())
-		Expect((&Reconciler{
-			Client: writes, Scheme: scheme, Recorder: mgr.GetEventRecorder("registry"), Clock: clk,
-		}).SetupWithManager(mgr)).To(Succeed())
-
-		mgrCtx, stop := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer GinkgoRecover()
-			defer close(done)
-			Expect(mgr.Start(mgrCtx)).To(Succeed())
-		}()
-		DeferCleanup(func() {
-			stop()
-			<-done
-		})
+		writes = startRegistry(clk, nil)
 	})
 
 	It("reports three serving, heartbeating brokers as Serving and Alive", func(ctx SpecContext) {
@@ -245,7 +217,7 @@ var _ = Describe("Registry", Ordered, func() {
 	It("registers the union of sharded slices, and an update to one slice never drops the other's brokers", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		// No StatefulSet and no Leases: registration rests on the slices alone.
-		Expect(k8sClient.Create(ctx, &kafkav1alpha1.KafkaCluster{ObjectMeta: metav1.ObjectMeta{Name: c, Namespace: ns}})).To(Succeed())
+		Expect(env.Client.Create(ctx, &kafkav1alpha1.KafkaCluster{ObjectMeta: metav1.ObjectMeta{Name: c, Namespace: ns}})).To(Succeed())
 		putSlice(ctx, ns, c, "demo-brokers-aaaaa", servingEndpoints(0, 1)...)
 		putSlice(ctx, ns, c, "demo-brokers-bbbbb", servingEndpoints(2, 3)...)
 		Eventually(func() []int32 { return readIDs(ctx, ns, c) }).Should(Equal([]int32{0, 1, 2, 3}))
@@ -275,18 +247,14 @@ var _ = Describe("Registry", Ordered, func() {
 		Eventually(func(g Gomega) {
 			g.Expect(readCluster(ctx, ns, c).Status.Counts).To(Equal(kafkav1alpha1.BrokerCounts{Registered: brokers, Serving: brokers, Alive: brokers}))
 			list := &kafkav1alpha1.BrokerList{}
-			g.Expect(k8sClient.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+			g.Expect(env.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
 			g.Expect(list.Items).To(HaveLen(brokers))
 			for _, b := range list.Items {
 				g.Expect(b.Status.State).To(Equal(kafkav1alpha1.BrokerServing))
 			}
 		}).WithTimeout(30 * time.Second).Should(Succeed())
 		// Settled: a second without any write.
-		Eventually(func() int {
-			before := writes.Writes(ns)
-			time.Sleep(time.Second)
-			return writes.Writes(ns) - before
-		}).WithTimeout(20 * time.Second).Should(BeZero())
+		settled(writes, ns, 20*time.Second)
 		before := writes.Writes(ns)
 		kcVersion := readCluster(ctx, ns, c).ResourceVersion
 

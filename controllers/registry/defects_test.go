@@ -17,10 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	rules "github.com/paddock-dev/paddock/internal/registry"
@@ -63,13 +60,13 @@ func skewedBeat(ctx context.Context, clk *testClock, ns, cluster string, id, sec
 	renewed := metav1.MicroTime{Time: clk.Now().Add(skew)}
 	lease := &coordinationv1.Lease{}
 	key := client.ObjectKey{Namespace: ns, Name: kafkav1alpha1.LeaseName(cluster, id)}
-	if err := k8sClient.Get(ctx, key, lease); err == nil {
+	if err := env.Client.Get(ctx, key, lease); err == nil {
 		body, err := json.Marshal(map[string]any{"spec": map[string]any{"renewTime": renewed}})
 		Expect(err).NotTo(HaveOccurred())
-		Expect(k8sClient.Patch(ctx, lease, client.RawPatch("application/merge-patch+json", body))).To(Succeed())
+		Expect(env.Client.Patch(ctx, lease, client.RawPatch("application/merge-patch+json", body))).To(Succeed())
 		return
 	}
-	Expect(k8sClient.Create(ctx, &coordinationv1.Lease{
+	Expect(env.Client.Create(ctx, &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: ns, Labels: kafkav1alpha1.BrokerLabels(cluster, id),
 			Annotations: map[string]string{kafkav1alpha1.AnnotationHealthy: "true", kafkav1alpha1.AnnotationDraining: "false"}},
 		Spec: coordinationv1.LeaseSpec{
@@ -108,7 +105,7 @@ func beatEvery(period time.Duration, beat func()) func() {
 func brokerEvents(ctx context.Context, ns, name string) []eventsv1.Event {
 	GinkgoHelper()
 	list := &eventsv1.EventList{}
-	Expect(k8sClient.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+	Expect(env.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
 	var out []eventsv1.Event
 	for _, e := range list.Items {
 		if e.Regarding.Name == name {
@@ -131,25 +128,9 @@ var _ = Describe("Registry defects", Ordered, ContinueOnFailure, func() {
 		DeferCleanup(SetDefaultEventuallyTimeout, time.Second)
 		clk = &testClock{}
 		faulty = &faultyClient{}
-		// The manager's own cached client, wrapped: counted, and failing on demand.
-		mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-			Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-			Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-		})
-		Expect(err).NotTo(HaveOccurred())
-		writes = newRegistryCountingClient(mgr.GetClient())
-		faulty.Client = writes
-		Expect((&Reconciler{Client: faulty, Scheme: scheme, Recorder: mgr.GetEventRecorder("registry"), Clock: clk}).SetupWithManager(mgr)).To(Succeed())
-		mgrCtx, stop := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer GinkgoRecover()
-			defer close(done)
-			Expect(mgr.Start(mgrCtx)).To(Succeed())
-		}()
-		DeferCleanup(func() {
-			stop()
-			<-done
+		writes = startRegistry(clk, func(c client.Client) client.Client {
+			faulty.Client = c
+			return faulty
 		})
 	})
 
@@ -161,11 +142,7 @@ var _ = Describe("Registry defects", Ordered, ContinueOnFailure, func() {
 		beatEvery(300*time.Millisecond, func() { skewedBeat(ctx, clk, ns, c, 0, 6, -10*time.Second) })
 		Eventually(func() *kafkav1alpha1.BrokerRow { return readRow(ctx, ns, c, 0) }).
 			Should(rowSays(kafkav1alpha1.BrokerServing, kafkav1alpha1.BrokerAlive, ""))
-		Eventually(func() int {
-			before := writes.Writes(ns)
-			time.Sleep(time.Second)
-			return writes.Writes(ns) - before
-		}).Should(BeZero())
+		settled(writes, ns, 10*time.Second)
 		before := writes.Writes(ns)
 		Consistently(func() *kafkav1alpha1.BrokerRow { return readRow(ctx, ns, c, 0) }).WithTimeout(7 * time.Second).
 			WithPolling(200 * time.Millisecond).Should(rowSays(kafkav1alpha1.BrokerServing, kafkav1alpha1.BrokerAlive, ""))
@@ -182,11 +159,7 @@ var _ = Describe("Registry defects", Ordered, ContinueOnFailure, func() {
 		beatEvery(300*time.Millisecond, func() { renew(ctx, clk, ns, c, 0, unhealthy) })
 		Eventually(func() *kafkav1alpha1.BrokerRow { return readRow(ctx, ns, c, 0) }).
 			Should(And(Not(BeNil()), HaveField("Health", kafkav1alpha1.BrokerDead), HaveField("Reason", kafkav1alpha1.ReasonUnhealthy)))
-		Eventually(func() int {
-			before := writes.Writes(ns)
-			time.Sleep(time.Second)
-			return writes.Writes(ns) - before
-		}).Should(BeZero())
+		settled(writes, ns, 10*time.Second)
 		before := writes.Writes(ns)
 		time.Sleep(6 * time.Second) // three lease expiries' worth of requeues
 		Expect(writes.Writes(ns)-before).To(BeZero(), "an unhealthy broker's beats must not each write its status")
@@ -228,17 +201,34 @@ var _ = Describe("Registry defects", Ordered, ContinueOnFailure, func() {
 		setReplicas(ctx, ns, c, 300) // kubectl scale sts demo-broker --replicas=300; nothing reverts it here
 		Consistently(func() []int32 { return readIDs(ctx, ns, c) }).WithTimeout(2 * time.Second).Should(Equal([]int32{0, 1, 2}))
 		list := &kafkav1alpha1.BrokerList{}
-		Expect(k8sClient.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+		Expect(env.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
 		Expect(list.Items).To(HaveLen(3))
+	})
+
+	It("copies every listener the broker's Lease announces into its row (defect 1)", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		newCluster(ctx, ns, c, 1)
+		putSlice(ctx, ns, c, "demo-brokers-abc12", servingEndpoints(0)...)
+		announced := []kafkav1alpha1.ListenerAddress{
+			{Name: "internal", Host: "demo-broker-0.demo-brokers." + ns + ".svc.cluster.local", Port: 9092},
+			{Name: "external", Host: podIP(0), Port: 9094},
+		}
+		heartbeat(ctx, clk, ns, c, beat{id: 0, seconds: 60, extra: map[string]string{
+			kafkav1alpha1.AnnotationListeners: kafkav1alpha1.FormatListeners(announced),
+		}})
+		Eventually(func() *kafkav1alpha1.BrokerRow { return readRow(ctx, ns, c, 0) }).
+			Should(And(Not(BeNil()), HaveField("Listeners", Equal(announced))))
+		Eventually(func() *kafkav1alpha1.Broker { return readBroker(ctx, ns, c, 0) }).
+			Should(And(Not(BeNil()), HaveField("Status.Listeners", Equal(announced))))
 	})
 
 	It("deregisters the brokers of an EndpointSlice that is deleted whole", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
-		Expect(k8sClient.Create(ctx, &kafkav1alpha1.KafkaCluster{ObjectMeta: metav1.ObjectMeta{Name: c, Namespace: ns}})).To(Succeed())
+		Expect(env.Client.Create(ctx, &kafkav1alpha1.KafkaCluster{ObjectMeta: metav1.ObjectMeta{Name: c, Namespace: ns}})).To(Succeed())
 		putSlice(ctx, ns, c, "demo-brokers-aaaaa", servingEndpoints(0, 1)...)
 		putSlice(ctx, ns, c, "demo-brokers-bbbbb", servingEndpoints(2, 3)...)
 		Eventually(func() []int32 { return readIDs(ctx, ns, c) }).Should(Equal([]int32{0, 1, 2, 3}))
-		Expect(k8sClient.Delete(ctx, &metav1.PartialObjectMetadata{
+		Expect(env.Client.Delete(ctx, &metav1.PartialObjectMetadata{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "discovery.k8s.io/v1", Kind: "EndpointSlice"},
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo-brokers-bbbbb"},
 		})).To(Succeed())
@@ -297,10 +287,10 @@ var _ = Describe("Broker status writes", func() {
 	var clk = &testClock{}
 	It("records each transition once although the cache still shows the status before its own write (defect 9)", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
-		Expect(k8sClient.Create(ctx, &kafkav1alpha1.KafkaCluster{ObjectMeta: metav1.ObjectMeta{Name: c, Namespace: ns}})).To(Succeed())
+		Expect(env.Client.Create(ctx, &kafkav1alpha1.KafkaCluster{ObjectMeta: metav1.ObjectMeta{Name: c, Namespace: ns}})).To(Succeed())
 		kc := readCluster(ctx, ns, c)
 		recorder := events.NewFakeRecorder(10)
-		r := &Reconciler{Client: k8sClient, Scheme: scheme, Recorder: recorder, Clock: clk}
+		r := &Reconciler{Client: env.Client, Scheme: env.Scheme, Recorder: recorder, Clock: clk}
 
 		alive := kafkav1alpha1.BrokerRow{ID: 0, Pod: "demo-broker-0", State: kafkav1alpha1.BrokerServing, Health: kafkav1alpha1.BrokerAlive}
 		dead := alive

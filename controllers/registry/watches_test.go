@@ -9,6 +9,8 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -128,5 +130,29 @@ func TestRequeueAfterIsTheNextExpiry(t *testing.T) {
 	}
 	if got := requeueAfter(now.Add(4*time.Second), now); got != 4*time.Second+time.Millisecond {
 		t.Fatalf("requeue %v, want just past 4s", got)
+	}
+}
+
+// A failed reconcile's backoff never waits past the next Lease expiry it computed: the
+// requeue a successful reconcile would ask for is dropped with its error.
+func TestErrorBackoffIsCappedAtTheNextExpiry(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakePassiveClock(now)
+	l := newExpiryLimiter(workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Minute, time.Hour), clk)
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "demo"}}
+	if got := l.When(req); got != time.Minute {
+		t.Fatalf("no expiry recorded: backoff %v, want the base's 1m", got)
+	}
+	l.failedBefore(req, now.Add(3*time.Second))
+	if got := l.When(req); got != 3*time.Second+time.Millisecond {
+		t.Fatalf("backoff %v, want just past the expiry 3s away", got)
+	}
+	l.Forget(req)
+	if got := l.When(req); got != time.Minute {
+		t.Fatalf("after a success: backoff %v, want the base's first step again", got)
+	}
+	l.failedBefore(req, time.Time{})
+	if got := l.When(req); got != 2*time.Minute {
+		t.Fatalf("nothing expires: backoff %v, want the base's 2m", got)
 	}
 }
