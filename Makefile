@@ -73,7 +73,7 @@ verify-imports: ## Fail if a package breaks the import rules of docs/architectur
 	hack/verify-imports.sh
 
 .PHONY: verify
-verify: $(CONTROLLER_GEN) $(KUSTOMIZE) lint verify-imports ## Fail if generated files are stale, an import rule is broken, paddock dev would install other manifests than dist/install.yaml, or a linter objects.
+verify: $(CONTROLLER_GEN) $(KUSTOMIZE) lint verify-imports ## Fail if generated files are stale, an import rule is broken, a linter objects, or paddock dev would install other manifests than dist/install.yaml.
 	hack/verify-generated.sh
 	@diff -u <($(KUSTOMIZE) build config/default) <(go run . dev --print-install) || { \
 		echo "verify: paddock dev renders config/default differently from kustomize $(KUSTOMIZE_VERSION): keep go.mod's sigs.k8s.io/kustomize/api in step with KUSTOMIZE_VERSION" >&2; exit 1; }

@@ -59,7 +59,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }
 
@@ -365,7 +365,7 @@ func whoamiOf(ctx context.Context, t *testing.T, c client.Client, ns, pod string
 	if err != nil {
 		t.Fatalf("ask %s who it is: %v", pod, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("%s/whoami: %s: %s", pod, resp.Status, body)

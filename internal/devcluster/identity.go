@@ -128,7 +128,7 @@ func (e *Env) AuditEvents() ([]AuditEvent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open audit log: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	var events []AuditEvent
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64*1024), 4*1024*1024)

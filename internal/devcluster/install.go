@@ -124,7 +124,7 @@ func (e *Env) install(ctx context.Context) error {
 	}
 	for _, obj := range e.inst.objects {
 		obj = obj.DeepCopy()
-		if err := e.client.Patch(ctx, obj, client.Apply, client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
+		if err := e.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
 			return fmt.Errorf("apply %s %s: %w", obj.GetKind(), client.ObjectKeyFromObject(obj), err)
 		}
 	}
@@ -179,12 +179,10 @@ func (e *Env) scaleManager(ctx context.Context, replicas int32) error {
 // waitManagerAvailable waits for the manager Deployment's Available condition with an
 // up-to-date, ready pod, and points logs/manager.log at that pod's log.
 func (e *Env) waitManagerAvailable(ctx context.Context) error {
-	detail := "not observed yet"
 	for {
-		if ok, why := e.managerAvailable(ctx); ok {
+		ok, detail := e.managerAvailable(ctx)
+		if ok {
 			return e.linkManagerLog(ctx)
-		} else {
-			detail = why
 		}
 		select {
 		case <-ctx.Done():

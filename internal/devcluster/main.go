@@ -64,7 +64,10 @@ Flags:`)
 			fmt.Fprintln(os.Stderr, "paddock dev:", err)
 			return 1
 		}
-		os.Stdout.Write(out)
+		if _, err := os.Stdout.Write(out); err != nil {
+			fmt.Fprintln(os.Stderr, "paddock dev:", err)
+			return 1
+		}
 		return 0
 	}
 	// Fail before entering the namespace when the binaries are missing: the message is the
