@@ -25,6 +25,8 @@ GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 K8S_VERSION := $(shell grep -oE 'k8s.io/kubernetes v[0-9.]+' hack/k8s-bins/go.mod | head -1 | cut -dv -f2)
 K8S_BINS := $(LOCALBIN)/k8s/$(K8S_VERSION)
 export KUBEBUILDER_ASSETS := $(K8S_BINS)
+# The kubectl the e2e suite runs from the host's network (test/e2e reads $KUBECTL).
+export KUBECTL := $(LOCALBIN)/kubectl-v$(K8S_VERSION)
 
 IMG ?= ghcr.io/paddock-dev/paddock:latest
 GO_TEST_FLAGS ?= -count=1 -timeout=40m
@@ -63,7 +65,7 @@ vet: ## Run go vet.
 
 .PHONY: lint
 lint: vet $(GOLANGCI_LINT) ## Run golangci-lint (.golangci.yml: errcheck, govet, ineffassign, staticcheck, unused, gofmt) and vet hack/bundle.
-	$(GOLANGCI_LINT) run ./...
+	$(GOLANGCI_LINT) run --allow-parallel-runners ./...
 	go -C hack/bundle vet ./...
 	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
@@ -81,7 +83,7 @@ verify: $(CONTROLLER_GEN) $(KUSTOMIZE) lint verify-imports ## Fail if generated 
 ##@ Test
 
 .PHONY: test
-test: manifests generate k8s-bins kcat ## Run every test: unit (with -race), envtest, broker, fuzz (bounded) and e2e.
+test: manifests generate k8s-bins kubectl kcat ## Run every test: unit (with -race), envtest, broker, fuzz (bounded) and e2e.
 	go test -race $(GO_TEST_FLAGS) $(RACE_PKGS)
 	go test $(GO_TEST_FLAGS) $(OTHER_PKGS)
 	go -C hack/bundle test $(GO_TEST_FLAGS) ./...
@@ -93,7 +95,7 @@ test-unit: k8s-bins ## Run the unit packages (pure rules, dev harness, broker) w
 	go test -race $(GO_TEST_FLAGS) $(RACE_PKGS)
 
 .PHONY: e2e
-e2e: k8s-bins kcat ## Run only the end-to-end suite (test/e2e) against a fresh paddock dev environment.
+e2e: k8s-bins kubectl kcat ## Run only the end-to-end suite (test/e2e) against a fresh paddock dev environment.
 	go test $(GO_TEST_FLAGS) -v ./test/e2e/...
 
 .PHONY: fuzz
@@ -154,6 +156,10 @@ bundle: manifests $(KUSTOMIZE) bundle-tool ## Generate the OLM bundle (bundle/, 
 	$(KUSTOMIZE) build config/manifests | $(BUNDLE_TOOL) generate --version $(VERSION) \
 		--channels $(CHANNELS) $(if $(DEFAULT_CHANNEL),--default-channel $(DEFAULT_CHANNEL)) \
 		--image $(BUNDLE_OPERATOR_IMG) --bundle-dir bundle --dockerfile bundle.Dockerfile
+
+.PHONY: kubectl
+kubectl: ## Build kubectl of the same Kubernetes version into bin/ (cached); the e2e suite runs it.
+	hack/k8s-bins.sh kubectl >/dev/null
 
 .PHONY: bundle-validate
 bundle-validate: bundle-tool ## Validate bundle/ with OLM's validators (operator-sdk's operatorframework suite).

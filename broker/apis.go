@@ -55,4 +55,7 @@ type requestContext struct {
 	// listener is the listener the request arrived on, with this broker's advertised host and
 	// port on it: answers give every broker its address on this listener.
 	listener v1alpha1.ListenerAddress
+	// selfReachable is false while this broker has no address on listener yet (an external
+	// listener whose node or load-balancer address is not known): answers leave it out.
+	selfReachable bool
 }

@@ -19,13 +19,16 @@ type endpoint struct {
 // address on the listener the request came in on; a broker without one is left out, since a
 // client could not reach it there. The answering broker is always listed, never fenced, with
 // the endpoint of the listener the request came in on: it is serving — it just answered —
-// whatever a possibly stale view says.
+// whatever a possibly stale view says; only while it has no address on that listener yet is
+// it left out, like any broker without one.
 func (rc *requestContext) brokers(includeFenced bool) []endpoint {
 	out := make([]endpoint, 0, len(rc.view.Brokers)+1)
 	selfListed := false
 	for _, row := range rc.view.Brokers {
 		if row.ID == rc.self {
-			out = append(out, rc.selfEndpoint(row))
+			if rc.selfReachable {
+				out = append(out, rc.selfEndpoint(row))
+			}
 			selfListed = true
 			continue
 		}
@@ -36,7 +39,7 @@ func (rc *requestContext) brokers(includeFenced bool) []endpoint {
 		}
 		out = append(out, endpoint{id: row.ID, host: addr.Host, port: addr.Port, rack: rack(row), fenced: fenced})
 	}
-	if !selfListed {
+	if !selfListed && rc.selfReachable {
 		self := rc.selfEndpoint(v1alpha1.BrokerRow{ID: rc.self})
 		// Rows are sorted by id; insert self in order.
 		i := 0
@@ -54,7 +57,7 @@ func (rc *requestContext) brokers(includeFenced bool) []endpoint {
 // registry knows no address for it there.
 func (rc *requestContext) address(row v1alpha1.BrokerRow) (v1alpha1.ListenerAddress, bool) {
 	if row.ID == rc.self {
-		return rc.listener, true
+		return rc.listener, rc.selfReachable
 	}
 	return row.Address(rc.listener.Name)
 }

@@ -7,7 +7,9 @@
 // apis.go holds the handler table and the request context; api_NN_name.go each serve one API
 // key and register its version range, which is what ApiVersions advertises (admin.go,
 // autocreate.go and topic_config.go hold what the admin keys share); view.go and
-// view_informer.go hold the cluster state; run.go (start and shutdown), drain.go (SIGTERM),
+// view_informer.go hold the cluster state; addresses.go where this broker is reachable on each
+// listener (its own Service's nodePort or ingress and its Node, from informers); run.go (start
+// and shutdown), drain.go (SIGTERM),
 // heartbeat.go, liveness.go, health.go and metrics.go make up the process around them.
 //
 // # State and its owners
@@ -19,6 +21,8 @@
 //     owner) replaces an immutable *Snapshot whole; a handler reads one snapshot per request
 //     (requestContext.view);
 //   - the liveness tick, the draining flag and the metrics: atomics owned by the Broker;
+//   - the advertised addresses: an immutable set published by Addresses (writers hold its
+//     lock), read by every request, beat and probe through an atomic pointer;
 //   - partition logs (segments, fence, high watermark, producer state) will be owned by
 //     broker/storage, each partition by its own lock or goroutine;
 //   - consumer groups (membership, generations, committed offsets) will be owned by

@@ -9,15 +9,18 @@ import (
 
 // healthReport is the /healthz and /readyz body.
 type healthReport struct {
-	Healthy             bool    `json:"healthy"`
-	Ready               bool    `json:"ready"`
-	ListenersBound      bool    `json:"listenersBound"`
-	ViewSynced          bool    `json:"viewSynced"`
-	TakeoverDone        bool    `json:"takeoverDone"`
-	Draining            bool    `json:"draining"`
-	LastTickAgeSeconds  float64 `json:"lastTickAgeSeconds"`
-	HeartbeatAgeSeconds float64 `json:"heartbeatAgeSeconds"` // -1 before the first beat or without a heartbeat
-	BrokerID            int32   `json:"brokerID"`
+	Healthy        bool `json:"healthy"`
+	Ready          bool `json:"ready"`
+	ListenersBound bool `json:"listenersBound"`
+	// NoAddress names each listener the broker cannot advertise yet, and why; the broker is
+	// not ready while there is one (addresses.go).
+	NoAddress           []string `json:"noAddress,omitempty"`
+	ViewSynced          bool     `json:"viewSynced"`
+	TakeoverDone        bool     `json:"takeoverDone"`
+	Draining            bool     `json:"draining"`
+	LastTickAgeSeconds  float64  `json:"lastTickAgeSeconds"`
+	HeartbeatAgeSeconds float64  `json:"heartbeatAgeSeconds"` // -1 before the first beat or without a heartbeat
+	BrokerID            int32    `json:"brokerID"`
 }
 
 func (b *Broker) healthReport() healthReport {
@@ -28,18 +31,20 @@ func (b *Broker) healthReport() healthReport {
 		Draining:           b.draining.Load(),
 		LastTickAgeSeconds: b.liveness.Age().Seconds(),
 		BrokerID:           b.Config.Identity.ID,
+		NoAddress:          b.Addresses.Missing(),
 		// Takeover of assigned partitions is vacuously done: this broker serves no partition
 		// data yet. When storage lands, this becomes "every partition the view assigns here
 		// has been opened and recovered".
 		TakeoverDone: true,
 	}
 	r.HeartbeatAgeSeconds = b.Heartbeat.Age().Seconds()
-	r.Ready = r.ListenersBound && r.Healthy && r.ViewSynced && r.TakeoverDone
+	r.Ready = r.ListenersBound && r.Healthy && r.ViewSynced && r.TakeoverDone && len(r.NoAddress) == 0
 	return r
 }
 
 // healthHandler serves /healthz (liveness: 503 once the request path is wedged), /readyz
-// (listeners bound ∧ healthy ∧ first view read ∧ takeover done) and /metrics. It runs on its
+// (listeners bound ∧ healthy ∧ first view read ∧ takeover done ∧ an address on every
+// listener) and /metrics. It runs on its
 // own port and goroutines and reads only atomics and the view pointer, so a wedged request
 // path makes the probes fail instead of hang.
 func (b *Broker) healthHandler() http.Handler {

@@ -35,10 +35,12 @@ type Heartbeat struct {
 	Log      logr.Logger
 	// Now reads the clock; time.Now when nil.
 	Now func() time.Time
-	// Listeners are the host and port the broker advertises on each listener, announced on
-	// the Lease (AnnotationListeners) for the registry to copy into the broker's row. Broker
-	// sets them once the listeners are bound, before the first beat.
-	Listeners []v1alpha1.ListenerAddress
+	// Listeners returns the host and port the broker advertises on each listener that has an
+	// address now, read at each beat and announced on the Lease (AnnotationListeners) for the
+	// registry to copy into the broker's row; a listener without an address is left out, so
+	// no broker names this one there. Broker sets it to its Addresses before the first beat;
+	// nil announces nothing.
+	Listeners func() []v1alpha1.ListenerAddress
 
 	mu    sync.Mutex
 	lease *coordinationv1.Lease // last lease written; nil forces a fresh read. Guarded by mu.
@@ -257,7 +259,9 @@ func (h *Heartbeat) renew(l *coordinationv1.Lease) {
 	}
 	l.Annotations[v1alpha1.AnnotationHealthy] = strconv.FormatBool(h.Healthy())
 	l.Annotations[v1alpha1.AnnotationDraining] = strconv.FormatBool(h.Draining())
-	if len(h.Listeners) > 0 {
-		l.Annotations[v1alpha1.AnnotationListeners] = v1alpha1.FormatListeners(h.Listeners)
+	if h.Listeners != nil {
+		// Written even when empty: "no address on any listener" must replace an older
+		// announcement, not leave it standing.
+		l.Annotations[v1alpha1.AnnotationListeners] = v1alpha1.FormatListeners(h.Listeners())
 	}
 }

@@ -61,11 +61,12 @@ func TestHeartbeatLeaseFollowsTheContract(t *testing.T) {
 		Draining:       func() bool { return draining },
 		Log:            testr.New(t),
 		Now:            func() time.Time { return clock },
-		Listeners: []v1alpha1.ListenerAddress{
-			{Name: "internal", Host: "c-broker-1.c-brokers." + ns + ".svc.cluster.local", Port: 9092},
-			{Name: "external", Host: "10.1.2.3", Port: 9094},
-		},
 	}
+	announced := []v1alpha1.ListenerAddress{
+		{Name: "internal", Host: "c-broker-1.c-brokers." + ns + ".svc.cluster.local", Port: 9092},
+		{Name: "external", Host: "10.1.2.3", Port: 9094},
+	}
+	hb.Listeners = func() []v1alpha1.ListenerAddress { return announced }
 	ctx := testCtx(t)
 	if err := hb.Beat(ctx); err != nil {
 		t.Fatalf("first beat: %v", err)
@@ -98,8 +99,8 @@ func TestHeartbeatLeaseFollowsTheContract(t *testing.T) {
 	if l.Annotations[v1alpha1.AnnotationHealthy] != "true" || l.Annotations[v1alpha1.AnnotationDraining] != "false" {
 		t.Errorf("annotations %v", l.Annotations)
 	}
-	if got := v1alpha1.ParseListeners(l.Annotations[v1alpha1.AnnotationListeners]); !slices.Equal(got, hb.Listeners) {
-		t.Errorf("the Lease announces listeners %+v, want every listener's advertised address %+v", got, hb.Listeners)
+	if got := v1alpha1.ParseListeners(l.Annotations[v1alpha1.AnnotationListeners]); !slices.Equal(got, announced) {
+		t.Errorf("the Lease announces listeners %+v, want every listener's advertised address %+v", got, announced)
 	}
 
 	t.Run("renewed on every beat, same incarnation keeps its epoch", func(t *testing.T) {

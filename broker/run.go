@@ -13,7 +13,6 @@ import (
 
 	"github.com/go-logr/logr"
 
-	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/broker/storage"
 )
 
@@ -42,6 +41,10 @@ type Broker struct {
 	// OnListening, when set, is called once every listener is bound, with the Kafka listener
 	// addresses in configuration order and the health server's address.
 	OnListening func(kafka []net.Addr, health net.Addr)
+	// Addresses is where the broker is reachable on each listener (addresses.go); answers,
+	// the heartbeat and /readyz read it. NewBroker makes it from the config; WatchAddresses
+	// keeps its external listeners' addresses current.
+	Addresses *Addresses
 
 	liveness       *Liveness
 	metrics        *Metrics
@@ -52,7 +55,7 @@ type Broker struct {
 // NewBroker returns a broker for cfg answering from view. Set Heartbeat before Run to renew
 // the Lease.
 func NewBroker(cfg Config, view View, log logr.Logger) *Broker {
-	b := &Broker{Config: cfg, View: view, Log: log, liveness: NewLiveness(nil)}
+	b := &Broker{Config: cfg, View: view, Log: log, liveness: NewLiveness(nil), Addresses: NewAddresses(cfg)}
 	b.metrics = NewMetrics(func() float64 {
 		if age := b.Heartbeat.Age(); age >= 0 {
 			return age.Seconds()
@@ -150,17 +153,18 @@ func (b *Broker) start(lns *bound) *running {
 		serveErr: make(chan error, len(lns.kafka)+1),
 	}
 	addrs := make([]net.Addr, len(lns.kafka))
-	advertised := make([]v1alpha1.ListenerAddress, len(lns.kafka))
 	for i, ln := range lns.kafka {
 		l := b.Config.Listeners[i]
-		port := l.Port
-		if port == 0 { // an ephemeral port (tests): advertise what was bound
-			port = int32(ln.Addr().(*net.TCPAddr).Port)
+		if l.Port == 0 { // an ephemeral port (tests): advertise what was bound
+			b.Addresses.bound(i, int32(ln.Addr().(*net.TCPAddr).Port))
 		}
 		addrs[i] = ln.Addr()
-		advertised[i] = v1alpha1.ListenerAddress{Name: l.Name, Host: l.Host, Port: port}
-		go func() { r.serveErr <- r.wire.Serve(Advertise(ln, l.Name, l.Host, port)) }()
-		b.Log.Info("Listening", "listener", l.Name, "addr", ln.Addr().String(), "advertised", net.JoinHostPort(l.Host, strconv.Itoa(int(port))))
+		go func() { r.serveErr <- r.wire.Serve(AdvertiseFrom(ln, l.Name, b.Addresses)) }()
+		advertised := "none yet"
+		if a, ok := b.Addresses.Get(l.Name); ok {
+			advertised = net.JoinHostPort(a.Host, strconv.Itoa(int(a.Port)))
+		}
+		b.Log.Info("Listening", "listener", l.Name, "type", l.Type, "addr", ln.Addr().String(), "advertised", advertised)
 	}
 	go func() {
 		if err := r.health.Serve(lns.health); !errors.Is(err, http.ErrServerClosed) {
@@ -173,7 +177,7 @@ func (b *Broker) start(lns *bound) *running {
 	r.stopBackground = stop
 	go r.wire.RunIdleTicks(bg, idleTickPeriod)
 	if b.Heartbeat != nil {
-		b.Heartbeat.Listeners = advertised
+		b.Heartbeat.Listeners = b.Addresses.Known
 		go b.Heartbeat.Run(bg)
 	}
 	if b.Admin != nil {

@@ -80,18 +80,34 @@ func (s *Server) init() {
 	})
 }
 
-// advertisedListener is a net.Listener that carries the listener's name and the endpoint
-// clients are told to use.
+// advertisedListener is a net.Listener that carries the listener's name and where clients
+// are told to reach this broker on it.
 type advertisedListener struct {
 	net.Listener
-	addr v1alpha1.ListenerAddress
+	source listenerSource
+}
+
+// listenerSource names a listener and reads this broker's current address on it; ok=false
+// while the broker has none yet (an external listener whose node or load balancer address is
+// not known): answers on that listener then leave this broker out.
+type listenerSource struct {
+	name    string
+	current func() (v1alpha1.ListenerAddress, bool)
 }
 
 // Advertise wraps ln, the listener called name, so that answers to requests accepted on it
 // name this broker at host:port and every other broker at the address its registry row gives
 // for name. Without it, Serve advertises ln's local address under the empty name.
 func Advertise(ln net.Listener, name, host string, port int32) net.Listener {
-	return &advertisedListener{Listener: ln, addr: v1alpha1.ListenerAddress{Name: name, Host: host, Port: port}}
+	addr := v1alpha1.ListenerAddress{Name: name, Host: host, Port: port}
+	return &advertisedListener{Listener: ln, source: listenerSource{name: name, current: func() (v1alpha1.ListenerAddress, bool) { return addr, true }}}
+}
+
+// AdvertiseFrom is Advertise for an address that changes: addrs is read at every request,
+// so an answer always carries this broker's address as it is now, and none while it has
+// none.
+func AdvertiseFrom(ln net.Listener, name string, addrs *Addresses) net.Listener {
+	return &advertisedListener{Listener: ln, source: listenerSource{name: name, current: func() (v1alpha1.ListenerAddress, bool) { return addrs.Get(name) }}}
 }
 
 // Serve accepts connections on ln and serves each on its own goroutines until Shutdown or
@@ -99,7 +115,7 @@ func Advertise(ln net.Listener, name, host string, port int32) net.Listener {
 // may be called for several listeners at once.
 func (s *Server) Serve(ln net.Listener) error {
 	s.init()
-	listener := listenerAddress(ln)
+	listener := sourceOf(ln)
 	if !s.trackListener(ln) {
 		return ErrServerClosed
 	}
@@ -143,16 +159,16 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 }
 
-func listenerAddress(ln net.Listener) v1alpha1.ListenerAddress {
+func sourceOf(ln net.Listener) listenerSource {
 	if a, ok := ln.(*advertisedListener); ok {
-		return a.addr
+		return a.source
 	}
-	host, portStr, err := net.SplitHostPort(ln.Addr().String())
-	if err != nil {
-		return v1alpha1.ListenerAddress{Host: ln.Addr().String(), Port: -1}
+	addr := v1alpha1.ListenerAddress{Host: ln.Addr().String(), Port: -1}
+	if host, portStr, err := net.SplitHostPort(ln.Addr().String()); err == nil {
+		port, _ := strconv.Atoi(portStr)
+		addr = v1alpha1.ListenerAddress{Host: host, Port: int32(port)}
 	}
-	port, _ := strconv.Atoi(portStr)
-	return v1alpha1.ListenerAddress{Host: host, Port: int32(port)}
+	return listenerSource{current: func() (v1alpha1.ListenerAddress, bool) { return addr, true }}
 }
 
 func (s *Server) trackListener(ln net.Listener) bool {
@@ -255,8 +271,9 @@ func (s *Server) closeListenersLocked() {
 type conn struct {
 	srv *Server
 	nc  net.Conn
-	// listener is the listener the connection was accepted on, as advertised.
-	listener v1alpha1.ListenerAddress
+	// listener is the listener the connection was accepted on and where it advertises this
+	// broker.
+	listener listenerSource
 	log      logr.Logger
 
 	// out carries encoded responses from reader to writer. Only the reader sends and closes.
@@ -354,9 +371,11 @@ func (c *conn) handle(frame []byte) (out []byte, err error) {
 
 // newRequestContext is the context of one request arriving on listener: a snapshot of the
 // view taken now, which the whole answer is computed from.
-func (s *Server) newRequestContext(listener v1alpha1.ListenerAddress) *requestContext {
+func (s *Server) newRequestContext(listener listenerSource) *requestContext {
 	s.init()
-	return &requestContext{ctx: s.base, srv: s, view: s.View.Snapshot(), self: s.Self, listener: listener}
+	addr, reachable := listener.current()
+	addr.Name = listener.name
+	return &requestContext{ctx: s.base, srv: s, view: s.View.Snapshot(), self: s.Self, listener: addr, selfReachable: reachable}
 }
 
 // dispatch is the one path every request takes, a client's or the liveness probe's: it runs

@@ -80,12 +80,7 @@ func (v *InformerView) Start(ctx context.Context) error {
 	return nil
 }
 
-func (v *InformerView) markDirty() {
-	select {
-	case v.dirty <- struct{}{}:
-	default:
-	}
-}
+func (v *InformerView) markDirty() { markDirty(v.dirty) }
 
 func (v *InformerView) rebuildLoop(ctx context.Context) {
 	for {

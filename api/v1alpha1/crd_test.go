@@ -130,7 +130,21 @@ var _ = Describe("CRDs", func() {
 		Entry("port out of range", func(s *kafkav1alpha1.KafkaClusterSpec) {
 			s.Listeners = []kafkav1alpha1.Listener{{Name: "a", Port: 70000}}
 		}, "spec.listeners[0].port"),
+		Entry("an advertised host template with an unknown placeholder", func(s *kafkav1alpha1.KafkaClusterSpec) {
+			s.Listeners = []kafkav1alpha1.Listener{{Name: "a", Port: 9092, Type: kafkav1alpha1.ListenerNodePort, AdvertisedHostTemplate: "broker-{ordinal}.example.com"}}
+		}, "spec.listeners[0].advertisedHostTemplate"),
+		Entry("an advertised host template with a character no host has", func(s *kafkav1alpha1.KafkaClusterSpec) {
+			s.Listeners = []kafkav1alpha1.Listener{{Name: "a", Port: 9092, AdvertisedHostTemplate: "kafka/{id}"}}
+		}, "spec.listeners[0].advertisedHostTemplate"),
 	)
+
+	It("accepts an advertised host template with every placeholder", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		kc := &kafkav1alpha1.KafkaCluster{ObjectMeta: metav1.ObjectMeta{Name: "templated", Namespace: ns}}
+		kc.Spec.Listeners = []kafkav1alpha1.Listener{{Name: "external", Port: 9094, Type: kafkav1alpha1.ListenerNodePort,
+			AdvertisedHostTemplate: "{pod}.{id}.{namespace}.{node}.{nodeAddress}.example.com"}}
+		Expect(env.Client.Create(ctx, kc)).To(Succeed())
+	})
 
 	It("reject replicas 0 sent explicitly", func(ctx SpecContext) {
 		// Go's omitempty cannot send replicas: 0 (it would be defaulted to 3), so send JSON.

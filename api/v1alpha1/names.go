@@ -20,7 +20,24 @@ const (
 	LabelCluster = "kafka.paddock.dev/cluster"
 	// LabelBrokerID is the numeric broker id of a per-broker object (Lease, Service, Broker).
 	LabelBrokerID = "kafka.paddock.dev/broker-id"
+	// LabelNamespace is the namespace of the KafkaCluster a cluster-scoped object belongs to
+	// (its node-reader ClusterRoleBinding).
+	LabelNamespace = "kafka.paddock.dev/namespace"
 )
+
+// NodeReaderClusterRoleName is the ClusterRole, shared by every cluster, that lets brokers
+// read Nodes (for listeners that advertise their node's address).
+const NodeReaderClusterRoleName = "paddock-broker-node-reader"
+
+// FinalizerNodeReader is on a KafkaCluster while it has a node-reader ClusterRoleBinding:
+// a cluster-scoped object the cluster cannot own, deleted by the operator before the
+// cluster goes.
+const FinalizerNodeReader = "kafka.paddock.dev/node-reader"
+
+// NodeReaderBindingName is the ClusterRoleBinding that lets cluster's brokers read Nodes.
+func NodeReaderBindingName(namespace, cluster string) string {
+	return NodeReaderClusterRoleName + ":" + namespace + ":" + cluster
+}
 
 // Annotations a broker writes on its heartbeat Lease (DESIGN.md "Heartbeat Lease").
 const (

@@ -382,6 +382,105 @@ var _ = Describe("KafkaCluster provisioning", Ordered, func() {
 		Expect(binding.Subjects).To(Equal([]rbacv1.Subject{{Kind: "ServiceAccount", Name: "c-broker", Namespace: ns}}))
 	})
 
+	It("lets brokers of external listeners read their own Services, and their Nodes only while a listener advertises the node", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		kc := &kafkav1alpha1.KafkaCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: ns},
+			Spec: kafkav1alpha1.KafkaClusterSpec{Replicas: 2, Listeners: []kafkav1alpha1.Listener{
+				{Name: "kafka", Port: 9092},
+				{Name: "external", Port: 9094, Type: kafkav1alpha1.ListenerNodePort},
+			}},
+		}
+		Expect(env.Client.Create(ctx, kc)).To(Succeed())
+		waitForChildren(ctx, ns, 2)
+		bindingKey := client.ObjectKey{Name: kafkav1alpha1.NodeReaderBindingName(ns, "c")}
+
+		By("a NodePort listener: the broker args say NodePort; the Role reads the per-broker Services; a ClusterRoleBinding grants Nodes")
+		Expect(readStatefulSet(ctx, ns).Spec.Template.Spec.Containers[0].Args).To(ContainElement("--listeners=kafka:9092:PodDNS,external:9094:NodePort"))
+		role := &rbacv1.Role{}
+		Expect(getChild(ctx, ns, "Role c-broker", role)).To(Succeed())
+		Expect(role.Rules).To(ContainElement(rbacv1.PolicyRule{
+			APIGroups: []string{""}, Resources: []string{"services"}, ResourceNames: []string{"c-broker-0", "c-broker-1"}, Verbs: []string{"get", "list", "watch"},
+		}))
+		binding := &rbacv1.ClusterRoleBinding{}
+		Eventually(func() error { return env.Client.Get(ctx, bindingKey, binding) }).WithTimeout(waitTimeout).Should(Succeed())
+		Expect(binding.RoleRef.Name).To(Equal(kafkav1alpha1.NodeReaderClusterRoleName))
+		Expect(binding.Subjects).To(Equal([]rbacv1.Subject{{Kind: "ServiceAccount", Name: "c-broker", Namespace: ns}}))
+		nodeReader := &rbacv1.ClusterRole{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Name: kafkav1alpha1.NodeReaderClusterRoleName}, nodeReader)).To(Succeed())
+		Expect(nodeReader.Rules).To(Equal([]rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}}}))
+		Expect(readCluster(ctx, ns).Finalizers).To(ContainElement(kafkav1alpha1.FinalizerNodeReader))
+
+		By("the per-broker Services are NodePorts that select their pod by name, and keep their nodePorts across reconciles")
+		svc := &corev1.Service{}
+		Expect(getChild(ctx, ns, "Service c-broker-1", svc)).To(Succeed())
+		Expect(svc.Spec.Type).To(Equal(corev1.ServiceTypeNodePort))
+		Expect(svc.Spec.Selector).To(HaveKeyWithValue(kafkav1alpha1.LabelPodName, "c-broker-1"))
+		nodePorts := map[string]int32{}
+		for _, p := range svc.Spec.Ports {
+			nodePorts[p.Name] = p.NodePort
+		}
+		Expect(nodePorts["external"]).NotTo(BeZero())
+		updateSpec(ctx, ns, func(s *kafkav1alpha1.KafkaClusterSpec) { s.DrainTimeout = &metav1.Duration{Duration: 45 * time.Second} })
+		Eventually(func() []string { return readStatefulSet(ctx, ns).Spec.Template.Spec.Containers[0].Args }).
+			WithTimeout(waitTimeout).Should(ContainElement("--drain-timeout=45s"))
+		Expect(getChild(ctx, ns, "Service c-broker-1", svc)).To(Succeed())
+		for _, p := range svc.Spec.Ports {
+			Expect(p.NodePort).To(Equal(nodePorts[p.Name]), "nodePort of %s after a re-apply", p.Name)
+		}
+
+		By("a fixed host template needs no Node: the binding and the finalizer go")
+		updateSpec(ctx, ns, func(s *kafkav1alpha1.KafkaClusterSpec) { s.Listeners[1].AdvertisedHostTemplate = "kafka.example.com" })
+		Eventually(func() bool {
+			return apierrors.IsNotFound(env.Client.Get(ctx, bindingKey, &rbacv1.ClusterRoleBinding{}))
+		}).
+			WithTimeout(waitTimeout).Should(BeTrue())
+		Eventually(func() []string { return readCluster(ctx, ns).Finalizers }).WithTimeout(waitTimeout).ShouldNot(ContainElement(kafkav1alpha1.FinalizerNodeReader))
+		Eventually(func() []string { return readStatefulSet(ctx, ns).Spec.Template.Spec.Containers[0].Args }).
+			WithTimeout(waitTimeout).Should(ContainElement("--advertised-host-templates=external=kafka.example.com"))
+
+		By("{nodeAddress} in the template needs it again; a deleted binding is put back; deleting the cluster removes it")
+		updateSpec(ctx, ns, func(s *kafkav1alpha1.KafkaClusterSpec) {
+			s.Listeners[1].AdvertisedHostTemplate = "{nodeAddress}.nip.io"
+		})
+		Eventually(func() error { return env.Client.Get(ctx, bindingKey, binding) }).WithTimeout(waitTimeout).Should(Succeed())
+		Expect(env.Client.Delete(ctx, binding)).To(Succeed())
+		Eventually(func() error { return env.Client.Get(ctx, bindingKey, &rbacv1.ClusterRoleBinding{}) }).WithTimeout(waitTimeout).Should(Succeed())
+		Expect(env.Client.Delete(ctx, readCluster(ctx, ns))).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(env.Client.Get(ctx, bindingKey, &rbacv1.ClusterRoleBinding{}))
+		}).
+			WithTimeout(waitTimeout).Should(BeTrue())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c"}, &kafkav1alpha1.KafkaCluster{}))
+		}).WithTimeout(waitTimeout).Should(BeTrue(), "the finalizer is removed once the binding is gone")
+	})
+
+	It("lets brokers of a LoadBalancer listener read their own Services and nothing cluster-scoped", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		kc := &kafkav1alpha1.KafkaCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: ns},
+			Spec: kafkav1alpha1.KafkaClusterSpec{Replicas: 1, Listeners: []kafkav1alpha1.Listener{
+				{Name: "kafka", Port: 9092}, {Name: "external", Port: 9094, Type: kafkav1alpha1.ListenerLoadBalancer},
+			}},
+		}
+		Expect(env.Client.Create(ctx, kc)).To(Succeed())
+		waitForChildren(ctx, ns, 1)
+		Expect(readStatefulSet(ctx, ns).Spec.Template.Spec.Containers[0].Args).To(ContainElement("--listeners=kafka:9092:PodDNS,external:9094:LoadBalancer"))
+		svc := &corev1.Service{}
+		Expect(getChild(ctx, ns, "Service c-broker-0", svc)).To(Succeed())
+		Expect(svc.Spec.Type).To(Equal(corev1.ServiceTypeLoadBalancer))
+		role := &rbacv1.Role{}
+		Expect(getChild(ctx, ns, "Role c-broker", role)).To(Succeed())
+		Expect(role.Rules).To(ContainElement(rbacv1.PolicyRule{
+			APIGroups: []string{""}, Resources: []string{"services"}, ResourceNames: []string{"c-broker-0"}, Verbs: []string{"get", "list", "watch"},
+		}))
+		Consistently(func() bool {
+			return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Name: kafkav1alpha1.NodeReaderBindingName(ns, "c")}, &rbacv1.ClusterRoleBinding{}))
+		}).WithTimeout(2 * time.Second).Should(BeTrue())
+		Expect(readCluster(ctx, ns).Finalizers).To(BeEmpty())
+	})
+
 	It("writes nothing when reconciling a cluster that is already up to date", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		newCluster(ctx, ns)
@@ -453,7 +552,7 @@ var _ = Describe("KafkaCluster provisioning", Ordered, func() {
 			pod := readStatefulSet(ctx, ns).Spec.Template.Spec
 			g.Expect(pod.Containers[0].Image).To(Equal("example.com/paddock:v2"))
 			g.Expect(*pod.TerminationGracePeriodSeconds).To(Equal(int64(135)))
-			g.Expect(pod.Containers[0].Args).To(ContainElements("--drain-timeout=2m0s", "--listeners=kafka:9092:PodDNS,external:9094:PodIP"))
+			g.Expect(pod.Containers[0].Args).To(ContainElements("--drain-timeout=2m0s", "--listeners=kafka:9092:PodDNS,external:9094:NodePort"))
 		}).WithTimeout(waitTimeout).Should(Succeed())
 
 		bootstrap := &corev1.Service{}

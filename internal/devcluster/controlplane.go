@@ -17,8 +17,8 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
-// serviceClusterIPRange holds the ClusterIPs of Services. Nothing routes them (there is no
-// kube-proxy): clients use pod IPs, which is why the dev sample advertises PodIP.
+// serviceClusterIPRange holds the ClusterIPs of Services. The private network's loopback
+// answers for it and the service proxy listens on each Service port (proxy.go).
 const (
 	serviceClusterIPRange = "10.96.0.0/16"
 	serviceClusterFirstIP = "10.96.0.1"
@@ -113,7 +113,11 @@ func startControlPlane(ctx context.Context, cfg Config) (_ *controlPlane, err er
 		QPS:             100,
 		Burst:           200,
 	}
-	if err := writeKubeconfig(cfg.KubeconfigPath(), cp.restConfig); err != nil {
+	if err := writeKubeconfig(cfg.controlPlaneKubeconfigPath(), cp.restConfig.Host, cp.restConfig); err != nil {
+		return nil, err
+	}
+	// People and tests go through the host address the service proxy forwards (env.go).
+	if err := writeKubeconfig(cfg.KubeconfigPath(), "https://"+cfg.hostAPIServerAddr(), cp.restConfig); err != nil {
 		return nil, err
 	}
 
@@ -177,7 +181,7 @@ func startControlPlane(ctx context.Context, cfg Config) (_ *controlPlane, err er
 		return nil, fmt.Errorf("kube-apiserver did not become ready (see %s): %w", cfg.logPath("kube-apiserver"), err)
 	}
 
-	kubeconfig := cfg.KubeconfigPath()
+	kubeconfig := cfg.controlPlaneKubeconfigPath()
 	kcmArgs := []string{
 		"--kubeconfig=" + kubeconfig,
 		"--controllers=" + strings.Join(controllerManagerControllers, ","),
@@ -283,10 +287,12 @@ func waitHTTP(ctx context.Context, client *http.Client, url string, timeout time
 	}
 }
 
-// writeKubeconfig writes an admin kubeconfig for rc to path.
-func writeKubeconfig(path string, rc *rest.Config) error {
+// writeKubeconfig writes an admin kubeconfig with rc's credentials for the apiserver at
+// server. The serving certificate is checked for the name "kubernetes", which it carries, so
+// any forwarded address works.
+func writeKubeconfig(path, server string, rc *rest.Config) error {
 	kc := clientcmdapi.NewConfig()
-	kc.Clusters["paddock-dev"] = &clientcmdapi.Cluster{Server: rc.Host, CertificateAuthorityData: rc.CAData}
+	kc.Clusters["paddock-dev"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: rc.CAData, TLSServerName: "kubernetes"}
 	kc.AuthInfos[adminUser] = &clientcmdapi.AuthInfo{Token: rc.BearerToken}
 	kc.Contexts["paddock-dev"] = &clientcmdapi.Context{Cluster: "paddock-dev", AuthInfo: adminUser, Namespace: "default"}
 	kc.CurrentContext = "paddock-dev"

@@ -2,13 +2,12 @@ package devcluster
 
 import (
 	"context"
-	"errors"
+	"crypto/rand"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,6 +55,13 @@ type Config struct {
 	// --node-monitor-grace-period). Zero keeps Kubernetes' default, as a real cluster has it:
 	// a shorter one would hide how long a lost node's endpoints keep saying serving.
 	NodeMonitorGracePeriod time.Duration
+	// HostAddress is the loopback address the environment is reached at from the host's
+	// network — and at the same address inside the private network: the apiserver on
+	// HostAPIServerPort (what the kubeconfig names) and every nodePort (proxy.go). Tests pick
+	// one of their own in 127.0.0.0/8 so environments running at once never collide.
+	HostAddress string
+	// HostAPIServerPort is the apiserver's port on HostAddress.
+	HostAPIServerPort int
 
 	// tokenRefreshEvery, when set, replaces projected tokens this often instead of at 80% of
 	// their lifetime (tests of the refresh; a token lives at least ten minutes).
@@ -71,17 +77,32 @@ func DefaultConfig() Config {
 		binDir = filepath.Join("bin", "k8s", "1.37.2")
 	}
 	return Config{
-		Dir:           filepath.Join(".paddock", "dev"),
-		K8sBinDir:     binDir,
-		ConfigDir:     "config",
-		Nodes:         3,
-		APIServerPort: 6443,
-		EtcdPort:      2379,
+		Dir:               filepath.Join(".paddock", "dev"),
+		K8sBinDir:         binDir,
+		ConfigDir:         "config",
+		Nodes:             3,
+		APIServerPort:     6443,
+		EtcdPort:          2379,
+		HostAddress:       "127.0.0.1",
+		HostAPIServerPort: 6443,
 	}
 }
 
-// KubeconfigPath is the admin kubeconfig of the environment. No pod process can read it.
+// KubeconfigPath is the admin kubeconfig of the environment, for people and tests: it names
+// the apiserver at HostAddress:HostAPIServerPort, which works from the host's network and
+// inside the private one. No pod process can read it.
 func (c Config) KubeconfigPath() string { return filepath.Join(c.Dir, "kubeconfig") }
+
+// controlPlaneKubeconfigPath is the admin kubeconfig of kube-controller-manager and
+// kube-scheduler: the apiserver's own address, not through the proxy. It is under pki/, which
+// no pod process can read.
+func (c Config) controlPlaneKubeconfigPath() string {
+	return filepath.Join(c.Dir, "pki", "control-plane.kubeconfig")
+}
+
+func (c Config) hostAPIServerAddr() string {
+	return net.JoinHostPort(c.HostAddress, strconv.Itoa(c.HostAPIServerPort))
+}
 
 func (c Config) apiServerAddr() string {
 	return net.JoinHostPort(apiServerAdvertiseAddress, strconv.Itoa(c.APIServerPort))
@@ -101,6 +122,7 @@ type Env struct {
 	inst       *installation
 	cp         *controlPlane
 	rt         *podRuntime
+	proxy      *serviceProxy
 	nodes      []*nodeAgent
 	restConfig *rest.Config
 	client     client.Client
@@ -134,6 +156,9 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 	}
 	if err := checkPodSandbox(); err != nil {
 		return nil, err
+	}
+	if ip := net.ParseIP(cfg.HostAddress); ip == nil || !ip.IsLoopback() {
+		return nil, fmt.Errorf("host address %q is not a loopback address", cfg.HostAddress)
 	}
 	if _, err := os.Stat(filepath.Join(cfg.ConfigDir, "default")); err != nil {
 		return nil, fmt.Errorf("install config %s: %w (run paddock dev from the repository root, or pass --config-dir)", filepath.Join(cfg.ConfigDir, "default"), err)
@@ -182,7 +207,13 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 	}
 	e.rt = &podRuntime{client: clientset, cfg: cfg, history: &history{},
 		images: map[string]string{inst.image: cfg.PaddockBinary}}
-	e.wg.Add(1)
+	e.proxy = newServiceProxy(clientset, cfg.HostAddress, e.runningNodeIPs, agentLogger.WithName("service-proxy"))
+	if err := e.proxy.forward(cfg.hostAPIServerAddr(), cfg.apiServerAddr()); err != nil {
+		e.proxy.close()
+		return nil, fmt.Errorf("forward the apiserver to %s (another paddock dev running? pass --host-address or --host-apiserver-port): %w", cfg.hostAPIServerAddr(), err)
+	}
+	e.wg.Add(2)
+	go func() { defer e.wg.Done(); e.proxy.run(e.ctx) }()
 	go func() { defer e.wg.Done(); provision(e.ctx, e.rt) }()
 	for i := range cfg.Nodes {
 		n := newNodeAgent(i, e.rt)
@@ -292,6 +323,7 @@ func (e *Env) StopNode(name string) error {
 		return err
 	}
 	n.stop()
+	e.proxy.resync()
 	return nil
 }
 
@@ -301,7 +333,19 @@ func (e *Env) StartNode(name string) error {
 	if err != nil {
 		return err
 	}
+	defer e.proxy.resync()
 	return n.start(e.ctx)
+}
+
+// runningNodeIPs are the InternalIPs of the nodes whose agents run: where nodePorts answer.
+func (e *Env) runningNodeIPs() []string {
+	var ips []string
+	for _, n := range e.nodes {
+		if n.running() {
+			ips = append(ips, n.ips.nodeIP())
+		}
+	}
+	return ips
 }
 
 func (e *Env) node(name string) (*nodeAgent, error) {
@@ -348,36 +392,74 @@ func (e *Env) ContainerRuns(namespace, pod string) []ContainerRun {
 	return e.rt.history.of(namespace, pod)
 }
 
-// Bootstrap returns "ip:port,…" of the running pods of cluster, sorted by pod name.
-func (e *Env) Bootstrap(ctx context.Context, namespace, cluster string, port int32) (string, error) {
-	var pods corev1.PodList
-	if err := e.client.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{kafkav1alpha1.LabelCluster: cluster}); err != nil {
-		return "", fmt.Errorf("list pods of %s: %w", cluster, err)
+// ServiceAddress is "clusterIP:port" of namespace/service's port named port: where the
+// service proxy answers for it inside the private network, whichever pods back it.
+func (e *Env) ServiceAddress(ctx context.Context, namespace, service, port string) (string, error) {
+	svc := &corev1.Service{}
+	if err := e.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: service}, svc); err != nil {
+		return "", fmt.Errorf("get service %s: %w", service, err)
 	}
-	sort.Slice(pods.Items, func(i, j int) bool { return pods.Items[i].Name < pods.Items[j].Name })
-	var addrs []string
-	for _, p := range pods.Items {
-		if p.Status.PodIP != "" && p.DeletionTimestamp == nil {
-			addrs = append(addrs, fmt.Sprintf("%s:%d", p.Status.PodIP, port))
+	for _, p := range svc.Spec.Ports {
+		if p.Name == port && svc.Spec.ClusterIP != "" && svc.Spec.ClusterIP != corev1.ClusterIPNone {
+			return net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(p.Port))), nil
 		}
 	}
-	if len(addrs) == 0 {
-		return "", errors.New("no broker pod has an IP yet")
-	}
-	return strings.Join(addrs, ","), nil
+	return "", fmt.Errorf("service %s has no ClusterIP port %s", service, port)
 }
 
-// SampleCluster is the KafkaCluster paddock dev applies: brokers advertise their pod IPs (there
-// is no cluster DNS here) and share one persistent claim (the dev provisioner backs it with a
-// local directory).
-func SampleCluster(namespace, name string, brokers int32) *kafkav1alpha1.KafkaCluster {
+// HostNodePortAddress is "<host address>:<nodePort>" of namespace/service's port named port:
+// where that nodePort answers from the host's network (and inside the private one).
+func (e *Env) HostNodePortAddress(ctx context.Context, namespace, service, port string) (string, error) {
+	svc := &corev1.Service{}
+	if err := e.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: service}, svc); err != nil {
+		return "", fmt.Errorf("get service %s: %w", service, err)
+	}
+	for _, p := range svc.Spec.Ports {
+		if p.Name == port && p.NodePort != 0 {
+			return net.JoinHostPort(e.cfg.HostAddress, strconv.Itoa(int(p.NodePort))), nil
+		}
+	}
+	return "", fmt.Errorf("service %s has no nodePort for port %s", service, port)
+}
+
+// TestHostAddress is a random loopback address 127.a.b.c (a ≥ 1) for a test environment's
+// Config.HostAddress: environments of concurrent test runs on one machine then never compete
+// for the host's 127.0.0.1 ports.
+func TestHostAddress() string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("127.%d.%d.%d", 1+int(b[0])%254, b[1], 1+int(b[2])%254)
+}
+
+// HostAddress is the loopback address the environment answers at on the host (Config).
+func (e *Env) HostAddress() string { return e.cfg.HostAddress }
+
+// HostListening lists the addresses the service proxy listens on in the host's network.
+func (e *Env) HostListening() []string { return e.proxy.hostPorts() }
+
+// Listener names of the sample cluster.
+const (
+	// SampleInternalListener is reached inside the private network at pod IPs.
+	SampleInternalListener = "kafka"
+	// SampleExternalListener is a NodePort listener whose brokers advertise the host address
+	// and their own nodePort: reachable from the host terminal.
+	SampleExternalListener = "external"
+)
+
+// SampleCluster is the KafkaCluster paddock dev applies: an internal listener whose brokers
+// advertise their pod IPs (there is no cluster DNS here), an external NodePort listener whose
+// brokers advertise hostAddress (the environment's host address, where every nodePort is
+// forwarded) and their own nodePort, and one shared persistent claim (the dev provisioner
+// backs it with a local directory).
+func SampleCluster(namespace, name string, brokers int32, hostAddress string) *kafkav1alpha1.KafkaCluster {
 	return &kafkav1alpha1.KafkaCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 		Spec: kafkav1alpha1.KafkaClusterSpec{
 			Replicas: brokers,
-			Listeners: []kafkav1alpha1.Listener{{
-				Name: "kafka", Port: 9092, Type: kafkav1alpha1.ListenerInternal, AdvertisedHost: kafkav1alpha1.AdvertisePodIP,
-			}},
+			Listeners: []kafkav1alpha1.Listener{
+				{Name: SampleInternalListener, Port: 9092, Type: kafkav1alpha1.ListenerInternal, AdvertisedHost: kafkav1alpha1.AdvertisePodIP},
+				{Name: SampleExternalListener, Port: 9094, Type: kafkav1alpha1.ListenerNodePort, AdvertisedHostTemplate: hostAddress},
+			},
 			Storage: kafkav1alpha1.Storage{
 				Type: kafkav1alpha1.StoragePersistentClaim, AccessMode: corev1.ReadWriteMany,
 			},

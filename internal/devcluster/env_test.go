@@ -128,6 +128,7 @@ func TestEnvironmentRunsAStatefulSetLikeAKubelet(t *testing.T) {
 	cfg.ConfigDir = filepath.Join("..", "..", "config")
 	cfg.PaddockBinary = paddockBinary
 	cfg.Nodes = 2
+	cfg.HostAddress = TestHostAddress()
 	cfg.NodeMonitorGracePeriod = 5 * time.Second
 	cfg.tokenRefreshEvery = 3 * time.Second
 	start := time.Now()

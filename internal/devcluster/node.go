@@ -96,6 +96,12 @@ func (n *nodeAgent) stop() {
 	<-done
 }
 
+func (n *nodeAgent) running() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.cancel != nil
+}
+
 // register creates the Node, or on a restart brings it back, and reports it Ready.
 func (n *nodeAgent) register(ctx context.Context) error {
 	nodes := n.rt.client.CoreV1().Nodes()

@@ -291,7 +291,7 @@ func heartbeats(in Input) map[int32]heartbeat {
 			healthy:   l.Annotations[v1alpha1.AnnotationHealthy] != "false",
 			draining:  l.Annotations[v1alpha1.AnnotationDraining] == "true",
 			epoch:     int64(deref(l.Spec.LeaseTransitions, 0)),
-			listeners: v1alpha1.ParseListeners(l.Annotations[v1alpha1.AnnotationListeners]),
+			listeners: announced(l.Annotations),
 		}
 		obs, observed := in.Observed[l.Name]
 		if !observed {
@@ -387,12 +387,29 @@ func makeRow(in Input, id int32, ep endpoint, listed bool, hb heartbeat, hasLeas
 // broker has no address and answers leave it out.
 func advertised(firstListener string, ep endpoint, listed bool, hb heartbeat) []v1alpha1.ListenerAddress {
 	if hb.listeners != nil {
+		if len(hb.listeners) == 0 {
+			return nil // announced: no address anywhere yet
+		}
 		return hb.listeners
 	}
 	if !listed || ep.host == "" || ep.listenerPort == 0 || firstListener == "" {
 		return nil
 	}
 	return []v1alpha1.ListenerAddress{{Name: firstListener, Host: ep.host, Port: ep.listenerPort}}
+}
+
+// announced is what a Lease announces about the broker's listeners: nil when it says nothing
+// (a broker older than the announcement), empty when it says "no address on any listener"
+// (an external listener whose address the broker does not know yet, and no other).
+func announced(annotations map[string]string) []v1alpha1.ListenerAddress {
+	v, ok := annotations[v1alpha1.AnnotationListeners]
+	if !ok {
+		return nil
+	}
+	if ls := v1alpha1.ParseListeners(v); ls != nil {
+		return ls
+	}
+	return []v1alpha1.ListenerAddress{}
 }
 
 // health is Draining if the fresh Lease says draining (draining outranks alive), else Alive if

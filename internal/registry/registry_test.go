@@ -77,6 +77,7 @@ type lease struct {
 	transitions      int32
 	noRenew, noAnnot bool
 	listeners        string // the listeners annotation, when set
+	noAddresses      bool   // the listeners annotation is set and empty
 }
 
 func (l lease) build() coordinationv1.Lease {
@@ -96,7 +97,7 @@ func (l lease) build() coordinationv1.Lease {
 			v1alpha1.AnnotationHealthy:  cmp(l.healthy, "true"),
 			v1alpha1.AnnotationDraining: fmt.Sprint(l.draining),
 		}
-		if l.listeners != "" {
+		if l.listeners != "" || l.noAddresses {
 			out.Annotations[v1alpha1.AnnotationListeners] = l.listeners
 		}
 	}
@@ -597,6 +598,8 @@ func TestRegistryRowsCarryEveryListenerTheBrokerAnnounces(t *testing.T) {
 			[]v1alpha1.ListenerAddress{{Name: "kafka", Host: "10.0.0.1", Port: 9092}}},
 		{"no announcement and no endpoint: no address",
 			nil, &lease{id: 0, age: time.Second}, nil},
+		{"an empty announcement (no listener has an address yet) is no address, not the endpoint's",
+			[]discoveryv1.EndpointSlice{slice("s1", serving(0))}, &lease{id: 0, age: time.Second, noAddresses: true}, nil},
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
 			in := Input{Cluster: "c", Replicas: 1, PortName: "kafka", Now: t0, Slices: tc.slices, Leases: leases(*tc.lease)}

@@ -36,6 +36,7 @@ func TestFencingScenarios(t *testing.T) {
 	}
 	cfg.ConfigDir = filepath.Join("..", "..", "config")
 	cfg.PaddockBinary = paddockBinary
+	cfg.HostAddress = devcluster.TestHostAddress()
 	started := time.Now()
 	env, err := devcluster.Start(ctx, cfg)
 	if err != nil {
@@ -53,8 +54,9 @@ func TestFencingScenarios(t *testing.T) {
 	if err := s.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.namespace}}); err != nil {
 		t.Fatal(err)
 	}
-	kc := devcluster.SampleCluster(s.namespace, s.name, 3)
+	kc := devcluster.SampleCluster(s.namespace, s.name, 3, env.HostAddress())
 	kc.Spec.DrainTimeout = &metav1.Duration{Duration: 20 * time.Second}
+	kc.Spec.Listeners = append(kc.Spec.Listeners, kafkav1alpha1.Listener{Name: nodesListener, Port: 9095, Type: kafkav1alpha1.ListenerNodePort})
 	applied := time.Now()
 	if err := s.c.Create(ctx, kc); err != nil {
 		t.Fatal(err)
@@ -66,7 +68,8 @@ func TestFencingScenarios(t *testing.T) {
 	}{
 		{"1 bring-up", func(ctx context.Context, t *testing.T, s *suite) { bringUp(ctx, t, s, applied) }},
 		{"8 identities", identities},
-		{"9 topics", topics},
+		{"9 from outside", fromOutside},
+		{"10 topics", topics},
 		{"2 crash", crash},
 		{"3 graceful", graceful},
 		{"7 operator down", operatorDown},

@@ -20,7 +20,7 @@ import (
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 )
 
-// 9. Topics: a topic created with kadm is listed by `kubectl get kafkatopics` Ready, with its
+// 10. Topics: a topic created with kadm is listed by `kubectl get kafkatopics` Ready, with its
 // leaders spread over the three brokers; kill -9 of one broker gives its partitions new
 // leaders (epoch + 1) within the session timeout + 1 s; deleting the topic with kadm removes
 // it and its KafkaTopic.
@@ -44,7 +44,7 @@ func topics(ctx context.Context, t *testing.T, s *suite) {
 	if _, err := adm.CreateTopic(ctx, partitions, 1, nil, topic); err != nil {
 		t.Fatalf("kadm create %s: %v", topic, err)
 	}
-	measure(t, "9 topics", "kadm CreateTopics answered (leaders assigned)", time.Since(created))
+	measure(t, "10 topics", "kadm CreateTopics answered (leaders assigned)", time.Since(created))
 
 	var kt *kafkav1alpha1.KafkaTopic
 	waitFor(ctx, t, "the topic Ready with leaders on all three brokers", 30*time.Second, func() (bool, string) {
@@ -103,7 +103,7 @@ func topics(ctx context.Context, t *testing.T, s *suite) {
 		return true, ""
 	})
 	took := time.Since(killed)
-	measure(t, "9 topics", "kill -9 → its partitions on new leaders", took)
+	measure(t, "10 topics", "kill -9 → its partitions on new leaders", took)
 	if took > bound {
 		t.Errorf("kill -9 → new leaders took %s, want at most the session timeout + 1 s (%s)", took, bound)
 	}
@@ -118,7 +118,7 @@ func topics(ctx context.Context, t *testing.T, s *suite) {
 		err := s.c.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: topic}, &kafkav1alpha1.KafkaTopic{})
 		return client.IgnoreNotFound(err) == nil && err != nil, fmt.Sprint(err)
 	})
-	measure(t, "9 topics", "kadm DeleteTopics → KafkaTopic gone (unassigned, data removed)", time.Since(deleted))
+	measure(t, "10 topics", "kadm DeleteTopics → KafkaTopic gone (unassigned, data removed)", time.Since(deleted))
 }
 
 // leadersPerBroker counts the partitions each broker leads.
