@@ -3,6 +3,8 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/paddock-dev/paddock/internal/topicname"
 )
 
 // Metadata (key 3), versions 0–12 (Apache 3.7 parity).
@@ -11,11 +13,15 @@ import (
 // with the endpoint of the listener the request came in on (see brokers). Fenced brokers are
 // omitted, as Apache does: advertising one would send clients to a broker that cannot answer.
 //
-// Topics come from the cluster's KafkaTopics. A null topic list means all topics, and so does
-// an empty list in v0 (v0 has no null); an empty list in v1+ means none. A name we do not know
-// answers UNKNOWN_TOPIC_OR_PARTITION — topics are never auto-created, whatever
-// AllowAutoTopicCreation says, because KafkaTopic objects are the only source of topics. A
-// topic id (v10+) we do not know answers UNKNOWN_TOPIC_ID.
+// Topics come from the cluster's KafkaTopics (the served ones: not being deleted, no older
+// topic claiming the name). A null topic list means all topics, and so does an empty list in
+// v0 (v0 has no null); an empty list in v1+ means none. A name we do not know answers
+// UNKNOWN_TOPIC_OR_PARTITION; when AllowAutoTopicCreation is set (implied before v4) and the
+// cluster's auto.create.topics.enable is true, it also starts creating the topic in the
+// background (autocreate.go), as KRaft does: the client's next Metadata finds it. A name
+// that breaks Kafka's rules answers INVALID_TOPIC_EXCEPTION instead; internal topic names
+// (__consumer_offsets, __transaction_state) are never auto-created — paddock keeps group and
+// transaction state elsewhere. A topic id (v10+) we do not know answers UNKNOWN_TOPIC_ID.
 //
 // A partition whose leader is not in the broker list (fenced, gone, or unassigned -1) answers
 // LEADER_NOT_AVAILABLE with leader -1. Replicas and ISR are the leader alone: a partition has
@@ -101,12 +107,28 @@ func handleMetadata(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error
 		}
 		mt := kmsg.NewMetadataResponseTopic()
 		mt.Topic, mt.TopicID = rt.Topic, rt.TopicID
+		mt.ErrorCode = kerr.UnknownTopicID.Code
 		if rt.Topic != nil {
-			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
-		} else {
-			mt.ErrorCode = kerr.UnknownTopicID.Code
+			mt.ErrorCode = rc.unknownTopic(*rt.Topic, req.Version < 4 || req.AllowAutoTopicCreation)
 		}
 		resp.Topics = append(resp.Topics, mt)
 	}
 	return resp, nil
+}
+
+// unknownTopic is the error of a Metadata topic the view does not have, after starting its
+// auto-creation when the client and the cluster allow it.
+func (rc *requestContext) unknownTopic(name string, allowCreate bool) int16 {
+	if topicname.Validate(name) != nil {
+		return kerr.InvalidTopicException.Code
+	}
+	if allowCreate && rc.view.Config.AutoCreateTopics && !isInternal(name) {
+		rc.srv.autoCreateTopic(name, rc.view.Config.NumPartitions)
+	}
+	return kerr.UnknownTopicOrPartition.Code
+}
+
+// isInternal says whether name is one of Kafka's internal topics.
+func isInternal(name string) bool {
+	return name == "__consumer_offsets" || name == "__transaction_state"
 }

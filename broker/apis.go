@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -40,6 +41,10 @@ func register(key, min, max int16, h handler) {
 // the identity and endpoint of the broker as seen on the connection the request came in on,
 // and the server, through which a handler reaches the state the broker owns (doc.go).
 type requestContext struct {
+	// ctx ends when the server is closed. Handlers that wait (for the API server or for the
+	// view) derive a deadline from it and the request's own timeout, so none blocks its
+	// connection forever.
+	ctx context.Context
 	// srv is the server that accepted the request. Handlers reach broker-owned state (the
 	// partition logs of broker/storage, the group coordinator of broker/groups) through its
 	// fields and never keep a reference past the request.

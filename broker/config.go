@@ -125,7 +125,7 @@ func newFlagSet(cfg *Config, listeners, templates *string, getenv func(string) s
 	dur(&cfg.HeartbeatInterval, "heartbeat-interval", time.Second, "how often the heartbeat Lease is renewed")
 	dur(&cfg.SessionTimeout, "session-timeout", 6*time.Second, "heartbeat Lease duration (leaseDurationSeconds); whole seconds")
 	dur(&cfg.DrainTimeout, "drain-timeout", time.Minute, "longest time to keep serving after SIGTERM while work moves away")
-	str(&cfg.DataDir, "data-dir", "/var/lib/paddock", "directory for partition data and offsets (unused until storage lands)")
+	str(&cfg.DataDir, "data-dir", "/var/lib/paddock", "directory of the cluster's shared data volume (partition data; deleted topics' data is removed from it)")
 	str(&cfg.ClusterDomain, "cluster-domain", "cluster.local", "cluster DNS domain used in PodDNS advertised hosts")
 	str(&cfg.BindAddress, "bind-address", "", "IP address the listeners and the health server bind to; empty binds every interface")
 	num(&cfg.MaxFrameBytes, "max-frame-bytes", DefaultMaxFrameBytes, "largest request frame accepted; a larger size prefix closes the connection before any allocation")

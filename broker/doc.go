@@ -5,9 +5,11 @@
 // Layout: server.go (connections: one reader and one writer goroutine each, answers in request
 // order) and frame.go (size-capped frames, request headers v1/v2) carry the protocol;
 // apis.go holds the handler table and the request context; api_NN_name.go each serve one API
-// key and register its version range, which is what ApiVersions advertises; view.go and
+// key and register its version range, which is what ApiVersions advertises (admin.go,
+// autocreate.go and topic_config.go hold what the admin keys share); view.go and
 // view_informer.go hold the cluster state; addresses.go where this broker is reachable on each
-// listener (its own Service's nodePort or ingress and its Node, from informers); run.go (start and shutdown), drain.go (SIGTERM),
+// listener (its own Service's nodePort or ingress and its Node, from informers); run.go (start
+// and shutdown), drain.go (SIGTERM),
 // heartbeat.go, liveness.go, health.go and metrics.go make up the process around them.
 //
 // # State and its owners
@@ -31,7 +33,12 @@
 // them as rc.srv.<Field> for the one request it is answering, and the drain and /readyz read
 // them through the Broker. Nothing else holds a reference to a partition or a group.
 //
-// It reads cluster state from an informer cache and writes only its own heartbeat Lease. It
-// must never call the API server on the request path, and never import controllers/: the
-// operator and the broker meet only through the API.
+// It reads cluster state from an informer cache. It writes its own heartbeat Lease and,
+// through Admin (admin.go), KafkaTopics: the admin APIs (CreateTopics, DeleteTopics,
+// CreatePartitions, AlterConfigs, IncrementalAlterConfigs, Metadata auto-creation) create,
+// update and delete them, and the lowest-id alive broker removes a deleted topic's data and
+// its finalizer (topic_removal.go; docs/topics.md). It must never call the API server on the
+// request path except for such an admin write, never wait on it or on the view without a
+// bound, and never import controllers/: the operator and the broker meet only through the
+// API.
 package broker

@@ -163,6 +163,43 @@ func TestBrokerIDIsTheRegistrysOrdinal(t *testing.T) {
 	}
 }
 
+func TestSnapshotServesTheOldestClaimAndListsDeletingTopics(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	t1 := metav1.NewTime(t0.Add(time.Second))
+	now := metav1.Now()
+	topics := []v1alpha1.KafkaTopic{
+		{ObjectMeta: metav1.ObjectMeta{Name: "a.b", CreationTimestamp: t0}, Spec: v1alpha1.KafkaTopicSpec{Cluster: "c", Partitions: 1}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "ab", CreationTimestamp: t1}, Spec: v1alpha1.KafkaTopicSpec{Cluster: "c", TopicName: "a_b", Partitions: 1}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "gone", DeletionTimestamp: &now, Finalizers: []string{v1alpha1.FinalizerData}},
+			Spec: v1alpha1.KafkaTopicSpec{Cluster: "c", Partitions: 2}, Status: v1alpha1.KafkaTopicStatus{Partitions: []v1alpha1.PartitionStatus{{Partition: 1}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "going", DeletionTimestamp: &now, Finalizers: []string{v1alpha1.FinalizerAssignment, v1alpha1.FinalizerData}},
+			Spec: v1alpha1.KafkaTopicSpec{Cluster: "c", Partitions: 1}},
+	}
+	kc := &v1alpha1.KafkaCluster{Spec: v1alpha1.KafkaClusterSpec{Config: map[string]string{"num.partitions": "5", "log.segment.bytes": "1048576"}}}
+	s := snapshotFrom("c", kc, topics)
+	if len(s.Topics) != 1 || s.Topics[0].Name != "a.b" {
+		t.Fatalf("served topics %+v, want only a.b (a_b collides with the older a.b; deleting topics are not served)", s.Topics)
+	}
+	if s.Topics[0].Config.SegmentBytes != 1048576 || s.Config.NumPartitions != 5 {
+		t.Errorf("configs: topic %+v, cluster %+v; want the cluster's segment.bytes and num.partitions", s.Topics[0].Config, s.Config)
+	}
+	if len(s.Deleting) != 2 {
+		t.Fatalf("deleting %+v, want gone and going", s.Deleting)
+	}
+	for _, d := range s.Deleting {
+		switch d.Object {
+		case "gone":
+			if !d.AwaitsDataRemoval || d.Partitions != 2 {
+				t.Errorf("gone %+v: unassigned (no assignment finalizer), data finalizer held: awaits removal of 2 partitions", d)
+			}
+		case "going":
+			if d.AwaitsDataRemoval {
+				t.Errorf("going %+v: still holds the assignment finalizer, so no broker may remove its data yet", d)
+			}
+		}
+	}
+}
+
 // A KafkaTopic status row outside [0, spec.partitions) is ignored by the view: one bad status
 // (2147483647 overflowed the partition count and panicked the rebuild of every broker; a large
 // valid index allocated gigabytes) must not take the brokers down.

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+
+	"github.com/paddock-dev/paddock/broker/storage"
 )
 
 // errInterrupted is Run's answer to a second signal during the drain: exit at once.
@@ -31,7 +33,11 @@ type Broker struct {
 	View View
 	// Heartbeat renews the Lease; nil runs without one (an in-memory view in tests).
 	Heartbeat *Heartbeat
-	Log       logr.Logger
+	// Admin is the broker's write access to its KafkaTopics (admin APIs, the data removal
+	// of deleted topics); nil runs without it: admin requests are refused and deleted
+	// topics' data is left for another broker.
+	Admin *Admin
+	Log   logr.Logger
 	// OnListening, when set, is called once every listener is bound, with the Kafka listener
 	// addresses in configuration order and the health server's address.
 	OnListening func(kafka []net.Addr, health net.Addr)
@@ -141,6 +147,7 @@ func (b *Broker) start(lns *bound) *running {
 			Log:           b.Log.WithName("wire"),
 			Metrics:       b.metrics,
 			Liveness:      b.liveness,
+			Admin:         b.Admin,
 		},
 		health:   &http.Server{Handler: b.healthHandler(), ReadHeaderTimeout: 5 * time.Second},
 		serveErr: make(chan error, len(lns.kafka)+1),
@@ -172,6 +179,11 @@ func (b *Broker) start(lns *bound) *running {
 	if b.Heartbeat != nil {
 		b.Heartbeat.Listeners = b.Addresses.Known
 		go b.Heartbeat.Run(bg)
+	}
+	if b.Admin != nil {
+		remover := &dataRemover{view: b.View, admin: b.Admin, self: b.Config.Identity.ID,
+			dataDir: b.Config.DataDir, fs: storage.OSFS{}, log: b.Log.WithName("topic-removal")}
+		go remover.run(bg)
 	}
 	if b.OnListening != nil {
 		b.OnListening(addrs, lns.health.Addr())

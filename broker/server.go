@@ -48,10 +48,20 @@ type Server struct {
 	Metrics *Metrics
 	// Liveness, when not nil, is ticked by every completed request.
 	Liveness *Liveness
+	// Admin, when not nil, is the admin APIs' write access to the cluster's KafkaTopics
+	// (CreateTopics, DeleteTopics, CreatePartitions, the AlterConfigs APIs, Metadata
+	// auto-creation). Without it those requests are answered with an error.
+	Admin *Admin
 
 	inShutdown atomic.Bool
 	closeOnce  sync.Once
 	hardClose  chan struct{} // closed by Close; made by init
+	// base is the parent of every request's context: Close cancels it, so a handler waiting
+	// on the API server or the view returns at once. Made by init.
+	base       context.Context
+	cancelBase context.CancelFunc
+	// autoCreate deduplicates Metadata auto-creations in flight. Made by init.
+	autoCreate *autoCreator
 
 	initOnce  sync.Once
 	mu        sync.Mutex
@@ -63,6 +73,8 @@ type Server struct {
 func (s *Server) init() {
 	s.initOnce.Do(func() {
 		s.hardClose = make(chan struct{})
+		s.base, s.cancelBase = context.WithCancel(context.Background())
+		s.autoCreate = newAutoCreator()
 		s.listeners = map[net.Listener]struct{}{}
 		s.conns = map[*conn]struct{}{}
 	})
@@ -197,9 +209,10 @@ func (s *Server) untrackConn(c *conn) {
 }
 
 // Shutdown stops accepting, lets every connection finish the request it is handling and
-// flush the responses it owes, then closes it. It returns when all connections are closed, or
-// with ctx's error after closing them hard (as Close) when ctx ends first. Kafka clients
-// reconnect to another broker on their own.
+// flush the responses it owes, then closes it (an admin request waiting for the view waits
+// at most its own bounded timeout). It returns when all connections are closed and the
+// background auto-creations have ended, or with ctx's error after closing them hard (as
+// Close) when ctx ends first. Kafka clients reconnect to another broker on their own.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.init()
 	s.mu.Lock()
@@ -216,6 +229,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	go func() { s.wg.Wait(); close(done) }()
 	select {
 	case <-done:
+		// No request is left to answer: end the background auto-creations too.
+		s.cancelBase()
+		s.autoCreate.wait()
 		return nil
 	case <-ctx.Done():
 		_ = s.Close() // always nil
@@ -229,13 +245,17 @@ func (s *Server) Close() error {
 	s.init()
 	s.mu.Lock()
 	s.inShutdown.Store(true)
-	s.closeOnce.Do(func() { close(s.hardClose) })
+	s.closeOnce.Do(func() {
+		close(s.hardClose)
+		s.cancelBase()
+	})
 	s.closeListenersLocked()
 	for c := range s.conns {
 		_ = c.nc.Close() // closing hard is the point; there is nothing to report
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
+	s.autoCreate.wait()
 	return nil
 }
 
@@ -352,9 +372,10 @@ func (c *conn) handle(frame []byte) (out []byte, err error) {
 // newRequestContext is the context of one request arriving on listener: a snapshot of the
 // view taken now, which the whole answer is computed from.
 func (s *Server) newRequestContext(listener listenerSource) *requestContext {
+	s.init()
 	addr, reachable := listener.current()
 	addr.Name = listener.name
-	return &requestContext{srv: s, view: s.View.Snapshot(), self: s.Self, listener: addr, selfReachable: reachable}
+	return &requestContext{ctx: s.base, srv: s, view: s.View.Snapshot(), self: s.Self, listener: addr, selfReachable: reachable}
 }
 
 // dispatch is the one path every request takes, a client's or the liveness probe's: it runs

@@ -1,11 +1,15 @@
 package broker
 
 import (
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/internal/kafkaconfig"
 )
 
 // View is the cluster state the broker answers from: the registry rows and the topic
@@ -27,8 +31,16 @@ type Snapshot struct {
 	ClusterID string
 	// Brokers are the registry rows (KafkaCluster status.brokers), sorted by id.
 	Brokers []v1alpha1.BrokerRow
-	// Topics are the cluster's KafkaTopics, sorted by name.
+	// ConfigMap is the KafkaCluster's spec.config as written (invalid entries included);
+	// Config is what the brokers apply from it.
+	ConfigMap map[string]string
+	Config    kafkaconfig.ClusterConfig
+	// Topics are the topics the cluster serves, sorted by name: its KafkaTopics that are not
+	// being deleted and whose Kafka name no older KafkaTopic claims (topicname.Conflicts).
 	Topics []Topic
+	// Deleting are the cluster's KafkaTopics being deleted, sorted by name. They are not
+	// served; one broker removes their data (topic_removal.go).
+	Deleting []DeletingTopic
 
 	// registered and alive are the ids of Brokers and of those whose health is Alive, sorted:
 	// the coordinator rule's inputs, computed once per snapshot (by normalize) rather than
@@ -45,6 +57,29 @@ type Topic struct {
 	// Partitions lists every partition index below the topic's partition count, sorted;
 	// a partition without an assignment has Leader -1.
 	Partitions []Partition
+	// Object, UID and Generation identify the KafkaTopic the topic is read from (admin
+	// writes name it, and wait for the generation they wrote).
+	Object     string
+	UID        types.UID
+	Generation int64
+	// ConfigMap is spec.config as written; Config the effective configuration (valid
+	// topic values over the cluster's, over Apache's defaults).
+	ConfigMap map[string]string
+	Config    kafkaconfig.TopicConfig
+}
+
+// DeletingTopic is a KafkaTopic being deleted.
+type DeletingTopic struct {
+	Object string
+	UID    types.UID
+	// Name and ID locate its data directory (ID zero: never minted, so no data was written).
+	Name string
+	ID   [16]byte
+	// Partitions is how many partitions it may have data for.
+	Partitions int32
+	// AwaitsDataRemoval is true once the assignment reconciler has unassigned it (its
+	// finalizer is gone) while the data finalizer is still held: a broker's turn.
+	AwaitsDataRemoval bool
 }
 
 // Partition is where one partition is served.
@@ -80,6 +115,16 @@ func (s *Snapshot) Topic(name string) (*Topic, bool) {
 		return nil, false
 	}
 	return &s.Topics[i], true
+}
+
+// Deleted returns the topic being deleted whose Kafka name is name.
+func (s *Snapshot) Deleted(name string) (*DeletingTopic, bool) {
+	for i := range s.Deleting {
+		if s.Deleting[i].Name == name {
+			return &s.Deleting[i], true
+		}
+	}
+	return nil, false
 }
 
 // TopicByID returns the topic whose id is id (never matches the zero id).
@@ -167,16 +212,22 @@ func NewMemoryView(s Snapshot) *MemoryView {
 	return v
 }
 
-// Set replaces the state with s (marked Synced). s is copied; the caller may reuse it.
+// Set replaces the state with s (marked Synced). s is copied; the caller may reuse it. Config
+// and each topic's Config are derived from the ConfigMaps, as the informer view does.
 func (v *MemoryView) Set(s Snapshot) {
 	c := Snapshot{
 		Synced:    true,
 		ClusterID: s.ClusterID,
 		Brokers:   slices.Clone(s.Brokers),
+		ConfigMap: maps.Clone(s.ConfigMap),
+		Config:    kafkaconfig.ResolveCluster(s.ConfigMap),
 		Topics:    make([]Topic, len(s.Topics)),
+		Deleting:  slices.Clone(s.Deleting),
 	}
 	for i, t := range s.Topics {
 		t.Partitions = slices.Clone(t.Partitions)
+		t.ConfigMap = maps.Clone(t.ConfigMap)
+		t.Config = kafkaconfig.ResolveTopic(t.ConfigMap, c.ConfigMap)
 		c.Topics[i] = t
 	}
 	v.store(&c)

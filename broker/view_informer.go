@@ -13,8 +13,11 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/internal/kafkaconfig"
+	"github.com/paddock-dev/paddock/internal/topicname"
 )
 
 // InformerView is the production View: informers on the broker's own KafkaCluster (a field
@@ -112,38 +115,86 @@ func (v *InformerView) rebuild(ctx context.Context) error {
 }
 
 // snapshotFrom is the wire view of a KafkaCluster (nil when it does not exist) and the
-// namespace's KafkaTopics; topics of other clusters are ignored.
+// namespace's KafkaTopics; topics of other clusters are ignored. Of several live KafkaTopics
+// claiming one Kafka name (or colliding ones) only the one topicname.Conflicts serves is
+// listed — the rule the assignment reconciler applies, so both agree without talking.
 func snapshotFrom(cluster string, kc *v1alpha1.KafkaCluster, topics []v1alpha1.KafkaTopic) *Snapshot {
 	s := &Snapshot{Synced: true}
 	if kc != nil {
 		s.ClusterID = kc.Status.ClusterID
 		s.Brokers = append(s.Brokers, kc.Status.Brokers...)
+		s.ConfigMap = kc.Spec.Config
 	}
-	for _, kt := range topics {
+	s.Config = kafkaconfig.ResolveCluster(s.ConfigMap)
+	var live []*v1alpha1.KafkaTopic
+	var claims []topicname.Claim
+	for i := range topics {
+		kt := &topics[i]
 		if kt.Spec.Cluster != cluster {
 			continue
 		}
-		t := Topic{Name: kt.Spec.TopicName, ID: decodeTopicID(kt.Status.TopicID)}
-		if t.Name == "" {
-			t.Name = kt.Name
+		if !kt.DeletionTimestamp.IsZero() {
+			s.Deleting = append(s.Deleting, deletingTopic(kt))
+			continue
 		}
-		// Every partition below spec.partitions exists; those the assignment has not reached
-		// yet have no leader. A status row outside [0, partitions) names no partition of the
-		// topic and is ignored: the count comes from the spec alone (bounded by the CRD), never
-		// from a status index, so one bad status cannot overflow or balloon the view.
-		n := min(max(kt.Spec.Partitions, 0), v1alpha1.MaxPartitions)
-		t.Partitions = make([]Partition, n)
-		for i := range t.Partitions {
-			t.Partitions[i] = Partition{Index: int32(i), Leader: -1}
+		live = append(live, kt)
+		claims = append(claims, topicname.Claim{Object: kt.Name, Name: kafkaName(kt), Created: kt.CreationTimestamp.Time})
+	}
+	yields := topicname.Conflicts(claims)
+	for _, kt := range live {
+		if _, no := yields[kt.Name]; !no {
+			s.Topics = append(s.Topics, servedTopic(kt, s.ConfigMap))
 		}
-		for _, p := range kt.Status.Partitions {
-			if p.Partition >= 0 && p.Partition < n {
-				t.Partitions[p.Partition] = Partition{Index: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch}
-			}
-		}
-		s.Topics = append(s.Topics, t)
 	}
 	return s
+}
+
+// kafkaName is the Kafka name of kt: spec.topicName, or the object's name.
+func kafkaName(kt *v1alpha1.KafkaTopic) string {
+	if kt.Spec.TopicName != "" {
+		return kt.Spec.TopicName
+	}
+	return kt.Name
+}
+
+// servedTopic is the wire view of a live KafkaTopic.
+func servedTopic(kt *v1alpha1.KafkaTopic, clusterConfig map[string]string) Topic {
+	t := Topic{
+		Name: kafkaName(kt), ID: decodeTopicID(kt.Status.TopicID),
+		Object: kt.Name, UID: kt.UID, Generation: kt.Generation,
+		ConfigMap: kt.Spec.Config, Config: kafkaconfig.ResolveTopic(kt.Spec.Config, clusterConfig),
+	}
+	// Every partition below spec.partitions exists; those the assignment has not reached
+	// yet have no leader. A status row outside [0, partitions) names no partition of the
+	// topic and is ignored: the count comes from the spec alone (bounded by the CRD), never
+	// from a status index, so one bad status cannot overflow or balloon the view.
+	n := partitionCount(kt)
+	t.Partitions = make([]Partition, n)
+	for i := range t.Partitions {
+		t.Partitions[i] = Partition{Index: int32(i), Leader: -1}
+	}
+	for _, p := range kt.Status.Partitions {
+		if p.Partition >= 0 && p.Partition < n {
+			t.Partitions[p.Partition] = Partition{Index: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch}
+		}
+	}
+	return t
+}
+
+// partitionCount is spec.partitions within the CRD's bounds.
+func partitionCount(kt *v1alpha1.KafkaTopic) int32 {
+	return min(max(kt.Spec.Partitions, 0), v1alpha1.MaxPartitions)
+}
+
+// deletingTopic is what the data removal needs of a KafkaTopic being deleted.
+func deletingTopic(kt *v1alpha1.KafkaTopic) DeletingTopic {
+	d := DeletingTopic{
+		Object: kt.Name, UID: kt.UID, Name: kafkaName(kt), ID: decodeTopicID(kt.Status.TopicID),
+		Partitions: partitionCount(kt),
+		AwaitsDataRemoval: controllerutil.ContainsFinalizer(kt, v1alpha1.FinalizerData) &&
+			!controllerutil.ContainsFinalizer(kt, v1alpha1.FinalizerAssignment),
+	}
+	return d
 }
 
 // decodeTopicID decodes status.topicID (base64url of 16 bytes, padded or not); anything else

@@ -5,6 +5,7 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/paddock-dev/paddock/controllers/assignment"
 	"github.com/paddock-dev/paddock/controllers/kafkacluster"
 	"github.com/paddock-dev/paddock/controllers/registry"
 )
@@ -31,6 +32,10 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	brokers := &registry.Reconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("registry")}
 	if err := brokers.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up registry controller: %w", err)
+	}
+	leaders := &assignment.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("assignment")}
+	if err := leaders.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up assignment controller: %w", err)
 	}
 	return nil
 }

@@ -31,8 +31,12 @@ const (
 	ReasonAllBrokersReady = "AllBrokersReady"
 	// ReasonBrokersNotReady: some desired brokers are not ready yet.
 	ReasonBrokersNotReady = "BrokersNotReady"
-	// ReasonNoAliveBrokers: no registered broker is alive; assignments are kept as they were.
+	// ReasonNoAliveBrokers: brokers are registered but none is alive; partition leaders and
+	// group coordinators are kept as they were.
 	ReasonNoAliveBrokers = "NoAliveBrokers"
+	// ReasonInvalidConfig: spec.config has unknown keys or values paddock cannot honour
+	// (KafkaCluster, KafkaTopic); those keys are not applied, their defaults are used instead.
+	ReasonInvalidConfig = "InvalidConfig"
 	// ReasonAsExpected: nothing is wrong.
 	ReasonAsExpected = "AsExpected"
 )

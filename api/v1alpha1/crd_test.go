@@ -216,8 +216,8 @@ var _ = Describe("CRDs", func() {
 			}
 			Expect(names[len(names)-1]).To(Equal("Age"), "Age comes last")
 		},
-		Entry("kafkaclusters", "kafkaclusters", []string{"Name", "Ready", "Brokers", "Fenced", "Alive", "Age"}, []string{"Cluster-ID"}),
+		Entry("kafkaclusters", "kafkaclusters", []string{"Name", "Ready", "Brokers", "Fenced", "Alive", "Partitions", "Age"}, []string{"Topics", "Cluster-ID"}),
 		Entry("brokers", "brokers", []string{"Name", "Cluster", "ID", "State", "Health", "Rack", "Last-Seen", "Age"}, []string{"Epoch", "Pod", "Node"}),
-		Entry("kafkatopics", "kafkatopics", []string{"Name", "Cluster", "Partitions", "Ready", "Age"}, nil),
+		Entry("kafkatopics", "kafkatopics", []string{"Name", "Cluster", "Topic", "Partitions", "Ready", "Age"}, []string{"Topic-ID", "Reason"}),
 	)
 })

@@ -238,7 +238,10 @@ type KafkaClusterSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Broker Resources",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:resourceRequirements"}
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 
-	// config holds Kafka-style broker settings (for example "log.retention.ms").
+	// config holds Kafka broker settings that reach every broker (for example
+	// "num.partitions", "auto.create.topics.enable", "log.retention.ms"). Unknown keys and
+	// malformed values are reported by the Degraded condition (reason InvalidConfig) and not
+	// applied; docs/topics.md lists the keys.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=256
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Broker Configuration",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
@@ -386,6 +389,18 @@ type BrokerCounts struct {
 	Dead int32 `json:"dead"`
 }
 
+// CoordinatorBrokers are the broker sets one coordinator epoch stands for.
+type CoordinatorBrokers struct {
+	// registered are the registered broker ids, sorted.
+	// +optional
+	// +listType=atomic
+	Registered []int32 `json:"registered,omitempty"`
+	// alive are the alive broker ids, sorted.
+	// +optional
+	// +listType=atomic
+	Alive []int32 `json:"alive,omitempty"`
+}
+
 // ListenerStatus is where clients find a listener.
 type ListenerStatus struct {
 	// name of the listener.
@@ -439,6 +454,31 @@ type KafkaClusterStatus struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Broker Counts"
 	Counts BrokerCounts `json:"counts,omitempty"`
 
+	// coordinatorEpoch fences group coordinators as a leader epoch fences a partition. The
+	// assignment reconciler bumps it, and never lowers it, whenever the registered or the
+	// alive set of brokers changes: whenever a group's coordinator may have moved.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Coordinator Epoch"
+	CoordinatorEpoch int64 `json:"coordinatorEpoch,omitempty"`
+
+	// coordinatorBrokers are the registered and alive broker ids coordinatorEpoch was set
+	// for. A broker whose status.brokers give other sets reads a registry change the epoch
+	// has not caught up with yet.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Coordinator Brokers"
+	CoordinatorBrokers *CoordinatorBrokers `json:"coordinatorBrokers,omitempty"`
+
+	// topics is the number of the cluster's KafkaTopics that are served (not being deleted,
+	// no conflicting name).
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Topics"
+	Topics int32 `json:"topics,omitempty"`
+
+	// partitions is the number of partitions of those topics.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Partitions"
+	Partitions int32 `json:"partitions,omitempty"`
+
 	// listeners gives each listener's bootstrap address.
 	// +optional
 	// +listType=map
@@ -457,6 +497,8 @@ type KafkaClusterStatus struct {
 // +kubebuilder:printcolumn:name="Brokers",type=integer,JSONPath=`.status.counts.registered`
 // +kubebuilder:printcolumn:name="Fenced",type=integer,JSONPath=`.status.counts.fenced`
 // +kubebuilder:printcolumn:name="Alive",type=integer,JSONPath=`.status.counts.alive`
+// +kubebuilder:printcolumn:name="Partitions",type=integer,JSONPath=`.status.partitions`
+// +kubebuilder:printcolumn:name="Topics",type=integer,JSONPath=`.status.topics`,priority=1
 // +kubebuilder:printcolumn:name="Cluster-ID",type=string,JSONPath=`.status.clusterID`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +operator-sdk:csv:customresourcedefinitions:displayName="Kafka Cluster",resources={{StatefulSet,v1,<cluster>-broker},{Service,v1,<cluster>-brokers},{Service,v1,<cluster>-bootstrap},{Service,v1,<cluster>-broker-<id>},{Pod,v1,<cluster>-broker-<id>},{Lease,v1,<cluster>-broker-<id>},{Broker,v1alpha1,<cluster>-<id>},{PodDisruptionBudget,v1,<cluster>-broker},{ServiceAccount,v1,<cluster>-broker},{Role,v1,<cluster>-broker},{RoleBinding,v1,<cluster>-broker},{PersistentVolumeClaim,v1,<cluster>-data}}

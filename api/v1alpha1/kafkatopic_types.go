@@ -16,7 +16,9 @@ type KafkaTopicSpec struct {
 	Cluster string `json:"cluster"`
 
 	// topicName is the Kafka topic name; empty uses the object's name. Set it for names a
-	// Kubernetes object cannot have (upper case, underscores).
+	// Kubernetes object cannot have (upper case, underscores). Topics created through the
+	// Kafka admin API always set it, and their object name is derived from it (the name
+	// itself when it is a valid object name, else a sanitized prefix and a short hash).
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=249
@@ -34,7 +36,9 @@ type KafkaTopicSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Partitions",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number"}
 	Partitions int32 `json:"partitions,omitempty"`
 
-	// config holds Kafka topic settings (for example "retention.ms").
+	// config holds Kafka topic settings (for example "retention.ms"). Unknown keys and
+	// malformed values are reported by the Degraded condition (reason InvalidConfig) and
+	// not applied; docs/topics.md lists the keys.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=256
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Topic Configuration",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
@@ -49,9 +53,16 @@ type PartitionStatus struct {
 	Partition int32 `json:"partition"`
 	// leader is the broker id that leads the partition; -1 when none does.
 	Leader int32 `json:"leader"`
-	// leaderEpoch grows with every leader change and never goes down.
+	// leaderEpoch grows with every leader change and never goes down. The first leader of a
+	// partition has epoch 1.
 	// +optional
 	LeaderEpoch int32 `json:"leaderEpoch,omitempty"`
+	// leaderIncarnation is the leader's incarnation (its registry row's epoch) when it got
+	// or last confirmed leaderEpoch. A leader seen alive under another incarnation has
+	// restarted and keeps the partition at the next epoch, so two incarnations of one
+	// broker never write at one epoch.
+	// +optional
+	LeaderIncarnation int64 `json:"leaderIncarnation,omitempty"`
 }
 
 // KafkaTopicStatus is what the operator observed and assigned.
@@ -60,12 +71,19 @@ type KafkaTopicStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
+	// topicName is the Kafka name the topic is served under: spec.topicName, or the
+	// object's name.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Kafka Topic Name",xDescriptors={"urn:alm:descriptor:text"}
+	TopicName string `json:"topicName,omitempty"`
+
 	// topicID is the Kafka topic id (base64url of 16 random bytes), minted once.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Topic ID",xDescriptors={"urn:alm:descriptor:text"}
 	TopicID string `json:"topicID,omitempty"`
 
-	// partitions lists each partition's leader, sorted by partition.
+	// partitions lists each partition's leader, sorted by partition. The assignment
+	// reconciler is its only writer.
 	// +optional
 	// +listType=map
 	// +listMapKey=partition
@@ -73,7 +91,9 @@ type KafkaTopicStatus struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Partition Leaders"
 	Partitions []PartitionStatus `json:"partitions,omitempty"`
 
-	// conditions are Ready and Degraded.
+	// conditions are Ready (every partition has an alive leader) and Degraded (the topic
+	// cannot be served as asked: invalid config, a conflicting name, no alive broker, no
+	// such cluster).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -81,15 +101,19 @@ type KafkaTopicStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
-// KafkaTopic is a Kafka topic of a KafkaCluster.
+// KafkaTopic is a Kafka topic of a KafkaCluster. Users create it with kubectl, or Kafka
+// clients through the brokers' admin API (CreateTopics, Metadata auto-creation); deleting it
+// deletes the topic and its data (docs/topics.md).
 // +kubebuilder:validation:XValidation:rule="!has(self.status) || !has(self.status.partitions) || self.status.partitions.all(p, p.partition < self.spec.partitions)",message="status.partitions may only name partitions below spec.partitions"
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=pkt,categories={paddock,kafka}
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.cluster`
+// +kubebuilder:printcolumn:name="Topic",type=string,JSONPath=`.status.topicName`
 // +kubebuilder:printcolumn:name="Partitions",type=integer,JSONPath=`.spec.partitions`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
-// +kubebuilder:printcolumn:name="Topic",type=string,JSONPath=`.spec.topicName`,priority=1
+// +kubebuilder:printcolumn:name="Topic-ID",type=string,JSONPath=`.status.topicID`,priority=1
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +operator-sdk:csv:customresourcedefinitions:displayName="Kafka Topic",resources={{KafkaCluster,v1alpha1,<spec.cluster>}}
 type KafkaTopic struct {

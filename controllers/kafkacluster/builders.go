@@ -76,14 +76,17 @@ func desiredServiceAccount(cluster *kafkav1alpha1.KafkaCluster) *corev1.ServiceA
 }
 
 // desiredRole grants the brokers exactly what they need and nothing more: read their own
-// KafkaCluster, the Brokers and KafkaTopics; create and delete KafkaTopics (CreateTopics /
-// DeleteTopics); renew their own heartbeat Leases; and, with a NodePort or LoadBalancer
-// listener, read their own per-broker Services (their nodePorts and load-balancer ingress,
-// through an informer whose field selector names the Service, which is what lets list and
-// watch be limited by name). List and watch cannot be limited by name for an informer without
-// a field selector, and create cannot be limited by name at all (the name is not known when
-// the request is authorized), so those rules carry none. Nodes are cluster-scoped, so no Role
-// can grant them: desiredNodeReaderBinding does, for clusters whose brokers need it.
+// KafkaCluster, the Brokers and KafkaTopics; create, update and delete KafkaTopics (the admin
+// APIs: CreateTopics and Metadata auto-creation create, CreatePartitions and the AlterConfigs
+// APIs update the spec, DeleteTopics deletes, and the broker that removes a deleted topic's
+// data updates its finalizers); renew their own heartbeat Leases; and, with a NodePort or
+// LoadBalancer listener, read their own per-broker Services (their nodePorts and load-balancer
+// ingress, through an informer whose field selector names the Service, which is what lets
+// list and watch be limited by name). List and watch cannot be limited by name for an
+// informer without a field selector, and create cannot be limited by name at all (the name is
+// not known when the request is authorized), so those rules carry none. Nodes are
+// cluster-scoped, so no Role can grant them: desiredNodeReaderBinding does, for clusters whose
+// brokers need it.
 func desiredRole(cluster *kafkav1alpha1.KafkaCluster) *rbacv1.Role {
 	perBroker := make([]string, 0, cluster.Spec.Replicas)
 	for id := int32(0); id < cluster.Spec.Replicas; id++ {
@@ -94,7 +97,7 @@ func desiredRole(cluster *kafkav1alpha1.KafkaCluster) *rbacv1.Role {
 		{APIGroups: []string{group}, Resources: []string{"kafkaclusters"}, ResourceNames: []string{cluster.Name}, Verbs: []string{"get"}},
 		{APIGroups: []string{group}, Resources: []string{"kafkaclusters"}, Verbs: []string{"list", "watch"}},
 		{APIGroups: []string{group}, Resources: []string{"brokers"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{group}, Resources: []string{"kafkatopics"}, Verbs: []string{"get", "list", "watch", "create", "delete"}},
+		{APIGroups: []string{group}, Resources: []string{"kafkatopics"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: perBroker, Verbs: []string{"get", "update"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
 	}

@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/internal/kafkaconfig"
 )
 
 // Reconciler provisions a KafkaCluster: it applies the children the desired*
@@ -295,6 +296,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, reterr *error) {
 	o := observation{
 		Generation: c.Generation, DesiredReplicas: c.Spec.Replicas,
 		Problem: s.problem, ApplyErr: s.applyErr, StatefulSet: s.statefulSet,
+		ConfigProblems: kafkaconfig.CheckBrokerConfig(c.Spec.Config), Counts: c.Status.Counts,
 	}
 	c.Status.ObservedGeneration = c.Generation
 	c.Status.Replicas, c.Status.ReadyReplicas = 0, 0
@@ -318,14 +320,15 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, reterr *error) {
 	}
 }
 
-// SetupWithManager watches KafkaClusters (spec changes and deletions only, so the status
-// writes of this and the registry reconciler do not retrigger it), every child it owns — the
-// node-reader binding through its labels — so a child that is changed or deleted is put back,
-// and data claims by their cluster label, owned or not.
+// SetupWithManager watches KafkaClusters (spec changes, deletions, and the registry's counts
+// crossing "none alive", so the other status writes of this and the registry reconciler do
+// not retrigger it), every child it owns — the node-reader binding through its labels — so a
+// child that is changed or deleted is put back, and data claims by their cluster label, owned
+// or not.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("kafkacluster").
-		For(&kafkav1alpha1.KafkaCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletionStarted))).
+		For(&kafkav1alpha1.KafkaCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletionStarted, aliveCrossedZero()))).
 		Watches(&rbacv1.ClusterRoleBinding{}, handler.EnqueueRequestsFromMapFunc(bindingToCluster)).
 		Owns(&corev1.ServiceAccount{}).
 		Owns(&rbacv1.Role{}).
@@ -335,6 +338,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Owns(&appsv1.StatefulSet{}).
 		Complete(r)
+}
+
+// aliveCrossedZero passes a KafkaCluster update whose registry counts start or stop saying
+// "brokers registered and none alive", which the Degraded condition reports.
+func aliveCrossedZero() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		old, okOld := e.ObjectOld.(*kafkav1alpha1.KafkaCluster)
+		cur, okNew := e.ObjectNew.(*kafkav1alpha1.KafkaCluster)
+		return okOld && okNew && noAliveBroker(old.Status.Counts) != noAliveBroker(cur.Status.Counts)
+	}}
 }
 
 // claimToCluster maps a data claim to the cluster its kafka.paddock.dev/cluster label names.

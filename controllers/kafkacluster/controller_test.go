@@ -380,7 +380,7 @@ var _ = Describe("KafkaCluster provisioning", Ordered, func() {
 			{APIGroups: []string{"kafka.paddock.dev"}, Resources: []string{"kafkaclusters"}, ResourceNames: []string{"c"}, Verbs: []string{"get"}},
 			{APIGroups: []string{"kafka.paddock.dev"}, Resources: []string{"kafkaclusters"}, Verbs: []string{"list", "watch"}},
 			{APIGroups: []string{"kafka.paddock.dev"}, Resources: []string{"brokers"}, Verbs: []string{"get", "list", "watch"}},
-			{APIGroups: []string{"kafka.paddock.dev"}, Resources: []string{"kafkatopics"}, Verbs: []string{"get", "list", "watch", "create", "delete"}},
+			{APIGroups: []string{"kafka.paddock.dev"}, Resources: []string{"kafkatopics"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete"}},
 			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{"c-broker-0", "c-broker-1", "c-broker-2"}, Verbs: []string{"get", "update"}},
 			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
 		}))

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/internal/kafkaconfig"
 )
 
 func TestValidateSpec(t *testing.T) {
@@ -154,6 +155,14 @@ func TestConditions(t *testing.T) {
 			want{"True", "False", "True", kafkav1alpha1.ReasonInvalidSpec}},
 		{"a failed apply is degraded", observation{DesiredReplicas: 3, ApplyErr: errors.New("apply Service x: forbidden"), StatefulSet: statefulSetWith(3, 2, settled)},
 			want{"True", "False", "True", kafkav1alpha1.ReasonApplyFailed}},
+		{"a spec.config entry that is not applied is degraded", observation{DesiredReplicas: 3, StatefulSet: statefulSetWith(3, 2, settled),
+			ConfigProblems: kafkaconfig.CheckBrokerConfig(map[string]string{"log.cleanup.policy": "compact"})},
+			want{"True", "False", "True", kafkav1alpha1.ReasonInvalidConfig}},
+		{"registered brokers of which none is alive are degraded", observation{DesiredReplicas: 3, StatefulSet: statefulSetWith(3, 2, settled),
+			Counts: kafkav1alpha1.BrokerCounts{Registered: 3, Serving: 3, Dead: 2, Draining: 1}},
+			want{"True", "False", "True", kafkav1alpha1.ReasonNoAliveBrokers}},
+		{"a cluster whose brokers have not registered yet is not degraded", observation{DesiredReplicas: 3, StatefulSet: statefulSetWith(3, 2, settled)},
+			want{"True", "False", "False", kafkav1alpha1.ReasonAsExpected}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.rule, func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/internal/kafkaconfig"
 )
 
 // observation is everything the provisioning conditions are computed from: what
@@ -25,6 +26,10 @@ type observation struct {
 	ApplyErr error
 	// StatefulSet is the broker StatefulSet as read this reconcile; nil when it does not exist.
 	StatefulSet *appsv1.StatefulSet
+	// ConfigProblems are the entries of spec.config the brokers do not apply.
+	ConfigProblems []kafkaconfig.Problem
+	// Counts are the registry's counts (status.counts, written by the registry reconciler).
+	Counts kafkav1alpha1.BrokerCounts
 }
 
 // rolloutPending says why the StatefulSet is not yet at the spec, or "" when it
@@ -85,8 +90,12 @@ func progressingCondition(o observation) metav1.Condition {
 	return c
 }
 
-// degradedCondition is True when a human must act: the spec was refused or a
-// child could not be applied.
+// degradedCondition is True when a human must act: the spec was refused, a child could not
+// be applied, spec.config has entries the brokers do not apply, or brokers are registered but
+// none is alive (then partition leaders and coordinators are kept as they were). This
+// reconciler is the one writer of the KafkaCluster's conditions; the assignment reconciler's
+// "no alive broker" is folded in here from the registry's counts (docs/topics.md, "Who
+// writes what").
 func degradedCondition(o observation) metav1.Condition {
 	c := metav1.Condition{Type: kafkav1alpha1.ConditionDegraded, ObservedGeneration: o.Generation}
 	switch {
@@ -94,11 +103,22 @@ func degradedCondition(o observation) metav1.Condition {
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, o.Problem.Reason, o.Problem.Message
 	case o.ApplyErr != nil:
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, kafkav1alpha1.ReasonApplyFailed, o.ApplyErr.Error()
+	case len(o.ConfigProblems) > 0:
+		c.Status, c.Reason = metav1.ConditionTrue, kafkav1alpha1.ReasonInvalidConfig
+		c.Message = "spec.config entries not applied: " + kafkaconfig.Summary(o.ConfigProblems)
+	case noAliveBroker(o.Counts):
+		c.Status, c.Reason = metav1.ConditionTrue, kafkav1alpha1.ReasonNoAliveBrokers
+		c.Message = fmt.Sprintf("%d brokers are registered and none is alive (%d draining, %d dead); partition leaders and group coordinators are kept as they were",
+			o.Counts.Registered, o.Counts.Draining, o.Counts.Dead)
 	default:
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, kafkav1alpha1.ReasonAsExpected, "nothing is wrong"
 	}
 	return c
 }
+
+// noAliveBroker is true when brokers are registered and none of them is alive. A cluster
+// whose brokers have not registered yet (just created) is not degraded by it.
+func noAliveBroker(c kafkav1alpha1.BrokerCounts) bool { return c.Registered > 0 && c.Alive == 0 }
 
 // listenerStatuses gives each listener's bootstrap address, from the bootstrap
 // Service as observed (nil when it does not exist yet):

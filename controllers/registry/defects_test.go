@@ -77,7 +77,9 @@ func skewedBeat(ctx context.Context, clk *testClock, ns, cluster string, id, sec
 }
 
 // beatEvery calls beat every period until the func it returns is called or the spec ends.
-func beatEvery(period time.Duration, beat func()) func() {
+// beat gets a context of its own that lives until then: the spec's context is cancelled
+// before its cleanups run, and a beat in flight on it would fail the spec.
+func beatEvery(period time.Duration, beat func(ctx context.Context)) func() {
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -91,7 +93,7 @@ func beatEvery(period time.Duration, beat func()) func() {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				beat()
+				beat(ctx)
 			}
 		}
 	}()
@@ -139,7 +141,7 @@ var _ = Describe("Registry defects", Ordered, ContinueOnFailure, func() {
 		newCluster(ctx, ns, c, 1)
 		putSlice(ctx, ns, c, "demo-brokers-abc12", servingEndpoints(0)...)
 		skewedBeat(ctx, clk, ns, c, 0, 6, -10*time.Second)
-		beatEvery(300*time.Millisecond, func() { skewedBeat(ctx, clk, ns, c, 0, 6, -10*time.Second) })
+		beatEvery(300*time.Millisecond, func(ctx context.Context) { skewedBeat(ctx, clk, ns, c, 0, 6, -10*time.Second) })
 		Eventually(func() *kafkav1alpha1.BrokerRow { return readRow(ctx, ns, c, 0) }).
 			Should(rowSays(kafkav1alpha1.BrokerServing, kafkav1alpha1.BrokerAlive, ""))
 		settled(writes, ns, 10*time.Second)
@@ -156,7 +158,7 @@ var _ = Describe("Registry defects", Ordered, ContinueOnFailure, func() {
 		heartbeat(ctx, clk, ns, c, beat{id: 0, seconds: 2})
 		unhealthy := map[string]string{kafkav1alpha1.AnnotationHealthy: "false"}
 		renew(ctx, clk, ns, c, 0, unhealthy)
-		beatEvery(300*time.Millisecond, func() { renew(ctx, clk, ns, c, 0, unhealthy) })
+		beatEvery(300*time.Millisecond, func(ctx context.Context) { renew(ctx, clk, ns, c, 0, unhealthy) })
 		Eventually(func() *kafkav1alpha1.BrokerRow { return readRow(ctx, ns, c, 0) }).
 			Should(And(Not(BeNil()), HaveField("Health", kafkav1alpha1.BrokerDead), HaveField("Reason", kafkav1alpha1.ReasonUnhealthy)))
 		settled(writes, ns, 10*time.Second)
@@ -246,7 +248,7 @@ var _ = Describe("Registry defects", Ordered, ContinueOnFailure, func() {
 		heartbeat(ctx, clk, ns, c, beat{id: 1, seconds: 2})
 		var lastMu sync.Mutex
 		var last time.Time
-		stopBeats := beatEvery(300*time.Millisecond, func() {
+		stopBeats := beatEvery(300*time.Millisecond, func(ctx context.Context) {
 			renew(ctx, clk, ns, c, 1, nil)
 			lastMu.Lock()
 			last = clk.Now()

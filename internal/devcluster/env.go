@@ -229,7 +229,8 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 		e.proxy.close()
 		return nil, fmt.Errorf("forward the apiserver to %s (another paddock dev running? pass --host-address or --host-apiserver-port): %w", cfg.hostAPIServerAddr(), err)
 	}
-	// The node list is fixed before the proxy's goroutine reads it (runningNodeIPs).
+	// The node list is complete before the proxy runs: it reads it (runningNodeIPs) from its
+	// own goroutine, and the list never changes afterwards.
 	for i := range cfg.Nodes {
 		e.nodes = append(e.nodes, newNodeAgent(i, e.rt))
 	}

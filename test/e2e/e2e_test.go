@@ -74,6 +74,7 @@ func TestFencingScenarios(t *testing.T) {
 		{"1 bring-up", func(ctx context.Context, t *testing.T, s *suite) { bringUp(ctx, t, s, applied) }},
 		{"8 identities", identities},
 		{"9 from outside", fromOutside},
+		{"10 topics", topics},
 		{"2 crash", crash},
 		{"3 graceful", graceful},
 		{"7 operator down", operatorDown},

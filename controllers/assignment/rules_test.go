@@ -1,0 +1,150 @@
+package assignment
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/internal/balance"
+	"github.com/paddock-dev/paddock/internal/kafkaconfig"
+)
+
+func rows(healths ...kafkav1alpha1.BrokerHealth) []kafkav1alpha1.BrokerRow {
+	out := make([]kafkav1alpha1.BrokerRow, len(healths))
+	for i, h := range healths {
+		out[i] = kafkav1alpha1.BrokerRow{ID: int32(i), Health: h, Epoch: 1}
+	}
+	return out
+}
+
+func TestTheCoordinatorEpochGrowsWheneverTheRegisteredOrAliveSetChanges(t *testing.T) {
+	const A, D, X = kafkav1alpha1.BrokerAlive, kafkav1alpha1.BrokerDead, kafkav1alpha1.BrokerDraining
+	epoch, sets := int64(0), (*kafkav1alpha1.CoordinatorBrokers)(nil)
+	for _, step := range []struct {
+		what string
+		rows []kafkav1alpha1.BrokerRow
+		want int64
+	}{
+		{"no broker yet: nothing to fence", nil, 0},
+		{"the first brokers register", rows(A, A, A), 1},
+		{"the same sets again", rows(A, A, A), 1},
+		{"a row's epoch or address changes nothing", func() []kafkav1alpha1.BrokerRow { r := rows(A, A, A); r[1].Epoch, r[1].Host = 9, "x"; return r }(), 1},
+		{"one dies", rows(A, D, A), 2},
+		{"dead turning draining keeps the alive set", rows(A, X, A), 2},
+		{"it comes back", rows(A, A, A), 3},
+		{"one is deregistered", rows(A, A), 4},
+		{"all gone", nil, 5},
+	} {
+		epoch, sets = nextCoordinatorEpoch(epoch, sets, step.rows)
+		if epoch != step.want {
+			t.Fatalf("%s: epoch %d, want %d", step.what, epoch, step.want)
+		}
+	}
+}
+
+func TestAnUnassignedTopicKeepsEveryEpochAndLeadsNothing(t *testing.T) {
+	kt := &kafkav1alpha1.KafkaTopic{Spec: kafkav1alpha1.KafkaTopicSpec{Partitions: 3}, Status: kafkav1alpha1.KafkaTopicStatus{
+		Partitions: []kafkav1alpha1.PartitionStatus{{Partition: 0, Leader: 1, LeaderEpoch: 4, LeaderIncarnation: 2}, {Partition: 3, Leader: 2, LeaderEpoch: 7}},
+	}}
+	got := unassigned(kt)
+	// Partition 3 is no partition of a 3-partition topic: it goes.
+	want := []kafkav1alpha1.PartitionStatus{{Partition: 0, Leader: -1, LeaderEpoch: 4}, {Partition: 1, Leader: -1}, {Partition: 2, Leader: -1}}
+	if len(got) != len(want) {
+		t.Fatalf("unassigned = %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("partition %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
+
+func TestAHandEditedStatusCannotStopTheAssignment(t *testing.T) {
+	kt := &kafkav1alpha1.KafkaTopic{Spec: kafkav1alpha1.KafkaTopicSpec{Partitions: 2}, Status: kafkav1alpha1.KafkaTopicStatus{
+		Partitions: []kafkav1alpha1.PartitionStatus{
+			{Partition: 0, Leader: 1, LeaderEpoch: 3}, {Partition: 0, Leader: 2, LeaderEpoch: 9}, // repeated
+			{Partition: 5, Leader: 1}, {Partition: -1}, // out of range
+			{Partition: 1, Leader: -7, LeaderEpoch: 2}, // leader below -1
+		},
+	}}
+	kt.Name = "t"
+	in := balance.Input{Topics: []balance.Topic{balanceTopic(kt)}, Alive: []balance.Broker{{ID: 1}, {ID: 2}}}
+	res, err := balance.Assign(in)
+	if err != nil {
+		t.Fatalf("Assign refused the cleaned-up input: %v", err)
+	}
+	a, _ := res.Topic("t")
+	if a.Partitions[0].Epoch != 3 || a.Partitions[1].Epoch != 3 {
+		t.Errorf("partitions %+v: want partition 0 kept at epoch 3 (the first entry) and partition 1 placed at epoch 3", a.Partitions)
+	}
+}
+
+func TestTopicConditions(t *testing.T) {
+	bad := kafkaconfig.CheckTopicConfig(map[string]string{"cleanup.policy": "compact"})
+	for _, tt := range []struct {
+		rule                  string
+		f                     topicFacts
+		ready, readyReason    string
+		degraded, degradedWhy string
+		messageMentions       string
+	}{
+		{"every partition led by an alive broker is ready", topicFacts{ClusterFound: true, Alive: 3, Partitions: 6},
+			"True", kafkav1alpha1.ReasonLeadersAlive, "False", kafkav1alpha1.ReasonAsExpected, "6 partitions"},
+		{"partitions without an alive leader are not ready", topicFacts{ClusterFound: true, Alive: 3, Partitions: 6, Leaderless: 2},
+			"False", kafkav1alpha1.ReasonLeadersNotAlive, "False", kafkav1alpha1.ReasonAsExpected, "2 of 6"},
+		{"no alive broker: not ready and degraded", topicFacts{ClusterFound: true, Partitions: 6, Leaderless: 6},
+			"False", kafkav1alpha1.ReasonNoAliveBrokers, "True", kafkav1alpha1.ReasonNoAliveBrokers, "kept"},
+		{"an invalid config is degraded, the topic still served", topicFacts{ClusterFound: true, Alive: 1, Partitions: 1, ConfigProblems: bad},
+			"True", kafkav1alpha1.ReasonLeadersAlive, "True", kafkav1alpha1.ReasonInvalidConfig, "compaction"},
+		{"a younger topic with a colliding name is not served", topicFacts{ClusterFound: true, Alive: 1, YieldsTo: "a-b", YieldsToName: "a.b"},
+			"False", kafkav1alpha1.ReasonTopicNameConflict, "True", kafkav1alpha1.ReasonTopicNameConflict, "a-b"},
+		{"a topic of no cluster", topicFacts{},
+			"False", kafkav1alpha1.ReasonClusterNotFound, "True", kafkav1alpha1.ReasonClusterNotFound, "no KafkaCluster"},
+		{"a deleted topic", topicFacts{ClusterFound: true, Deleting: true},
+			"False", kafkav1alpha1.ReasonDeleting, "False", kafkav1alpha1.ReasonDeleting, "deleted"},
+	} {
+		t.Run(tt.rule, func(t *testing.T) {
+			tt.f.Generation = 4
+			r, d := readyCondition(tt.f), degradedCondition(tt.f)
+			if string(r.Status) != tt.ready || r.Reason != tt.readyReason || string(d.Status) != tt.degraded || d.Reason != tt.degradedWhy {
+				t.Fatalf("Ready %s/%s, Degraded %s/%s; want %s/%s, %s/%s", r.Status, r.Reason, d.Status, d.Reason, tt.ready, tt.readyReason, tt.degraded, tt.degradedWhy)
+			}
+			if !strings.Contains(r.Message+" "+d.Message, tt.messageMentions) {
+				t.Errorf("messages %q / %q do not mention %q", r.Message, d.Message, tt.messageMentions)
+			}
+			for _, c := range []metav1.Condition{r, d} {
+				if c.ObservedGeneration != 4 {
+					t.Errorf("%s observedGeneration %d, want 4", c.Type, c.ObservedGeneration)
+				}
+			}
+		})
+	}
+}
+
+func TestATopicIDIsSixteenRandomBytesNeverZero(t *testing.T) {
+	random := bytes.NewReader(append(make([]byte, 16), bytes.Repeat([]byte{0xfb}, 16)...))
+	id, err := newTopicID(random)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id != "-_v7-_v7-_v7-_v7-_v7-w" {
+		t.Errorf("id %q, want the second (non-zero) 16 bytes as unpadded base64url", id)
+	}
+	if _, err := newTopicID(bytes.NewReader(nil)); err == nil {
+		t.Error("an exhausted random source must fail, not mint")
+	}
+}
+
+func TestTheEventNamesTheFirstMovesAndCountsTheRest(t *testing.T) {
+	var moves []balance.Move
+	for i := range int32(10) {
+		moves = append(moves, balance.Move{Partition: i, From: -1, To: i % 3, Epoch: 1, Reason: balance.ReasonUnassigned})
+	}
+	msg := movesMessage(moves)
+	if !strings.HasPrefix(msg, "10 partition(s)") || !strings.Contains(msg, "0: none→0 epoch 1 (Unassigned)") || !strings.HasSuffix(msg, "and 2 more") {
+		t.Errorf("message %q", msg)
+	}
+}

@@ -1,0 +1,205 @@
+package kafkaconfig
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestTheTablesAreSortedAndEveryDefaultPassesItsOwnCheck(t *testing.T) {
+	for name, table := range map[string][]Key{"topic": topicKeys, "broker": brokerKeys} {
+		if !slices.IsSortedFunc(table, func(a, b Key) int { return strings.Compare(a.Name, b.Name) }) {
+			t.Errorf("%s keys are not sorted by name", name)
+		}
+		for _, k := range table {
+			if k.Doc == "" {
+				t.Errorf("%s key %s has no doc", name, k.Name)
+			}
+			if !k.HasDefault || k.ReadOnly {
+				continue
+			}
+			if err := check(table, name, k.Name, k.Default); err != nil {
+				t.Errorf("%s key %s: its own default fails: %v", name, k.Name, err)
+			}
+		}
+	}
+}
+
+func TestEveryTopicKeysSynonymInTheBrokerTableHasTheSameType(t *testing.T) {
+	for _, k := range topicKeys {
+		for _, s := range k.Synonyms {
+			bk, ok := BrokerKey(s.Name)
+			if !ok {
+				continue // an Apache broker key paddock does not read
+			}
+			scaledIntoLong := s.Scale != 1 && bk.Type == Int && k.Type == Long // hours or minutes into ms
+			if bk.Type != k.Type && !scaledIntoLong {
+				t.Errorf("%s (%d) and its synonym %s (%d) differ in type", k.Name, k.Type, s.Name, bk.Type)
+			}
+		}
+	}
+}
+
+func TestUnknownKeysAreRefused(t *testing.T) {
+	if err := CheckTopic("retention.msx", "1"); !errors.Is(err, ErrUnknownKey) {
+		t.Errorf("CheckTopic(retention.msx) = %v, want ErrUnknownKey", err)
+	}
+	if err := CheckBroker("retention.ms", "1"); !errors.Is(err, ErrUnknownKey) {
+		t.Errorf("CheckBroker(retention.ms) = %v, want ErrUnknownKey (the broker key is log.retention.ms)", err)
+	}
+	if err := CheckBroker("broker.id", "3"); err == nil || !strings.Contains(err.Error(), "read-only") {
+		t.Errorf("CheckBroker(broker.id) = %v, want read-only", err)
+	}
+}
+
+func TestValuesAreCheckedAgainstTypeRangeAndWhatPaddockHonours(t *testing.T) {
+	for _, tt := range []struct {
+		key, value string
+		broker     bool
+		wantErr    string // "" = valid
+	}{
+		{key: "retention.ms", value: "1000"},
+		{key: "retention.ms", value: " -1 "},
+		{key: "retention.ms", value: "-2", wantErr: "at least -1"},
+		{key: "retention.ms", value: "1h", wantErr: "64-bit integer"},
+		{key: "segment.bytes", value: "13", wantErr: "at least 14"},
+		{key: "segment.bytes", value: "4294967296", wantErr: "32-bit integer"},
+		{key: "message.timestamp.type", value: "LogAppendTime"},
+		{key: "message.timestamp.type", value: "logappendtime", wantErr: "CreateTime, LogAppendTime"},
+		{key: "preallocate", value: "TRUE"},
+		{key: "preallocate", value: "yes", wantErr: "true or false"},
+		{key: "min.cleanable.dirty.ratio", value: "0.25"},
+		{key: "min.cleanable.dirty.ratio", value: "1.5", wantErr: "between 0 and 1"},
+		{key: "cleanup.policy", value: "delete"},
+		{key: "cleanup.policy", value: "compact", wantErr: "log compaction is not implemented"},
+		{key: "cleanup.policy", value: "delete,compact", wantErr: "log compaction is not implemented"},
+		{key: "cleanup.policy", value: "shred", wantErr: "not a cleanup policy"},
+		{key: "compression.type", value: "producer"},
+		{key: "compression.type", value: "zstd", wantErr: "recompression is not implemented"},
+		{key: "min.insync.replicas", value: "2", wantErr: "one replica per partition"},
+		{key: "remote.storage.enable", value: "true", wantErr: "only false"},
+		{key: "num.partitions", value: "12", broker: true},
+		{key: "num.partitions", value: "0", broker: true, wantErr: "between 1 and 10000"},
+		{key: "auto.create.topics.enable", value: "false", broker: true},
+		{key: "default.replication.factor", value: "3", broker: true, wantErr: "one replica per partition"},
+		{key: "log.retention.ms", value: "60000", broker: true},
+		{key: "log.cleanup.policy", value: "compact", broker: true, wantErr: "log compaction is not implemented"},
+	} {
+		var err error
+		if tt.broker {
+			err = CheckBroker(tt.key, tt.value)
+		} else {
+			err = CheckTopic(tt.key, tt.value)
+		}
+		switch {
+		case tt.wantErr == "" && err != nil:
+			t.Errorf("%s=%q: %v, want valid", tt.key, tt.value, err)
+		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+			t.Errorf("%s=%q: %v, want an error containing %q", tt.key, tt.value, err, tt.wantErr)
+		case err != nil && !strings.Contains(err.Error(), tt.key):
+			t.Errorf("%s=%q: error %q does not name the key", tt.key, tt.value, err)
+		}
+	}
+}
+
+func TestCheckConfigListsEveryProblemSortedByKey(t *testing.T) {
+	got := CheckTopicConfig(map[string]string{"retention.ms": "x", "cleanup.policy": "compact", "segment.ms": "10", "bogus": "1"})
+	var keys []string
+	for _, p := range got {
+		keys = append(keys, p.Key)
+	}
+	if !slices.Equal(keys, []string{"bogus", "cleanup.policy", "retention.ms"}) {
+		t.Fatalf("problems for %v, want bogus, cleanup.policy, retention.ms", keys)
+	}
+	if s := Summary(got); !strings.Contains(s, `"bogus"`) || !strings.Contains(s, "cleanup.policy") || !strings.Contains(s, "retention.ms") {
+		t.Errorf("Summary = %q", s)
+	}
+}
+
+func TestATopicValueWinsOverTheClusterValueWhichWinsOverTheDefault(t *testing.T) {
+	cluster := map[string]string{"log.retention.ms": "3600000", "log.segment.bytes": "1048576", "num.partitions": "3"}
+	topic := map[string]string{"retention.ms": "60000"}
+	got := ResolveTopic(topic, cluster)
+	if got.RetentionMs != 60000 || got.SegmentBytes != 1048576 || got.MaxMessageBytes != 1048588 {
+		t.Errorf("ResolveTopic = %+v, want retention.ms 60000 (topic), segment.bytes 1048576 (cluster), max.message.bytes 1048588 (default)", got)
+	}
+	sources := map[string]Source{}
+	for _, e := range DescribeTopic(topic, cluster) {
+		sources[e.Key.Name] = e.Value.Source
+	}
+	if sources["retention.ms"] != SourceTopic || sources["segment.bytes"] != SourceClusterDefault || sources["max.message.bytes"] != SourceDefault {
+		t.Errorf("sources = retention.ms %d, segment.bytes %d, max.message.bytes %d; want 1, 3, 5",
+			sources["retention.ms"], sources["segment.bytes"], sources["max.message.bytes"])
+	}
+}
+
+func TestRetentionComesFromLogRetentionMsThenMinutesThenHours(t *testing.T) {
+	for _, tt := range []struct {
+		cluster map[string]string
+		want    int64
+		synonym string
+	}{
+		{nil, 7 * 24 * 3_600_000, "log.retention.hours"},
+		{map[string]string{"log.retention.hours": "1"}, 3_600_000, "log.retention.hours"},
+		{map[string]string{"log.retention.hours": "1", "log.retention.minutes": "2"}, 120_000, "log.retention.minutes"},
+		{map[string]string{"log.retention.hours": "1", "log.retention.minutes": "2", "log.retention.ms": "5"}, 5, "log.retention.ms"},
+		{map[string]string{"log.retention.ms": "oops", "log.retention.minutes": "2"}, 120_000, "log.retention.minutes"},
+	} {
+		if got := ResolveTopic(nil, tt.cluster).RetentionMs; got != tt.want {
+			t.Errorf("cluster %v: retention.ms %d, want %d", tt.cluster, got, tt.want)
+		}
+		k, _ := TopicKey("retention.ms")
+		if e := describeTopicKey(k, nil, tt.cluster); e.Synonyms[0].Name != tt.synonym {
+			t.Errorf("cluster %v: first synonym %s, want %s", tt.cluster, e.Synonyms[0].Name, tt.synonym)
+		}
+	}
+}
+
+func TestInvalidEntriesAreNotApplied(t *testing.T) {
+	got := ResolveTopic(map[string]string{"cleanup.policy": "compact", "segment.ms": "0"}, map[string]string{"log.roll.hours": "1"})
+	if got.CleanupPolicy != "delete" || got.SegmentMs != 3_600_000 {
+		t.Errorf("ResolveTopic = %+v, want cleanup.policy delete and segment.ms from log.roll.hours", got)
+	}
+	c := ResolveCluster(map[string]string{"num.partitions": "-3", "auto.create.topics.enable": "nope"})
+	if c.NumPartitions != 1 || !c.AutoCreateTopics || !c.DeleteTopicEnable {
+		t.Errorf("ResolveCluster = %+v, want the defaults for the malformed keys", c)
+	}
+}
+
+func TestClusterConfigDefaultsAreApaches(t *testing.T) {
+	c := ResolveCluster(nil)
+	want := ClusterConfig{NumPartitions: 1, AutoCreateTopics: true, DeleteTopicEnable: true, RetentionCheckInterval: 5 * time.Minute, ProducerIDExpirationMs: 86_400_000}
+	if c != want {
+		t.Errorf("ResolveCluster(nil) = %+v, want %+v", c, want)
+	}
+	topic := ResolveTopic(nil, nil)
+	if topic.SegmentBytes != 1<<30 || topic.SegmentMs != 604_800_000 || topic.RetentionBytes != -1 || topic.MessageTimestampType != "CreateTime" || topic.LogAppendTime() {
+		t.Errorf("ResolveTopic(nil, nil) = %+v, want Apache's defaults", topic)
+	}
+}
+
+func TestDescribeBrokerReportsTheClusterValuesOverDefaultsAndBrokerIDStatic(t *testing.T) {
+	entries := DescribeBroker(2, map[string]string{"num.partitions": "6", "auto.create.topics.enable": "x"})
+	got := map[string]Value{}
+	for _, e := range entries {
+		got[e.Key.Name] = e.Value
+	}
+	if v := got["broker.id"]; v.Value != "2" || v.Source != SourceStatic {
+		t.Errorf("broker.id = %+v, want 2 static", v)
+	}
+	if v := got["num.partitions"]; v.Value != "6" || v.Source != SourceClusterDefault {
+		t.Errorf("num.partitions = %+v, want 6 from the cluster", v)
+	}
+	if v := got["auto.create.topics.enable"]; v.Value != "true" || v.Source != SourceDefault {
+		t.Errorf("auto.create.topics.enable = %+v, want the default (the cluster's value is malformed)", v)
+	}
+	if v := got["log.retention.ms"]; !v.Null {
+		t.Errorf("log.retention.ms = %+v, want null as in Apache", v)
+	}
+	defaults := DescribeClusterDefaults(map[string]string{"num.partitions": "6", "bogus": "1"})
+	if len(defaults) != 1 || defaults[0].Value.Name != "num.partitions" {
+		t.Errorf("DescribeClusterDefaults = %+v, want only num.partitions", defaults)
+	}
+}

@@ -1,0 +1,268 @@
+package kafkaconfig
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Type is a config value's type, numbered as Kafka's DescribeConfigs (v3+) numbers them.
+type Type int8
+
+const (
+	Boolean Type = 1
+	String  Type = 2
+	Int     Type = 3
+	Long    Type = 5
+	Double  Type = 6
+	List    Type = 7
+)
+
+// Key is one config key.
+type Key struct {
+	// Name is the Kafka name of the key.
+	Name string
+	// Type is its value type; values are checked against it.
+	Type Type
+	// Default is Apache Kafka 3.7's default as DescribeConfigs prints it; HasDefault is false
+	// for keys whose Apache default is null (such as log.retention.ms).
+	Default    string
+	HasDefault bool
+	// Doc says what the key does and, in a last sentence, what paddock does with it.
+	Doc string
+	// Synonyms are, for a topic key, the broker keys that give its cluster-wide default, in
+	// precedence order (Apache's ServerTopicConfigSynonyms).
+	Synonyms []Synonym
+	// ReadOnly keys cannot be set (broker.id).
+	ReadOnly bool
+	// check, when set, refuses values beyond the type check: ranges, enumerations, and
+	// values paddock cannot honour (compaction, more than one replica).
+	check func(v string) error
+}
+
+// Synonym is a broker key that sets a topic key's default: the topic value is the broker
+// value times Scale (hours and minutes become milliseconds).
+type Synonym struct {
+	Name  string
+	Scale int64
+}
+
+// Notes for the last sentence of Doc, so the table says plainly what is and is not done.
+const (
+	noEffect      = " paddock accepts and reports it; it has no effect."
+	noReplication = " paddock accepts and reports it; with one replica per partition on shared storage it has no effect."
+	noCompaction  = " paddock does not implement log compaction; the key is accepted and reported and has no effect."
+	storageNote   = " paddock's storage honours it."
+	produceNote   = " paddock's produce path honours it."
+)
+
+const maxLong = "9223372036854775807"
+
+// Topic keys: Apache 3.7 LogConfig, every key, so tools that set any of them work; the Doc of
+// each says whether paddock acts on it.
+var topicKeys = []Key{
+	{Name: "cleanup.policy", Type: List, Default: "delete", HasDefault: true, Synonyms: syn("log.cleanup.policy"),
+		Doc:   "delete removes old segments by retention.ms/retention.bytes; compact keeps the latest value per key." + " paddock implements delete only: compact is refused (log compaction is not implemented).",
+		check: cleanupPolicy},
+	{Name: "compression.type", Type: String, Default: "producer", HasDefault: true, Synonyms: syn("compression.type"),
+		Doc:   "The codec batches are stored with; producer keeps the producer's." + " paddock stores batches as sent: only producer is accepted (recompression is not implemented).",
+		check: compressionType},
+	{Name: "delete.retention.ms", Type: Long, Default: "86400000", HasDefault: true, Synonyms: syn("log.cleaner.delete.retention.ms"),
+		Doc: "How long delete tombstones are kept on compacted topics." + noCompaction, check: atLeast(0)},
+	{Name: "file.delete.delay.ms", Type: Long, Default: "60000", HasDefault: true, Synonyms: syn("log.segment.delete.delay.ms"),
+		Doc: "How long a deleted segment's file lingers before it is removed." + noEffect + " Segments are removed at once.", check: atLeast(0)},
+	{Name: "flush.messages", Type: Long, Default: maxLong, HasDefault: true, Synonyms: syn("log.flush.interval.messages"),
+		Doc: "Force an fsync every this many messages." + noEffect + " paddock fsyncs before acknowledging acks=all.", check: atLeast(1)},
+	{Name: "flush.ms", Type: Long, Default: maxLong, HasDefault: true, Synonyms: syn("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
+		Doc: "Force an fsync at least this often." + noEffect + " paddock fsyncs before acknowledging acks=all.", check: atLeast(0)},
+	{Name: "follower.replication.throttled.replicas", Type: List, Default: "", HasDefault: true,
+		Doc: "Replicas whose follower replication is throttled." + noReplication},
+	{Name: "index.interval.bytes", Type: Int, Default: "4096", HasDefault: true, Synonyms: syn("log.index.interval.bytes"),
+		Doc: "Bytes of batches between two entries of the offset index." + storageNote, check: atLeast(0)},
+	{Name: "leader.replication.throttled.replicas", Type: List, Default: "", HasDefault: true,
+		Doc: "Replicas whose leader replication is throttled." + noReplication},
+	{Name: "local.retention.bytes", Type: Long, Default: "-2", HasDefault: true, Synonyms: syn("log.local.retention.bytes"),
+		Doc: "Local retention size with tiered storage (-2: retention.bytes)." + noEffect + " There is no tiered storage.", check: atLeast(-2)},
+	{Name: "local.retention.ms", Type: Long, Default: "-2", HasDefault: true, Synonyms: syn("log.local.retention.ms"),
+		Doc: "Local retention time with tiered storage (-2: retention.ms)." + noEffect + " There is no tiered storage.", check: atLeast(-2)},
+	{Name: "max.compaction.lag.ms", Type: Long, Default: maxLong, HasDefault: true, Synonyms: syn("log.cleaner.max.compaction.lag.ms"),
+		Doc: "Longest time a message stays uncompacted." + noCompaction, check: atLeast(1)},
+	{Name: "max.message.bytes", Type: Int, Default: "1048588", HasDefault: true, Synonyms: syn("message.max.bytes"),
+		Doc: "Largest record batch (with its 12-byte log overhead) the topic accepts." + produceNote, check: atLeast(0)},
+	{Name: "message.downconversion.enable", Type: Boolean, Default: "true", HasDefault: true, Synonyms: syn("log.message.downconversion.enable"),
+		Doc: "Whether old fetch versions get down-converted batches." + noEffect + " paddock serves record batches v2 only."},
+	{Name: "message.format.version", Type: String, Default: "3.0-IV1", HasDefault: true, Synonyms: syn("log.message.format.version"),
+		Doc: "Deprecated message format version." + noEffect + " paddock stores record batches v2 only."},
+	{Name: "message.timestamp.after.max.ms", Type: Long, Default: maxLong, HasDefault: true, Synonyms: syn("log.message.timestamp.after.max.ms"),
+		Doc: "Largest amount a CreateTime timestamp may lie in the future." + produceNote, check: atLeast(0)},
+	{Name: "message.timestamp.before.max.ms", Type: Long, Default: maxLong, HasDefault: true, Synonyms: syn("log.message.timestamp.before.max.ms"),
+		Doc: "Largest amount a CreateTime timestamp may lie in the past." + produceNote, check: atLeast(0)},
+	{Name: "message.timestamp.difference.max.ms", Type: Long, Default: maxLong, HasDefault: true, Synonyms: syn("log.message.timestamp.difference.max.ms"),
+		Doc: "Deprecated: replaced by message.timestamp.before.max.ms and message.timestamp.after.max.ms." + noEffect, check: atLeast(0)},
+	{Name: "message.timestamp.type", Type: String, Default: "CreateTime", HasDefault: true, Synonyms: syn("log.message.timestamp.type"),
+		Doc: "CreateTime keeps the producer's timestamps; LogAppendTime stamps each batch with the broker's clock." + storageNote, check: oneOf("CreateTime", "LogAppendTime")},
+	{Name: "min.cleanable.dirty.ratio", Type: Double, Default: "0.5", HasDefault: true, Synonyms: syn("log.cleaner.min.cleanable.ratio"),
+		Doc: "Dirty share of the log that triggers compaction." + noCompaction, check: between(0, 1)},
+	{Name: "min.compaction.lag.ms", Type: Long, Default: "0", HasDefault: true, Synonyms: syn("log.cleaner.min.compaction.lag.ms"),
+		Doc: "Shortest time a message stays uncompacted." + noCompaction, check: atLeast(0)},
+	{Name: "min.insync.replicas", Type: Int, Default: "1", HasDefault: true, Synonyms: syn("min.insync.replicas"),
+		Doc: "Replicas that must have an acks=all write." + " paddock has one replica per partition (storage is shared and durable on its own): only 1 is accepted.", check: onlyOne},
+	{Name: "preallocate", Type: Boolean, Default: "false", HasDefault: true, Synonyms: syn("log.preallocate"),
+		Doc: "Preallocate segment files." + noEffect},
+	{Name: "remote.storage.enable", Type: Boolean, Default: "false", HasDefault: true,
+		Doc: "Tiered storage." + " paddock has no tiered storage: only false is accepted.", check: noTieredStorage},
+	{Name: "retention.bytes", Type: Long, Default: "-1", HasDefault: true, Synonyms: syn("log.retention.bytes"),
+		Doc: "Largest size of a partition before its oldest closed segments are deleted; -1 no limit." + storageNote},
+	{Name: "retention.ms", Type: Long, Default: "604800000", HasDefault: true,
+		Synonyms: []Synonym{{"log.retention.ms", 1}, {"log.retention.minutes", 60_000}, {"log.retention.hours", 3_600_000}},
+		Doc:      "How long a closed segment is kept after its newest record, by the records' timestamps; -1 forever." + storageNote, check: atLeast(-1)},
+	{Name: "segment.bytes", Type: Int, Default: "1073741824", HasDefault: true, Synonyms: syn("log.segment.bytes"),
+		Doc: "The active segment rolls before it would grow past this size." + storageNote, check: atLeast(14)},
+	{Name: "segment.index.bytes", Type: Int, Default: "10485760", HasDefault: true, Synonyms: syn("log.index.size.max.bytes"),
+		Doc: "Size of the preallocated offset index." + noEffect + " paddock's index is sparse and sized by its entries.", check: atLeast(4)},
+	{Name: "segment.jitter.ms", Type: Long, Default: "0", HasDefault: true, Synonyms: []Synonym{{"log.roll.jitter.ms", 1}, {"log.roll.jitter.hours", 3_600_000}},
+		Doc: "Random jitter subtracted from segment.ms." + noEffect, check: atLeast(0)},
+	{Name: "segment.ms", Type: Long, Default: "604800000", HasDefault: true, Synonyms: []Synonym{{"log.roll.ms", 1}, {"log.roll.hours", 3_600_000}},
+		Doc: "The active segment rolls once its first batch is this old." + storageNote, check: atLeast(1)},
+	{Name: "unclean.leader.election.enable", Type: Boolean, Default: "false", HasDefault: true, Synonyms: syn("unclean.leader.election.enable"),
+		Doc: "Whether an out-of-sync replica may become leader." + noReplication},
+}
+
+// Broker keys: the cluster-wide settings paddock reads from KafkaCluster spec.config. Each is
+// either read by the brokers themselves or the default of a topic key above.
+var brokerKeys = []Key{
+	{Name: "auto.create.topics.enable", Type: Boolean, Default: "true", HasDefault: true,
+		Doc: "Create a topic when Metadata asks for an unknown one with allow_auto_topic_creation. paddock honours it."},
+	{Name: "broker.id", Type: Int, ReadOnly: true,
+		Doc: "The broker id: the ordinal of the broker's pod. Read-only."},
+	{Name: "compression.type", Type: String, Default: "producer", HasDefault: true,
+		Doc: "Default of the topic key compression.type. Only producer is accepted.", check: compressionType},
+	{Name: "default.replication.factor", Type: Int, Default: "1", HasDefault: true,
+		Doc: "Replication factor of created topics. paddock has one replica per partition: only 1 is accepted.", check: onlyOne},
+	{Name: "delete.topic.enable", Type: Boolean, Default: "true", HasDefault: true,
+		Doc: "Whether DeleteTopics may delete topics. paddock honours it (deleting a KafkaTopic with kubectl is always possible)."},
+	{Name: "log.cleanup.policy", Type: List, Default: "delete", HasDefault: true,
+		Doc: "Default of the topic key cleanup.policy. Only delete is accepted.", check: cleanupPolicy},
+	{Name: "log.index.interval.bytes", Type: Int, Default: "4096", HasDefault: true,
+		Doc: "Default of the topic key index.interval.bytes.", check: atLeast(0)},
+	{Name: "log.message.timestamp.after.max.ms", Type: Long, Default: maxLong, HasDefault: true,
+		Doc: "Default of the topic key message.timestamp.after.max.ms.", check: atLeast(0)},
+	{Name: "log.message.timestamp.before.max.ms", Type: Long, Default: maxLong, HasDefault: true,
+		Doc: "Default of the topic key message.timestamp.before.max.ms.", check: atLeast(0)},
+	{Name: "log.message.timestamp.type", Type: String, Default: "CreateTime", HasDefault: true,
+		Doc: "Default of the topic key message.timestamp.type.", check: oneOf("CreateTime", "LogAppendTime")},
+	{Name: "log.retention.bytes", Type: Long, Default: "-1", HasDefault: true,
+		Doc: "Default of the topic key retention.bytes."},
+	{Name: "log.retention.check.interval.ms", Type: Long, Default: "300000", HasDefault: true,
+		Doc: "How often each partition leader applies retention. paddock's storage honours it.", check: atLeast(1)},
+	{Name: "log.retention.hours", Type: Int, Default: "168", HasDefault: true,
+		Doc: "Default of the topic key retention.ms, in hours; log.retention.minutes and log.retention.ms win over it."},
+	{Name: "log.retention.minutes", Type: Int,
+		Doc: "Default of the topic key retention.ms, in minutes; log.retention.ms wins over it."},
+	{Name: "log.retention.ms", Type: Long,
+		Doc: "Default of the topic key retention.ms; -1 keeps data forever.", check: atLeast(-1)},
+	{Name: "log.roll.hours", Type: Int, Default: "168", HasDefault: true,
+		Doc: "Default of the topic key segment.ms, in hours; log.roll.ms wins over it.", check: atLeast(1)},
+	{Name: "log.roll.ms", Type: Long,
+		Doc: "Default of the topic key segment.ms.", check: atLeast(1)},
+	{Name: "log.segment.bytes", Type: Int, Default: "1073741824", HasDefault: true,
+		Doc: "Default of the topic key segment.bytes.", check: atLeast(14)},
+	{Name: "message.max.bytes", Type: Int, Default: "1048588", HasDefault: true,
+		Doc: "Default of the topic key max.message.bytes.", check: atLeast(0)},
+	{Name: "min.insync.replicas", Type: Int, Default: "1", HasDefault: true,
+		Doc: "Default of the topic key min.insync.replicas. Only 1 is accepted.", check: onlyOne},
+	{Name: "num.partitions", Type: Int, Default: "1", HasDefault: true,
+		Doc: "Partitions of a topic created with num_partitions -1 or by auto-creation. paddock honours it.", check: between(1, 10000)},
+	{Name: "producer.id.expiration.ms", Type: Int, Default: "86400000", HasDefault: true,
+		Doc: "How long a partition remembers an idle producer's sequence numbers. paddock's storage honours it.", check: atLeast(1)},
+}
+
+func syn(names ...string) []Synonym {
+	out := make([]Synonym, len(names))
+	for i, n := range names {
+		out[i] = Synonym{Name: n, Scale: 1}
+	}
+	return out
+}
+
+func atLeast(min int64) func(string) error {
+	return func(v string) error {
+		n, _ := parseNumber(v)
+		if n < float64(min) {
+			return fmt.Errorf("must be at least %d", min)
+		}
+		return nil
+	}
+}
+
+func between(lo, hi float64) func(string) error {
+	return func(v string) error {
+		n, _ := parseNumber(v)
+		if n < lo || n > hi {
+			return fmt.Errorf("must be between %v and %v", lo, hi)
+		}
+		return nil
+	}
+}
+
+func oneOf(allowed ...string) func(string) error {
+	return func(v string) error {
+		for _, a := range allowed {
+			if v == a {
+				return nil
+			}
+		}
+		return fmt.Errorf("must be one of %s", strings.Join(allowed, ", "))
+	}
+}
+
+func onlyOne(v string) error {
+	if v != "1" {
+		return fmt.Errorf("paddock keeps one replica per partition (storage is shared and durable on its own); only 1 is accepted")
+	}
+	return nil
+}
+
+func noTieredStorage(v string) error {
+	if v != "false" {
+		return fmt.Errorf("paddock has no tiered storage; only false is accepted")
+	}
+	return nil
+}
+
+func cleanupPolicy(v string) error {
+	for _, p := range SplitList(v) {
+		switch p {
+		case "delete":
+		case "compact":
+			return fmt.Errorf("log compaction is not implemented in paddock; only delete is accepted")
+		default:
+			return fmt.Errorf("%q is not a cleanup policy (delete, compact)", p)
+		}
+	}
+	if len(SplitList(v)) == 0 {
+		return fmt.Errorf("must name a policy; only delete is accepted")
+	}
+	return nil
+}
+
+func compressionType(v string) error {
+	switch v {
+	case "producer":
+		return nil
+	case "uncompressed", "gzip", "snappy", "lz4", "zstd":
+		return fmt.Errorf("recompression is not implemented in paddock; only producer (keep the producer's codec) is accepted")
+	}
+	return fmt.Errorf("must be one of uncompressed, zstd, lz4, snappy, gzip, producer")
+}
+
+// parseNumber reads an Int, Long or Double value already checked by checkType. Range checks
+// compare against small bounds, so float64's rounding near 2^63 does not matter.
+func parseNumber(v string) (float64, bool) {
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(f) {
+		return 0, false
+	}
+	return f, true
+}

@@ -1,0 +1,88 @@
+package kafkaconfig
+
+import (
+	"strconv"
+	"time"
+)
+
+// TopicConfig is a topic's effective configuration for the keys paddock acts on: each field
+// is the topic's valid value, else the cluster's (through the key's broker synonyms), else
+// Apache's default. broker/storage and the produce path are fed from it; units are the
+// Kafka keys' own.
+type TopicConfig struct {
+	SegmentBytes                int32  // segment.bytes
+	SegmentMs                   int64  // segment.ms
+	RetentionMs                 int64  // retention.ms; -1 keeps data forever
+	RetentionBytes              int64  // retention.bytes; -1 no limit
+	MaxMessageBytes             int32  // max.message.bytes
+	IndexIntervalBytes          int32  // index.interval.bytes
+	MessageTimestampType        string // message.timestamp.type: CreateTime or LogAppendTime
+	MessageTimestampBeforeMaxMs int64  // message.timestamp.before.max.ms
+	MessageTimestampAfterMaxMs  int64  // message.timestamp.after.max.ms
+	CleanupPolicy               string // cleanup.policy: always "delete" (compact is refused)
+	CompressionType             string // compression.type: always "producer" (recompression is refused)
+}
+
+// LogAppendTime is message.timestamp.type=LogAppendTime.
+func (t TopicConfig) LogAppendTime() bool { return t.MessageTimestampType == "LogAppendTime" }
+
+// ResolveTopic is the effective configuration of a topic whose spec.config is topic in a
+// cluster whose spec.config is cluster.
+func ResolveTopic(topic, cluster map[string]string) TopicConfig {
+	v := func(name string) string {
+		k, _ := TopicKey(name)
+		return describeTopicKey(k, topic, cluster).Value.Value
+	}
+	return TopicConfig{
+		SegmentBytes:                int32(atoi(v("segment.bytes"))),
+		SegmentMs:                   atoi(v("segment.ms")),
+		RetentionMs:                 atoi(v("retention.ms")),
+		RetentionBytes:              atoi(v("retention.bytes")),
+		MaxMessageBytes:             int32(atoi(v("max.message.bytes"))),
+		IndexIntervalBytes:          int32(atoi(v("index.interval.bytes"))),
+		MessageTimestampType:        v("message.timestamp.type"),
+		MessageTimestampBeforeMaxMs: atoi(v("message.timestamp.before.max.ms")),
+		MessageTimestampAfterMaxMs:  atoi(v("message.timestamp.after.max.ms")),
+		CleanupPolicy:               v("cleanup.policy"),
+		CompressionType:             v("compression.type"),
+	}
+}
+
+// ClusterConfig is the cluster-wide settings the brokers read from KafkaCluster spec.config
+// (valid entries only; Apache's defaults for the rest).
+type ClusterConfig struct {
+	// NumPartitions is num.partitions: partitions of a topic created without a count.
+	NumPartitions int32
+	// AutoCreateTopics is auto.create.topics.enable.
+	AutoCreateTopics bool
+	// DeleteTopicEnable is delete.topic.enable: whether DeleteTopics may delete.
+	DeleteTopicEnable bool
+	// RetentionCheckInterval is log.retention.check.interval.ms.
+	RetentionCheckInterval time.Duration
+	// ProducerIDExpirationMs is producer.id.expiration.ms.
+	ProducerIDExpirationMs int64
+}
+
+// ResolveCluster reads a KafkaCluster's spec.config.
+func ResolveCluster(cluster map[string]string) ClusterConfig {
+	v := func(name string) string {
+		if s, ok := valid(brokerKeys, name, cluster); ok {
+			return s
+		}
+		k, _ := BrokerKey(name)
+		return k.Default
+	}
+	return ClusterConfig{
+		NumPartitions:          int32(atoi(v("num.partitions"))),
+		AutoCreateTopics:       v("auto.create.topics.enable") == "true",
+		DeleteTopicEnable:      v("delete.topic.enable") == "true",
+		RetentionCheckInterval: time.Duration(atoi(v("log.retention.check.interval.ms"))) * time.Millisecond,
+		ProducerIDExpirationMs: atoi(v("producer.id.expiration.ms")),
+	}
+}
+
+// atoi parses a value the table has already validated.
+func atoi(s string) int64 {
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return n
+}
