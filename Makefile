@@ -25,6 +25,7 @@ export KUBEBUILDER_ASSETS := $(K8S_BINS)
 IMG ?= ghcr.io/paddock-dev/paddock:latest
 GO_TEST_FLAGS ?= -count=1 -timeout=40m
 FUZZTIME ?= 20s
+BENCHTIME ?= 2s
 
 ##@ General
 
@@ -86,6 +87,10 @@ fuzz: ## Run each fuzz target for FUZZTIME (default 20s) on top of its committed
 .PHONY: bench-balance
 bench-balance: ## Benchmark the partition balancer (100 brokers, 10,000 partitions: steady, broker lost/joined, cold start).
 	go test -run '^$$' -bench 'Rebalance' -benchmem -count=5 ./internal/balance/
+
+.PHONY: bench-storage
+bench-storage: ## Run the broker/storage benchmarks (group commit vs plain fsync loops, reads) for BENCHTIME each.
+	go test -run='^$$' -bench=. -benchtime=$(BENCHTIME) ./broker/storage/
 
 .PHONY: test-update-golden
 test-update-golden: ## Regenerate golden files for the child-object builders.

@@ -15,24 +15,30 @@ import (
 // entry. It is the only primitive the fence and the producer-id allocator need, and it works
 // between processes (and brokers on a shared volume) with no lock service:
 //
-//   - an entry is created with O_CREATE|O_EXCL, so at most one claimer ever creates entry n;
+//   - an entry is created with O_CREATE|O_EXCL, so at most one claimer creates entry n while
+//     it exists;
 //   - the entry is fsynced and then its directory, so a claim that was acted on survives a crash;
-//   - after creating n the claimer lists the directory again and has won only if n is still
-//     the largest entry. Anyone who creates a larger entry later makes every later read of
-//     the value larger than n, so the value never goes down and at most one claimer at a
-//     time sees "the value is mine".
+//   - after creating n the claimer lists the directory again. For the fence it has won only if
+//     n is still the largest entry: anyone who creates a larger entry later makes every later
+//     read of the value larger than n, so the value never goes down and at most one claimer at
+//     a time sees "the value is mine".
 //
-// Entries below the value may be deleted (pruned) without changing the value. That is safe even
-// against a claimer working from an old listing: if it re-creates a pruned entry k, its
-// post-create listing still shows the larger entry that justified the pruning, so it loses.
+// Pruning deletes all but the keep largest entries below the value; it never changes the
+// value. It could let a claimer working from an old listing re-create a pruned entry k — but
+// pruning k needed keep+1 entries above k, and the largest keep+1 entries are never pruned,
+// so from then on at least keep+1 entries above k exist forever. A claimer that finds at most
+// keep entries above its new entry therefore knows the entry was never pruned, hence never
+// created before: it is the only one ever to hold it. That is the producer-id allocator's
+// (weaker) win condition; the fence's (n is the largest) implies it.
 type claimDir struct {
-	fs  FS
-	dir string
+	fs   FS
+	dir  string
+	keep int // entries kept below the value when pruning
 }
 
-// keepBelow is how many entries below the value pruning leaves, for people reading the
-// directory to see the recent history of claims.
-const keepBelow = 3
+// fenceKeep is how many entries below the fence's value pruning leaves, for people reading
+// the directory to see the recent history of claims.
+const fenceKeep = 3
 
 // entries lists the numbered entries, ascending. Names that are not a non-negative decimal
 // number (temporary files, editors' litter) are ignored.
@@ -63,11 +69,12 @@ func (c claimDir) value() (int64, error) {
 	return es[len(es)-1], nil
 }
 
-// claim tries to make n the value. It returns won=false, with the value it saw, when the value
-// was already ≥ n (nothing is written then) or when another claimer got n or something larger
-// first. A write error after the entry was created leaves the entry behind: the value is then
-// n, but the caller must not act on it.
-func (c claimDir) claim(n int64) (won bool, value int64, err error) {
+// claim tries to create entry n. It returns won=false, with the value it saw, when the value
+// was already ≥ n (nothing is written then), when another claimer created n, or when after
+// creating n more than `above` entries lie above it (0 for the fence: n must be the value;
+// at most c.keep for the allocator, see claimDir). A write error after the entry was created
+// leaves the entry behind, but the caller must not act on it.
+func (c claimDir) claim(n int64, above int) (won bool, value int64, err error) {
 	if n < 0 {
 		return false, -1, fmt.Errorf("claim %d: must not be negative", n)
 	}
@@ -108,23 +115,23 @@ func (c claimDir) claim(n int64) (won bool, value int64, err error) {
 		return false, 0, err
 	}
 	top := es[len(es)-1] // n is in the listing, so it is not empty
-	if top != n {
-		// Someone claimed higher while we were creating: our entry is dominated and
-		// removing it changes nothing.
+	if i, found := slices.BinarySearch(es, n); !found || len(es)-1-i > above {
+		// Claimers went higher while we were creating: we lost. Our entry is below the
+		// value, so removing it changes nothing.
 		_ = c.fs.Remove(path)
 		return false, top, nil
 	}
-	c.pruneBelow(es)
+	c.prune(es)
 	return true, n, nil
 }
 
-// pruneBelow removes all but the last keepBelow entries under the value. Failures are
-// harmless (the entries only cost a name in a directory listing).
-func (c claimDir) pruneBelow(ascending []int64) {
-	if len(ascending) <= keepBelow+1 {
+// prune removes all but the largest keep+1 entries. Failures are harmless (the entries only
+// cost a name in a directory listing).
+func (c claimDir) prune(ascending []int64) {
+	if len(ascending) <= c.keep+1 {
 		return
 	}
-	for _, n := range ascending[:len(ascending)-keepBelow-1] {
+	for _, n := range ascending[:len(ascending)-c.keep-1] {
 		_ = c.fs.Remove(filepath.Join(c.dir, strconv.FormatInt(n, 10)))
 	}
 }
@@ -161,7 +168,7 @@ func OpenFence(fsys FS, dir string) (*Fence, error) {
 	if err := fsys.MkdirAll(dir); err != nil {
 		return nil, storageErr("open fence", err)
 	}
-	return &Fence{c: claimDir{fs: fsys, dir: dir}}, nil
+	return &Fence{c: claimDir{fs: fsys, dir: dir, keep: fenceKeep}}, nil
 }
 
 // Epoch reads the fence: the highest epoch claimed so far, or -1 if none was.
@@ -181,7 +188,7 @@ func (f *Fence) Claim(epoch int32) error {
 	if epoch < 0 {
 		return fmt.Errorf("claim epoch %d: epochs are non-negative", epoch)
 	}
-	won, v, err := f.c.claim(int64(epoch))
+	won, v, err := f.c.claim(int64(epoch), 0)
 	if err != nil {
 		return storageErr("claim fence", err)
 	}

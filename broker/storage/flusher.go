@@ -53,7 +53,7 @@ func (l *Log) flush() {
 
 		err := f.Sync()
 		if err != nil {
-			err = storageErr("fsync", err)
+			err = l.classify(storageErr("fsync", err))
 		} else {
 			err = l.fence.Check(l.epoch)
 		}
@@ -129,13 +129,17 @@ func (l *Log) runOnFlusher(ctx context.Context, op func() error) error {
 // segment file and its directory entry, then the producer snapshot that points at it.
 func (l *Log) roll() error {
 	l.mu.Lock()
+	if l.state != stateServing {
+		l.mu.Unlock()
+		return l.Err()
+	}
 	old, oldIdx, base, epoch := l.activeFile, l.activeIdx, l.leo, l.epoch
 	l.producers.expire(l.opts.Now().UnixMilli(), l.cfg.ProducerIDExpirationMs)
 	snap := encodeSnapshot(checkpoint{offset: base, segBase: base, segEpoch: epoch}, l.producers)
 	interval := l.cfg.IndexIntervalBytes
 	l.mu.Unlock()
 
-	if err := writeFileAtomic(l.fsys, filepath.Join(l.dir, indexName(oldIdx.base, epoch)), oldIdx.encode(epoch)); err != nil {
+	if err := writeFileAtomic(l.fsys, filepath.Join(l.dir, indexName(oldIdx.base, epoch)), oldIdx.encode(epoch), epoch); err != nil {
 		return storageErr("roll: write index", err)
 	}
 	f, err := l.createSegment(base, epoch)
@@ -185,7 +189,7 @@ const snapshotsKept = 2
 // writeSnapshot writes the producer snapshot (and recovery checkpoint) at offset and removes
 // all but the newest snapshotsKept.
 func (l *Log) writeSnapshot(offset int64, epoch int32, snap []byte) error {
-	if err := writeFileAtomic(l.fsys, filepath.Join(l.dir, snapshotName(offset, epoch)), snap); err != nil {
+	if err := writeFileAtomic(l.fsys, filepath.Join(l.dir, snapshotName(offset, epoch)), snap, epoch); err != nil {
 		return storageErr("write producer snapshot", err)
 	}
 	names, err := l.fsys.ReadDirNames(l.dir)
@@ -210,7 +214,7 @@ func (l *Log) finishRelinquish() {
 	snap := encodeSnapshot(checkpoint{offset: leo, segBase: x.base, segEpoch: epoch, pos: x.size}, l.producers)
 	idx := x.encode(epoch)
 	l.mu.Unlock()
-	err := writeFileAtomic(l.fsys, filepath.Join(l.dir, indexName(x.base, epoch)), idx)
+	err := writeFileAtomic(l.fsys, filepath.Join(l.dir, indexName(x.base, epoch)), idx, epoch)
 	if err == nil {
 		err = l.writeSnapshot(leo, epoch, snap)
 	}

@@ -3,8 +3,11 @@ package storage
 import (
 	"errors"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 )
 
 // FS is the file-system seam every byte of this package goes through. The default is OSFS;
@@ -91,27 +94,52 @@ func (o osFile) Size() (int64, error) {
 
 // writeFileAtomic replaces path with data durably: write a temporary file, fsync it, rename
 // it over path, fsync the directory. A reader sees the old content or the new, never a mix.
-func writeFileAtomic(fsys FS, path string, data []byte) error {
-	tmp := path + ".tmp"
+// The temporary is named after the writer's epoch (tmpName), so a takeover can tell a newer
+// writer's temporaries (it is stale itself) from a deposed or crashed one's (it removes them).
+func writeFileAtomic(fsys FS, path string, data []byte, epoch int32) error {
+	tmp := tmpName(path, epoch)
 	f, err := fsys.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
 	}
-	if _, err := f.WriteAt(data, 0); err != nil {
-		_ = f.Close()
-		return err
+	_, err = f.WriteAt(data, 0)
+	if err == nil {
+		err = f.Sync()
 	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return err
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	if err := f.Close(); err != nil {
+	if err != nil {
+		_ = fsys.Remove(tmp)
 		return err
 	}
 	if err := fsys.Rename(tmp, path); err != nil {
+		_ = fsys.Remove(tmp)
 		return err
 	}
 	return fsys.SyncDir(filepath.Dir(path))
+}
+
+// tmpName is the temporary writeFileAtomic uses for path: "<path>.<epoch>.tmp".
+func tmpName(path string, epoch int32) string {
+	return path + "." + strconv.FormatInt(int64(epoch), 10) + tmpSuffix
+}
+
+// parseTmpEpoch returns the writer epoch of a temporary's name.
+func parseTmpEpoch(name string) (int32, bool) {
+	s, ok := strings.CutSuffix(name, tmpSuffix)
+	if !ok {
+		return 0, false
+	}
+	i := strings.LastIndexByte(s, '.')
+	if i < 0 {
+		return 0, false
+	}
+	n, ok := parseDecimal(s[i+1:])
+	if !ok || n > math.MaxInt32 {
+		return 0, false
+	}
+	return int32(n), true
 }
 
 // readFile reads a whole (small) file.

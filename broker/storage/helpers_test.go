@@ -24,7 +24,7 @@ type batchSpec struct {
 }
 
 func plain(records int, seed byte) batchSpec {
-	return batchSpec{records: records, valueSize: 16, seed: seed, baseTs: 1_700_000_000_000, tsStep: 1, pid: -1, pepoch: -1, seq: -1}
+	return batchSpec{records: records, valueSize: 16, seed: seed, baseTs: testNow, tsStep: 1, pid: -1, pepoch: -1, seq: -1}
 }
 
 func idem(pid int64, epoch int16, seq int32, records int) batchSpec {
@@ -32,6 +32,10 @@ func idem(pid int64, epoch int16, seq int32, records int) batchSpec {
 	s.pid, s.pepoch, s.seq = pid, epoch, seq
 	return s
 }
+
+// testNow is the record timestamp test batches carry: recent, so producer state does not
+// expire (producer.id.expiration.ms is judged by batch timestamps).
+var testNow = time.Now().UnixMilli()
 
 func appendVarint(b []byte, v int64) []byte { return binary.AppendVarint(b, v) }
 
@@ -195,3 +199,24 @@ func partitionDir(t testing.TB) string {
 func isErr(err, target error) bool { return errors.Is(err, target) }
 
 var _ = filepath.Join
+
+// waitDurable waits until the high watermark reaches the log end.
+func waitDurable(t testing.TB, l *Log) {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		hw, moved := l.HighWatermark()
+		off, err := l.Offsets()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hw == off.LogEnd {
+			return
+		}
+		select {
+		case <-moved:
+		case <-deadline:
+			t.Fatalf("high watermark stuck at %d below the log end %d", hw, off.LogEnd)
+		}
+	}
+}

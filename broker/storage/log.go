@@ -262,7 +262,9 @@ func (l *Log) Append(ctx context.Context, batch []byte, acks Acks) (AppendResult
 	h = stampBatch(batch, h, base, l.epoch, appendTime)
 	pos := l.activeIdx.size
 	if _, err := l.activeFile.f.WriteAt(batch, pos); err != nil {
-		l.failLocked(storageErr("append", err))
+		// The fence is read under mu here, on the failure path only: the failure must be
+		// sticky before any other append can write.
+		l.failLocked(l.classify(storageErr("append", err)))
 		err := l.stopErr
 		l.mu.Unlock()
 		return AppendResult{}, err
@@ -361,9 +363,23 @@ func (l *Log) kickFlusher() {
 
 // fail stops the log for good with err (fenced or a storage error).
 func (l *Log) fail(err error) {
+	err = l.classify(err)
 	l.mu.Lock()
 	l.failLocked(err)
 	l.mu.Unlock()
+}
+
+// classify reports a storage error on a log whose fence has moved as what it really is:
+// this log was fenced (a newer leader's recovery may have truncated, removed or replaced a
+// file under it).
+func (l *Log) classify(err error) error {
+	if l.fence == nil || !errors.Is(err, ErrStorage) {
+		return err
+	}
+	if ferr := l.fence.Check(l.epoch); errors.Is(ferr, ErrFenced) {
+		return ferr
+	}
+	return err
 }
 
 // failLocked moves the log to stateStopped with reason err (the first reason wins): appends

@@ -9,6 +9,11 @@ import (
 // ProducerIdManager hands out blocks of 1000 too).
 const DefaultProducerIDBlockSize = 1000
 
+// producerIDsKeep is how many block entries the allocator's directory keeps; a claim wins if
+// at most this many were created above it meanwhile (claimDir), so up to this many brokers
+// can claim at the same instant without any of them having to retry.
+const producerIDsKeep = 64
+
 // maxBlockClaimAttempts bounds the retries when other brokers keep claiming the block we
 // aimed at; each retry aims past the largest block seen, so this only trips on a broken
 // directory.
@@ -40,7 +45,7 @@ func OpenProducerIDs(fsys FS, dir string, blockSize int64) (*ProducerIDs, error)
 	if err := fsys.MkdirAll(dir); err != nil {
 		return nil, storageErr("open producer ids", err)
 	}
-	return &ProducerIDs{c: claimDir{fs: fsys, dir: dir}, size: blockSize}, nil
+	return &ProducerIDs{c: claimDir{fs: fsys, dir: dir, keep: producerIDsKeep}, size: blockSize}, nil
 }
 
 // Next returns a producer id no one has been given before.
@@ -64,7 +69,7 @@ func (p *ProducerIDs) claimBlockLocked() error {
 			return storageErr("claim producer id block", err)
 		}
 		n := top + 1
-		won, _, err := p.c.claim(n)
+		won, _, err := p.c.claim(n, producerIDsKeep)
 		if err != nil {
 			return storageErr("claim producer id block", err)
 		}

@@ -76,14 +76,8 @@ func (l *Log) Takeover(ctx context.Context, epoch int32) error {
 	}
 	if err != nil {
 		l.failLocked(err)
-		e := l.activeFile
-		l.activeFile = nil
 		l.mu.Unlock()
-		if e != nil {
-			l.cache.release(e)
-		}
-		l.cache.forgetOwner(l.id)
-		close(l.stopped)
+		l.closeFiles() // no flusher was started: close what the takeover opened
 		return err
 	}
 	l.state = stateServing
@@ -108,11 +102,28 @@ func (l *Log) takeover(ctx context.Context, epoch int32) error {
 		return storageErr("recover: list", err)
 	}
 	var found []diskSegment
+	newest := int32(-1)
 	for _, n := range names {
 		if base, ep, ok := parseStem(n, segmentSuffix); ok {
 			found = append(found, diskSegment{base: base, epoch: ep})
-		} else if strings.HasSuffix(n, tmpSuffix) {
-			_ = l.fsys.Remove(filepath.Join(l.dir, n)) // an interrupted atomic write
+			newest = max(newest, ep)
+		} else if _, ep, ok := parseStem(n, snapshotSuffix); ok {
+			newest = max(newest, ep)
+		} else if ep, ok := parseTmpEpoch(n); ok {
+			newest = max(newest, ep)
+		}
+	}
+	if newest > epoch {
+		// A newer leader claimed after us and has already written: we are stale, and must
+		// not touch its files (truncating its active segment under it would cut what it
+		// acknowledges next).
+		return &FencedError{Epoch: epoch, Fence: newest}
+	}
+	for _, n := range names {
+		if ep, ok := parseTmpEpoch(n); ok && ep < epoch {
+			// A crashed writer's interrupted atomic write, or a deposed one's in flight
+			// (whose rename then fails, and which then finds itself fenced).
+			_ = l.fsys.Remove(filepath.Join(l.dir, n))
 		}
 	}
 	valid, junk := orderSegments(found)
@@ -322,6 +333,12 @@ func (r *recovery) recoverSegment(ctx context.Context, i int, s diskSegment) (*s
 		return nil, &StorageError{Op: "recover " + name, Err: fmt.Errorf("%w: batches stop at offset %d (byte %d), the next segment starts at %d: %v", ErrCorruptLog, end.next, end.pos, s.bound, end.refused)}
 	}
 	if last && end.pos < size {
+		// Only the fence holder truncates. (Even a claimer that lost the fence since cuts
+		// only bytes after the newer leader's roll point: every byte before it is a valid
+		// batch both see.)
+		if err := l.fence.Check(l.epoch); err != nil {
+			return nil, err
+		}
 		l.log.Info("Truncating the partition's torn tail", "segment", name, "validBytes", end.pos, "fileBytes", size, "reason", fmt.Sprint(end.refused))
 		if err := f.Truncate(end.pos); err != nil {
 			return nil, storageErr("recover: truncate "+name, err)
@@ -332,7 +349,7 @@ func (r *recovery) recoverSegment(ctx context.Context, i int, s diskSegment) (*s
 	if err := f.Sync(); err != nil {
 		return nil, storageErr("recover: fsync "+name, err)
 	}
-	if err := writeFileAtomic(l.fsys, filepath.Join(l.dir, indexName(s.base, s.epoch)), x.encode(s.epoch)); err != nil {
+	if err := writeFileAtomic(l.fsys, filepath.Join(l.dir, indexName(s.base, s.epoch)), x.encode(s.epoch), l.epoch); err != nil {
 		return nil, storageErr("recover: write index", err)
 	}
 	return segmentFromIndex(s.epoch, x), nil
@@ -364,7 +381,7 @@ func (r *recovery) writeIndexIfChanged(s diskSegment, x *segIndex) error {
 	if b, err := readFile(r.l.fsys, path); err == nil && string(b) == string(want) {
 		return nil
 	}
-	if err := writeFileAtomic(r.l.fsys, path, want); err != nil {
+	if err := writeFileAtomic(r.l.fsys, path, want, r.l.epoch); err != nil {
 		return storageErr("recover: write index", err)
 	}
 	return nil
@@ -389,7 +406,7 @@ func (l *Log) readLogStart() (int64, error) {
 }
 
 func (l *Log) writeLogStart(offset int64) error {
-	if err := writeFileAtomic(l.fsys, filepath.Join(l.dir, logStartFileName), []byte(strconv.FormatInt(offset, 10)+"\n")); err != nil {
+	if err := writeFileAtomic(l.fsys, filepath.Join(l.dir, logStartFileName), []byte(strconv.FormatInt(offset, 10)+"\n"), l.epoch); err != nil {
 		return storageErr("persist log-start offset", err)
 	}
 	return nil

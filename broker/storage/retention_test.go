@@ -1,0 +1,183 @@
+package storage
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+type fakeClock struct{ ms atomic.Int64 }
+
+func newFakeClock() *fakeClock {
+	c := &fakeClock{}
+	c.ms.Store(testNow)
+	return c
+}
+
+func (c *fakeClock) now() time.Time { return time.UnixMilli(c.ms.Load()) }
+
+const day = 24 * 3600 * 1000
+
+// filledLog writes batches with the given record timestamps into a log with small
+// segments (one batch per segment) and returns it.
+func filledLog(t *testing.T, dir string, cfg Config, clock *fakeClock, timestamps ...int64) *Log {
+	t.Helper()
+	l := openLog(t, dir, 1, cfg, Options{Now: clock.now})
+	for i, ts := range timestamps {
+		s := plain(2, byte(i))
+		s.baseTs = ts
+		if ts < 0 {
+			s.tsStep = 0 // every record without a timestamp (-1)
+		}
+		mustAppend(t, l, makeBatch(s), AcksAll)
+	}
+	return l
+}
+
+func retentionConfig() Config {
+	cfg := testConfig()
+	cfg.SegmentBytes = 150 // every batch of plain(2, …) (~136 bytes) gets its own segment
+	cfg.RetentionMs = 7 * day
+	return cfg
+}
+
+func applyRetention(t *testing.T, l *Log) Offsets {
+	t.Helper()
+	if err := l.ApplyRetention(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	off, err := l.Offsets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return off
+}
+
+func TestRetentionNeverDeletesTheActiveSegment(t *testing.T) {
+	clock := newFakeClock()
+	cfg := retentionConfig()
+	cfg.SegmentBytes = 1 << 20 // a single, active segment
+	l := filledLog(t, partitionDir(t), cfg, clock, testNow-30*day, testNow-30*day)
+	clock.ms.Add(60 * day)
+	if off := applyRetention(t, l); off.LogStart != 0 {
+		t.Fatalf("retention moved the log start to %d with only the active segment", off.LogStart)
+	}
+	if len(headersOf(t, readAll(t, l))) != 2 {
+		t.Fatal("the active segment lost batches to retention")
+	}
+}
+
+func TestRetentionDeletesOldClosedSegmentsAndKeepsASegmentWithARecentRecord(t *testing.T) {
+	clock := newFakeClock()
+	dir := partitionDir(t)
+	// Segments: [old] [old] [old, then one recent record] [old] [active].
+	l := openLog(t, dir, 1, retentionConfig(), Options{Now: clock.now})
+	for i, ts := range []int64{testNow - 30*day, testNow - 20*day, testNow - 20*day, testNow - 20*day, testNow - 20*day} {
+		s := plain(2, byte(i))
+		s.baseTs = ts
+		if i == 2 {
+			s.tsStep = 20*day - 1000 // its second record is recent
+		}
+		mustAppend(t, l, makeBatch(s), AcksAll)
+	}
+	if off := applyRetention(t, l); off.LogStart != 4 {
+		t.Fatalf("log start %d after retention, want 4 (two old segments gone, the one with a recent record kept)", off.LogStart)
+	}
+	if len(segmentFiles(t, dir)) != 3 {
+		t.Fatalf("segments left: %v", segmentFiles(t, dir))
+	}
+	if _, err := l.Read(0, 100, true); !isErr(err, ErrOffsetOutOfRange) {
+		t.Fatalf("read below the new log start: %v", err)
+	}
+	relinquish(t, l)
+	l2 := openLog(t, dir, 2, retentionConfig(), Options{Now: clock.now})
+	if off, _ := l2.Offsets(); off.LogStart != 4 {
+		t.Fatalf("log start after takeover %d, want 4", off.LogStart)
+	}
+}
+
+// TestRetentionDatesSegmentsByRecordTimestampsNeverFileTimes pins the seed failure: segments
+// adopted after a restart, dated 1970 by their files, deleted by retention.
+func TestRetentionDatesSegmentsByRecordTimestampsNeverFileTimes(t *testing.T) {
+	clock := newFakeClock()
+	dir := partitionDir(t)
+	l := filledLog(t, dir, retentionConfig(), clock, testNow, testNow, testNow)
+	relinquish(t, l)
+	for _, n := range segmentFiles(t, dir) {
+		if err := os.Chtimes(filepath.Join(dir, n), time.Unix(0, 0), time.Unix(0, 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = os.Remove(filepath.Join(dir, indexName(0, 1))) // make it rebuild the summary too
+	l2 := openLog(t, dir, 2, retentionConfig(), Options{Now: clock.now})
+	if off := applyRetention(t, l2); off.LogStart != 0 {
+		t.Fatalf("segments with recent records but 1970 file times were deleted (log start %d)", off.LogStart)
+	}
+}
+
+func TestSegmentWithoutTimestampsIsNeverDeletedByTimeButIsBySize(t *testing.T) {
+	clock := newFakeClock()
+	cfg := retentionConfig()
+	l := filledLog(t, partitionDir(t), cfg, clock, -1, -1, -1) // producers that set no timestamp
+	clock.ms.Add(365 * day)
+	if off := applyRetention(t, l); off.LogStart != 0 {
+		t.Fatalf("undated segments deleted by time (log start %d)", off.LogStart)
+	}
+	cfg.RetentionBytes = 1
+	if err := l.SetConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if off := applyRetention(t, l); off.LogStart != 4 {
+		t.Fatalf("retention.bytes=1 kept the log from %d, want every closed segment gone (4)", off.LogStart)
+	}
+}
+
+func TestRetentionBytesDeletesOnlyWhatTheLogCanSpare(t *testing.T) {
+	clock := newFakeClock()
+	cfg := retentionConfig()
+	cfg.RetentionMs = -1
+	l := filledLog(t, partitionDir(t), cfg, clock, testNow, testNow, testNow, testNow, testNow)
+	size := int64(len(makeBatch(plain(2, 0))))
+	cfg.RetentionBytes = 3 * size // keep at least three batches' worth
+	_ = l.SetConfig(cfg)
+	if off := applyRetention(t, l); off.LogStart != 4 {
+		t.Fatalf("log start %d, want 4: five segments of one batch, retention.bytes of three", off.LogStart)
+	}
+}
+
+func TestDeleteRecordsAdvancesAndPersistsTheLogStart(t *testing.T) {
+	dir := partitionDir(t)
+	cfg := retentionConfig()
+	cfg.RetentionMs = -1
+	l := filledLog(t, dir, cfg, newFakeClock(), testNow, testNow, testNow, testNow)
+	if _, err := l.DeleteRecords(context.Background(), 9); !isErr(err, ErrOffsetOutOfRange) {
+		t.Fatalf("delete past the high watermark: %v", err)
+	}
+	low, err := l.DeleteRecords(context.Background(), 3)
+	if err != nil || low != 3 {
+		t.Fatalf("DeleteRecords(3) = %d, %v", low, err)
+	}
+	if _, err := l.Read(2, 100, true); !isErr(err, ErrOffsetOutOfRange) {
+		t.Fatalf("read below the deleted offset: %v", err)
+	}
+	if r, err := l.Read(3, 1000, true); err != nil || parseHeader(r.Records).BaseOffset != 2 {
+		t.Fatalf("read at the new log start returns its batch (from 2): %v", err)
+	}
+	if low, _ := l.DeleteRecords(context.Background(), 1); low != 3 {
+		t.Fatalf("deleting below the log start moved it to %d", low)
+	}
+	if len(segmentFiles(t, dir)) != 3 {
+		t.Fatalf("only the segment wholly below offset 3 goes: %v", segmentFiles(t, dir))
+	}
+	relinquish(t, l)
+	l2 := openLog(t, dir, 2, cfg, Options{})
+	if off, _ := l2.Offsets(); off.LogStart != 3 {
+		t.Fatalf("log start after takeover %d, want the persisted 3", off.LogStart)
+	}
+	if low, err := l2.DeleteRecords(context.Background(), -1); err != nil || low != 8 {
+		t.Fatalf("DeleteRecords(-1) = %d, %v; want the high watermark 8", low, err)
+	}
+}
