@@ -9,7 +9,8 @@ import (
 
 // handler answers one decoded request. A protocol error belongs in the response (an error
 // code); a returned Go error means the request cannot be answered and the connection is
-// closed.
+// closed. A nil response with a nil error means the request gets no answer (Produce with
+// acks=0).
 type handler func(rc *requestContext, req kmsg.Request) (kmsg.Response, error)
 
 // api is one served API key and the version range it is implemented for.

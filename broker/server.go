@@ -50,10 +50,24 @@ type Server struct {
 	// (CreateTopics, DeleteTopics, CreatePartitions, the AlterConfigs APIs, Metadata
 	// auto-creation). Without it those requests are answered with an error.
 	Admin *Admin
+	// Partitions, when not nil, holds the partition logs this broker leads (partitions.go):
+	// Produce, Fetch, ListOffsets and OffsetForLeaderEpoch reach their logs through it.
+	// Without it every partition answers NOT_LEADER_OR_FOLLOWER.
+	Partitions *Partitions
+	// ProducerIDs, when not nil, allocates InitProducerId's producer ids on the shared volume.
+	ProducerIDs *ProducerIDSource
+	// SelfFenced, when set, reports that this broker has not renewed its heartbeat Lease for
+	// a whole session timeout: it has probably been declared dead, so Produce stops
+	// acknowledging appends (NOT_LEADER_OR_FOLLOWER). The storage fence stays the guarantee.
+	SelfFenced func() bool
 
 	inShutdown atomic.Bool
-	closeOnce  sync.Once
-	hardClose  chan struct{} // closed by Close; made by init
+	// stopping is closed when Shutdown or Close begins, so handlers that wait (a long-polling
+	// Fetch) answer at once with what they have. Made by init.
+	stopping     chan struct{}
+	stoppingOnce sync.Once
+	closeOnce    sync.Once
+	hardClose    chan struct{} // closed by Close; made by init
 	// base is the parent of every request's context: Close cancels it, so a handler waiting
 	// on the API server or the view returns at once. Made by init.
 	base       context.Context
@@ -71,6 +85,7 @@ type Server struct {
 func (s *Server) init() {
 	s.initOnce.Do(func() {
 		s.hardClose = make(chan struct{})
+		s.stopping = make(chan struct{})
 		s.base, s.cancelBase = context.WithCancel(context.Background())
 		s.autoCreate = newAutoCreator()
 		s.listeners = map[net.Listener]struct{}{}
@@ -198,6 +213,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.init()
 	s.mu.Lock()
 	s.inShutdown.Store(true)
+	s.stoppingOnce.Do(func() { close(s.stopping) })
 	s.closeListenersLocked()
 	for c := range s.conns {
 		// Wakes the reader from its read; it sees inShutdown and stops reading requests.
@@ -222,6 +238,7 @@ func (s *Server) Close() error {
 	s.init()
 	s.mu.Lock()
 	s.inShutdown.Store(true)
+	s.stoppingOnce.Do(func() { close(s.stopping) })
 	s.closeOnce.Do(func() {
 		close(s.hardClose)
 		s.cancelBase()
@@ -340,6 +357,9 @@ func (c *conn) handle(frame []byte) (out []byte, err error) {
 		return nil, err
 	}
 	c.srv.Metrics.request(h.Key, h.Version)
+	if resp == nil {
+		return nil, nil // the request gets no answer (Produce with acks=0)
+	}
 	return appendResponse(nil, h.CorrelationID, resp), nil
 }
 

@@ -1,0 +1,267 @@
+package broker
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/paddock-dev/paddock/broker/storage"
+)
+
+// Produce (key 0), versions 3–10 (DATAPLANE.md §1–§3; docs/dataplane.md, "Produce").
+//
+// Versions 0–2 carry the old message formats (v0/v1 message sets), which paddock does not
+// store, so they are not advertised; record batches v2 only. Apache 3.7 offers 0–10.
+//
+// Per partition, in Apache's order (KafkaApis.handleProduceRequest, ReplicaManager): an
+// unknown topic or partition index → UNKNOWN_TOPIC_OR_PARTITION; then the records
+// (ProduceRequest.validateRecords): no whole batch or magic ≠ 2 → INVALID_RECORD, zstd with
+// Produce < 7 → UNSUPPORTED_COMPRESSION_TYPE, more than one batch → INVALID_RECORD (a
+// trailing partial batch is dropped, as Apache's batch iterator drops it); a transactional
+// batch → INVALID_TXN_STATE (no transaction can be ongoing: paddock has no transactions
+// yet); acks ∉ {-1, 0, 1} → INVALID_REQUIRED_ACKS; not led or not taken over here →
+// NOT_LEADER_OR_FOLLOWER; then storage.Append, whose typed errors map as storageCode says
+// (CORRUPT_MESSAGE on a bad length or CRC, INVALID_RECORD, MESSAGE_TOO_LARGE against
+// max.message.bytes, RECORD_LIST_TOO_LARGE, KAFKA_STORAGE_ERROR, OUT_OF_ORDER_SEQUENCE_NUMBER,
+// INVALID_PRODUCER_EPOCH, and REQUEST_TIMED_OUT when timeout_ms passes first). A producer's
+// retry of one of its last five batches gets the original offsets back. Every requested
+// partition gets an entry; failures carry base offset -1 and (v8+) an error message.
+//
+// Acknowledgement (DESIGN.md "Produce, Fetch and the idempotent producer"): acks=-1 once the
+// batch is fsynced and the fence still holds the leader's epoch, acks=1 once written and
+// fence-checked, acks=0 once written — and acks=0 gets no answer at all; if any of its
+// partitions failed the connection is closed, as Apache does, so the producer notices. A
+// broker that has not renewed its Lease for a session timeout (self-fenced) refuses appends
+// with NOT_LEADER_OR_FOLLOWER, and refuses to acknowledge an append that completes after it
+// became self-fenced. timeout_ms ≤ 0 sets no deadline of its own. The partitions of one
+// request are appended in parallel (one goroutine each; a partition named twice is
+// appended in request order).
+//
+// Answers carry the append time for message.timestamp.type=LogAppendTime topics (else -1)
+// and the log-start offset (v5+). KIP-951 (v10): a NOT_LEADER_OR_FOLLOWER partition carries
+// CurrentLeader (the view's leader and epoch) and the response NodeEndpoints lists those
+// leaders' endpoints on the request's listener, so a client switches to the new leader
+// without a metadata round trip; below v10 neither is sent.
+func init() { register(0, 3, 10, handleProduce) }
+
+// errAcksZeroFailed closes the connection of an acks=0 Produce that failed somewhere.
+var errAcksZeroFailed = errors.New("acks=0 produce failed on a partition; closing the connection so the producer notices")
+
+// produceJob is one requested partition that reached the append.
+type produceJob struct {
+	topic   string
+	log     *storage.Log
+	records []byte
+	out     *kmsg.ProduceResponseTopicPartition
+}
+
+func handleProduce(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
+	start := time.Now()
+	req := kreq.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	acksValid := req.Acks == -1 || req.Acks == 0 || req.Acks == 1
+	selfFenced := rc.srv.SelfFenced != nil && rc.srv.SelfFenced()
+
+	byPartition := map[partitionKey][]*produceJob{}
+	var order []partitionKey
+	notLeader := map[*kmsg.ProduceResponseTopicPartition]hintKey{}
+	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
+	for i, rt := range req.Topics {
+		out := &resp.Topics[i]
+		*out = kmsg.NewProduceResponseTopic()
+		out.Topic = rt.Topic
+		out.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
+		t, known := rc.view.Topic(rt.Topic)
+		for j, rp := range rt.Partitions {
+			pr := &out.Partitions[j]
+			*pr = kmsg.NewProduceResponseTopicPartition()
+			pr.Partition, pr.BaseOffset = rp.Partition, -1
+			if !known {
+				setProduceError(pr, kerr.UnknownTopicOrPartition.Code, "This server does not host this topic-partition.")
+				continue
+			}
+			sp := rc.partition(t, rp.Partition, -1)
+			if sp.code == kerr.UnknownTopicOrPartition.Code {
+				setProduceError(pr, sp.code, "This server does not host this topic-partition.")
+				continue
+			}
+			records, code, msg := checkProduceRecords(req.Version, rp.Records)
+			switch {
+			case code != 0:
+			case !acksValid:
+				code, msg = kerr.InvalidRequiredAcks.Code, fmt.Sprintf("acks=%d: must be -1, 0 or 1", req.Acks)
+			case sp.code != 0:
+				code = sp.code
+			case selfFenced:
+				code, msg = kerr.NotLeaderForPartition.Code, "this broker has not renewed its heartbeat Lease for a session timeout and acknowledges nothing"
+				rc.srv.Metrics.selfFencedAppend()
+			}
+			if code != 0 {
+				setProduceError(pr, code, msg)
+				if code == kerr.NotLeaderForPartition.Code {
+					notLeader[pr] = hintKey{t.Name, rp.Partition}
+				}
+				continue
+			}
+			key := partitionKey{t.ID, rp.Partition}
+			if _, seen := byPartition[key]; !seen {
+				order = append(order, key)
+			}
+			byPartition[key] = append(byPartition[key], &produceJob{topic: t.Name, log: sp.log, records: records, out: pr})
+		}
+	}
+
+	ctx, cancel := rc.ctx, context.CancelFunc(func() {})
+	if req.TimeoutMillis > 0 {
+		ctx, cancel = context.WithTimeout(rc.ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
+	}
+	defer cancel()
+	acks := storage.Acks(req.Acks)
+	run := func(jobs []*produceJob) {
+		for _, j := range jobs {
+			rc.append(ctx, acks, j, notLeader)
+		}
+	}
+	if len(order) == 1 {
+		run(byPartition[order[0]])
+	} else {
+		var wg sync.WaitGroup
+		var mu sync.Mutex // guards notLeader across the appending goroutines
+		for _, key := range order {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				local := map[*kmsg.ProduceResponseTopicPartition]hintKey{}
+				for _, j := range byPartition[key] {
+					rc.append(ctx, acks, j, local)
+				}
+				mu.Lock()
+				for pr, p := range local {
+					notLeader[pr] = p
+				}
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+	}
+	rc.srv.Metrics.produceLatency(time.Since(start))
+
+	if req.Acks == 0 {
+		for i := range resp.Topics {
+			for _, pr := range resp.Topics[i].Partitions {
+				if pr.ErrorCode != 0 {
+					return nil, errAcksZeroFailed
+				}
+			}
+		}
+		return nil, nil
+	}
+	if req.Version >= 10 && len(notLeader) > 0 {
+		rc.produceLeaderHints(resp, notLeader)
+	}
+	return resp, nil
+}
+
+// append appends one job's batch and fills its answer; a NOT_LEADER_OR_FOLLOWER answer is
+// recorded in notLeader for the KIP-951 hints.
+func (rc *requestContext) append(ctx context.Context, acks storage.Acks, j *produceJob, notLeader map[*kmsg.ProduceResponseTopicPartition]hintKey) {
+	n := len(j.records)
+	res, err := j.log.Append(ctx, j.records, acks)
+	if err == nil && rc.srv.SelfFenced != nil && rc.srv.SelfFenced() {
+		// Durable, perhaps, but the broker may have been declared dead while it waited: a
+		// newer leader may already serve the partition. Unacknowledged records may exist;
+		// acknowledged ones must never be lost, so this one is not acknowledged.
+		rc.srv.Metrics.selfFencedAppend()
+		err = fmt.Errorf("%w: the heartbeat Lease expired while the append waited", storage.ErrNotLeader)
+	}
+	if code := storageCode(err); code != 0 {
+		setProduceError(j.out, code, err.Error())
+		if code == kerr.NotLeaderForPartition.Code {
+			notLeader[j.out] = hintKey{j.topic, j.out.Partition}
+		}
+		return
+	}
+	j.out.BaseOffset, j.out.LogAppendTime, j.out.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
+	if !res.Duplicate {
+		rc.srv.Metrics.bytesIn(j.topic, n)
+	}
+}
+
+func setProduceError(pr *kmsg.ProduceResponseTopicPartition, code int16, msg string) {
+	pr.ErrorCode, pr.BaseOffset = code, -1
+	if msg != "" {
+		pr.ErrorMessage = &msg
+	}
+}
+
+// Record batch v2 header fields the handler reads (DATAPLANE.md §1.1).
+const (
+	batchLengthOffset     = 8
+	batchMagicOffset      = 16
+	batchAttributesOffset = 21
+	batchOverhead         = 12 // baseOffset + batchLength: the bytes batchLength does not count
+	codecMask             = 0x07
+	codecZstd             = 4
+	attrTransactional     = 0x10
+)
+
+// checkProduceRecords is ProduceRequest.validateRecords for v3+: exactly one batch, magic 2,
+// no zstd before v7; and no transactional batch (there is no transaction to be part of).
+// It returns the batch without any trailing partial bytes. Storage checks the rest (CRC,
+// counts, sizes, sequences).
+func checkProduceRecords(version int16, b []byte) ([]byte, int16, string) {
+	if len(b) < batchAttributesOffset+2 {
+		return nil, kerr.InvalidRecord.Code, fmt.Sprintf("Produce requests with version %d must have at least one record batch per partition", version)
+	}
+	if b[batchMagicOffset] != 2 {
+		return nil, kerr.InvalidRecord.Code, fmt.Sprintf("Produce requests with version %d are only allowed to contain record batches with magic version 2", version)
+	}
+	size := batchOverhead + int64(int32(binary.BigEndian.Uint32(b[batchLengthOffset:])))
+	if size < batchOverhead || size > int64(len(b)) {
+		return nil, kerr.InvalidRecord.Code, fmt.Sprintf("Produce requests with version %d must have at least one record batch per partition", version)
+	}
+	attrs := binary.BigEndian.Uint16(b[batchAttributesOffset:])
+	if version < 7 && attrs&codecMask == codecZstd {
+		return nil, kerr.UnsupportedCompressionType.Code, fmt.Sprintf("Produce requests with version %d are not allowed to use ZStandard compression", version)
+	}
+	if rest := b[size:]; len(rest) >= batchOverhead {
+		if next := batchOverhead + int64(int32(binary.BigEndian.Uint32(rest[batchLengthOffset:]))); next >= batchOverhead && next <= int64(len(rest)) {
+			return nil, kerr.InvalidRecord.Code, fmt.Sprintf("Produce requests with version %d are only allowed to contain exactly one record batch per partition", version)
+		}
+	}
+	if attrs&attrTransactional != 0 {
+		return nil, kerr.InvalidTxnState.Code, "paddock does not support transactions yet: a transactional batch cannot be part of an ongoing transaction"
+	}
+	return b[:size], 0, ""
+}
+
+// produceLeaderHints fills KIP-951's CurrentLeader of every NOT_LEADER_OR_FOLLOWER partition
+// whose leader the view names and the response lists, and NodeEndpoints with those leaders.
+func (rc *requestContext) produceLeaderHints(resp *kmsg.ProduceResponse, notLeader map[*kmsg.ProduceResponseTopicPartition]hintKey) {
+	hint := rc.leaderHints()
+	var eps hintEndpoints
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			pr := &resp.Topics[i].Partitions[j]
+			k, ok := notLeader[pr]
+			if !ok {
+				continue
+			}
+			if h, ok := hint(k); ok {
+				pr.CurrentLeader.LeaderID, pr.CurrentLeader.LeaderEpoch = h.id, h.epoch
+				eps.add(h.at)
+			}
+		}
+	}
+	for _, e := range eps.list {
+		b := kmsg.NewProduceResponseBroker()
+		b.NodeID, b.Host, b.Port, b.Rack = e.id, e.host, e.port, e.rack
+		resp.Brokers = append(resp.Brokers, b)
+	}
+}

@@ -1,0 +1,150 @@
+package broker
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/paddock-dev/paddock/broker/storage"
+)
+
+// What the data-plane handlers (Produce, Fetch, ListOffsets, OffsetForLeaderEpoch) share:
+// finding the log of a requested partition, the leader-epoch checks, the storage errors'
+// Kafka codes, and the KIP-951 leader hints (docs/dataplane.md).
+
+// servedPartition is one requested partition as the request's view and this broker's
+// Partitions see it.
+type servedPartition struct {
+	part Partition    // from the view
+	log  *storage.Log // set only when code is 0
+	code int16
+}
+
+// partition finds partition index of t for a data request carrying currentEpoch (-1: none),
+// in Apache's order (Partition.getLocalLog): unknown index → UNKNOWN_TOPIC_OR_PARTITION; a
+// current epoch below the view's → FENCED_LEADER_EPOCH, above it → UNKNOWN_LEADER_EPOCH; then
+// not led here → NOT_LEADER_OR_FOLLOWER. Led here by the view but not (yet) served —
+// no topic id yet, no data directory, takeover queued or running, fenced by a newer epoch
+// than the view shows, or held at another epoch — is NOT_LEADER_OR_FOLLOWER too; a partition
+// a storage error took offline is KAFKA_STORAGE_ERROR.
+func (rc *requestContext) partition(t *Topic, index int32, currentEpoch int32) servedPartition {
+	if index < 0 || int(index) >= len(t.Partitions) {
+		return servedPartition{part: Partition{Index: index, Leader: -1, LeaderEpoch: -1}, code: kerr.UnknownTopicOrPartition.Code}
+	}
+	sp := servedPartition{part: t.Partitions[index]}
+	switch {
+	case currentEpoch >= 0 && currentEpoch < sp.part.LeaderEpoch:
+		sp.code = kerr.FencedLeaderEpoch.Code
+		return sp
+	case currentEpoch > sp.part.LeaderEpoch:
+		sp.code = kerr.UnknownLeaderEpoch.Code
+		return sp
+	}
+	sp.code = kerr.NotLeaderForPartition.Code
+	if sp.part.Leader != rc.self || t.ID == ([16]byte{}) {
+		return sp
+	}
+	l := rc.srv.Partitions.Leader(partitionKey{t.ID, index})
+	if l == nil || l.epoch != sp.part.LeaderEpoch {
+		return sp
+	}
+	switch l.phase {
+	case phaseServing:
+		sp.log, sp.code = l.log, 0
+	case phaseFailed:
+		sp.code = kerr.KafkaStorageError.Code
+	}
+	return sp
+}
+
+// storageCode is the Kafka error code of an error from broker/storage (docs/storage.md,
+// "Errors and the Kafka codes they map to"); 0 for nil.
+func storageCode(err error) int16 {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, storage.ErrNotLeader), errors.Is(err, storage.ErrFenced):
+		return kerr.NotLeaderForPartition.Code
+	case errors.Is(err, storage.ErrStorage):
+		return kerr.KafkaStorageError.Code
+	case errors.Is(err, storage.ErrInvalidRecord):
+		return kerr.InvalidRecord.Code
+	case errors.Is(err, storage.ErrCorruptMessage):
+		return kerr.CorruptMessage.Code
+	case errors.Is(err, storage.ErrMessageTooLarge):
+		return kerr.MessageTooLarge.Code
+	case errors.Is(err, storage.ErrRecordListTooLarge):
+		return kerr.RecordListTooLarge.Code
+	case errors.Is(err, storage.ErrInvalidRequiredAcks):
+		return kerr.InvalidRequiredAcks.Code
+	case errors.Is(err, storage.ErrOutOfOrderSequence):
+		return kerr.OutOfOrderSequenceNumber.Code
+	case errors.Is(err, storage.ErrInvalidProducerEpoch):
+		return kerr.InvalidProducerEpoch.Code
+	case errors.Is(err, storage.ErrOffsetOutOfRange):
+		return kerr.OffsetOutOfRange.Code
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		// The request's own timeout, or the server closing under it: the append may still
+		// become durable, as after a Kafka produce timeout.
+		return kerr.RequestTimedOut.Code
+	}
+	return kerr.UnknownServerError.Code
+}
+
+// leaderHint is the KIP-951 answer for a partition that is not served here: the leader and
+// epoch the view gives it, and that leader's endpoint on the request's listener.
+type leaderHint struct {
+	id, epoch int32
+	at        endpoint
+}
+
+// hintKey names a partition that answered NOT_LEADER_OR_FOLLOWER (or FENCED_LEADER_EPOCH).
+type hintKey struct {
+	topic string
+	index int32
+}
+
+// leaderHints returns a lookup of the current leader of a partition for KIP-951 answers. It
+// reads the view afresh — the request may have waited (an acks=-1 append, a long poll) while
+// the partition moved, and the hint is worth most when it names the newest leader. ok is
+// false when the view names no leader that the answer's broker list holds (unassigned,
+// fenced, or without an address on this listener): the client then refreshes its metadata.
+func (rc *requestContext) leaderHints() func(hintKey) (leaderHint, bool) {
+	fresh := *rc
+	fresh.view = rc.srv.View.Snapshot()
+	listed := fresh.brokers(false)
+	return func(k hintKey) (leaderHint, bool) {
+		t, ok := fresh.view.Topic(k.topic)
+		if !ok || k.index < 0 || int(k.index) >= len(t.Partitions) {
+			return leaderHint{}, false
+		}
+		p := t.Partitions[k.index]
+		if p.Leader < 0 {
+			return leaderHint{}, false
+		}
+		for _, e := range listed {
+			if e.id == p.Leader {
+				return leaderHint{id: p.Leader, epoch: p.LeaderEpoch, at: e}, true
+			}
+		}
+		return leaderHint{}, false
+	}
+}
+
+// hintEndpoints collects the distinct endpoints of hints, in the order first seen: a KIP-951
+// answer's NodeEndpoints.
+type hintEndpoints struct {
+	seen map[int32]bool
+	list []endpoint
+}
+
+func (h *hintEndpoints) add(e endpoint) {
+	if h.seen == nil {
+		h.seen = map[int32]bool{}
+	}
+	if !h.seen[e.id] {
+		h.seen[e.id] = true
+		h.list = append(h.list, e)
+	}
+}
