@@ -57,8 +57,11 @@ var errAcksZeroFailed = errors.New("acks=0 produce failed on a partition; closin
 type produceJob struct {
 	topic   string
 	log     *storage.Log
-	records []byte
+	records []byte // until Begin: it aliases the connection's frame buffer
+	size    int
 	out     *kmsg.ProduceResponseTopicPartition
+	pending *storage.PendingAppend // Begin's, when it wrote the batch
+	err     error                  // Begin's, when it refused it
 }
 
 func handleProduce(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
@@ -121,38 +124,24 @@ func handleProduce(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error)
 	if req.TimeoutMillis > 0 {
 		ctx, cancel = context.WithTimeout(rc.ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
 	}
-	defer cancel()
-	acks := storage.Acks(req.Acks)
-	run := func(jobs []*produceJob) {
-		for _, j := range jobs {
-			rc.append(ctx, acks, j, notLeader)
-		}
-	}
-	if len(order) == 1 {
-		run(byPartition[order[0]])
-	} else {
-		var wg sync.WaitGroup
-		var mu sync.Mutex // guards notLeader across the appending goroutines
-		for _, key := range order {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				local := map[*kmsg.ProduceResponseTopicPartition]hintKey{}
-				for _, j := range byPartition[key] {
-					rc.append(ctx, acks, j, local)
-				}
-				mu.Lock()
-				for pr, p := range local {
-					notLeader[pr] = p
-				}
-				mu.Unlock()
-			}()
-		}
-		wg.Wait()
-	}
-	rc.srv.Metrics.produceLatency(time.Since(start))
+	rc.beginAppends(storage.Acks(req.Acks), order, byPartition, notLeader)
 
+	finish := func() (kmsg.Response, error) {
+		defer cancel()
+		for _, key := range order {
+			for _, j := range byPartition[key] {
+				rc.awaitAppend(ctx, j, notLeader)
+			}
+		}
+		rc.srv.Metrics.produceLatency(time.Since(start))
+		if req.Version >= 10 && len(notLeader) > 0 {
+			rc.produceLeaderHints(resp, notLeader)
+		}
+		return resp, nil
+	}
 	if req.Acks == 0 {
+		// Written is all acks=0 waits for: nothing to defer, and no answer.
+		_, _ = finish()
 		for i := range resp.Topics {
 			for _, pr := range resp.Topics[i].Partitions {
 				if pr.ErrorCode != 0 {
@@ -162,17 +151,53 @@ func handleProduce(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error)
 		}
 		return nil, nil
 	}
-	if req.Version >= 10 && len(notLeader) > 0 {
-		rc.produceLeaderHints(resp, notLeader)
+	if len(order) == 0 {
+		return finish()
 	}
-	return resp, nil
+	// The batches are in the logs, in request order; only their acknowledgement is left,
+	// which may wait for an fsync. Let the connection read its next request meanwhile.
+	rc.answerLater(finish)
+	return nil, nil
 }
 
-// append appends one job's batch and fills its answer; a NOT_LEADER_OR_FOLLOWER answer is
-// recorded in notLeader for the KIP-951 hints.
-func (rc *requestContext) append(ctx context.Context, acks storage.Acks, j *produceJob, notLeader map[*kmsg.ProduceResponseTopicPartition]hintKey) {
-	n := len(j.records)
-	res, err := j.log.Append(ctx, j.records, acks)
+// beginAppends writes every job's batch (storage.Log.Begin), the partitions in parallel and
+// a partition named twice in request order, and returns once all are written or refused: so
+// a connection's next request appends after this one. A refused job is answered here.
+func (rc *requestContext) beginAppends(acks storage.Acks, order []partitionKey, byPartition map[partitionKey][]*produceJob, notLeader map[*kmsg.ProduceResponseTopicPartition]hintKey) {
+	begin := func(jobs []*produceJob) {
+		for _, j := range jobs {
+			j.pending, j.err = j.log.Begin(j.records, acks)
+			j.size, j.records = len(j.records), nil // the frame buffer is reused by the next request
+		}
+	}
+	if len(order) == 1 {
+		begin(byPartition[order[0]])
+	} else {
+		var wg sync.WaitGroup
+		for _, key := range order {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				begin(byPartition[key])
+			}()
+		}
+		wg.Wait()
+	}
+	for _, key := range order {
+		for _, j := range byPartition[key] {
+			if j.err != nil {
+				rc.answerAppend(j, storage.AppendResult{}, j.err, notLeader)
+			}
+		}
+	}
+}
+
+// awaitAppend waits for one begun job's acknowledgement and fills its answer.
+func (rc *requestContext) awaitAppend(ctx context.Context, j *produceJob, notLeader map[*kmsg.ProduceResponseTopicPartition]hintKey) {
+	if j.pending == nil {
+		return // refused by Begin, answered already
+	}
+	err := j.pending.Wait(ctx)
 	if err == nil && rc.srv.SelfFenced != nil && rc.srv.SelfFenced() {
 		// Durable, perhaps, but the broker may have been declared dead while it waited: a
 		// newer leader may already serve the partition. Unacknowledged records may exist;
@@ -180,6 +205,12 @@ func (rc *requestContext) append(ctx context.Context, acks storage.Acks, j *prod
 		rc.srv.Metrics.selfFencedAppend()
 		err = fmt.Errorf("%w: the heartbeat Lease expired while the append waited", storage.ErrNotLeader)
 	}
+	rc.answerAppend(j, j.pending.Result, err, notLeader)
+}
+
+// answerAppend fills one job's answer from its append's result or error; a
+// NOT_LEADER_OR_FOLLOWER answer is recorded in notLeader for the KIP-951 hints.
+func (rc *requestContext) answerAppend(j *produceJob, res storage.AppendResult, err error, notLeader map[*kmsg.ProduceResponseTopicPartition]hintKey) {
 	if code := storageCode(err); code != 0 {
 		setProduceError(j.out, code, err.Error())
 		if code == kerr.NotLeaderForPartition.Code {
@@ -189,7 +220,7 @@ func (rc *requestContext) append(ctx context.Context, acks storage.Acks, j *prod
 	}
 	j.out.BaseOffset, j.out.LogAppendTime, j.out.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
 	if !res.Duplicate {
-		rc.srv.Metrics.bytesIn(j.topic, n)
+		rc.srv.Metrics.bytesIn(j.topic, j.size)
 	}
 }
 

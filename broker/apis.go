@@ -54,4 +54,7 @@ type requestContext struct {
 	// host and port are the advertised endpoint of the listener the request arrived on.
 	host string
 	port int32
+	// later, set by answerLater, computes the answer after the handler returned
+	// (pipeline.go).
+	later func() (kmsg.Response, error)
 }

@@ -44,6 +44,8 @@ type Broker struct {
 	// StorageFS is the file system the partition logs use (storage.OSFS when nil; tests
 	// inject faults through storage.FaultFS).
 	StorageFS storage.FS
+	// PipelineDepth is the wire server's Server.PipelineDepth (0: the default).
+	PipelineDepth int
 
 	liveness       *Liveness
 	metrics        *Metrics
@@ -159,6 +161,7 @@ func (b *Broker) start(lns *bound) *running {
 			Liveness:      b.liveness,
 			Admin:         b.Admin,
 			SelfFenced:    b.selfFenced,
+			PipelineDepth: b.PipelineDepth,
 		},
 		health:   &http.Server{Handler: b.healthHandler(), ReadHeaderTimeout: 5 * time.Second},
 		serveErr: make(chan error, len(lns.kafka)+1),

@@ -60,6 +60,10 @@ type Server struct {
 	// a whole session timeout: it has probably been declared dead, so Produce stops
 	// acknowledging appends (NOT_LEADER_OR_FOLLOWER). The storage fence stays the guarantee.
 	SelfFenced func() bool
+	// PipelineDepth bounds the deferred answers one connection computes at once
+	// (pipeline.go): 0 means maxDeferred; a negative value turns pipelining off, so every
+	// answer is computed before the next request is read, as Apache does.
+	PipelineDepth int
 
 	inShutdown atomic.Bool
 	// stopping is closed when Shutdown or Close begins, so handlers that wait (a long-polling
@@ -140,13 +144,14 @@ func (s *Server) Serve(ln net.Listener) error {
 		}
 		backoff = 0
 		c := &conn{
-			srv:  s,
-			nc:   nc,
-			host: host,
-			port: port,
-			out:  make(chan []byte, responseQueue),
-			dead: make(chan struct{}),
-			log:  s.Log.WithValues("remote", nc.RemoteAddr().String(), "local", nc.LocalAddr().String()),
+			srv:   s,
+			nc:    nc,
+			host:  host,
+			port:  port,
+			out:   make(chan *answer, responseQueue),
+			dead:  make(chan struct{}),
+			slots: make(chan struct{}, max(s.pipelineDepth(), 1)),
+			log:   s.Log.WithValues("remote", nc.RemoteAddr().String(), "local", nc.LocalAddr().String()),
 		}
 		if !s.trackConn(c) {
 			nc.Close()
@@ -261,7 +266,8 @@ func (s *Server) closeListenersLocked() {
 }
 
 // conn is one client connection: a reader goroutine that decodes and handles requests in
-// order and a writer goroutine that writes their responses in the same order.
+// order and a writer goroutine that writes their responses in the same order (some computed
+// by deferred handlers meanwhile: pipeline.go).
 type conn struct {
 	srv  *Server
 	nc   net.Conn
@@ -269,11 +275,14 @@ type conn struct {
 	port int32
 	log  logr.Logger
 
-	// out carries encoded responses from reader to writer. Only the reader sends and closes.
-	out chan []byte
+	// out carries the answers from reader to writer, in request order. Only the reader
+	// sends and closes.
+	out chan *answer
 	// dead is closed by the writer when it stops early (write failed), so the reader never
 	// blocks on out again.
 	dead chan struct{}
+	// slots bounds the deferred answers being computed (maxDeferred).
+	slots chan struct{}
 }
 
 // serve runs the reader on this goroutine and the writer on another; both end when the
@@ -296,19 +305,19 @@ func (c *conn) serve() {
 			c.readFailed(err)
 			return
 		}
-		resp, err := c.handle(buf)
+		a := c.handle(buf)
 		if cap(buf) > retainFrameBytes {
 			buf = nil // one huge request must not pin its buffer for the connection's life
 		}
-		if err != nil {
-			c.log.Info("Closing connection", "reason", err.Error())
+		if a.ready == nil && a.err != nil {
+			c.log.Info("Closing connection", "reason", a.err.Error())
 			return
 		}
-		if resp == nil {
+		if a.ready == nil && a.b == nil {
 			continue
 		}
 		select {
-		case c.out <- resp:
+		case c.out <- a:
 		case <-c.dead:
 			return
 		case <-c.srv.hardClose:
@@ -331,36 +340,41 @@ func (c *conn) readFailed(err error) {
 	}
 }
 
-// handle decodes and answers one frame. It returns the encoded response (nil when the request
-// gets none), or an error that closes the connection. A handler panic is recovered here and
-// closes only this connection.
-func (c *conn) handle(frame []byte) (out []byte, err error) {
+// handle decodes and answers one frame. It returns the answer: the encoded response (none
+// when the request gets none), one a deferred handler computes later (pipeline.go), or an
+// error that closes the connection. A handler panic is recovered here and closes only this
+// connection.
+func (c *conn) handle(frame []byte) (a *answer) {
 	h, req, err := decodeRequest(frame)
 	if err != nil {
 		if resp, ok := apiVersionsFallback(h, err); ok {
 			c.srv.Metrics.request(h.Key, h.Version)
-			return appendResponse(nil, h.CorrelationID, resp), nil
+			return &answer{b: appendResponse(nil, h.CorrelationID, resp)}
 		}
 		c.srv.Metrics.connError(errorReason(err))
-		return nil, fmt.Errorf("request key %d v%d correlation %d: %w", h.Key, h.Version, h.CorrelationID, err)
+		return &answer{err: fmt.Errorf("request key %d v%d correlation %d: %w", h.Key, h.Version, h.CorrelationID, err)}
 	}
 	defer func() {
 		if r := recover(); r != nil {
 			c.srv.Metrics.connError("panic")
 			c.log.Error(fmt.Errorf("%v", r), "Handler panicked", "key", h.Key, "version", h.Version, "stack", string(debug.Stack()))
-			out, err = nil, fmt.Errorf("%s v%d handler panicked: %v", kmsg.NameForKey(h.Key), h.Version, r)
+			a = &answer{err: fmt.Errorf("%s v%d handler panicked: %v", kmsg.NameForKey(h.Key), h.Version, r)}
 		}
 	}()
-	resp, err := c.srv.dispatch(c.srv.newRequestContext(c.host, c.port), h, req)
+	rc := c.srv.newRequestContext(c.host, c.port)
+	resp, err := c.srv.dispatch(rc, h, req)
 	if err != nil {
 		c.srv.Metrics.connError("handler")
-		return nil, err
+		return &answer{err: err}
 	}
 	c.srv.Metrics.request(h.Key, h.Version)
-	if resp == nil {
-		return nil, nil // the request gets no answer (Produce with acks=0)
+	switch {
+	case rc.later != nil:
+		return c.deferAnswer(h, rc.later)
+	case resp == nil:
+		return &answer{} // the request gets no answer (Produce with acks=0)
 	}
-	return appendResponse(nil, h.CorrelationID, resp), nil
+	return &answer{b: appendResponse(nil, h.CorrelationID, resp)}
 }
 
 // newRequestContext is the context of one request arriving on the listener advertised as
@@ -395,24 +409,47 @@ func errorReason(err error) string {
 	}
 }
 
-// writeLoop writes responses in the order the reader queued them, then closes the connection
-// once the reader is done (out closed) or a write fails.
+// writeLoop writes answers in the order the reader queued them, waiting for each deferred
+// one in turn, then closes the connection once the reader is done (out closed), a write
+// fails, or a deferred answer is an error.
 func (c *conn) writeLoop() {
 	defer c.srv.wg.Done()
 	defer c.srv.untrackConn(c)
 	defer c.nc.Close()
-	for b := range c.out {
+	for a := range c.out {
+		if a.ready != nil {
+			select {
+			case <-a.ready:
+			case <-c.srv.hardClose:
+				c.stopWriting()
+				return
+			}
+		}
+		if a.err != nil {
+			c.log.Info("Closing connection", "reason", a.err.Error())
+			c.stopWriting()
+			return
+		}
+		if a.b == nil {
+			continue
+		}
 		c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
-		if _, err := c.nc.Write(b); err != nil {
+		if _, err := c.nc.Write(a.b); err != nil {
 			if !c.srv.inShutdown.Load() {
 				c.log.Info("Closing connection", "reason", "write: "+err.Error())
 			}
-			close(c.dead)
-			// Unblock a reader waiting in Read; it then sees dead and stops.
-			c.nc.Close()
-			for range c.out {
-			}
+			c.stopWriting()
 			return
 		}
+	}
+}
+
+// stopWriting ends the writer early: the reader must never block on out again, and is woken
+// from its read by the close. Answers still queued are dropped; deferred ones finish on
+// their own goroutines.
+func (c *conn) stopWriting() {
+	close(c.dead)
+	c.nc.Close()
+	for range c.out {
 	}
 }

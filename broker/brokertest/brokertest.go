@@ -51,6 +51,9 @@ type Options struct {
 	// StorageFS, when set, gives broker id its storage file system (fault injection with
 	// storage.FaultFS).
 	StorageFS func(id int32) storage.FS
+	// PipelineDepth is every broker's Broker.PipelineDepth (0: the default; negative: no
+	// pipelining, for comparisons).
+	PipelineDepth int
 	// Log receives the brokers' logs (default testr on t; logr.Discard() for benchmarks).
 	Log *logr.Logger
 }
@@ -141,6 +144,7 @@ func (c *Cluster) startBroker(id int32) {
 	if c.opts.StorageFS != nil {
 		b.StorageFS = c.opts.StorageFS(id)
 	}
+	b.PipelineDepth = c.opts.PipelineDepth
 	hb := &Broker{ID: id, B: b, View: view, signals: make(chan os.Signal, 2), result: make(chan error, 1), exited: make(chan struct{})}
 	listening := make(chan struct{})
 	b.OnListening = func(kafka []net.Addr, health net.Addr) {
