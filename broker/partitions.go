@@ -117,7 +117,8 @@ type Partitions struct {
 	// open counts logs from Open until their relinquish returned (or their open failed):
 	// the broker leads nothing only when it is zero.
 	open         atomic.Int64
-	takeoverDone atomic.Bool // every partition the view gives here is served or failed
+	takeoverDone atomic.Bool // every partition the reconciled view gives here is served or failed
+	reconciled   atomic.Pointer[Snapshot] // the view snapshot the owner last acted on
 	storageOK    atomic.Bool // the volume probe passed (or never ran)
 	probing      atomic.Bool
 	changed      notifier      // wakes Changed waiters on every change of open or takeoverDone
@@ -201,11 +202,14 @@ func (p *Partitions) Open() int {
 	return int(p.open.Load())
 }
 
-// TakeoverDone reports whether every partition the view gives this broker has been taken
-// over — served, or failed with a storage error (answered, just not served). Vacuously true
-// when nothing is assigned. A partition queued, taking over, or fenced by a newer epoch than
-// the view shows (waiting for the view to move) is not done.
-func (p *Partitions) TakeoverDone() bool { return p == nil || p.takeoverDone.Load() }
+// TakeoverDone reports whether every partition the current view gives this broker has been
+// taken over — served, or failed with a storage error (answered, just not served). Vacuously
+// true when nothing is assigned. A partition queued, taking over, or fenced by a newer epoch
+// than the view shows (waiting for the view to move) is not done, and neither is a view the
+// owner has not acted on yet.
+func (p *Partitions) TakeoverDone() bool {
+	return p == nil || p.takeoverDone.Load() && p.reconciled.Load() == p.cfg.View.Snapshot()
+}
 
 // StorageHealthy is false while the data volume fails the broker's probe after a storage
 // error: the broker cannot serve at all, and its heartbeat says so.
@@ -311,6 +315,7 @@ func (p *Partitions) reconcile(ctx context.Context, s *Snapshot) {
 	for key := range wanted {
 		p.wanted[key] = true
 	}
+	p.reconciled.Store(s)
 	p.refresh()
 }
 
