@@ -117,9 +117,9 @@ type Partitions struct {
 	// open counts logs from Open until their relinquish returned (or their open failed):
 	// the broker leads nothing only when it is zero.
 	open         atomic.Int64
-	takeoverDone atomic.Bool // every partition the reconciled view gives here is served or failed
+	takeoverDone atomic.Bool              // every partition the reconciled view gives here is served or failed
 	reconciled   atomic.Pointer[Snapshot] // the view snapshot the owner last acted on
-	storageOK    atomic.Bool // the volume probe passed (or never ran)
+	storageOK    atomic.Bool              // the volume probe passed (or never ran)
 	probing      atomic.Bool
 	changed      notifier      // wakes Changed waiters on every change of open or takeoverDone
 	quit         chan struct{} // closed when Run's context ends: stops the volume probe
