@@ -92,6 +92,10 @@ bench-balance: ## Benchmark the partition balancer (100 brokers, 10,000 partitio
 bench-storage: ## Run the broker/storage benchmarks (group commit vs plain fsync loops, reads) for BENCHTIME each.
 	go test -run='^$$' -bench=. -benchtime=$(BENCHTIME) ./broker/storage/
 
+.PHONY: bench-dataplane
+bench-dataplane: ## Benchmark kgo produce through one in-process broker (acks=all, 1 KiB records), pipelined and not, for BENCHTIME each.
+	go test -run='^$$' -bench=BenchmarkProduceKgo -benchtime=$(BENCHTIME) ./broker/
+
 .PHONY: test-update-golden
 test-update-golden: ## Regenerate golden files for the child-object builders.
 	go test ./controllers/kafkacluster/ -run Golden -args -update

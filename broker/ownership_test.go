@@ -153,4 +153,3 @@ func metric(t *testing.T, b *brokertest.Broker, series string) float64 {
 	}
 	return v
 }
-
