@@ -10,20 +10,30 @@ SHELL := /usr/bin/env bash -o pipefail
 
 ## Versions (pinned)
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
+# paddock dev renders config/default with the kustomize library in go.mod
+# (sigs.k8s.io/kustomize/api v0.21.2 is kustomize v5.8.2's); `make verify` checks they agree.
 KUSTOMIZE_VERSION ?= v5.8.2
 GOTESTSUM_VERSION ?= v1.13.0
+GOLANGCI_LINT_VERSION ?= v2.15.0
 
 ## Locations
 ROOT := $(shell pwd)
 LOCALBIN ?= $(ROOT)/bin
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
+GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 K8S_VERSION := $(shell grep -oE 'k8s.io/kubernetes v[0-9.]+' hack/k8s-bins/go.mod | head -1 | cut -dv -f2)
 K8S_BINS := $(LOCALBIN)/k8s/$(K8S_VERSION)
 export KUBEBUILDER_ASSETS := $(K8S_BINS)
+# The kubectl the e2e suite runs from the host's network (test/e2e reads $KUBECTL).
+export KUBECTL := $(LOCALBIN)/kubectl-v$(K8S_VERSION)
 
 IMG ?= ghcr.io/paddock-dev/paddock:latest
 GO_TEST_FLAGS ?= -count=1 -timeout=40m
+# The unit packages (pure rules, the dev harness and the broker) run with the race detector;
+# everything else (envtest suites of api/ and controllers/, the e2e suite) without it.
+RACE_PKGS := ./internal/... ./broker/...
+OTHER_PKGS = $(shell go list ./... | grep -Ev '^$(shell go list -m)/(internal|broker)(/|$$)')
 FUZZTIME ?= 20s
 BENCHTIME ?= 2s
 
@@ -54,30 +64,38 @@ vet: ## Run go vet.
 	go vet ./...
 
 .PHONY: lint
-lint: vet ## Run the linters (gofmt check and go vet, including the nested hack/bundle module).
+lint: vet $(GOLANGCI_LINT) ## Run golangci-lint (.golangci.yml: errcheck, govet, ineffassign, staticcheck, unused, gofmt) and vet hack/bundle.
+	$(GOLANGCI_LINT) run --allow-parallel-runners ./...
 	go -C hack/bundle vet ./...
 	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
+.PHONY: verify-imports
+verify-imports: ## Fail if a package breaks the import rules of docs/architecture.md.
+	hack/verify-imports.sh
+
 .PHONY: verify
-verify: $(CONTROLLER_GEN) lint ## Fail if generated files are stale or the code is not gofmt/vet clean.
+verify: $(CONTROLLER_GEN) $(KUSTOMIZE) lint verify-imports ## Fail if generated files are stale, an import rule is broken, a linter objects, or paddock dev would install other manifests than dist/install.yaml.
 	hack/verify-generated.sh
+	@diff -u <($(KUSTOMIZE) build config/default) <(go run . dev --print-install) || { \
+		echo "verify: paddock dev renders config/default differently from kustomize $(KUSTOMIZE_VERSION): keep go.mod's sigs.k8s.io/kustomize/api in step with KUSTOMIZE_VERSION" >&2; exit 1; }
 
 ##@ Test
 
 .PHONY: test
-test: manifests generate k8s-bins kcat ## Run every test: unit, envtest, broker, fuzz (bounded) and e2e.
-	go test $(GO_TEST_FLAGS) ./...
+test: manifests generate k8s-bins kubectl kcat ## Run every test: unit (with -race), envtest, broker, fuzz (bounded) and e2e.
+	go test -race $(GO_TEST_FLAGS) $(RACE_PKGS)
+	go test $(GO_TEST_FLAGS) $(OTHER_PKGS)
 	go -C hack/bundle test $(GO_TEST_FLAGS) ./...
 	$(MAKE) bundle-validate
 	$(MAKE) fuzz
 
 .PHONY: test-unit
-test-unit: ## Run the tests that need no control plane (pure rules and the broker).
-	go test $(GO_TEST_FLAGS) ./internal/... ./broker/...
+test-unit: k8s-bins ## Run the unit packages (pure rules, dev harness, broker) with the race detector.
+	go test -race $(GO_TEST_FLAGS) $(RACE_PKGS)
 
 .PHONY: e2e
-e2e: k8s-bins kcat ## Run only the end-to-end suite (test/e2e) against a fresh paddock dev environment.
+e2e: k8s-bins kubectl kcat ## Run only the end-to-end suite (test/e2e) against a fresh paddock dev environment.
 	go test $(GO_TEST_FLAGS) -v ./test/e2e/...
 
 .PHONY: fuzz
@@ -97,7 +115,7 @@ bench-dataplane: ## Benchmark kgo produce through one in-process broker (acks=al
 	go test -run='^$$' -bench=BenchmarkProduceKgo -benchtime=$(BENCHTIME) ./broker/
 
 .PHONY: test-update-golden
-test-update-golden: ## Regenerate golden files for the child-object builders.
+test-update-golden: ## Regenerate golden files for the child-object builders (controllers/kafkacluster/testdata/golden).
 	go test ./controllers/kafkacluster/ -run Golden -args -update
 
 .PHONY: k8s-bins
@@ -115,7 +133,7 @@ run: manifests generate ## Run the manager against the cluster in $$KUBECONFIG.
 	go run . manager --default-broker-image=$(IMG)
 
 .PHONY: dev
-dev: build k8s-bins ## Run the whole system locally: control plane, operator and broker processes.
+dev: build k8s-bins ## Run the whole system locally: control plane, the operator Deployment (config/default) and broker pods as processes.
 	$(LOCALBIN)/paddock dev --k8s-bin-dir=$(K8S_BINS) $(DEV_FLAGS)
 
 .PHONY: docker-build
@@ -143,6 +161,10 @@ bundle: manifests $(KUSTOMIZE) bundle-tool ## Generate the OLM bundle (bundle/, 
 		--channels $(CHANNELS) $(if $(DEFAULT_CHANNEL),--default-channel $(DEFAULT_CHANNEL)) \
 		--image $(BUNDLE_OPERATOR_IMG) --bundle-dir bundle --dockerfile bundle.Dockerfile
 
+.PHONY: kubectl
+kubectl: ## Build kubectl of the same Kubernetes version into bin/ (cached); the e2e suite runs it.
+	hack/k8s-bins.sh kubectl >/dev/null
+
 .PHONY: bundle-validate
 bundle-validate: bundle-tool ## Validate bundle/ with OLM's validators (operator-sdk's operatorframework suite).
 	$(BUNDLE_TOOL) validate --bundle-dir bundle --dockerfile bundle.Dockerfile
@@ -162,13 +184,17 @@ $(CONTROLLER_GEN): | $(LOCALBIN)
 $(KUSTOMIZE): | $(LOCALBIN)
 	$(call go-install-tool,$(KUSTOMIZE),sigs.k8s.io/kustomize/kustomize/v5,$(KUSTOMIZE_VERSION))
 
+$(GOLANGCI_LINT): | $(LOCALBIN)
+	$(call go-install-tool,$(GOLANGCI_LINT),github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION))
+
 .PHONY: kcat
 kcat: ## Install kcat (the e2e suite's CLI Kafka client) with apt-get when it is missing.
 	hack/install-kcat.sh >/dev/null
 
-.PHONY: controller-gen kustomize
+.PHONY: controller-gen kustomize golangci-lint
 controller-gen: $(CONTROLLER_GEN) ## Install controller-gen into bin/.
 kustomize: $(KUSTOMIZE) ## Install kustomize into bin/.
+golangci-lint: $(GOLANGCI_LINT) ## Install golangci-lint into bin/.
 
 # go-install-tool installs package $(2) at version $(3) as the file $(1).
 define go-install-tool

@@ -67,16 +67,19 @@ func waitView(ctx context.Context, v View, cond func(*Snapshot) bool) (*Snapshot
 	}
 }
 
-// leadersListed is true when every partition of t has a leader Metadata would name: the
-// answering broker, or a registered broker that is Serving. A client producing right after
-// the topic was created then finds a leader.
-func leadersListed(s *Snapshot, self int32, t *Topic) bool {
+// leadersListed is true when every partition of t has a leader that Metadata, answering this
+// request from s, would name (brokers): the answering broker, or a registered broker that is
+// Serving and has an address on the request's listener. A client producing right after the
+// topic was created then finds a leader.
+func (rc *requestContext) leadersListed(s *Snapshot, t *Topic) bool {
+	at := *rc
+	at.view = s
+	listed := map[int32]bool{}
+	for _, b := range at.brokers(false) {
+		listed[b.id] = true
+	}
 	for _, p := range t.Partitions {
-		if p.Leader == self {
-			continue
-		}
-		row, ok := s.Row(p.Leader)
-		if p.Leader < 0 || !ok || row.State != v1alpha1.BrokerServing {
+		if !listed[p.Leader] {
 			return false
 		}
 	}
@@ -162,6 +165,16 @@ func apiErrorCode(err error) (int16, string) {
 
 // errNoAdmin is the message of every admin request to a server that has no Admin.
 const errNoAdmin = "this broker runs without API access (no Admin); topics cannot be changed through it"
+
+// countBy counts items by key: the duplicate check of every admin request (a name twice in
+// one request is refused, every occurrence).
+func countBy[T any](items []T, key func(T) string) map[string]int {
+	n := make(map[string]int, len(items))
+	for _, it := range items {
+		n[key(it)]++
+	}
+	return n
+}
 
 // strptr returns a pointer to a copy of s.
 func strptr(s string) *string { return &s }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -26,7 +27,9 @@ import (
 // trailing partial batch is dropped, as Apache's batch iterator drops it); a transactional
 // batch → INVALID_TXN_STATE (no transaction can be ongoing: paddock has no transactions
 // yet); acks ∉ {-1, 0, 1} → INVALID_REQUIRED_ACKS; not led or not taken over here →
-// NOT_LEADER_OR_FOLLOWER; then storage.Append, whose typed errors map as storageCode says
+// NOT_LEADER_OR_FOLLOWER; a CreateTime batch outside message.timestamp.before/after.max.ms
+// (unbounded by default; batch base and max timestamps checked) → INVALID_TIMESTAMP; then
+// storage.Append, whose typed errors map as storageCode says
 // (CORRUPT_MESSAGE on a bad length or CRC, INVALID_RECORD, MESSAGE_TOO_LARGE against
 // max.message.bytes, RECORD_LIST_TOO_LARGE, KAFKA_STORAGE_ERROR, OUT_OF_ORDER_SEQUENCE_NUMBER,
 // INVALID_PRODUCER_EPOCH, and REQUEST_TIMED_OUT when timeout_ms passes first). A producer's
@@ -104,6 +107,8 @@ func handleProduce(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error)
 			case selfFenced:
 				code, msg = kerr.NotLeaderForPartition.Code, "this broker has not renewed its heartbeat Lease for a session timeout and acknowledges nothing"
 				rc.srv.Metrics.selfFencedAppend()
+			case !t.Config.LogAppendTime():
+				code, msg = checkTimestamps(records, t.Config.MessageTimestampBeforeMaxMs, t.Config.MessageTimestampAfterMaxMs, start.UnixMilli())
 			}
 			if code != 0 {
 				setProduceError(pr, code, msg)
@@ -270,6 +275,35 @@ func checkProduceRecords(version int16, b []byte) ([]byte, int16, string) {
 		return nil, kerr.InvalidTxnState.Code, "paddock does not support transactions yet: a transactional batch cannot be part of an ongoing transaction"
 	}
 	return b[:size], 0, ""
+}
+
+// Record batch v2 timestamp fields (DATAPLANE.md §1.1).
+const (
+	batchBaseTimestampOffset = 27
+	batchMaxTimestampOffset  = 35
+)
+
+// checkTimestamps refuses a CreateTime batch whose timestamps lie more than beforeMax ms in
+// the past or afterMax ms in the future (message.timestamp.before/after.max.ms; unbounded by
+// default) with INVALID_TIMESTAMP. Apache checks every record; this checks the batch's base
+// and max timestamps, which bound every record a client writes (deltas from the base are not
+// negative in any client paddock knows), without decompressing.
+func checkTimestamps(b []byte, beforeMax, afterMax, nowMs int64) (int16, string) {
+	if len(b) < batchMaxTimestampOffset+8 {
+		return 0, "" // storage refuses it
+	}
+	base := int64(binary.BigEndian.Uint64(b[batchBaseTimestampOffset:]))
+	maxTs := int64(binary.BigEndian.Uint64(b[batchMaxTimestampOffset:]))
+	for _, ts := range []int64{base, maxTs} {
+		if ts < 0 {
+			continue // no timestamp (-1): nothing to check
+		}
+		if (beforeMax < math.MaxInt64 && nowMs-ts > beforeMax) || (afterMax < math.MaxInt64 && ts-nowMs > afterMax) {
+			return kerr.InvalidTimestamp.Code, fmt.Sprintf("Timestamp %d of message is out of range. The timestamp should be within [%d, %d]",
+				ts, nowMs-min(beforeMax, nowMs), nowMs+min(afterMax, math.MaxInt64-nowMs))
+		}
+	}
+	return 0, ""
 }
 
 // produceLeaderHints fills KIP-951's CurrentLeader of every NOT_LEADER_OR_FOLLOWER partition

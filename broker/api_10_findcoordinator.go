@@ -13,8 +13,9 @@ import (
 // coordinator.Pick over the view's registered ids and Alive ids. The answer is read from the
 // view only — the answering broker is not added to either set — so every broker gives the same
 // answer for a group, and a draining broker (no longer Alive) stops being picked. The answer's
-// endpoint is the chosen broker's registry row, or this connection's listener when it is the
-// answering broker. Nothing alive → COORDINATOR_NOT_AVAILABLE.
+// endpoint is the chosen broker's address on the request's listener (its registry row's, or
+// this connection's when it is the answering broker). Nothing alive, or a chosen broker with
+// no address on this listener → COORDINATOR_NOT_AVAILABLE.
 //
 // Transaction keys (type 1) answer COORDINATOR_NOT_AVAILABLE until transactions exist; any
 // other key type is INVALID_REQUEST.
@@ -65,12 +66,11 @@ func (rc *requestContext) findCoordinator(key string, keyType int8) kmsg.FindCoo
 	if !ok {
 		return fail(kerr.CoordinatorNotAvailable, "no broker is alive")
 	}
-	c.NodeID = id
-	if id == rc.self {
-		c.Host, c.Port = rc.host, rc.port
-	} else {
-		row, _ := rc.view.Row(id)
-		c.Host, c.Port = row.Host, row.Port
+	row, _ := rc.view.Row(id)
+	addr, ok := rc.address(row)
+	if !ok {
+		return fail(kerr.CoordinatorNotAvailable, "the coordinator has no address on this listener yet")
 	}
+	c.NodeID, c.Host, c.Port = id, addr.Host, addr.Port
 	return c
 }

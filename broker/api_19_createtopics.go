@@ -50,10 +50,7 @@ func handleCreateTopics(rc *requestContext, kreq kmsg.Request) (kmsg.Response, e
 	write, wait, cancel := rc.adminDeadlines(req.TimeoutMillis)
 	defer cancel()
 
-	counts := map[string]int{}
-	for _, t := range req.Topics {
-		counts[t.Topic]++
-	}
+	counts := countBy(req.Topics, func(t kmsg.CreateTopicsRequestTopic) string { return t.Topic })
 	results := make([]kmsg.CreateTopicsResponseTopic, len(req.Topics))
 	specs := make([]*createSpec, len(req.Topics))
 	claimed := map[string]string{} // collision key → name, of existing and earlier topics
@@ -93,7 +90,7 @@ func handleCreateTopics(rc *requestContext, kreq kmsg.Request) (kmsg.Response, e
 	}
 	snap := rc.view
 	if !req.ValidateOnly {
-		snap, _ = waitView(wait, rc.srv.View, func(s *Snapshot) bool { return createdAndLed(s, rc.self, specs) })
+		snap, _ = waitView(wait, rc.srv.View, func(s *Snapshot) bool { return rc.createdAndLed(s, specs) })
 	}
 	for i, spec := range specs {
 		if spec != nil && req.Version >= 5 {
@@ -181,13 +178,13 @@ func (rc *requestContext) createTopic(write, wait context.Context, spec *createS
 
 // createdAndLed is true when every created topic is in the view with a topic id and a listed
 // leader for every partition.
-func createdAndLed(s *Snapshot, self int32, specs []*createSpec) bool {
+func (rc *requestContext) createdAndLed(s *Snapshot, specs []*createSpec) bool {
 	for _, spec := range specs {
 		if spec == nil {
 			continue
 		}
 		t, ok := s.Topic(spec.name)
-		if !ok || t.ID == ([16]byte{}) || len(t.Partitions) < int(spec.partitions) || !leadersListed(s, self, t) {
+		if !ok || t.ID == ([16]byte{}) || len(t.Partitions) < int(spec.partitions) || !rc.leadersListed(s, t) {
 			return false
 		}
 	}

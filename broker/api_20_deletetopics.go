@@ -39,10 +39,7 @@ func handleDeleteTopics(rc *requestContext, kreq kmsg.Request) (kmsg.Response, e
 			entries[i].Topic = strptr(name)
 		}
 	}
-	seen := map[string]int{}
-	for _, e := range entries {
-		seen[deleteKey(e)]++
-	}
+	seen := countBy(entries, deleteKey)
 	var deleted []*Topic
 	for _, e := range entries {
 		r := kmsg.NewDeleteTopicsResponseTopic()

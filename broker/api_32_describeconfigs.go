@@ -66,26 +66,27 @@ func (rc *requestContext) describe(res kmsg.DescribeConfigsRequestResource) ([]k
 		if res.ResourceName == "" {
 			return kafkaconfig.DescribeClusterDefaults(rc.view.ConfigMap), 0, ""
 		}
-		if err := rc.isSelf(res.ResourceName); err != nil {
-			return nil, kerr.InvalidRequest.Code, err.Error()
+		if msg, ok := rc.isSelf(res.ResourceName); !ok {
+			return nil, kerr.InvalidRequest.Code, msg
 		}
 		return kafkaconfig.DescribeBroker(rc.self, rc.view.ConfigMap), 0, ""
 	case kmsg.ConfigResourceTypeBrokerLogger:
-		if err := rc.isSelf(res.ResourceName); err != nil {
-			return nil, kerr.InvalidRequest.Code, err.Error()
+		if msg, ok := rc.isSelf(res.ResourceName); !ok {
+			return nil, kerr.InvalidRequest.Code, msg
 		}
 		return nil, 0, ""
 	}
 	return nil, kerr.InvalidRequest.Code, fmt.Sprintf("Unsupported resource type: %d", res.ResourceType)
 }
 
-// isSelf checks that a broker resource names this broker.
-func (rc *requestContext) isSelf(name string) error {
+// isSelf checks that a broker resource names this broker; otherwise it returns Apache's
+// message for the refusal.
+func (rc *requestContext) isSelf(name string) (string, bool) {
 	id, err := strconv.ParseInt(name, 10, 32)
 	if err != nil || int32(id) != rc.self {
-		return fmt.Errorf("Unexpected broker id, expected %d or empty string, but received %s", rc.self, name)
+		return fmt.Sprintf("Unexpected broker id, expected %d or empty string, but received %s", rc.self, name), false
 	}
-	return nil
+	return "", true
 }
 
 // describedConfig is one entry on the wire.

@@ -29,10 +29,7 @@ func handleCreatePartitions(rc *requestContext, kreq kmsg.Request) (kmsg.Respons
 	write, wait, cancel := rc.adminDeadlines(req.TimeoutMillis)
 	defer cancel()
 
-	counts := map[string]int{}
-	for _, t := range req.Topics {
-		counts[t.Topic]++
-	}
+	counts := countBy(req.Topics, func(t kmsg.CreatePartitionsRequestTopic) string { return t.Topic })
 	grown := map[string]int32{}
 	for _, rt := range req.Topics {
 		r := kmsg.NewCreatePartitionsResponseTopic()
@@ -52,7 +49,7 @@ func handleCreatePartitions(rc *requestContext, kreq kmsg.Request) (kmsg.Respons
 		waitView(wait, rc.srv.View, func(s *Snapshot) bool {
 			for name, n := range grown {
 				t, ok := s.Topic(name)
-				if !ok || len(t.Partitions) < int(n) || !leadersListed(s, rc.self, t) {
+				if !ok || len(t.Partitions) < int(n) || !rc.leadersListed(s, t) {
 					return false
 				}
 			}

@@ -27,31 +27,16 @@ func init() { register(44, 0, 1, handleIncrementalAlterConfigs) }
 func handleIncrementalAlterConfigs(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.IncrementalAlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
-	write, _, cancel := rc.adminDeadlines(configWaitMs)
-	defer cancel()
-
-	counts := map[string]int{}
-	for _, res := range req.Resources {
-		counts[fmt.Sprint(res.ResourceType, "/", res.ResourceName)]++
+	resources := make([]alterResource, len(req.Resources))
+	for i, res := range req.Resources {
+		resources[i] = alterResource{res.ResourceType, res.ResourceName, incrementalChange(res.Configs, rc.view.ConfigMap)}
 	}
-	written := map[string]int64{}
-	for _, res := range req.Resources {
+	for i, o := range rc.alterAll(resources, req.ValidateOnly) {
 		r := kmsg.NewIncrementalAlterConfigsResponseResource()
-		r.ResourceType, r.ResourceName = res.ResourceType, res.ResourceName
-		t, code, msg := rc.alterTarget(res.ResourceType, res.ResourceName, counts[fmt.Sprint(res.ResourceType, "/", res.ResourceName)] > 1)
-		if code == 0 {
-			var gen int64
-			gen, code, msg = rc.alterTopicConfig(write, t, req.ValidateOnly, incrementalChange(res.Configs, rc.view.ConfigMap))
-			if gen > 0 {
-				written[t.Name] = gen
-			}
-		}
-		if code != 0 {
-			r.ErrorCode, r.ErrorMessage = code, &msg
-		}
+		r.ResourceType, r.ResourceName = req.Resources[i].ResourceType, req.Resources[i].ResourceName
+		r.ErrorCode, r.ErrorMessage = o.code, o.msg
 		resp.Resources = append(resp.Resources, r)
 	}
-	rc.waitForGenerations(written)
 	return resp, nil
 }
 

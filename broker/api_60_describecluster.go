@@ -14,8 +14,9 @@ import (
 // broker is always listed and never fenced (see brokers).
 //
 // EndpointType (v1+): 1 (brokers) is served; 2 (controllers) is MISMATCHED_ENDPOINT_TYPE, since
-// clients reach brokers only; any other type is UNSUPPORTED_ENDPOINT_TYPE. An error answer
-// carries no brokers. ControllerID follows Metadata. ClusterAuthorizedOperations stays at the
+// clients reach brokers only; any other type is UNSUPPORTED_ENDPOINT_TYPE. An error answer is,
+// as Apache's, the response's defaults plus the error: no brokers, an empty cluster id,
+// endpoint type 1 and controller -1. ControllerID follows Metadata. ClusterAuthorizedOperations stays at the
 // INT32_MIN sentinel unless requested (there is no authorizer, so requested means "all").
 func init() { register(60, 0, 2, handleDescribeCluster) }
 
@@ -27,10 +28,7 @@ const (
 func handleDescribeCluster(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeClusterRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
-	resp.ClusterID = rc.view.ClusterID
-
 	if req.Version >= 1 {
-		resp.EndpointType = req.EndpointType
 		switch req.EndpointType {
 		case endpointTypeBroker:
 		case endpointTypeController:
@@ -46,6 +44,7 @@ func handleDescribeCluster(rc *requestContext, kreq kmsg.Request) (kmsg.Response
 		}
 	}
 
+	resp.ClusterID = rc.view.ClusterID
 	includeFenced := req.Version >= 2 && req.IncludeFencedBrokers
 	for _, b := range rc.brokers(includeFenced) {
 		db := kmsg.NewDescribeClusterResponseBroker()

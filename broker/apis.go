@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 )
 
 // handler answers one decoded request. A protocol error belongs in the response (an error
@@ -51,9 +53,12 @@ type requestContext struct {
 	// view is read once per request, so one answer never mixes two states.
 	view *Snapshot
 	self int32
-	// host and port are the advertised endpoint of the listener the request arrived on.
-	host string
-	port int32
+	// listener is the listener the request arrived on, with this broker's advertised host and
+	// port on it: answers give every broker its address on this listener.
+	listener v1alpha1.ListenerAddress
+	// selfReachable is false while this broker has no address on listener yet (an external
+	// listener whose node or load-balancer address is not known): answers leave it out.
+	selfReachable bool
 	// later, set by answerLater, computes the answer after the handler returned
 	// (pipeline.go).
 	later func() (kmsg.Response, error)

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -202,15 +203,39 @@ func TestMetadataEveryAdvertisedVersionRoundTrips(t *testing.T) {
 	}
 }
 
-func TestControllerIsLowestAliveServingBroker(t *testing.T) {
-	tc := newTestCluster(t, 3)
-	tc.rows[0].Health = v1alpha1.BrokerDead
-	tc.publish(nil)
-	c := dialKafka(t, tc.addrs[2])
-	req := kmsg.NewPtrDescribeClusterRequest()
-	resp := roundTrip(t, c, req).(*kmsg.DescribeClusterResponse)
-	if resp.ControllerID != 1 {
-		t.Fatalf("controller %d, want 1 (0 is dead)", resp.ControllerID)
+// ControllerID is the lowest-id broker whose row is Serving and Alive, and every broker gives
+// the same answer — the answering broker counts only when its own row qualifies.
+func TestControllerIsLowestAliveServingBrokerOnEveryBroker(t *testing.T) {
+	for _, tt := range []struct {
+		rule string
+		set  func(rows []v1alpha1.BrokerRow)
+		want int32
+	}{
+		{"all serving and alive: the lowest id", func([]v1alpha1.BrokerRow) {}, 0},
+		{"a dead broker is not the controller", func(r []v1alpha1.BrokerRow) { r[0].Health = v1alpha1.BrokerDead }, 1},
+		{"a draining broker is not the controller, not even for itself", func(r []v1alpha1.BrokerRow) { r[0].Health = v1alpha1.BrokerDraining }, 1},
+		{"a fenced broker is not the controller, though alive", func(r []v1alpha1.BrokerRow) { r[0].State = v1alpha1.BrokerFenced }, 1},
+		{"nothing qualifies: no controller (-1)", func(r []v1alpha1.BrokerRow) {
+			for i := range r {
+				r[i].Health = v1alpha1.BrokerDead
+			}
+		}, -1},
+	} {
+		t.Run(tt.rule, func(t *testing.T) {
+			tc := newTestCluster(t, 3)
+			tt.set(tc.rows)
+			tc.publish(nil)
+			for id, addr := range tc.addrs {
+				c := dialKafka(t, addr)
+				d := roundTrip(t, c, kmsg.NewPtrDescribeClusterRequest()).(*kmsg.DescribeClusterResponse)
+				mreq := kmsg.NewPtrMetadataRequest()
+				mreq.Version = 12
+				m := roundTrip(t, c, mreq).(*kmsg.MetadataResponse)
+				if d.ControllerID != tt.want || m.ControllerID != tt.want {
+					t.Errorf("broker %d says controller %d (DescribeCluster) / %d (Metadata), want %d", id, d.ControllerID, m.ControllerID, tt.want)
+				}
+			}
+		})
 	}
 }
 
@@ -309,6 +334,15 @@ func TestDescribeClusterEndpointTypes(t *testing.T) {
 			}
 			if tt.wantCode != 0 && (len(resp.Brokers) != 0 || resp.ErrorMessage == nil) {
 				t.Fatalf("error answer has brokers %v / message %v; want no brokers and a message", resp.Brokers, resp.ErrorMessage)
+			}
+			// As Apache answers: an error answer is the response's defaults plus the error —
+			// no cluster id, endpoint type 1, no controller.
+			if tt.wantCode != 0 && (resp.ClusterID != "" || resp.EndpointType != 1 || resp.ControllerID != -1) {
+				t.Fatalf("error answer carries cluster id %q, endpoint type %d, controller %d; want \"\", 1, -1",
+					resp.ClusterID, resp.EndpointType, resp.ControllerID)
+			}
+			if tt.wantCode == 0 && (resp.ClusterID != testClusterID || resp.EndpointType != 1) {
+				t.Fatalf("answer carries cluster id %q, endpoint type %d", resp.ClusterID, resp.EndpointType)
 			}
 			if tt.wantCode == 0 && len(resp.Brokers) != 2 {
 				t.Fatalf("brokers %v, want 2", resp.Brokers)
@@ -463,5 +497,113 @@ func TestApiVersionsAboveMaxAnswersV0UnsupportedVersion(t *testing.T) {
 	req.Version = 3
 	if resp := roundTrip(t, c, req).(*kmsg.ApiVersionsResponse); resp.ErrorCode != 0 || len(resp.ApiKeys) == 0 {
 		t.Fatalf("v3 retry: %+v", resp)
+	}
+}
+
+// Every broker is listed at the address it advertises on the listener the request came in
+// on, not only the answering one: here the second listener advertises pod IPs (the loopback
+// address the test can dial) while the first advertises pod DNS names.
+func TestAnswersGiveEveryBrokerTheAddressOfTheRequestsListener(t *testing.T) {
+	podDNS := testListener{name: "internal", host: func(i int) string {
+		return "c-broker-" + strconv.Itoa(i) + ".c-brokers.kafka.svc.cluster.local"
+	}}
+	podIP := testListener{name: "external"}
+	tc := newTestClusterWith(t, 3, podDNS, podIP)
+	want := func(l, id int) (string, int32) {
+		a := tc.rows[id].Listeners[l]
+		return a.Host, a.Port
+	}
+	checkAt := func(t *testing.T, l int, got []endpoint) {
+		t.Helper()
+		if len(got) != 3 {
+			t.Fatalf("brokers %+v, want 3", got)
+		}
+		for _, b := range got {
+			if host, port := want(l, int(b.id)); b.host != host || b.port != port {
+				t.Errorf("broker %d at %s:%d, want %s:%d", b.id, b.host, b.port, host, port)
+			}
+		}
+	}
+	for l, name := range []string{"internal", "external"} {
+		c := dialKafka(t, tc.listenerAddrs[l][0])
+		t.Run(name+": Metadata", func(t *testing.T) {
+			resp := roundTrip(t, c, kmsg.NewPtrMetadataRequest()).(*kmsg.MetadataResponse)
+			var got []endpoint
+			for _, b := range resp.Brokers {
+				got = append(got, endpoint{id: b.NodeID, host: b.Host, port: b.Port})
+			}
+			checkAt(t, l, got)
+		})
+		t.Run(name+": DescribeCluster", func(t *testing.T) {
+			req := kmsg.NewPtrDescribeClusterRequest()
+			req.IncludeFencedBrokers = true
+			resp := roundTrip(t, c, req).(*kmsg.DescribeClusterResponse)
+			var got []endpoint
+			for _, b := range resp.Brokers {
+				got = append(got, endpoint{id: b.NodeID, host: b.Host, port: b.Port})
+			}
+			checkAt(t, l, got)
+		})
+		t.Run(name+": FindCoordinator", func(t *testing.T) {
+			req := kmsg.NewPtrFindCoordinatorRequest()
+			req.Version = 4
+			for g := range 30 {
+				req.CoordinatorKeys = append(req.CoordinatorKeys, "group-"+strconv.Itoa(g))
+			}
+			resp := roundTrip(t, c, req).(*kmsg.FindCoordinatorResponse)
+			seen := map[int32]bool{}
+			for _, co := range resp.Coordinators {
+				seen[co.NodeID] = true
+				if host, port := want(l, int(co.NodeID)); co.ErrorCode != 0 || co.Host != host || co.Port != port {
+					t.Errorf("group %s: broker %d at %s:%d (code %d), want %s:%d", co.Key, co.NodeID, co.Host, co.Port, co.ErrorCode, host, port)
+				}
+			}
+			if len(seen) < 2 {
+				t.Fatalf("30 groups all on %v: the test does not reach another broker", seen)
+			}
+		})
+	}
+}
+
+// A broker the registry has no address for on this listener (it heartbeats, but its address
+// is not known yet) is left out of Metadata and DescribeCluster, and FindCoordinator answers
+// COORDINATOR_NOT_AVAILABLE for its groups rather than name a broker nobody can reach.
+func TestBrokerWithoutAnAddressIsNeverAdvertised(t *testing.T) {
+	tc := newTestCluster(t, 3)
+	tc.rows[2].Listeners, tc.rows[2].Host, tc.rows[2].Port = nil, "", 0
+	tc.publish(nil)
+	c := dialKafka(t, tc.addrs[0])
+
+	meta := roundTrip(t, c, kmsg.NewPtrMetadataRequest()).(*kmsg.MetadataResponse)
+	if got := metadataBrokerIDs(meta); !slices.Equal(got, []int32{0, 1}) {
+		t.Errorf("Metadata brokers %v, want [0 1]", got)
+	}
+	dreq := kmsg.NewPtrDescribeClusterRequest()
+	dreq.IncludeFencedBrokers = true
+	if ids, _ := describeClusterIDs(roundTrip(t, c, dreq).(*kmsg.DescribeClusterResponse)); !slices.Equal(ids, []int32{0, 1}) {
+		t.Errorf("DescribeCluster brokers %v, want [0 1]", ids)
+	}
+
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.Version = 4
+	for g := range 60 {
+		req.CoordinatorKeys = append(req.CoordinatorKeys, "group-"+strconv.Itoa(g))
+	}
+	resp := roundTrip(t, c, req).(*kmsg.FindCoordinatorResponse)
+	onTwo := 0
+	for _, co := range resp.Coordinators {
+		want, _ := coordinator.Pick(co.Key, []int32{0, 1, 2}, []int32{0, 1, 2})
+		switch {
+		case want == 2:
+			onTwo++
+			if co.ErrorCode != kerr.CoordinatorNotAvailable.Code || co.NodeID != -1 || co.Host != "" {
+				t.Errorf("group %s of the address-less broker: %+v, want COORDINATOR_NOT_AVAILABLE", co.Key, co)
+			}
+		case co.ErrorCode != 0 || co.NodeID != want:
+			t.Errorf("group %s: %+v, want broker %d", co.Key, co, want)
+		}
+	}
+	if onTwo == 0 {
+		t.Fatal("no group of 60 lives on broker 2: the test does not reach the rule")
 	}
 }

@@ -31,8 +31,8 @@ func benchPaddock(b *testing.B) string {
 		host, portStr, _ := net.SplitHostPort(ln.Addr().String())
 		port, _ := strconv.Atoi(portStr)
 		srv := &Server{View: view, Self: int32(i), Log: logr.Discard()}
-		go srv.Serve(ln)
-		b.Cleanup(func() { srv.Close() })
+		go func() { _ = srv.Serve(ln) }()
+		b.Cleanup(func() { _ = srv.Close() })
 		rows = append(rows, v1alpha1.BrokerRow{ID: int32(i), Host: host, Port: int32(port), State: v1alpha1.BrokerServing, Health: v1alpha1.BrokerAlive})
 		if i == 0 {
 			addr = ln.Addr().String()
@@ -93,7 +93,7 @@ func dialBench(b *testing.B, addr string) net.Conn {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { c.Close() })
+	b.Cleanup(func() { _ = c.Close() })
 	return c
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,7 +16,7 @@ import (
 // DefaultMaxFrameBytes caps a request frame, as Kafka's socket.request.max.bytes does.
 const DefaultMaxFrameBytes = 100 << 20
 
-// Config is everything `paddock broker` is told at start: flags (CONTRACTS.md §1), each with a
+// Config is everything `paddock broker` is told at start: flags (docs/architecture.md, "The broker pod"), each with a
 // PADDOCK_<FLAG> environment default, and the pod identity from the downward API.
 type Config struct {
 	Cluster           string
@@ -33,13 +34,34 @@ type Config struct {
 	Identity Identity
 }
 
-// ListenerSpec is one --listeners entry: name:port:mode.
+// ListenerSpec is one --listeners entry, name:port:how, with its --advertised-host-templates
+// entry. how is PodDNS or PodIP for an Internal listener, NodePort or LoadBalancer for an
+// external one (addresses.go).
 type ListenerSpec struct {
 	Name string
 	Port int32
+	// Type is Internal (also when empty), NodePort or LoadBalancer.
+	Type v1alpha1.ListenerType
+	// Mode is an Internal listener's PodDNS or PodIP; empty for the external types.
 	Mode v1alpha1.AdvertisedHostMode
-	// Host is the advertised host, resolved from Mode and the pod identity.
+	// Template is the listener's advertisedHostTemplate as given; empty without one.
+	Template string
+	// Host is the advertised host as far as the flags and the pod identity tell it: the
+	// template with every placeholder but {nodeAddress} replaced, else Mode's host. Empty for
+	// a NodePort or LoadBalancer listener without a template, whose host only the node or
+	// the load balancer can give.
 	Host string
+}
+
+// NeedsNodeAddress is the API's rule (v1alpha1.Listener.NeedsNodeAddress) for this listener.
+func (l ListenerSpec) NeedsNodeAddress() bool {
+	return v1alpha1.Listener{Type: l.Type, AdvertisedHostTemplate: l.Template}.NeedsNodeAddress()
+}
+
+// Static reports whether the listener's address is known from the flags and the pod identity
+// alone: an Internal listener whose template names no {nodeAddress}.
+func (l ListenerSpec) Static() bool {
+	return (l.Type == "" || l.Type == v1alpha1.ListenerInternal) && !l.NeedsNodeAddress()
 }
 
 // Identity is who this broker is, from the pod's downward-API environment.
@@ -62,7 +84,7 @@ func envName(flagName string) string {
 
 // newFlagSet declares every flag on cfg. Each flag's default is its PADDOCK_ variable when set;
 // an explicit flag wins. A malformed environment value is reported by parseConfig.
-func newFlagSet(cfg *Config, listeners *string, getenv func(string) string) (*flag.FlagSet, *[]error) {
+func newFlagSet(cfg *Config, listeners, templates *string, getenv func(string) string) (*flag.FlagSet, *[]error) {
 	fs := flag.NewFlagSet("paddock broker", flag.ContinueOnError)
 	var envErrs []error
 	str := func(p *string, name, def, usage string) {
@@ -95,7 +117,10 @@ func newFlagSet(cfg *Config, listeners *string, getenv func(string) string) (*fl
 	}
 	str(&cfg.Cluster, "cluster", "", "name of the KafkaCluster this broker belongs to (required)")
 	str(listeners, "listeners", "kafka:9092:PodDNS",
-		"comma-separated listeners name:port:mode, mode PodDNS (advertise <pod>.<cluster>-brokers.<ns>.svc.<domain>) or PodIP (advertise $POD_IP)")
+		"comma-separated listeners name:port:how, how PodDNS (advertise <pod>.<cluster>-brokers.<ns>.svc.<domain>), PodIP (advertise $POD_IP), "+
+			"NodePort (advertise the node's ExternalIP, else InternalIP, and this broker's nodePort) or LoadBalancer (advertise this broker's load-balancer ingress)")
+	str(templates, "advertised-host-templates", "",
+		"comma-separated name=template: the host advertised on listener name instead, with {id}, {pod}, {namespace}, {node} and {nodeAddress} replaced")
 	num(&cfg.HealthPort, "health-port", 9644, "port of the /healthz, /readyz and /metrics HTTP server")
 	dur(&cfg.HeartbeatInterval, "heartbeat-interval", time.Second, "how often the heartbeat Lease is renewed")
 	dur(&cfg.SessionTimeout, "session-timeout", 6*time.Second, "heartbeat Lease duration (leaseDurationSeconds); whole seconds")
@@ -109,7 +134,7 @@ func newFlagSet(cfg *Config, listeners *string, getenv func(string) string) (*fl
 }
 
 // parseConfig parses args and the environment into a validated Config.
-func parseConfig(cfg *Config, listeners string, envErrs []error, getenv func(string) string) error {
+func parseConfig(cfg *Config, listeners, templates string, envErrs []error, getenv func(string) string) error {
 	if len(envErrs) > 0 {
 		return errors.Join(envErrs...)
 	}
@@ -137,15 +162,56 @@ func parseConfig(cfg *Config, listeners string, envErrs []error, getenv func(str
 	if err != nil {
 		return err
 	}
+	if err := parseTemplates(ls, templates); err != nil {
+		return err
+	}
 	for i := range ls {
-		h, err := advertisedHost(ls[i].Mode, cfg.Cluster, cfg.ClusterDomain, id)
-		if err != nil {
-			return fmt.Errorf("listener %s: %w", ls[i].Name, err)
+		switch {
+		case ls[i].Template != "":
+			ls[i].Host = expandTemplate(ls[i].Template, id)
+		case ls[i].Type == v1alpha1.ListenerInternal:
+			h, err := advertisedHost(ls[i].Mode, cfg.Cluster, cfg.ClusterDomain, id)
+			if err != nil {
+				return fmt.Errorf("listener %s: %w", ls[i].Name, err)
+			}
+			ls[i].Host = h
 		}
-		ls[i].Host = h
 	}
 	cfg.Listeners = ls
 	return nil
+}
+
+// parseTemplates sets the Template of the listeners s names: name=template[,...].
+func parseTemplates(ls []ListenerSpec, s string) error {
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		name, tmpl, ok := strings.Cut(item, "=")
+		i := slices.IndexFunc(ls, func(l ListenerSpec) bool { return l.Name == name })
+		switch {
+		case !ok || tmpl == "":
+			return fmt.Errorf("advertised host template %q: want name=template", item)
+		case i < 0:
+			return fmt.Errorf("advertised host template %q: no listener %q", item, name)
+		case ls[i].Template != "":
+			return fmt.Errorf("advertised host template %q: listener %s has one already", item, name)
+		}
+		ls[i].Template = tmpl
+	}
+	return nil
+}
+
+// expandTemplate replaces the placeholders the pod identity answers; {nodeAddress} stays for
+// the node to answer (addresses.go).
+func expandTemplate(tmpl string, id Identity) string {
+	return strings.NewReplacer(
+		v1alpha1.PlaceholderID, strconv.Itoa(int(id.ID)),
+		v1alpha1.PlaceholderPod, id.Pod,
+		v1alpha1.PlaceholderNamespace, id.Namespace,
+		v1alpha1.PlaceholderNode, id.Node,
+	).Replace(tmpl)
 }
 
 // identityFromEnv reads the pod identity. The broker id is the registry's own rule for pod
@@ -171,7 +237,7 @@ func identityFromEnv(cluster string, getenv func(string) string) (Identity, erro
 	return id, nil
 }
 
-// parseListeners parses name:port:mode[,...]; mode defaults to PodDNS when omitted.
+// parseListeners parses name:port:how[,...]; how defaults to PodDNS when omitted.
 func parseListeners(s string) ([]ListenerSpec, error) {
 	var out []ListenerSpec
 	seen := map[string]bool{}
@@ -188,18 +254,22 @@ func parseListeners(s string) ([]ListenerSpec, error) {
 		if err != nil || port == 0 {
 			return nil, fmt.Errorf("listener %q: bad port %q", item, parts[1])
 		}
-		mode := v1alpha1.AdvertisePodDNS
+		l := ListenerSpec{Name: parts[0], Port: int32(port), Type: v1alpha1.ListenerInternal, Mode: v1alpha1.AdvertisePodDNS}
 		if len(parts) == 3 {
-			mode = v1alpha1.AdvertisedHostMode(parts[2])
-		}
-		if mode != v1alpha1.AdvertisePodDNS && mode != v1alpha1.AdvertisePodIP {
-			return nil, fmt.Errorf("listener %q: mode %q is not PodDNS or PodIP", item, mode)
+			switch how := parts[2]; how {
+			case string(v1alpha1.AdvertisePodDNS), string(v1alpha1.AdvertisePodIP):
+				l.Mode = v1alpha1.AdvertisedHostMode(how)
+			case string(v1alpha1.ListenerNodePort), string(v1alpha1.ListenerLoadBalancer):
+				l.Type, l.Mode = v1alpha1.ListenerType(how), ""
+			default:
+				return nil, fmt.Errorf("listener %q: %q is not PodDNS, PodIP, NodePort or LoadBalancer", item, how)
+			}
 		}
 		if seen[parts[0]] {
 			return nil, fmt.Errorf("listener %q: duplicate name", parts[0])
 		}
 		seen[parts[0]] = true
-		out = append(out, ListenerSpec{Name: parts[0], Port: int32(port), Mode: mode})
+		out = append(out, l)
 	}
 	if len(out) == 0 {
 		return nil, errors.New("--listeners is empty")
@@ -207,7 +277,7 @@ func parseListeners(s string) ([]ListenerSpec, error) {
 	return out, nil
 }
 
-// advertisedHost is the host clients are told for a listener in mode (CONTRACTS.md §1).
+// advertisedHost is the host clients are told for a listener in mode (docs/architecture.md, "The broker pod").
 func advertisedHost(mode v1alpha1.AdvertisedHostMode, cluster, domain string, id Identity) (string, error) {
 	if mode == v1alpha1.AdvertisePodIP {
 		if id.IP == "" {

@@ -52,7 +52,7 @@ func newNamespaceWithCluster(t *testing.T, c client.Client, rows []v1alpha1.Brok
 	if err := c.Create(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Delete(context.Background(), ns) })
+	t.Cleanup(func() { _ = c.Delete(context.Background(), ns) })
 	kc := &v1alpha1.KafkaCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: ns.Name}}
 	if err := c.Create(ctx, kc); err != nil {
 		t.Fatal(err)
@@ -86,7 +86,7 @@ func freeLoopbackPort(t *testing.T) int {
 		p := 20000 + rand.IntN(12000)
 		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
 		if err == nil {
-			ln.Close()
+			_ = ln.Close()
 			return p
 		}
 	}

@@ -147,9 +147,13 @@ func appendResponse(dst []byte, correlationID int32, resp kmsg.Response) []byte 
 }
 
 // appendRequestFrame appends req as a complete request frame (size, header v1 or v2 with the
-// client id "paddock", body): what a client sends. The idle self-check and tests use it.
+// client id "paddock", body): what a client sends. Tests use it.
 func appendRequestFrame(dst []byte, req kmsg.Request, correlationID int32) []byte {
-	const clientID = "paddock"
+	return appendRequestFrameFrom(dst, "paddock", req, correlationID)
+}
+
+// appendRequestFrameFrom is appendRequestFrame with the given client id.
+func appendRequestFrameFrom(dst []byte, clientID string, req kmsg.Request, correlationID int32) []byte {
 	start := len(dst)
 	dst = append(dst, 0, 0, 0, 0)
 	dst = binary.BigEndian.AppendUint16(dst, uint16(req.Key()))

@@ -9,16 +9,19 @@ import (
 
 // healthReport is the /healthz and /readyz body.
 type healthReport struct {
-	Healthy             bool    `json:"healthy"`
-	StorageHealthy      bool    `json:"storageHealthy"`
-	Ready               bool    `json:"ready"`
-	ListenersBound      bool    `json:"listenersBound"`
-	ViewSynced          bool    `json:"viewSynced"`
-	TakeoverDone        bool    `json:"takeoverDone"`
-	Draining            bool    `json:"draining"`
-	LastTickAgeSeconds  float64 `json:"lastTickAgeSeconds"`
-	HeartbeatAgeSeconds float64 `json:"heartbeatAgeSeconds"` // -1 before the first beat or without a heartbeat
-	BrokerID            int32   `json:"brokerID"`
+	Healthy        bool `json:"healthy"`
+	StorageHealthy bool `json:"storageHealthy"`
+	Ready          bool `json:"ready"`
+	ListenersBound bool `json:"listenersBound"`
+	// NoAddress names each listener the broker cannot advertise yet, and why; the broker is
+	// not ready while there is one (addresses.go).
+	NoAddress           []string `json:"noAddress,omitempty"`
+	ViewSynced          bool     `json:"viewSynced"`
+	TakeoverDone        bool     `json:"takeoverDone"`
+	Draining            bool     `json:"draining"`
+	LastTickAgeSeconds  float64  `json:"lastTickAgeSeconds"`
+	HeartbeatAgeSeconds float64  `json:"heartbeatAgeSeconds"` // -1 before the first beat or without a heartbeat
+	BrokerID            int32    `json:"brokerID"`
 }
 
 func (b *Broker) healthReport() healthReport {
@@ -31,19 +34,20 @@ func (b *Broker) healthReport() healthReport {
 		Draining:           b.draining.Load(),
 		LastTickAgeSeconds: b.liveness.Age().Seconds(),
 		BrokerID:           b.Config.Identity.ID,
+		NoAddress:          b.Addresses.Missing(),
 		// Every partition the view assigns here has been taken over (served, or answered
 		// KAFKA_STORAGE_ERROR after a storage failure); vacuously true without any, or
 		// without a data directory.
 		TakeoverDone: parts.TakeoverDone(),
 	}
 	r.HeartbeatAgeSeconds = b.Heartbeat.Age().Seconds()
-	r.Ready = r.ListenersBound && r.Healthy && r.ViewSynced && r.TakeoverDone
+	r.Ready = r.ListenersBound && r.Healthy && r.ViewSynced && r.TakeoverDone && len(r.NoAddress) == 0
 	return r
 }
 
 // healthHandler serves /healthz (liveness: 503 once the request path is wedged), /readyz
 // (listeners bound ∧ healthy — request path and storage — ∧ first view read ∧ every assigned
-// partition taken over) and /metrics. It runs on its
+// partition taken over ∧ an address on every listener) and /metrics. It runs on its
 // own port and goroutines and reads only atomics and the view pointer, so a wedged request
 // path makes the probes fail instead of hang.
 func (b *Broker) healthHandler() http.Handler {
@@ -53,7 +57,9 @@ func (b *Broker) healthHandler() http.Handler {
 		if !ok {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
-		json.NewEncoder(w).Encode(r)
+		if err := json.NewEncoder(w).Encode(r); err != nil {
+			b.Log.V(1).Info("Health answer not delivered", "reason", err.Error())
+		}
 	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		// Liveness only: a storage failure makes the broker unhealthy in its heartbeat (its

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -19,7 +20,7 @@ import (
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 )
 
-// Heartbeat renews the broker's Lease (CONTRACTS.md §3): the registry's only evidence that the
+// Heartbeat renews the broker's Lease (docs/registry.md, "Heartbeat Lease"): the registry's only evidence that the
 // broker lives, whether it is healthy, and whether it is draining. Beats are serialized (one
 // writer of the Lease), so a draining beat written out of band never interleaves with the loop.
 type Heartbeat struct {
@@ -34,14 +35,28 @@ type Heartbeat struct {
 	Log      logr.Logger
 	// Now reads the clock; time.Now when nil.
 	Now func() time.Time
+	// Listeners returns the host and port the broker advertises on each listener that has an
+	// address now, read at each beat and announced on the Lease (AnnotationListeners) for the
+	// registry to copy into the broker's row; a listener without an address is left out, so
+	// no broker names this one there. Broker sets it to its Addresses before the first beat;
+	// nil announces nothing.
+	Listeners func() []v1alpha1.ListenerAddress
 
 	mu    sync.Mutex
 	lease *coordinationv1.Lease // last lease written; nil forces a fresh read. Guarded by mu.
 	// acquired is true once this process has written the Lease. Until then every write is
 	// this incarnation's first and bumps the epoch. Guarded by mu.
 	acquired bool
+	// acquiredAt is the acquireTime this incarnation stamps on its first write, made once: a
+	// Lease read back with this holder and this acquireTime was written by this incarnation,
+	// even when the write answered with an error. Guarded by mu.
+	acquiredAt *metav1.MicroTime
+	// epoch is the leaseTransitions this incarnation last wrote. Guarded by mu.
+	epoch int32
 
-	lastRenew atomic.Int64 // unix nanoseconds of the last successful beat; 0 before the first
+	// lastRenew is when the last beat succeeded; nil before the first. From time.Now it carries
+	// a monotonic reading, so Age is not moved by a step of the wall clock.
+	lastRenew atomic.Pointer[time.Time]
 }
 
 func (h *Heartbeat) now() time.Time {
@@ -57,10 +72,10 @@ func (h *Heartbeat) Age() time.Duration {
 		return -1
 	}
 	last := h.lastRenew.Load()
-	if last == 0 {
+	if last == nil {
 		return -1
 	}
-	return h.now().Sub(time.Unix(0, last))
+	return h.now().Sub(*last)
 }
 
 // Run beats every Interval until ctx ends. A failed beat is logged and retried sooner, with an
@@ -95,7 +110,8 @@ func (h *Heartbeat) Beat(ctx context.Context) error {
 	var err error
 	for attempt := 0; attempt < 4; attempt++ {
 		if err = h.beatLocked(ctx); err == nil {
-			h.lastRenew.Store(h.now().UnixNano())
+			renewed := h.now()
+			h.lastRenew.Store(&renewed)
 			return nil
 		}
 		h.lease = nil
@@ -117,6 +133,9 @@ func (h *Heartbeat) beatLocked(ctx context.Context) error {
 		case err != nil:
 			return fmt.Errorf("get lease %s: %w", name, err)
 		}
+		if h.writtenByThisIncarnation(l) {
+			h.acquired = true // an earlier write landed although it answered with an error
+		}
 		h.lease = l
 	}
 	l := h.lease.DeepCopy()
@@ -124,8 +143,19 @@ func (h *Heartbeat) beatLocked(ctx context.Context) error {
 	if err := h.Client.Update(ctx, l); err != nil {
 		return fmt.Errorf("update lease %s: %w", name, err)
 	}
-	h.lease, h.acquired = l, true
+	h.wroteLocked(l)
 	return nil
+}
+
+// writtenByThisIncarnation reports whether l carries this process's holder and acquireTime.
+func (h *Heartbeat) writtenByThisIncarnation(l *coordinationv1.Lease) bool {
+	return h.acquiredAt != nil && l.Spec.AcquireTime != nil && l.Spec.AcquireTime.Equal(h.acquiredAt) &&
+		ptr.Deref(l.Spec.HolderIdentity, "") == h.Identity.HolderIdentity()
+}
+
+// wroteLocked records a write of l that succeeded.
+func (h *Heartbeat) wroteLocked(l *coordinationv1.Lease) {
+	h.lease, h.acquired, h.epoch = l, true, ptr.Deref(l.Spec.LeaseTransitions, 0)
 }
 
 func (h *Heartbeat) createLocked(ctx context.Context, name string) error {
@@ -143,12 +173,62 @@ func (h *Heartbeat) createLocked(ctx context.Context, name string) error {
 			UID:        kc.UID,
 		}},
 	}}
+	epoch, err := h.epochForNewLease(ctx)
+	if err != nil {
+		return err
+	}
+	l.Spec.LeaseTransitions = &epoch
+	if !h.acquired {
+		// The epoch is already this incarnation's; renew must not count it again.
+		holder := h.Identity.HolderIdentity()
+		l.Spec.HolderIdentity = &holder
+		l.Spec.AcquireTime = h.acquireTime()
+		h.acquired = true
+		defer func() {
+			if h.lease != l {
+				h.acquired = false // the create did not land (or did not say so); the next read decides
+			}
+		}()
+	}
 	h.renew(l)
 	if err := h.Client.Create(ctx, l); err != nil {
 		return fmt.Errorf("create lease %s: %w", name, err)
 	}
-	h.lease, h.acquired = l, true
+	h.wroteLocked(l)
 	return nil
+}
+
+// epochForNewLease is the leaseTransitions of a Lease this broker creates: never below the
+// epoch its Broker object shows — a deleted Lease must not reset the epoch — and one above it
+// for a new incarnation; 0 for a broker that never had one.
+func (h *Heartbeat) epochForNewLease(ctx context.Context) (int32, error) {
+	b := &v1alpha1.Broker{}
+	key := client.ObjectKey{Namespace: h.Identity.Namespace, Name: v1alpha1.BrokerObjectName(h.Cluster, h.Identity.ID)}
+	var shown int32
+	switch err := h.Client.Get(ctx, key, b); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return 0, fmt.Errorf("get broker %s for its epoch: %w", key.Name, err)
+	case b.Status.State != "":
+		shown = int32(min(b.Status.Epoch, math.MaxInt32-1))
+		if !h.acquired {
+			shown++ // a new incarnation after the one the Broker shows
+		}
+	}
+	if h.acquired {
+		return max(shown, h.epoch), nil
+	}
+	return shown, nil
+}
+
+// acquireTime is the acquireTime this incarnation stamps, fixed at its first write and kept
+// in whole microseconds, as a MicroTime round-trips through the apiserver.
+func (h *Heartbeat) acquireTime() *metav1.MicroTime {
+	if h.acquiredAt == nil {
+		t := metav1.NewMicroTime(h.now().Truncate(time.Microsecond))
+		h.acquiredAt = &t
+	}
+	return h.acquiredAt.DeepCopy()
 }
 
 // renew sets everything a beat writes on l. This process's first write — a new pod, or the
@@ -166,7 +246,7 @@ func (h *Heartbeat) renew(l *coordinationv1.Lease) {
 			l.Spec.LeaseTransitions = ptr.To[int32](0)
 		}
 		l.Spec.HolderIdentity = &holder
-		l.Spec.AcquireTime = &now
+		l.Spec.AcquireTime = h.acquireTime()
 	}
 	l.Spec.RenewTime = &now
 	l.Spec.LeaseDurationSeconds = ptr.To(int32(h.SessionTimeout / time.Second))
@@ -179,4 +259,9 @@ func (h *Heartbeat) renew(l *coordinationv1.Lease) {
 	}
 	l.Annotations[v1alpha1.AnnotationHealthy] = strconv.FormatBool(h.Healthy())
 	l.Annotations[v1alpha1.AnnotationDraining] = strconv.FormatBool(h.Draining())
+	if h.Listeners != nil {
+		// Written even when empty: "no address on any listener" must replace an older
+		// announcement, not leave it standing.
+		l.Annotations[v1alpha1.AnnotationListeners] = v1alpha1.FormatListeners(h.Listeners())
+	}
 }

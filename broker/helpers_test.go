@@ -15,38 +15,61 @@ import (
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 )
 
-// testCluster is n in-process brokers, each a Server on its own loopback listener, sharing
+// testCluster is n in-process brokers, each a Server on its own loopback listeners, sharing
 // one in-memory view whose rows point at those listeners — so a real client can follow any
 // address an answer gives it.
 type testCluster struct {
-	view  *MemoryView
-	addrs []string
-	rows  []v1alpha1.BrokerRow
+	view *MemoryView
+	// addrs[i] is broker i's first listener; listenerAddrs[l][i] its listener l.
+	addrs         []string
+	listenerAddrs [][]string
+	rows          []v1alpha1.BrokerRow
 }
 
 const testClusterID = "cZ4mKx7zQd2cWq0b3nT9fA"
 
+// testListener is one listener every broker of a testCluster serves: its name, and the host
+// broker i advertises on it (empty: the loopback address it listens on).
+type testListener struct {
+	name string
+	host func(i int) string
+}
+
+// newTestCluster is n brokers with one listener, "kafka", advertising its loopback address.
 func newTestCluster(t *testing.T, n int) *testCluster {
 	t.Helper()
-	tc := &testCluster{view: NewMemoryView(Snapshot{})}
+	return newTestClusterWith(t, n, testListener{name: "kafka"})
+}
+
+func newTestClusterWith(t *testing.T, n int, listeners ...testListener) *testCluster {
+	t.Helper()
+	tc := &testCluster{view: NewMemoryView(Snapshot{}), listenerAddrs: make([][]string, len(listeners))}
 	for i := range n {
-		ln := listenLoopback(t)
-		host, portStr, _ := net.SplitHostPort(ln.Addr().String())
-		port, _ := strconv.Atoi(portStr)
 		srv := &Server{View: tc.view, Self: int32(i), Log: testr.New(t).WithValues("broker", i)}
-		done := make(chan error, 1)
-		go func() { done <- srv.Serve(ln) }()
-		t.Cleanup(func() {
-			srv.Close()
-			if err := <-done; !errors.Is(err, ErrServerClosed) {
-				t.Errorf("Serve returned %v, want ErrServerClosed", err)
+		row := v1alpha1.BrokerRow{
+			ID: int32(i), Rack: "zone-" + strconv.Itoa(i%2), State: v1alpha1.BrokerServing, Health: v1alpha1.BrokerAlive,
+		}
+		for l, spec := range listeners {
+			ln := listenLoopback(t)
+			host, portStr, _ := net.SplitHostPort(ln.Addr().String())
+			port, _ := strconv.Atoi(portStr)
+			if spec.host != nil {
+				host = spec.host(i)
 			}
-		})
-		tc.addrs = append(tc.addrs, ln.Addr().String())
-		tc.rows = append(tc.rows, v1alpha1.BrokerRow{
-			ID: int32(i), Host: host, Port: int32(port), Rack: "zone-" + strconv.Itoa(i%2),
-			State: v1alpha1.BrokerServing, Health: v1alpha1.BrokerAlive,
-		})
+			done := make(chan error, 1)
+			go func() { done <- srv.Serve(Advertise(ln, spec.name, host, int32(port))) }()
+			t.Cleanup(func() {
+				_ = srv.Close()
+				if err := <-done; !errors.Is(err, ErrServerClosed) {
+					t.Errorf("Serve returned %v, want ErrServerClosed", err)
+				}
+			})
+			tc.listenerAddrs[l] = append(tc.listenerAddrs[l], ln.Addr().String())
+			row.Listeners = append(row.Listeners, v1alpha1.ListenerAddress{Name: spec.name, Host: host, Port: int32(port)})
+		}
+		row.Host, row.Port = row.Listeners[0].Host, row.Listeners[0].Port
+		tc.addrs = append(tc.addrs, tc.listenerAddrs[0][i])
+		tc.rows = append(tc.rows, row)
 	}
 	tc.publish(nil)
 	return tc
@@ -64,8 +87,8 @@ func dialKafka(t *testing.T, addr string) net.Conn {
 	if err != nil {
 		t.Fatalf("dial %s: %v", addr, err)
 	}
-	t.Cleanup(func() { c.Close() })
-	c.SetDeadline(time.Now().Add(10 * time.Second))
+	t.Cleanup(func() { _ = c.Close() })
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 	return c
 }
 
@@ -114,7 +137,7 @@ func readResponseFrame(c net.Conn, correlationID int32) ([]byte, error) {
 // expectClosed asserts that the server closed c (a read sees EOF or a reset, not a timeout).
 func expectClosed(t *testing.T, c net.Conn) {
 	t.Helper()
-	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	var b [1]byte
 	_, err := c.Read(b[:])
 	var ne net.Error

@@ -7,11 +7,14 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -59,6 +62,11 @@ func TestHeartbeatLeaseFollowsTheContract(t *testing.T) {
 		Log:            testr.New(t),
 		Now:            func() time.Time { return clock },
 	}
+	announced := []v1alpha1.ListenerAddress{
+		{Name: "internal", Host: "c-broker-1.c-brokers." + ns + ".svc.cluster.local", Port: 9092},
+		{Name: "external", Host: "10.1.2.3", Port: 9094},
+	}
+	hb.Listeners = func() []v1alpha1.ListenerAddress { return announced }
 	ctx := testCtx(t)
 	if err := hb.Beat(ctx); err != nil {
 		t.Fatalf("first beat: %v", err)
@@ -90,6 +98,9 @@ func TestHeartbeatLeaseFollowsTheContract(t *testing.T) {
 	}
 	if l.Annotations[v1alpha1.AnnotationHealthy] != "true" || l.Annotations[v1alpha1.AnnotationDraining] != "false" {
 		t.Errorf("annotations %v", l.Annotations)
+	}
+	if got := v1alpha1.ParseListeners(l.Annotations[v1alpha1.AnnotationListeners]); !slices.Equal(got, announced) {
+		t.Errorf("the Lease announces listeners %+v, want every listener's advertised address %+v", got, announced)
 	}
 
 	t.Run("renewed on every beat, same incarnation keeps its epoch", func(t *testing.T) {
@@ -183,7 +194,7 @@ func TestHeartbeatRunRenewsUntilStopped(t *testing.T) {
 	})
 	eventually(t, "a renewal", func() bool {
 		l, err := getLease(t, c, ns, 0)
-		return err == nil && l.Spec.RenewTime.Time.After(first)
+		return err == nil && l.Spec.RenewTime.After(first)
 	})
 	if hb.Age() < 0 || hb.Age() > 5*time.Second {
 		t.Fatalf("heartbeat age %s", hb.Age())
@@ -336,7 +347,7 @@ func TestHealthEndpoints(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
@@ -366,13 +377,13 @@ func TestHealthEndpoints(t *testing.T) {
 }
 
 func TestLivenessGoesUnhealthyAfterFiveSecondsWithoutATick(t *testing.T) {
-	now := time.Unix(1000, 0)
-	l := NewLiveness(func() time.Time { return now })
-	now = now.Add(4 * time.Second)
+	var now time.Duration // the monotonic clock; the wall clock is never read
+	l := NewLiveness(func() time.Duration { return now })
+	now += 4 * time.Second
 	if !l.Healthy() {
 		t.Fatal("unhealthy 4s after a tick")
 	}
-	now = now.Add(time.Second)
+	now += time.Second
 	if l.Healthy() {
 		t.Fatal("healthy 5s after the last tick")
 	}
@@ -417,7 +428,7 @@ func TestBinaryDrainsOnSIGTERM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer logFile.Close()
+	defer func() { _ = logFile.Close() }()
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -426,7 +437,7 @@ func TestBinaryDrainsOnSIGTERM(t *testing.T) {
 	exited := make(chan struct{})
 	go func() { waitErr = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
-		cmd.Process.Kill()
+		_ = cmd.Process.Kill()
 		<-exited
 		if t.Failed() {
 			out, _ := os.ReadFile(logPath)
@@ -440,7 +451,7 @@ func TestBinaryDrainsOnSIGTERM(t *testing.T) {
 		if err != nil {
 			return false
 		}
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		return resp.StatusCode == 200
 	})
 	conn := dialKafka(t, kafka)
@@ -454,7 +465,7 @@ func TestBinaryDrainsOnSIGTERM(t *testing.T) {
 		return err == nil && l.Annotations[v1alpha1.AnnotationHealthy] == "true"
 	})
 
-	cmd.Process.Signal(syscall.SIGTERM)
+	_ = cmd.Process.Signal(syscall.SIGTERM)
 	eventually(t, "the draining lease", func() bool { return leaseDraining(t, c, ns) })
 	// Draining, but the registry still lists it Alive (it still coordinates groups): serving.
 	roundTrip(t, conn, kmsg.NewPtrMetadataRequest())
@@ -473,5 +484,43 @@ func TestBinaryDrainsOnSIGTERM(t *testing.T) {
 	}
 	if _, err := net.DialTimeout("tcp", kafka, time.Second); err == nil {
 		t.Fatal("listener still open after exit")
+	}
+}
+
+// /readyz is 503 until the listeners are bound, the first cluster view was read and the
+// broker is healthy; /healthz is 503 when it is unhealthy. The handler reads only atomics and
+// the view pointer, so it answers before Run has bound anything.
+func TestReadyzIs503UntilBoundSyncedAndHealthy(t *testing.T) {
+	var mono atomic.Int64
+	for _, tc := range []struct {
+		name                string
+		bound, synced, wedg bool
+		wantReady, wantLive int
+	}{
+		{"before the listeners bind", false, true, false, 503, 200},
+		{"before the first view was read", true, false, false, 503, 200},
+		{"unhealthy: the request path did not tick for 5 s", true, true, true, 503, 503},
+		{"bound, synced and healthy", true, true, false, 200, 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var view View = NewMemoryView(Snapshot{})
+			if !tc.synced {
+				view = &snapshotStore{} // nothing read yet: Synced is false
+			}
+			b := NewBroker(Config{}, view, testr.New(t))
+			b.liveness = NewLiveness(func() time.Duration { return time.Duration(mono.Load()) })
+			b.listenersBound.Store(tc.bound)
+			if tc.wedg {
+				mono.Add(int64(WedgedAfter))
+			}
+			h := b.healthHandler()
+			for path, want := range map[string]int{"/readyz": tc.wantReady, "/healthz": tc.wantLive} {
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+				if rec.Code != want {
+					t.Errorf("%s = %d %s, want %d", path, rec.Code, rec.Body, want)
+				}
+			}
+		})
 	}
 }

@@ -2,6 +2,10 @@ package broker
 
 import (
 	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
 	"sync/atomic"
 	"time"
 
@@ -11,19 +15,27 @@ import (
 // WedgedAfter is how old the liveness tick may get before the broker calls itself unhealthy.
 const WedgedAfter = 5 * time.Second
 
-// Liveness is the request loop's heartbeat: the time of the last completed request or idle
-// self-check. A nil *Liveness ignores ticks.
+// probeClientID is the client id of the broker's own liveness probe; its requests are not
+// counted as clients' in the metrics.
+const probeClientID = "paddock-liveness-probe"
+
+// Liveness is the request path's heartbeat: when a request last completed — a client's, or
+// the broker's own probe (RunIdleTicks). It is measured on a monotonic clock, so a step of the
+// wall clock (NTP, a VM resumed) never makes a live broker look wedged, nor a wedged one live.
+// A nil *Liveness ignores ticks.
 type Liveness struct {
-	last atomic.Int64 // unix nanoseconds of the last tick
-	now  func() time.Time
+	last    atomic.Int64 // elapsed() at the last tick, in nanoseconds
+	elapsed func() time.Duration
 }
 
-// NewLiveness returns a Liveness ticked now, reading time from now (time.Now when nil).
-func NewLiveness(now func() time.Time) *Liveness {
-	if now == nil {
-		now = time.Now
+// NewLiveness returns a Liveness ticked now. elapsed reads a monotonic clock (the time since
+// some fixed origin); nil uses the process's own monotonic clock.
+func NewLiveness(elapsed func() time.Duration) *Liveness {
+	if elapsed == nil {
+		origin := time.Now() // carries a monotonic reading, which time.Since uses
+		elapsed = func() time.Duration { return time.Since(origin) }
 	}
-	l := &Liveness{now: now}
+	l := &Liveness{elapsed: elapsed}
 	l.Tick()
 	return l
 }
@@ -31,23 +43,25 @@ func NewLiveness(now func() time.Time) *Liveness {
 // Tick records that the request path just completed work.
 func (l *Liveness) Tick() {
 	if l != nil {
-		l.last.Store(l.now().UnixNano())
+		l.last.Store(int64(l.elapsed()))
 	}
 }
 
 // Age is the time since the last tick.
-func (l *Liveness) Age() time.Duration { return l.now().Sub(time.Unix(0, l.last.Load())) }
+func (l *Liveness) Age() time.Duration { return l.elapsed() - time.Duration(l.last.Load()) }
 
 // Healthy is false once the last tick is WedgedAfter old.
 func (l *Liveness) Healthy() bool { return l.Age() < WedgedAfter }
 
-// RunIdleTicks keeps an idle broker healthy: every period it pushes a canned ApiVersions
-// request through the same decode and dispatch path client requests take (view snapshot,
-// handler table), which ticks the liveness clock. A busy broker is kept healthy by its
-// requests anyway; a broker whose runtime or request path is wedged stops ticking either way.
+// RunIdleTicks keeps the liveness tick honest for an idle broker: every period it connects to
+// one of the server's own listeners and sends an ApiVersions request, exactly as a client
+// would, so the answer passes through the accept loop, a connection's reader and writer
+// goroutines, decode and dispatch — and dispatch ticks the liveness clock. A busy broker is
+// kept ticking by its clients' requests as well. When any part of that path is wedged, no
+// probe is answered, nothing ticks, and after WedgedAfter the broker reports itself unhealthy.
 // It returns when ctx ends.
 func (s *Server) RunIdleTicks(ctx context.Context, period time.Duration) {
-	probe := appendRequestFrame(nil, kmsg.NewPtrApiVersionsRequest(), 0)[4:]
+	frame := appendRequestFrameFrom(nil, probeClientID, kmsg.NewPtrApiVersionsRequest(), 0)
 	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
@@ -55,14 +69,60 @@ func (s *Server) RunIdleTicks(ctx context.Context, period time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			h, req, err := decodeRequest(probe)
-			if err == nil {
-				// Not counted in the request metrics: it is not a client's request.
-				_, err = s.dispatch(s.newRequestContext("", -1), h, req)
+			addr, ok := s.probeAddr()
+			if !ok {
+				continue // not serving yet, or shut down
 			}
-			if err != nil {
-				s.Log.Error(err, "Idle liveness self-check failed")
+			if err := probe(ctx, addr, frame); err != nil && ctx.Err() == nil {
+				s.Log.V(1).Info("Liveness probe got no answer", "addr", addr, "reason", err.Error())
 			}
 		}
 	}
+}
+
+// probeAddr is a dialable address of one of the server's listeners: the bound address, or
+// loopback when it is bound to every interface.
+func (s *Server) probeAddr() (string, bool) {
+	s.init()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for ln := range s.listeners {
+		a, ok := ln.Addr().(*net.TCPAddr)
+		if !ok {
+			return ln.Addr().String(), true
+		}
+		ip := a.IP
+		switch {
+		case ip == nil || ip.IsUnspecified() && ip.To4() != nil:
+			ip = net.IPv4(127, 0, 0, 1)
+		case ip.IsUnspecified():
+			ip = net.IPv6loopback
+		}
+		return (&net.TCPAddr{IP: ip, Port: a.Port}).String(), true
+	}
+	return "", false
+}
+
+// probe sends frame to addr and reads the answer, giving up after WedgedAfter.
+func probe(ctx context.Context, addr string, frame []byte) error {
+	d := net.Dialer{Timeout: WedgedAfter}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("dial: %w", err)
+	}
+	defer func() { _ = c.Close() }() // a probe connection carries nothing to flush
+	if err := c.SetDeadline(time.Now().Add(WedgedAfter)); err != nil {
+		return fmt.Errorf("set deadline: %w", err)
+	}
+	if _, err := c.Write(frame); err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	var size [4]byte
+	if _, err := io.ReadFull(c, size[:]); err != nil {
+		return fmt.Errorf("read answer: %w", err)
+	}
+	if _, err := io.CopyN(io.Discard, c, int64(binary.BigEndian.Uint32(size[:]))); err != nil {
+		return fmt.Errorf("read answer: %w", err)
+	}
+	return nil
 }

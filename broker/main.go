@@ -38,10 +38,11 @@ DescribeConfigs, AlterConfigs, IncrementalAlterConfigs, Produce, Fetch, ListOffs
 OffsetForLeaderEpoch, InitProducerId) answering from its KafkaCluster's registry and
 KafkaTopics, which it watches through informers; it takes over the partitions they give it
 on the shared volume --data-dir and serves their logs; the admin APIs write KafkaTopics, and
-the lowest-id alive broker removes deleted topics' data from --data-dir;
-a heartbeat Lease <cluster>-broker-<id>; and /healthz, /readyz, /metrics on --health-port. SIGTERM or SIGINT starts a drain: a
-draining heartbeat at once, serving until the registry moves this broker's partitions and
-groups away and every partition log is relinquished (or --drain-timeout), then exit 0. A second signal exits at once.
+the lowest-id alive broker removes deleted topics' data from --data-dir; a heartbeat Lease
+<cluster>-broker-<id>; and /healthz, /readyz, /metrics on --health-port.
+SIGTERM or SIGINT starts a drain: a draining heartbeat at once, serving until the registry
+moves this broker's partitions and groups away and every partition log is relinquished (or
+--drain-timeout), then exit 0. A second signal exits at once.
 
 Environment (downward API): POD_NAME (<cluster>-broker-<id>; the id is that ordinal, read
 as the registry reads it), POD_NAMESPACE, POD_UID, POD_IP (PodIP listeners), NODE_NAME.
@@ -52,8 +53,8 @@ Flags:
 
 func run(args []string, getenv func(string) string, stderr io.Writer, signals <-chan os.Signal) int {
 	var cfg Config
-	var listeners string
-	fs, envErrs := newFlagSet(&cfg, &listeners, getenv)
+	var listeners, templates string
+	fs, envErrs := newFlagSet(&cfg, &listeners, &templates, getenv)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usageHeader)
@@ -69,7 +70,7 @@ func run(args []string, getenv func(string) string, stderr io.Writer, signals <-
 		fmt.Fprintf(stderr, "paddock broker: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
-	if err := parseConfig(&cfg, listeners, *envErrs, getenv); err != nil {
+	if err := parseConfig(&cfg, listeners, templates, *envErrs, getenv); err != nil {
 		fmt.Fprintf(stderr, "paddock broker: %v\n", err)
 		return 2
 	}
@@ -124,6 +125,11 @@ func runWithCluster(cfg Config, log logr.Logger, signals <-chan os.Signal) error
 
 	b := NewBroker(cfg, view, log)
 	b.Admin = &Admin{Client: c, Namespace: cfg.Identity.Namespace, Cluster: cfg.Cluster}
+	if b.Addresses.NeedsWatch() {
+		if err := WatchAddresses(ctx, restCfg, s, cfg, b.Addresses, log.WithName("addresses")); err != nil {
+			return err
+		}
+	}
 	b.Heartbeat = &Heartbeat{
 		Client:         c,
 		Cluster:        cfg.Cluster,

@@ -101,6 +101,12 @@ func TestProduceRefusals(t *testing.T) {
 	c := brokertest.Start(t, brokertest.Options{Brokers: 2})
 	c.CreateTopic("t", 2, nil)
 	c.CreateTopic("small", 1, map[string]string{"max.message.bytes": "1000"})
+	c.CreateTopic("bounded", 1, map[string]string{"message.timestamp.before.max.ms": "60000", "message.timestamp.after.max.ms": "60000"})
+	stamped := func(offset time.Duration) []byte {
+		b := brokertest.Plain([]byte("v"))
+		b.Timestamp = time.Now().Add(offset).UnixMilli()
+		return b.Bytes()
+	}
 	here, _ := c.Leader("t", 0)
 	conn := brokertest.Dial(t, c.Addrs()[here])
 	good := brokertest.Plain([]byte("v")).Bytes()
@@ -136,15 +142,16 @@ func TestProduceRefusals(t *testing.T) {
 		{"a batch above max.message.bytes", 10, -1, "small", 0, large, kerr.MessageTooLarge},
 		{"acks=2", 10, 2, "t", 0, good, kerr.InvalidRequiredAcks},
 		{"acks=-2", 3, -2, "t", 0, good, kerr.InvalidRequiredAcks},
+		{"a timestamp further in the past than message.timestamp.before.max.ms", 10, -1, "bounded", 0, stamped(-10 * time.Minute), kerr.InvalidTimestamp},
+		{"a timestamp further ahead than message.timestamp.after.max.ms", 10, -1, "bounded", 0, stamped(10 * time.Minute), kerr.InvalidTimestamp},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			topic := tt.topic
 			conn := conn
-			if topic == "small" {
-				leader, _ := c.Leader("small", 0)
+			if tt.topic == "small" || tt.topic == "bounded" {
+				leader, _ := c.Leader(tt.topic, 0)
 				conn = brokertest.Dial(t, c.Addrs()[leader])
 			}
-			resp := conn.Request(produceReq(tt.v, tt.acks, topic, tt.partition, tt.records)).(*kmsg.ProduceResponse)
+			resp := conn.Request(produceReq(tt.v, tt.acks, tt.topic, tt.partition, tt.records)).(*kmsg.ProduceResponse)
 			p := resp.Topics[0].Partitions[0]
 			if p.ErrorCode != tt.want.Code || p.BaseOffset != -1 {
 				t.Fatalf("error %d, base offset %d; want %s (%d) and -1", p.ErrorCode, p.BaseOffset, tt.want.Message, tt.want.Code)
@@ -155,6 +162,12 @@ func TestProduceRefusals(t *testing.T) {
 		})
 	}
 
+	t.Run("a timestamp within the bounds is stored", func(t *testing.T) {
+		leader, _ := c.Leader("bounded", 0)
+		if p, _ := produceOne(t, brokertest.Dial(t, c.Addrs()[leader]), 10, "bounded", 0, stamped(-30*time.Second)); p.ErrorCode != 0 {
+			t.Fatalf("error %d", p.ErrorCode)
+		}
+	})
 	t.Run("zstd from Produce v7 on is stored", func(t *testing.T) {
 		p, _ := produceOne(t, conn, 7, "t", 0, zstdBatch)
 		if p.ErrorCode != 0 {

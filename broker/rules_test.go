@@ -87,13 +87,13 @@ func TestConfigFromFlagsAndEnvironment(t *testing.T) {
 	getenv := func(k string) string { return env[k] }
 	parse := func(args ...string) (Config, error) {
 		var cfg Config
-		var listeners string
-		fs, envErrs := newFlagSet(&cfg, &listeners, getenv)
+		var listeners, templates string
+		fs, envErrs := newFlagSet(&cfg, &listeners, &templates, getenv)
 		fs.SetOutput(&strings.Builder{})
 		if err := fs.Parse(args); err != nil {
 			return cfg, err
 		}
-		return cfg, parseConfig(&cfg, listeners, *envErrs, getenv)
+		return cfg, parseConfig(&cfg, listeners, templates, *envErrs, getenv)
 	}
 
 	cfg, err := parse("--listeners=internal:9092:PodDNS,external:9094:PodIP", "--health-port=9644", "--cluster-domain=example.org")
@@ -104,8 +104,8 @@ func TestConfigFromFlagsAndEnvironment(t *testing.T) {
 		t.Fatalf("config %+v: want id 12 from POD_NAME, cluster and drain timeout from env, flag health port", cfg)
 	}
 	wantListeners := []ListenerSpec{
-		{Name: "internal", Port: 9092, Mode: v1alpha1.AdvertisePodDNS, Host: "prod-broker-12.prod-brokers.kafka.svc.example.org"},
-		{Name: "external", Port: 9094, Mode: v1alpha1.AdvertisePodIP, Host: "10.1.2.3"},
+		{Name: "internal", Port: 9092, Type: v1alpha1.ListenerInternal, Mode: v1alpha1.AdvertisePodDNS, Host: "prod-broker-12.prod-brokers.kafka.svc.example.org"},
+		{Name: "external", Port: 9094, Type: v1alpha1.ListenerInternal, Mode: v1alpha1.AdvertisePodIP, Host: "10.1.2.3"},
 	}
 	if !slices.Equal(cfg.Listeners, wantListeners) {
 		t.Fatalf("listeners %+v, want %+v", cfg.Listeners, wantListeners)
@@ -150,13 +150,13 @@ func TestBrokerIDIsTheRegistrysOrdinal(t *testing.T) {
 	} {
 		env := map[string]string{"POD_NAME": tc.pod, "POD_NAMESPACE": "kafka"}
 		var cfg Config
-		var listeners string
-		fs, envErrs := newFlagSet(&cfg, &listeners, func(k string) string { return env[k] })
+		var listeners, templates string
+		fs, envErrs := newFlagSet(&cfg, &listeners, &templates, func(k string) string { return env[k] })
 		fs.SetOutput(&strings.Builder{})
 		if err := fs.Parse([]string{"--cluster=prod"}); err != nil {
 			t.Fatal(err)
 		}
-		err := parseConfig(&cfg, listeners, *envErrs, func(k string) string { return env[k] })
+		err := parseConfig(&cfg, listeners, templates, *envErrs, func(k string) string { return env[k] })
 		if ok := err == nil; ok != tc.wantOK || (ok && cfg.Identity.ID != tc.id) {
 			t.Errorf("POD_NAME=%s: id %d, err %v; want id %d accepted=%v", tc.pod, cfg.Identity.ID, err, tc.id, tc.wantOK)
 		}
@@ -171,7 +171,7 @@ func TestSnapshotServesTheOldestClaimAndListsDeletingTopics(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Name: "a.b", CreationTimestamp: t0}, Spec: v1alpha1.KafkaTopicSpec{Cluster: "c", Partitions: 1}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "ab", CreationTimestamp: t1}, Spec: v1alpha1.KafkaTopicSpec{Cluster: "c", TopicName: "a_b", Partitions: 1}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "gone", DeletionTimestamp: &now, Finalizers: []string{v1alpha1.FinalizerData}},
-			Spec: v1alpha1.KafkaTopicSpec{Cluster: "c", Partitions: 2}, Status: v1alpha1.KafkaTopicStatus{Partitions: []v1alpha1.PartitionStatus{{Partition: 2}}}},
+			Spec: v1alpha1.KafkaTopicSpec{Cluster: "c", Partitions: 2}, Status: v1alpha1.KafkaTopicStatus{Partitions: []v1alpha1.PartitionStatus{{Partition: 1}}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "going", DeletionTimestamp: &now, Finalizers: []string{v1alpha1.FinalizerAssignment, v1alpha1.FinalizerData}},
 			Spec: v1alpha1.KafkaTopicSpec{Cluster: "c", Partitions: 1}},
 	}
@@ -189,13 +189,75 @@ func TestSnapshotServesTheOldestClaimAndListsDeletingTopics(t *testing.T) {
 	for _, d := range s.Deleting {
 		switch d.Object {
 		case "gone":
-			if !d.AwaitsDataRemoval || d.Partitions != 3 {
-				t.Errorf("gone %+v: unassigned (no assignment finalizer), data finalizer held: awaits removal of 3 partitions", d)
+			if !d.AwaitsDataRemoval || d.Partitions != 2 {
+				t.Errorf("gone %+v: unassigned (no assignment finalizer), data finalizer held: awaits removal of 2 partitions", d)
 			}
 		case "going":
 			if d.AwaitsDataRemoval {
 				t.Errorf("going %+v: still holds the assignment finalizer, so no broker may remove its data yet", d)
 			}
+		}
+	}
+}
+
+// A KafkaTopic status row outside [0, spec.partitions) is ignored by the view: one bad status
+// (2147483647 overflowed the partition count and panicked the rebuild of every broker; a large
+// valid index allocated gigabytes) must not take the brokers down.
+func TestSnapshotIgnoresPartitionRowsOutsideTheTopic(t *testing.T) {
+	kt := v1alpha1.KafkaTopic{
+		ObjectMeta: metav1.ObjectMeta{Name: "t"},
+		Spec:       v1alpha1.KafkaTopicSpec{Cluster: "c", Partitions: 2},
+		Status: v1alpha1.KafkaTopicStatus{Partitions: []v1alpha1.PartitionStatus{
+			{Partition: 2147483647, Leader: 1}, {Partition: 50_000_000, Leader: 1}, {Partition: 2, Leader: 1},
+			{Partition: -1, Leader: 1}, {Partition: 1, Leader: 0, LeaderEpoch: 3},
+		}},
+	}
+	s := snapshotFrom("c", nil, []v1alpha1.KafkaTopic{kt})
+	want := []Partition{{0, -1, 0}, {1, 0, 3}}
+	if len(s.Topics) != 1 || !slices.Equal(s.Topics[0].Partitions, want) {
+		t.Fatalf("topics %+v, want t with partitions %v", s.Topics, want)
+	}
+}
+
+// --listeners gives an external listener's type in place of the mode, and
+// --advertised-host-templates its host template, expanded with the pod identity except for
+// {nodeAddress}, which only the node answers.
+func TestListenerFlagsCarryTheTypeAndTheTemplate(t *testing.T) {
+	env := map[string]string{"POD_NAME": "c-broker-3", "POD_NAMESPACE": "kafka", "POD_IP": "10.1.2.3", "NODE_NAME": "n7"}
+	parse := func(args ...string) (Config, error) {
+		var cfg Config
+		var listeners, templates string
+		fs, envErrs := newFlagSet(&cfg, &listeners, &templates, func(k string) string { return env[k] })
+		fs.SetOutput(&strings.Builder{})
+		if err := fs.Parse(append([]string{"--cluster=c"}, args...)); err != nil {
+			return cfg, err
+		}
+		return cfg, parseConfig(&cfg, listeners, templates, *envErrs, func(k string) string { return env[k] })
+	}
+	cfg, err := parse("--listeners=kafka:9092:PodIP,np:9094:NodePort,lb:9095:LoadBalancer",
+		"--advertised-host-templates=np={nodeAddress}.{namespace}.example.com,lb=kafka-{id}.{node}.example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ListenerSpec{
+		{Name: "kafka", Port: 9092, Type: v1alpha1.ListenerInternal, Mode: v1alpha1.AdvertisePodIP, Host: "10.1.2.3"},
+		{Name: "np", Port: 9094, Type: v1alpha1.ListenerNodePort, Template: "{nodeAddress}.{namespace}.example.com", Host: "{nodeAddress}.kafka.example.com"},
+		{Name: "lb", Port: 9095, Type: v1alpha1.ListenerLoadBalancer, Template: "kafka-{id}.{node}.example.com", Host: "kafka-3.n7.example.com"},
+	}
+	if !slices.Equal(cfg.Listeners, want) {
+		t.Fatalf("listeners %+v, want %+v", cfg.Listeners, want)
+	}
+	if !cfg.Listeners[1].NeedsNodeAddress() || cfg.Listeners[2].NeedsNodeAddress() || !cfg.Listeners[0].Static() || cfg.Listeners[2].Static() {
+		t.Error("only the {nodeAddress} listener needs the node; only the internal one is static")
+	}
+	for _, bad := range [][]string{
+		{"--listeners=kafka:9092:NodePorts"},
+		{"--advertised-host-templates=nope=x"},
+		{"--advertised-host-templates=kafka"},
+		{"--advertised-host-templates=kafka=a,kafka=b"},
+	} {
+		if _, err := parse(bad...); err == nil {
+			t.Errorf("%v accepted", bad)
 		}
 	}
 }

@@ -41,6 +41,10 @@ type Broker struct {
 	// OnListening, when set, is called once every listener is bound, with the Kafka listener
 	// addresses in configuration order and the health server's address.
 	OnListening func(kafka []net.Addr, health net.Addr)
+	// Addresses is where the broker is reachable on each listener (addresses.go); answers,
+	// the heartbeat and /readyz read it. NewBroker makes it from the config; WatchAddresses
+	// keeps its external listeners' addresses current.
+	Addresses *Addresses
 	// StorageFS is the file system the partition logs use (storage.OSFS when nil; tests
 	// inject faults through storage.FaultFS).
 	StorageFS storage.FS
@@ -60,7 +64,7 @@ type Broker struct {
 // NewBroker returns a broker for cfg answering from view. Set Heartbeat before Run to renew
 // the Lease.
 func NewBroker(cfg Config, view View, log logr.Logger) *Broker {
-	b := &Broker{Config: cfg, View: view, Log: log, liveness: NewLiveness(nil)}
+	b := &Broker{Config: cfg, View: view, Log: log, liveness: NewLiveness(nil), Addresses: NewAddresses(cfg)}
 	b.metrics = NewMetrics(func() float64 {
 		if age := b.Heartbeat.Age(); age >= 0 {
 			return age.Seconds()
@@ -170,13 +174,16 @@ func (b *Broker) start(lns *bound) *running {
 	addrs := make([]net.Addr, len(lns.kafka))
 	for i, ln := range lns.kafka {
 		l := b.Config.Listeners[i]
-		port := l.Port
-		if port == 0 { // an ephemeral port (tests): advertise what was bound
-			port = int32(ln.Addr().(*net.TCPAddr).Port)
+		if l.Port == 0 { // an ephemeral port (tests): advertise what was bound
+			b.Addresses.bound(i, int32(ln.Addr().(*net.TCPAddr).Port))
 		}
 		addrs[i] = ln.Addr()
-		go func() { r.serveErr <- r.wire.Serve(Advertise(ln, l.Host, port)) }()
-		b.Log.Info("Listening", "listener", l.Name, "addr", ln.Addr().String(), "advertised", net.JoinHostPort(l.Host, strconv.Itoa(int(port))))
+		go func() { r.serveErr <- r.wire.Serve(AdvertiseFrom(ln, l.Name, b.Addresses)) }()
+		advertised := "none yet"
+		if a, ok := b.Addresses.Get(l.Name); ok {
+			advertised = net.JoinHostPort(a.Host, strconv.Itoa(int(a.Port)))
+		}
+		b.Log.Info("Listening", "listener", l.Name, "type", l.Type, "addr", ln.Addr().String(), "advertised", advertised)
 	}
 	go func() {
 		if err := r.health.Serve(lns.health); !errors.Is(err, http.ErrServerClosed) {
@@ -189,6 +196,7 @@ func (b *Broker) start(lns *bound) *running {
 	r.stopBackground = stop
 	go r.wire.RunIdleTicks(bg, idleTickPeriod)
 	if b.Heartbeat != nil {
+		b.Heartbeat.Listeners = b.Addresses.Known
 		go b.Heartbeat.Run(bg)
 	}
 	if b.Admin != nil {

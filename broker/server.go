@@ -15,6 +15,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 )
 
 // ErrServerClosed is returned by Serve after Shutdown or Close.
@@ -97,17 +99,34 @@ func (s *Server) init() {
 	})
 }
 
-// advertisedListener is a net.Listener that carries the endpoint clients are told to use.
+// advertisedListener is a net.Listener that carries the listener's name and where clients
+// are told to reach this broker on it.
 type advertisedListener struct {
 	net.Listener
-	host string
-	port int32
+	source listenerSource
 }
 
-// Advertise wraps ln so that the broker's own entry in answers to requests accepted on it
-// names host:port. Without it, Serve advertises ln's local address.
-func Advertise(ln net.Listener, host string, port int32) net.Listener {
-	return &advertisedListener{Listener: ln, host: host, port: port}
+// listenerSource names a listener and reads this broker's current address on it; ok=false
+// while the broker has none yet (an external listener whose node or load balancer address is
+// not known): answers on that listener then leave this broker out.
+type listenerSource struct {
+	name    string
+	current func() (v1alpha1.ListenerAddress, bool)
+}
+
+// Advertise wraps ln, the listener called name, so that answers to requests accepted on it
+// name this broker at host:port and every other broker at the address its registry row gives
+// for name. Without it, Serve advertises ln's local address under the empty name.
+func Advertise(ln net.Listener, name, host string, port int32) net.Listener {
+	addr := v1alpha1.ListenerAddress{Name: name, Host: host, Port: port}
+	return &advertisedListener{Listener: ln, source: listenerSource{name: name, current: func() (v1alpha1.ListenerAddress, bool) { return addr, true }}}
+}
+
+// AdvertiseFrom is Advertise for an address that changes: addrs is read at every request,
+// so an answer always carries this broker's address as it is now, and none while it has
+// none.
+func AdvertiseFrom(ln net.Listener, name string, addrs *Addresses) net.Listener {
+	return &advertisedListener{Listener: ln, source: listenerSource{name: name, current: func() (v1alpha1.ListenerAddress, bool) { return addrs.Get(name) }}}
 }
 
 // Serve accepts connections on ln and serves each on its own goroutines until Shutdown or
@@ -115,7 +134,7 @@ func Advertise(ln net.Listener, host string, port int32) net.Listener {
 // may be called for several listeners at once.
 func (s *Server) Serve(ln net.Listener) error {
 	s.init()
-	host, port := listenerEndpoint(ln)
+	listener := sourceOf(ln)
 	if !s.trackListener(ln) {
 		return ErrServerClosed
 	}
@@ -144,33 +163,32 @@ func (s *Server) Serve(ln net.Listener) error {
 		}
 		backoff = 0
 		c := &conn{
-			srv:   s,
-			nc:    nc,
-			host:  host,
-			port:  port,
-			out:   make(chan *answer, responseQueue),
-			dead:  make(chan struct{}),
-			slots: make(chan struct{}, max(s.pipelineDepth(), 1)),
-			log:   s.Log.WithValues("remote", nc.RemoteAddr().String(), "local", nc.LocalAddr().String()),
+			srv:      s,
+			nc:       nc,
+			listener: listener,
+			out:      make(chan *answer, responseQueue),
+			dead:     make(chan struct{}),
+			slots:    make(chan struct{}, max(s.pipelineDepth(), 1)),
+			log:      s.Log.WithValues("remote", nc.RemoteAddr().String(), "local", nc.LocalAddr().String()),
 		}
 		if !s.trackConn(c) {
-			nc.Close()
+			_ = nc.Close() // accepted after shutdown began: never served
 			return ErrServerClosed
 		}
 		go c.serve()
 	}
 }
 
-func listenerEndpoint(ln net.Listener) (string, int32) {
+func sourceOf(ln net.Listener) listenerSource {
 	if a, ok := ln.(*advertisedListener); ok {
-		return a.host, a.port
+		return a.source
 	}
-	host, portStr, err := net.SplitHostPort(ln.Addr().String())
-	if err != nil {
-		return ln.Addr().String(), -1
+	addr := v1alpha1.ListenerAddress{Host: ln.Addr().String(), Port: -1}
+	if host, portStr, err := net.SplitHostPort(ln.Addr().String()); err == nil {
+		port, _ := strconv.Atoi(portStr)
+		addr = v1alpha1.ListenerAddress{Host: host, Port: int32(port)}
 	}
-	port, _ := strconv.Atoi(portStr)
-	return host, int32(port)
+	return listenerSource{current: func() (v1alpha1.ListenerAddress, bool) { return addr, true }}
 }
 
 func (s *Server) trackListener(ln net.Listener) bool {
@@ -211,9 +229,10 @@ func (s *Server) untrackConn(c *conn) {
 }
 
 // Shutdown stops accepting, lets every connection finish the request it is handling and
-// flush the responses it owes, then closes it. It returns when all connections are closed, or
-// with ctx's error after closing them hard (as Close) when ctx ends first. Kafka clients
-// reconnect to another broker on their own.
+// flush the responses it owes, then closes it (an admin request waiting for the view waits
+// at most its own bounded timeout). It returns when all connections are closed and the
+// background auto-creations have ended, or with ctx's error after closing them hard (as
+// Close) when ctx ends first. Kafka clients reconnect to another broker on their own.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.init()
 	s.mu.Lock()
@@ -221,8 +240,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.stoppingOnce.Do(func() { close(s.stopping) })
 	s.closeListenersLocked()
 	for c := range s.conns {
-		// Wakes the reader from its read; it sees inShutdown and stops reading requests.
-		c.nc.SetReadDeadline(time.Now())
+		// Wakes the reader from its read; it sees inShutdown and stops reading requests. An
+		// error means the connection is already closed, which is the goal.
+		_ = c.nc.SetReadDeadline(time.Now())
 	}
 	s.mu.Unlock()
 
@@ -230,9 +250,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	go func() { s.wg.Wait(); close(done) }()
 	select {
 	case <-done:
+		// No request is left to answer: end the background auto-creations too.
+		s.cancelBase()
+		s.autoCreate.wait()
 		return nil
 	case <-ctx.Done():
-		s.Close()
+		_ = s.Close() // always nil
 		return ctx.Err()
 	}
 }
@@ -250,7 +273,7 @@ func (s *Server) Close() error {
 	})
 	s.closeListenersLocked()
 	for c := range s.conns {
-		c.nc.Close()
+		_ = c.nc.Close() // closing hard is the point; there is nothing to report
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
@@ -260,7 +283,7 @@ func (s *Server) Close() error {
 
 func (s *Server) closeListenersLocked() {
 	for ln := range s.listeners {
-		ln.Close()
+		_ = ln.Close() // Serve returns ErrServerClosed whatever Close says
 		delete(s.listeners, ln)
 	}
 }
@@ -269,11 +292,12 @@ func (s *Server) closeListenersLocked() {
 // order and a writer goroutine that writes their responses in the same order (some computed
 // by deferred handlers meanwhile: pipeline.go).
 type conn struct {
-	srv  *Server
-	nc   net.Conn
-	host string
-	port int32
-	log  logr.Logger
+	srv *Server
+	nc  net.Conn
+	// listener is the listener the connection was accepted on and where it advertises this
+	// broker.
+	listener listenerSource
+	log      logr.Logger
 
 	// out carries the answers from reader to writer, in request order. Only the reader
 	// sends and closes.
@@ -361,13 +385,15 @@ func (c *conn) handle(frame []byte) (a *answer) {
 			a = &answer{err: fmt.Errorf("%s v%d handler panicked: %v", kmsg.NameForKey(h.Key), h.Version, r)}
 		}
 	}()
-	rc := c.srv.newRequestContext(c.host, c.port)
+	rc := c.srv.newRequestContext(c.listener)
 	resp, err := c.srv.dispatch(rc, h, req)
 	if err != nil {
 		c.srv.Metrics.connError("handler")
 		return &answer{err: err}
 	}
-	c.srv.Metrics.request(h.Key, h.Version)
+	if h.ClientID == nil || *h.ClientID != probeClientID {
+		c.srv.Metrics.request(h.Key, h.Version)
+	}
 	switch {
 	case rc.later != nil:
 		return c.deferAnswer(h, rc.later)
@@ -377,14 +403,16 @@ func (c *conn) handle(frame []byte) (a *answer) {
 	return &answer{b: appendResponse(nil, h.CorrelationID, resp)}
 }
 
-// newRequestContext is the context of one request arriving on the listener advertised as
-// host:port: a snapshot of the view taken now, which the whole answer is computed from.
-func (s *Server) newRequestContext(host string, port int32) *requestContext {
+// newRequestContext is the context of one request arriving on listener: a snapshot of the
+// view taken now, which the whole answer is computed from.
+func (s *Server) newRequestContext(listener listenerSource) *requestContext {
 	s.init()
-	return &requestContext{ctx: s.base, srv: s, view: s.View.Snapshot(), self: s.Self, host: host, port: port}
+	addr, reachable := listener.current()
+	addr.Name = listener.name
+	return &requestContext{ctx: s.base, srv: s, view: s.View.Snapshot(), self: s.Self, listener: addr, selfReachable: reachable}
 }
 
-// dispatch is the one path every request takes, a client's or the idle self-check's: it runs
+// dispatch is the one path every request takes, a client's or the liveness probe's: it runs
 // the key's handler and ticks the liveness clock, since a completed request proves the
 // request path works.
 func (s *Server) dispatch(rc *requestContext, h requestHeader, req kmsg.Request) (kmsg.Response, error) {
@@ -415,7 +443,7 @@ func errorReason(err error) string {
 func (c *conn) writeLoop() {
 	defer c.srv.wg.Done()
 	defer c.srv.untrackConn(c)
-	defer c.nc.Close()
+	defer func() { _ = c.nc.Close() }() // the reader is done, or a write failed
 	for a := range c.out {
 		if a.ready != nil {
 			select {
@@ -433,8 +461,11 @@ func (c *conn) writeLoop() {
 		if a.b == nil {
 			continue
 		}
-		c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
-		if _, err := c.nc.Write(a.b); err != nil {
+		err := c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		if err == nil {
+			_, err = c.nc.Write(a.b)
+		}
+		if err != nil {
 			if !c.srv.inShutdown.Load() {
 				c.log.Info("Closing connection", "reason", "write: "+err.Error())
 			}
@@ -449,7 +480,7 @@ func (c *conn) writeLoop() {
 // their own goroutines.
 func (c *conn) stopWriting() {
 	close(c.dead)
-	c.nc.Close()
+	_ = c.nc.Close() // unblocks a reader waiting in Read; it then sees dead and stops
 	for range c.out {
 	}
 }

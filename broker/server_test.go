@@ -34,7 +34,7 @@ func TestUnknownKeyClosesOnlyThatConnection(t *testing.T) {
 	bad := dialKafka(t, tc.addrs[0])
 	frame := appendRequestFrame(nil, kmsg.NewPtrMetadataRequest(), 1)
 	binary.BigEndian.PutUint16(frame[4:], 200) // api key 200: nothing knows it
-	bad.Write(frame)
+	_, _ = bad.Write(frame)
 	expectClosed(t, bad)
 
 	roundTrip(t, other, kmsg.NewPtrMetadataRequest())
@@ -44,7 +44,7 @@ func TestUnknownKeyClosesOnlyThatConnection(t *testing.T) {
 func TestKnownKeyWithoutHandlerClosesConnection(t *testing.T) {
 	tc := newTestCluster(t, 1)
 	c := dialKafka(t, tc.addrs[0])
-	c.Write(appendRequestFrame(nil, kmsg.NewPtrAlterReplicaLogDirsRequest(), 1)) // kmsg knows AlterReplicaLogDirs; paddock does not serve it
+	_, _ = c.Write(appendRequestFrame(nil, kmsg.NewPtrAlterReplicaLogDirsRequest(), 1)) // kmsg knows AlterReplicaLogDirs; paddock does not serve it
 	expectClosed(t, c)
 	expectServing(t, tc.addrs[0])
 }
@@ -54,7 +54,7 @@ func TestVersionOutsideAdvertisedRangeClosesConnection(t *testing.T) {
 	c := dialKafka(t, tc.addrs[0])
 	req := kmsg.NewPtrMetadataRequest()
 	req.Version = 13 // kmsg knows it; we advertise 0-12
-	c.Write(appendRequestFrame(nil, req, 1))
+	_, _ = c.Write(appendRequestFrame(nil, req, 1))
 	expectClosed(t, c)
 	expectServing(t, tc.addrs[0])
 }
@@ -86,9 +86,9 @@ func TestGarbageFramesCloseTheConnection(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := dialKafka(t, tc.addrs[0])
-			c.Write(tt.frame)
+			_, _ = c.Write(tt.frame)
 			if tt.name == "truncated frame then EOF" {
-				c.(*net.TCPConn).CloseWrite()
+				_ = c.(*net.TCPConn).CloseWrite()
 			}
 			expectClosed(t, c)
 			expectServing(t, tc.addrs[0])
@@ -106,7 +106,7 @@ func TestHugeSizePrefixRefusedWithoutAllocating(t *testing.T) {
 		runtime.ReadMemStats(&before)
 		var prefix [4]byte
 		binary.BigEndian.PutUint32(prefix[:], size)
-		c.Write(prefix[:])
+		_, _ = c.Write(prefix[:])
 		expectClosed(t, c)
 		runtime.ReadMemStats(&after)
 		if grew := after.TotalAlloc - before.TotalAlloc; grew > 16<<20 {
@@ -118,13 +118,13 @@ func TestHugeSizePrefixRefusedWithoutAllocating(t *testing.T) {
 	t.Run("the cap is configurable", func(t *testing.T) {
 		srv := &Server{View: NewMemoryView(Snapshot{}), MaxFrameBytes: 64, Log: testr.New(t)}
 		ln := listenLoopback(t)
-		go srv.Serve(ln)
-		t.Cleanup(func() { srv.Close() })
+		go func() { _ = srv.Serve(ln) }()
+		t.Cleanup(func() { _ = srv.Close() })
 		c := dialKafka(t, ln.Addr().String())
 		req := kmsg.NewPtrMetadataRequest()
 		name := string(make([]byte, 100))
 		req.Topics = []kmsg.MetadataRequestTopic{{Topic: &name}}
-		c.Write(appendRequestFrame(nil, req, 1))
+		_, _ = c.Write(appendRequestFrame(nil, req, 1))
 		expectClosed(t, c)
 	})
 }
@@ -146,15 +146,15 @@ func TestHandlerPanicClosesOnlyThatConnection(t *testing.T) {
 	pv := &panicView{View: NewMemoryView(Snapshot{})}
 	srv := &Server{View: pv, Log: testr.New(t)}
 	ln := listenLoopback(t)
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
 
 	healthy := dialKafka(t, ln.Addr().String())
 	roundTrip(t, healthy, kmsg.NewPtrMetadataRequest())
 
 	victim := dialKafka(t, ln.Addr().String())
 	pv.armed.Store(true)
-	victim.Write(appendRequestFrame(nil, kmsg.NewPtrMetadataRequest(), 1))
+	_, _ = victim.Write(appendRequestFrame(nil, kmsg.NewPtrMetadataRequest(), 1))
 	expectClosed(t, victim)
 	pv.armed.Store(false)
 
@@ -194,7 +194,7 @@ func TestShutdownFlushesAnswersThenCloses(t *testing.T) {
 	for i := range 20 {
 		frames = appendRequestFrame(frames, kmsg.NewPtrMetadataRequest(), int32(i))
 	}
-	c.Write(frames)
+	_, _ = c.Write(frames)
 	if _, err := readResponseFrame(c, 0); err != nil { // the requests are being handled
 		t.Fatal(err)
 	}
@@ -218,8 +218,8 @@ func TestShutdownFlushesAnswersThenCloses(t *testing.T) {
 	if err := srv.Serve(ln); !errors.Is(err, ErrServerClosed) {
 		t.Fatalf("Serve after Shutdown returned %v", err)
 	}
-	srv.Close()
-	srv.Close() // safe twice
+	_ = srv.Close()
+	_ = srv.Close() // safe twice
 }
 
 // TestNoGoroutineLeak opens and breaks connections every way the server handles, then closes
@@ -229,7 +229,7 @@ func TestNoGoroutineLeak(t *testing.T) {
 	func() {
 		srv := &Server{View: NewMemoryView(Snapshot{}), Log: testr.New(t)}
 		ln := listenLoopback(t)
-		go srv.Serve(ln)
+		go func() { _ = srv.Serve(ln) }()
 		addr := ln.Addr().String()
 		var idle []net.Conn
 		for i := range 30 {
@@ -239,22 +239,22 @@ func TestNoGoroutineLeak(t *testing.T) {
 			}
 			switch i % 3 {
 			case 0: // served, then left idle
-				tryRoundTrip(c, kmsg.NewPtrMetadataRequest(), 1)
+				_, _ = tryRoundTrip(c, kmsg.NewPtrMetadataRequest(), 1)
 				idle = append(idle, c)
 			case 1: // unknown key
 				f := appendRequestFrame(nil, kmsg.NewPtrMetadataRequest(), 1)
 				binary.BigEndian.PutUint16(f[4:], 200)
-				c.Write(f)
-				c.Read(make([]byte, 1))
-				c.Close()
+				_, _ = c.Write(f)
+				_, _ = c.Read(make([]byte, 1))
+				_ = c.Close()
 			case 2: // client hangs up mid-frame
-				c.Write([]byte{0, 0, 0, 50, 0, 3})
-				c.Close()
+				_, _ = c.Write([]byte{0, 0, 0, 50, 0, 3})
+				_ = c.Close()
 			}
 		}
-		srv.Close()
+		_ = srv.Close()
 		for _, c := range idle {
-			c.Close()
+			_ = c.Close()
 		}
 	}()
 	deadline := time.Now().Add(10 * time.Second)
@@ -290,7 +290,7 @@ func TestSaramaDescribeCluster(t *testing.T) {
 			if err != nil {
 				t.Fatalf("cluster admin: %v", err)
 			}
-			defer admin.Close()
+			defer func() { _ = admin.Close() }()
 			brokers, controller, err := admin.DescribeCluster()
 			if err != nil {
 				t.Fatalf("DescribeCluster: %v", err)
@@ -312,7 +312,7 @@ func TestSaramaDescribeCluster(t *testing.T) {
 		if err := b.Open(cfg); err != nil {
 			t.Fatal(err)
 		}
-		defer b.Close()
+		defer func() { _ = b.Close() }()
 		resp, err := b.DescribeCluster(sarama.NewDescribeClusterRequest(sarama.V4_0_0_0))
 		if err != nil {
 			t.Fatal(err)
@@ -344,4 +344,64 @@ func equalSets(a, b []int32) bool {
 		}
 	}
 	return true
+}
+
+// wedgedListener accepts nothing: Accept blocks until the listener is closed, as a wedged
+// accept loop would. The kernel still completes the TCP handshake, so a dial succeeds.
+type wedgedListener struct {
+	net.Listener
+	closed chan struct{}
+}
+
+func (l *wedgedListener) Accept() (net.Conn, error) {
+	<-l.closed
+	return nil, net.ErrClosed
+}
+
+func (l *wedgedListener) Close() error {
+	select {
+	case <-l.closed:
+	default:
+		close(l.closed)
+	}
+	return l.Listener.Close()
+}
+
+// The idle liveness tick goes through a real connection — the accept loop, the connection's
+// goroutines, decode and dispatch — so a wedge anywhere on that path stops the ticks and the
+// broker reports itself unhealthy, instead of a self-check that bypasses it staying green.
+func TestIdleTicksCoverTheAcceptLoop(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		wedged      bool
+		wantHealthy bool
+	}{
+		{"a serving broker keeps ticking while idle", false, true},
+		{"a wedged accept loop stops the ticks", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mono atomic.Int64
+			live := NewLiveness(func() time.Duration { return time.Duration(mono.Load()) })
+			srv := &Server{View: NewMemoryView(Snapshot{}), Liveness: live, Log: testr.New(t)}
+			ln := net.Listener(listenLoopback(t))
+			if tc.wedged {
+				ln = &wedgedListener{Listener: ln, closed: make(chan struct{})}
+			}
+			go func() { _ = srv.Serve(ln) }()
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { defer close(done); srv.RunIdleTicks(ctx, 20*time.Millisecond) }()
+			t.Cleanup(func() { cancel(); _ = srv.Close(); <-done })
+
+			mono.Add(int64(WedgedAfter + time.Second)) // six seconds without a client request
+			deadline := time.Now().Add(3 * time.Second)
+			for live.Healthy() != tc.wantHealthy && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			time.Sleep(200 * time.Millisecond) // ten more probe periods
+			if got := live.Healthy(); got != tc.wantHealthy {
+				t.Fatalf("healthy = %v, want %v", got, tc.wantHealthy)
+			}
+		})
+	}
 }

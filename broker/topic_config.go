@@ -23,6 +23,45 @@ const configWaitMs = 5000
 // errBrokerConfigs is the answer to an alter of a broker resource.
 const errBrokerConfigs = "paddock's broker configs are the KafkaCluster's spec.config, which brokers only read; change them there (kubectl edit kafkacluster)"
 
+// alterResource is one resource of an alter request and the change it asks for.
+type alterResource struct {
+	typ    kmsg.ConfigResourceType
+	name   string
+	change configChange
+}
+
+// alterOutcome is one resource's answer: 0 and nil, or an error code and message.
+type alterOutcome struct {
+	code int16
+	msg  *string
+}
+
+// alterAll applies each resource's change (none when validateOnly) and returns the outcomes in
+// request order, after waiting briefly for this broker's view to show what was written.
+func (rc *requestContext) alterAll(resources []alterResource, validateOnly bool) []alterOutcome {
+	write, _, cancel := rc.adminDeadlines(configWaitMs)
+	defer cancel()
+	key := func(r alterResource) string { return fmt.Sprint(r.typ, "/", r.name) }
+	counts := countBy(resources, key)
+	out := make([]alterOutcome, len(resources))
+	written := map[string]int64{}
+	for i, res := range resources {
+		t, code, msg := rc.alterTarget(res.typ, res.name, counts[key(res)] > 1)
+		if code == 0 {
+			var gen int64
+			gen, code, msg = rc.alterTopicConfig(write, t, validateOnly, res.change)
+			if gen > 0 {
+				written[t.Name] = gen
+			}
+		}
+		if code != 0 {
+			out[i] = alterOutcome{code, &msg}
+		}
+	}
+	rc.waitForGenerations(written)
+	return out
+}
+
 // alterTarget checks one resource of an alter request and returns the topic it names, or the
 // error the resource answers with.
 func (rc *requestContext) alterTarget(typ kmsg.ConfigResourceType, name string, duplicate bool) (*Topic, int16, string) {

@@ -8,8 +8,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-logr/logr/testr"
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/broker/storage"
@@ -58,7 +61,7 @@ func TestRemovalFencesOutAStragglingLeader(t *testing.T) {
 	if err := log.Takeover(ctx, 3); err != nil {
 		t.Fatal(err)
 	}
-	defer log.Relinquish(context.Background())
+	defer func() { _ = log.Relinquish(context.Background()) }() // the test ends; it may be fenced already
 	if _, err := log.Append(ctx, oneRecordBatch(), storage.AcksAll); err != nil {
 		t.Fatalf("append before the removal: %v", err)
 	}
@@ -128,5 +131,61 @@ func TestOnlyTheLowestAliveBrokerRemovesData(t *testing.T) {
 		if got := lowestAlive(s, self); got != want {
 			t.Errorf("lowestAlive(%d) = %v, want %v", self, got, want)
 		}
+	}
+}
+
+// A removal whose fence claim fails removes nothing and keeps the finalizer: removing the data
+// of a partition a straggler could still acknowledge writes to would lose them silently.
+func TestAFenceThatCannotBeClaimedRemovesNothing(t *testing.T) {
+	data := t.TempDir()
+	id := [16]byte{2}
+	dir := topicDir(data, testClusterID, "t", id)
+	if err := os.MkdirAll(filepath.Join(dir, "0", "fence"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	eio := errors.New("input/output error")
+	faulty := storage.FaultFS{FS: storage.OSFS{}, Fault: func(op storage.Op, path string) error {
+		if op == storage.OpOpen && strings.Contains(path, string(filepath.Separator)+"fence"+string(filepath.Separator)) {
+			return eio
+		}
+		return nil
+	}}
+	d := &dataRemover{dataDir: data, fs: faulty, log: testr.New(t)} // no Admin: reaching the finalizer would panic
+	err := d.remove(testCtx(t), testClusterID, DeletingTopic{Object: "t", Name: "t", ID: id, Partitions: 1, AwaitsDataRemoval: true})
+	if !errors.Is(err, eio) {
+		t.Fatalf("remove = %v, want the fence error", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "0")); err != nil {
+		t.Fatalf("the partition directory was removed although its fence was not claimed: %v", err)
+	}
+}
+
+// A removal cut short by a storage error is finished by the next attempt.
+func TestAnInterruptedRemovalIsFinishedByTheNextAttempt(t *testing.T) {
+	data := t.TempDir()
+	dir := topicDir(data, testClusterID, "t", [16]byte{3})
+	seg := filepath.Join(dir, "0", "00000000000000000000-0000000001.log")
+	if err := os.MkdirAll(filepath.Dir(seg), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(seg, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	failOnce := true
+	faulty := storage.FaultFS{FS: storage.OSFS{}, Fault: func(op storage.Op, path string) error {
+		if op == storage.OpRemove && path == seg && failOnce {
+			failOnce = false
+			return errors.New("input/output error")
+		}
+		return nil
+	}}
+	if err := removeTree(faulty, dir); err == nil {
+		t.Fatal("removeTree hid a storage error")
+	}
+	if err := removeTree(faulty, dir); err != nil {
+		t.Fatalf("second attempt: %v", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("topic directory still there: %v", err)
 	}
 }

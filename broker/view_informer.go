@@ -80,12 +80,7 @@ func (v *InformerView) Start(ctx context.Context) error {
 	return nil
 }
 
-func (v *InformerView) markDirty() {
-	select {
-	case v.dirty <- struct{}{}:
-	default:
-	}
-}
+func (v *InformerView) markDirty() { markDirty(v.dirty) }
 
 func (v *InformerView) rebuildLoop(ctx context.Context) {
 	for {
@@ -162,40 +157,42 @@ func kafkaName(kt *v1alpha1.KafkaTopic) string {
 	return kt.Name
 }
 
-// servedTopic is the wire view of a live KafkaTopic. Every partition below the count exists;
-// those the assignment has not reached yet have no leader.
+// servedTopic is the wire view of a live KafkaTopic.
 func servedTopic(kt *v1alpha1.KafkaTopic, clusterConfig map[string]string) Topic {
 	t := Topic{
 		Name: kafkaName(kt), ID: decodeTopicID(kt.Status.TopicID),
 		Object: kt.Name, UID: kt.UID, Generation: kt.Generation,
 		ConfigMap: kt.Spec.Config, Config: kafkaconfig.ResolveTopic(kt.Spec.Config, clusterConfig),
 	}
-	n := kt.Spec.Partitions
-	for _, p := range kt.Status.Partitions {
-		n = max(n, p.Partition+1)
-	}
+	// Every partition below spec.partitions exists; those the assignment has not reached
+	// yet have no leader. A status row outside [0, partitions) names no partition of the
+	// topic and is ignored: the count comes from the spec alone (bounded by the CRD), never
+	// from a status index, so one bad status cannot overflow or balloon the view.
+	n := partitionCount(kt)
 	t.Partitions = make([]Partition, n)
 	for i := range t.Partitions {
 		t.Partitions[i] = Partition{Index: int32(i), Leader: -1}
 	}
 	for _, p := range kt.Status.Partitions {
-		if p.Partition >= 0 {
+		if p.Partition >= 0 && p.Partition < n {
 			t.Partitions[p.Partition] = Partition{Index: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch}
 		}
 	}
 	return t
 }
 
+// partitionCount is spec.partitions within the CRD's bounds.
+func partitionCount(kt *v1alpha1.KafkaTopic) int32 {
+	return min(max(kt.Spec.Partitions, 0), v1alpha1.MaxPartitions)
+}
+
 // deletingTopic is what the data removal needs of a KafkaTopic being deleted.
 func deletingTopic(kt *v1alpha1.KafkaTopic) DeletingTopic {
 	d := DeletingTopic{
 		Object: kt.Name, UID: kt.UID, Name: kafkaName(kt), ID: decodeTopicID(kt.Status.TopicID),
-		Partitions: kt.Spec.Partitions,
+		Partitions: partitionCount(kt),
 		AwaitsDataRemoval: controllerutil.ContainsFinalizer(kt, v1alpha1.FinalizerData) &&
 			!controllerutil.ContainsFinalizer(kt, v1alpha1.FinalizerAssignment),
-	}
-	for _, p := range kt.Status.Partitions {
-		d.Partitions = max(d.Partitions, p.Partition+1)
 	}
 	return d
 }

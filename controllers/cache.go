@@ -39,6 +39,7 @@ func CacheByObject() map[client.Object]cache.ByObject {
 		&corev1.PersistentVolumeClaim{}: ours,
 		&rbacv1.Role{}:                  ours,
 		&rbacv1.RoleBinding{}:           ours,
+		&rbacv1.ClusterRoleBinding{}:    ours,
 		&policyv1.PodDisruptionBudget{}: ours,
 	}
 }

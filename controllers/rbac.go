@@ -8,6 +8,13 @@ package controllers
 // It may update kafkaclusters/finalizers so it can set blockOwnerDeletion on the owner
 // references of a cluster's children where the OwnerReferencesPermissionEnforcement admission
 // plugin is on.
+//
+// Nodes are cluster-scoped, so a broker Role cannot grant reading them; brokers whose
+// listeners advertise their node's address get the shared ClusterRole
+// paddock-broker-node-reader (nodes: get, list, watch) through a ClusterRoleBinding per
+// cluster. The manager reads Nodes itself, which is what lets it create that role and bind
+// it; create cannot be limited by name, the role's other verbs are. The bindings carry
+// cluster labels and are watched like the other children.
 
 // +kubebuilder:rbac:groups=kafka.paddock.dev,resources=kafkaclusters;brokers;kafkatopics,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=kafka.paddock.dev,resources=kafkaclusters/status;brokers/status;kafkatopics/status,verbs=get;update;patch
@@ -18,6 +25,9 @@ package controllers
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterrolebindings,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=create
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=get;update;patch,resourceNames=paddock-broker-node-reader
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete

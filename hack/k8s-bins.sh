@@ -5,6 +5,9 @@
 #
 # Idempotent: a binary already present is left alone, so a warm run costs nothing.
 # Prints the directory (usable as KUBEBUILDER_ASSETS) on stdout; progress goes to stderr.
+#
+# `hack/k8s-bins.sh kubectl` builds only kubectl, the same version, into bin/kubectl-v<version>
+# (the e2e suite runs it from the host's network) and prints its path.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,6 +28,13 @@ build() { # build <module dir> <output name> <package> <ldflags>
 	mv "$out/$name.tmp" "$out/$name"
 	echo "k8s-bins: $name built in $((SECONDS - start))s" >&2
 }
+
+if [ "${1:-}" = kubectl ]; then
+	out="$root/bin"
+	build k8s-bins "kubectl-v$K8S_VERSION" k8s.io/kubernetes/cmd/kubectl "$ldflags"
+	echo "$out/kubectl-v$K8S_VERSION"
+	exit 0
+fi
 
 build etcd etcd go.etcd.io/etcd/server/v3 "-s -w"
 build k8s-bins kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$ldflags"

@@ -60,5 +60,5 @@ type BrokerList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&Broker{}, &BrokerList{})
+	register(&Broker{}, &BrokerList{})
 }

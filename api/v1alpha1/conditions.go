@@ -50,9 +50,13 @@ const (
 	// ReasonPodMissing: the StatefulSet still wants this broker but no endpoint lists it
 	// (its pod is being recreated).
 	ReasonPodMissing = "PodMissing"
-	// ReasonNoHeartbeat: the broker has no heartbeat Lease.
+	// ReasonStarting: the broker has never heartbeated and is within its start-up grace
+	// period: it is being scheduled or starting, not dead.
+	ReasonStarting = "Starting"
+	// ReasonNoHeartbeat: the broker has no heartbeat Lease, and its start-up grace is over.
 	ReasonNoHeartbeat = "NoHeartbeat"
-	// ReasonHeartbeatExpired: the broker's Lease was not renewed within the session timeout.
+	// ReasonHeartbeatExpired: the broker's Lease was not renewed within the session timeout
+	// (on the operator's clock). The broker is fenced for it even while its endpoint serves.
 	ReasonHeartbeatExpired = "HeartbeatExpired"
 	// ReasonUnhealthy: the broker's fresh Lease says healthy=false.
 	ReasonUnhealthy = "Unhealthy"

@@ -35,10 +35,10 @@ var _ = Describe("CRDs", func() {
 	It("default a minimal KafkaCluster to the documented values", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		kc := &kafkav1alpha1.KafkaCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: ns}}
-		Expect(k8sClient.Create(ctx, kc)).To(Succeed())
+		Expect(env.Client.Create(ctx, kc)).To(Succeed())
 
 		got := &kafkav1alpha1.KafkaCluster{}
-		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(kc), got)).To(Succeed())
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(kc), got)).To(Succeed())
 		Expect(got.Spec.Replicas).To(Equal(int32(3)))
 		Expect(got.Spec.Listeners).To(Equal([]kafkav1alpha1.Listener{{
 			Name: "kafka", Port: 9092, Type: kafkav1alpha1.ListenerInternal, AdvertisedHost: kafkav1alpha1.AdvertisePodDNS,
@@ -76,7 +76,7 @@ var _ = Describe("CRDs", func() {
 				Config:       map[string]string{"log.retention.ms": "1000"},
 			},
 		}
-		Expect(k8sClient.Create(ctx, kc)).To(Succeed())
+		Expect(env.Client.Create(ctx, kc)).To(Succeed())
 		want := kc.Spec.DeepCopy()
 
 		now := metav1.NewTime(time.Now().Truncate(time.Second))
@@ -88,10 +88,10 @@ var _ = Describe("CRDs", func() {
 			}},
 			Counts: kafkav1alpha1.BrokerCounts{Registered: 1, Fenced: 1, Dead: 1},
 		}
-		Expect(k8sClient.Status().Update(ctx, kc)).To(Succeed())
+		Expect(env.Client.Status().Update(ctx, kc)).To(Succeed())
 
 		got := &kafkav1alpha1.KafkaCluster{}
-		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(kc), got)).To(Succeed())
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(kc), got)).To(Succeed())
 		Expect(got.Spec.Replicas).To(Equal(want.Replicas))
 		Expect(got.Spec.Listeners).To(Equal(want.Listeners))
 		Expect(got.Spec.Heartbeat).To(Equal(want.Heartbeat))
@@ -107,7 +107,7 @@ var _ = Describe("CRDs", func() {
 			kc := &kafkav1alpha1.KafkaCluster{ObjectMeta: metav1.ObjectMeta{Name: "bad", Namespace: ns}}
 			kc.Spec.Replicas = 3
 			mutate(&kc.Spec)
-			err := k8sClient.Create(ctx, kc)
+			err := env.Client.Create(ctx, kc)
 			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
 			Expect(err.Error()).To(ContainSubstring(message))
 		},
@@ -130,7 +130,21 @@ var _ = Describe("CRDs", func() {
 		Entry("port out of range", func(s *kafkav1alpha1.KafkaClusterSpec) {
 			s.Listeners = []kafkav1alpha1.Listener{{Name: "a", Port: 70000}}
 		}, "spec.listeners[0].port"),
+		Entry("an advertised host template with an unknown placeholder", func(s *kafkav1alpha1.KafkaClusterSpec) {
+			s.Listeners = []kafkav1alpha1.Listener{{Name: "a", Port: 9092, Type: kafkav1alpha1.ListenerNodePort, AdvertisedHostTemplate: "broker-{ordinal}.example.com"}}
+		}, "spec.listeners[0].advertisedHostTemplate"),
+		Entry("an advertised host template with a character no host has", func(s *kafkav1alpha1.KafkaClusterSpec) {
+			s.Listeners = []kafkav1alpha1.Listener{{Name: "a", Port: 9092, AdvertisedHostTemplate: "kafka/{id}"}}
+		}, "spec.listeners[0].advertisedHostTemplate"),
 	)
+
+	It("accepts an advertised host template with every placeholder", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		kc := &kafkav1alpha1.KafkaCluster{ObjectMeta: metav1.ObjectMeta{Name: "templated", Namespace: ns}}
+		kc.Spec.Listeners = []kafkav1alpha1.Listener{{Name: "external", Port: 9094, Type: kafkav1alpha1.ListenerNodePort,
+			AdvertisedHostTemplate: "{pod}.{id}.{namespace}.{node}.{nodeAddress}.example.com"}}
+		Expect(env.Client.Create(ctx, kc)).To(Succeed())
+	})
 
 	It("reject replicas 0 sent explicitly", func(ctx SpecContext) {
 		// Go's omitempty cannot send replicas: 0 (it would be defaulted to 3), so send JSON.
@@ -150,22 +164,44 @@ var _ = Describe("CRDs", func() {
 			ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: ns},
 			Spec:       kafkav1alpha1.KafkaTopicSpec{Cluster: "demo", Partitions: 6},
 		}
-		Expect(k8sClient.Create(ctx, kt)).To(Succeed())
+		Expect(env.Client.Create(ctx, kt)).To(Succeed())
 
 		kt.Spec.Partitions = 8
-		Expect(k8sClient.Update(ctx, kt)).To(Succeed(), "growing partitions is allowed")
+		Expect(env.Client.Update(ctx, kt)).To(Succeed(), "growing partitions is allowed")
 
 		kt.Spec.Partitions = 4
-		err := k8sClient.Update(ctx, kt)
+		err := env.Client.Update(ctx, kt)
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
 		Expect(err.Error()).To(ContainSubstring("partitions cannot be decreased"))
 
 		kt.Spec.Partitions = 8
 		kt.Spec.Cluster = "other"
-		err = k8sClient.Update(ctx, kt)
+		err = env.Client.Update(ctx, kt)
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
 		Expect(err.Error()).To(ContainSubstring("cluster is immutable"))
 	})
+
+	DescribeTable("refuse a KafkaTopic status that names a partition outside the topic",
+		func(ctx SpecContext, partition int32, message string) {
+			ns := newNamespace(ctx)
+			kt := &kafkav1alpha1.KafkaTopic{
+				ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: ns},
+				Spec:       kafkav1alpha1.KafkaTopicSpec{Cluster: "demo", Partitions: 3},
+			}
+			Expect(env.Client.Create(ctx, kt)).To(Succeed())
+			kt.Status.Partitions = []kafkav1alpha1.PartitionStatus{{Partition: 0, Leader: 1}, {Partition: partition, Leader: 1}}
+			err := env.Client.Status().Update(ctx, kt)
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
+			Expect(err.Error()).To(ContainSubstring(message))
+
+			kt.Status.Partitions = []kafkav1alpha1.PartitionStatus{{Partition: 0, Leader: 1}, {Partition: 2, Leader: 0}}
+			Expect(env.Client.Status().Update(ctx, kt)).To(Succeed(), "partitions below spec.partitions are fine")
+		},
+		Entry("the largest int32 (it overflowed the brokers' view)", int32(2147483647), "status.partitions[1].partition"),
+		Entry("above the 10000 partitions a topic can have", int32(10000), "status.partitions[1].partition"),
+		Entry("negative", int32(-1), "status.partitions[1].partition"),
+		Entry("not below spec.partitions", int32(3), "status.partitions may only name partitions below spec.partitions"),
+	)
 
 	DescribeTable("give kubectl get the promised columns",
 		func(ctx SpecContext, resource string, want []string, wide []string) {

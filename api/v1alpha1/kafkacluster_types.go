@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -50,11 +52,46 @@ type Listener struct {
 	// +kubebuilder:default=Internal
 	Type ListenerType `json:"type,omitempty"`
 
-	// advertisedHost says which host the brokers advertise for this listener: PodDNS (the
-	// pod's stable DNS name under the headless Service) or PodIP.
+	// advertisedHost says which host the brokers advertise on an Internal listener: PodDNS
+	// (the pod's stable DNS name under the headless Service) or PodIP. NodePort and
+	// LoadBalancer listeners ignore it: each broker advertises the address of the node it
+	// runs on and the nodePort of its own Service, or the ingress address of its own load
+	// balancer.
 	// +optional
 	// +kubebuilder:default=PodDNS
 	AdvertisedHost AdvertisedHostMode `json:"advertisedHost,omitempty"`
+
+	// advertisedHostTemplate, when set, is the host every broker advertises on this listener
+	// instead of the one its type gives — for brokers behind NAT, a port forward, or a DNS
+	// name per broker. Placeholders are replaced per broker: {id} (the broker id), {pod},
+	// {namespace}, {node} (the name of the node it runs on) and {nodeAddress} (that node's
+	// ExternalIP, else its InternalIP). Without placeholders it is one host for all brokers
+	// ("127.0.0.1" behind a port forward of every nodePort). The port stays the one the type
+	// gives: the listener port, or the broker's own nodePort for NodePort.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^([-a-zA-Z0-9.:]|\{(id|pod|namespace|node|nodeAddress)\})+$`
+	AdvertisedHostTemplate string `json:"advertisedHostTemplate,omitempty"`
+}
+
+// Placeholders of Listener.AdvertisedHostTemplate.
+const (
+	PlaceholderID          = "{id}"
+	PlaceholderPod         = "{pod}"
+	PlaceholderNamespace   = "{namespace}"
+	PlaceholderNode        = "{node}"
+	PlaceholderNodeAddress = "{nodeAddress}"
+)
+
+// NeedsNodeAddress reports whether a broker must read its Node to advertise this listener:
+// a NodePort listener without a template, or a template that names {nodeAddress}. The
+// operator grants the brokers read access to Nodes exactly when one listener does.
+func (l Listener) NeedsNodeAddress() bool {
+	if l.AdvertisedHostTemplate != "" {
+		return strings.Contains(l.AdvertisedHostTemplate, PlaceholderNodeAddress)
+	}
+	return l.Type == ListenerNodePort
 }
 
 // StorageType says where a cluster keeps its data.
@@ -243,15 +280,26 @@ type BrokerRow struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Node",xDescriptors={"urn:alm:descriptor:io.kubernetes:Node"}
 	Node string `json:"node,omitempty"`
 
-	// host is the broker's address as listed by its endpoint.
+	// host is the broker's address as listed by its endpoint. Clients are told the addresses
+	// in listeners; host and port stay for readers written before listeners existed.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Host"
 	Host string `json:"host,omitempty"`
 
-	// port is the broker's first listener port.
+	// port is the broker's first listener port (see host).
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Port"
 	Port int32 `json:"port,omitempty"`
+
+	// listeners gives the host and port the broker advertises on each of its listeners, as
+	// its heartbeat Lease announces them. A broker is left out of the answers on a listener
+	// it has no address for.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Listener Addresses"
+	Listeners []ListenerAddress `json:"listeners,omitempty"`
 
 	// rack is the broker's zone.
 	// +optional
@@ -281,6 +329,31 @@ type BrokerRow struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Seen"
 	LastSeen *metav1.Time `json:"lastSeen,omitempty"`
+}
+
+// ListenerAddress is where clients reach a broker on one listener.
+type ListenerAddress struct {
+	// name of the listener (spec.listeners[].name).
+	// +kubebuilder:validation:MaxLength=15
+	Name string `json:"name"`
+	// host the broker advertises on this listener: its pod's DNS name or IP, its node's
+	// address, its load balancer's ingress, or the listener's advertisedHostTemplate.
+	// +kubebuilder:validation:MaxLength=253
+	Host string `json:"host"`
+	// port the broker advertises on this listener.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	Port int32 `json:"port"`
+}
+
+// Address is the listener named name, or ok=false when there is none.
+func (r *BrokerRow) Address(name string) (ListenerAddress, bool) {
+	for _, a := range r.Listeners {
+		if a.Name == name {
+			return a, true
+		}
+	}
+	return ListenerAddress{}, false
 }
 
 // BrokerCounts sums the registry rows.
@@ -441,5 +514,5 @@ type KafkaClusterList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&KafkaCluster{}, &KafkaClusterList{})
+	register(&KafkaCluster{}, &KafkaClusterList{})
 }

@@ -2,6 +2,9 @@ package v1alpha1
 
 import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+// MaxPartitions is the most partitions a KafkaTopic can have (spec.partitions' maximum).
+const MaxPartitions = 10000
+
 // KafkaTopicSpec is a topic a user asks for.
 type KafkaTopicSpec struct {
 	// cluster is the name of the KafkaCluster, in the same namespace, that serves the topic.
@@ -44,7 +47,9 @@ type KafkaTopicSpec struct {
 
 // PartitionStatus is where one partition is served.
 type PartitionStatus struct {
-	// partition is the partition index.
+	// partition is the partition index, below spec.partitions.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=9999
 	Partition int32 `json:"partition"`
 	// leader is the broker id that leads the partition; -1 when none does.
 	Leader int32 `json:"leader"`
@@ -82,6 +87,7 @@ type KafkaTopicStatus struct {
 	// +optional
 	// +listType=map
 	// +listMapKey=partition
+	// +kubebuilder:validation:MaxItems=10000
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Partition Leaders"
 	Partitions []PartitionStatus `json:"partitions,omitempty"`
 
@@ -98,6 +104,7 @@ type KafkaTopicStatus struct {
 // KafkaTopic is a Kafka topic of a KafkaCluster. Users create it with kubectl, or Kafka
 // clients through the brokers' admin API (CreateTopics, Metadata auto-creation); deleting it
 // deletes the topic and its data (docs/topics.md).
+// +kubebuilder:validation:XValidation:rule="!has(self.status) || !has(self.status.partitions) || self.status.partitions.all(p, p.partition < self.spec.partitions)",message="status.partitions may only name partitions below spec.partitions"
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=pkt,categories={paddock,kafka}
@@ -131,5 +138,5 @@ type KafkaTopicList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&KafkaTopic{}, &KafkaTopicList{})
+	register(&KafkaTopic{}, &KafkaTopicList{})
 }

@@ -2,7 +2,10 @@ package v1alpha1
 
 import (
 	"fmt"
+	"net"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // Label keys and values every paddock-managed object carries (DESIGN.md "Names").
@@ -17,7 +20,24 @@ const (
 	LabelCluster = "kafka.paddock.dev/cluster"
 	// LabelBrokerID is the numeric broker id of a per-broker object (Lease, Service, Broker).
 	LabelBrokerID = "kafka.paddock.dev/broker-id"
+	// LabelNamespace is the namespace of the KafkaCluster a cluster-scoped object belongs to
+	// (its node-reader ClusterRoleBinding).
+	LabelNamespace = "kafka.paddock.dev/namespace"
 )
+
+// NodeReaderClusterRoleName is the ClusterRole, shared by every cluster, that lets brokers
+// read Nodes (for listeners that advertise their node's address).
+const NodeReaderClusterRoleName = "paddock-broker-node-reader"
+
+// FinalizerNodeReader is on a KafkaCluster while it has a node-reader ClusterRoleBinding:
+// a cluster-scoped object the cluster cannot own, deleted by the operator before the
+// cluster goes.
+const FinalizerNodeReader = "kafka.paddock.dev/node-reader"
+
+// NodeReaderBindingName is the ClusterRoleBinding that lets cluster's brokers read Nodes.
+func NodeReaderBindingName(namespace, cluster string) string {
+	return NodeReaderClusterRoleName + ":" + namespace + ":" + cluster
+}
 
 // Annotations a broker writes on its heartbeat Lease (DESIGN.md "Heartbeat Lease").
 const (
@@ -27,7 +47,48 @@ const (
 	// AnnotationHealthy is "false" when the broker's request loop is wedged or its storage
 	// is failing; "true" otherwise.
 	AnnotationHealthy = "kafka.paddock.dev/healthy"
+	// AnnotationListeners is the host and port the broker advertises on each listener, as
+	// FormatListeners writes them ("kafka=demo-broker-0.demo-brokers.ns.svc.cluster.local:9092").
+	// The registry copies them into the broker's row, so every broker tells clients the
+	// addresses each broker tells about itself.
+	AnnotationListeners = "kafka.paddock.dev/listeners"
 )
+
+// FormatListeners is the AnnotationListeners value for addrs: name=host:port entries joined
+// by commas, in the given order (an IPv6 host is bracketed).
+func FormatListeners(addrs []ListenerAddress) string {
+	parts := make([]string, len(addrs))
+	for i, a := range addrs {
+		parts[i] = a.Name + "=" + net.JoinHostPort(a.Host, strconv.Itoa(int(a.Port)))
+	}
+	return strings.Join(parts, ",")
+}
+
+// ParseListeners reads an AnnotationListeners value. An entry that is not name=host:port with
+// a non-empty name and host and a port in 1..65535 is skipped, and so is a repeated name:
+// the Lease is the broker's to write, and one bad entry must not hide the others.
+func ParseListeners(s string) []ListenerAddress {
+	if s == "" {
+		return nil
+	}
+	var out []ListenerAddress
+	for _, entry := range strings.Split(s, ",") {
+		name, hostPort, ok := strings.Cut(entry, "=")
+		if !ok || name == "" {
+			continue
+		}
+		host, portStr, err := net.SplitHostPort(hostPort)
+		if err != nil || host == "" {
+			continue
+		}
+		port, err := strconv.ParseUint(portStr, 10, 16)
+		if err != nil || port == 0 || slices.ContainsFunc(out, func(a ListenerAddress) bool { return a.Name == name }) {
+			continue
+		}
+		out = append(out, ListenerAddress{Name: name, Host: host, Port: int32(port)})
+	}
+	return out
+}
 
 // ClusterLabels are the labels of every object paddock makes for cluster: its name, instance
 // and cluster labels. The StatefulSet selector is a smaller, fixed subset (it can never change).

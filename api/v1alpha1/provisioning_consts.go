@@ -1,7 +1,7 @@
 package v1alpha1
 
 // Facts about the broker pod that the operator builds and the broker relies on
-// (CONTRACTS.md §1). They are plain constants: changing one changes the pod contract.
+// (docs/architecture.md, "The broker pod"). They are plain constants: changing one changes the pod contract.
 const (
 	// BrokerContainerName is the name of the broker container in every broker pod.
 	BrokerContainerName = "broker"

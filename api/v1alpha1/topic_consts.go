@@ -12,10 +12,6 @@ const (
 	FinalizerData = "kafka.paddock.dev/data"
 )
 
-// MaxPartitions is the most partitions a KafkaTopic may have (its CRD's spec.partitions
-// maximum; keep them equal).
-const MaxPartitions = 10000
-
 // Condition reasons of a KafkaTopic, beyond the shared ones in conditions.go.
 const (
 	// ReasonLeadersAlive: every partition has a leader in the alive set.

@@ -170,7 +170,8 @@ func (c *Cluster) startBroker(id int32) {
 	port, _ := strconv.Atoi(portStr)
 	c.mu.Lock()
 	c.brokers = append(c.brokers, hb)
-	c.rows = append(c.rows, v1alpha1.BrokerRow{ID: id, Host: host, Port: int32(port), State: v1alpha1.BrokerServing, Health: v1alpha1.BrokerAlive, Epoch: 1})
+	c.rows = append(c.rows, v1alpha1.BrokerRow{ID: id, Host: host, Port: int32(port), State: v1alpha1.BrokerServing, Health: v1alpha1.BrokerAlive, Epoch: 1,
+		Listeners: []v1alpha1.ListenerAddress{{Name: "kafka", Host: host, Port: int32(port)}}})
 	c.mu.Unlock()
 }
 

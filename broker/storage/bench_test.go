@@ -45,7 +45,7 @@ func measureBaselines(b *testing.B) baselines {
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer os.RemoveAll(dir)
+		defer func() { _ = os.RemoveAll(dir) }()
 		baseline.plain = syncLoopMBps(b, filepath.Join(dir, "plain"), len(benchTemplate))
 		baseline.disk = syncLoopMBps(b, filepath.Join(dir, "disk"), 1<<20)
 		fmt.Fprintf(os.Stderr, "baselines on this disk: write+fdatasync per %d-byte batch %.1f MB/s; per 1 MiB %.1f MB/s\n", len(benchTemplate), baseline.plain, baseline.disk)
@@ -60,7 +60,7 @@ func syncLoopMBps(b *testing.B, path string, size int) float64 {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	buf := make([]byte, size)
 	copy(buf, benchTemplate)
 	start := time.Now()
@@ -88,7 +88,7 @@ func rawParallelMBps(b *testing.B, dir string, files, writers int) float64 {
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }()
 		fs[i] = f
 	}
 	var n atomic.Int64
@@ -202,7 +202,7 @@ func BenchmarkReadPageCache(b *testing.B) {
 		b.Fatal(err)
 	}
 	f, _ := os.Open(plainFile)
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	const chunk = 1 << 20
 	plainStart := time.Now()
 	scratch := make([]byte, chunk)

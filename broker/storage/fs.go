@@ -148,14 +148,14 @@ func readFile(fsys FS, path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: a close error loses nothing
 	size, err := f.Size()
 	if err != nil {
 		return nil, err
 	}
 	buf := make([]byte, size)
 	n, err := f.ReadAt(buf, 0)
-	if err != nil && !(errors.Is(err, io.EOF) && int64(n) == size) {
+	if err != nil && (!errors.Is(err, io.EOF) || int64(n) != size) {
 		return nil, err
 	}
 	return buf[:n], nil

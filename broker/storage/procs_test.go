@@ -27,7 +27,7 @@ func childClaim() error {
 	seed, _ := strconv.ParseUint(os.Getenv("SEED"), 10, 64)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	w := bufio.NewWriter(os.Stdout)
-	defer w.Flush()
+	defer func() { _ = w.Flush() }()
 	for range 40 {
 		e := int32(rng.IntN(100))
 		if err := f.Claim(e); err != nil {
@@ -55,7 +55,7 @@ func childProducerIDs() error {
 	}
 	n, _ := strconv.Atoi(os.Getenv("N"))
 	w := bufio.NewWriter(os.Stdout)
-	defer w.Flush()
+	defer func() { _ = w.Flush() }()
 	for range n {
 		id, err := p.Next()
 		if err != nil {

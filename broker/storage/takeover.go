@@ -286,7 +286,7 @@ func (r *recovery) recoverSegment(ctx context.Context, i int, s diskSegment) (*s
 	if err != nil {
 		return nil, storageErr("recover: open "+name, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: a close error loses nothing
 	size, err := f.Size()
 	if err != nil {
 		return nil, storageErr("recover: size "+name, err)

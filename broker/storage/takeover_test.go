@@ -90,11 +90,14 @@ func TestTwoLogsAtEpochs5And6NeverLoseAnAcknowledgedAppend(t *testing.T) {
 	if testing.Short() {
 		iterations = 10
 	}
+	replay := os.Getenv("STORAGE_SEED") // replay one failure
+	if replay != "" {
+		iterations = 1
+	}
 	for it := range iterations {
 		seed := rand.Uint64()
-		if s := os.Getenv("STORAGE_SEED"); s != "" { // replay one failure
-			seed, _ = strconv.ParseUint(s, 10, 64)
-			iterations = 1
+		if replay != "" {
+			seed, _ = strconv.ParseUint(replay, 10, 64)
 		}
 		if !t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { twoLeaders(t, seed) }) {
 			t.Fatalf("iteration %d failed; rerun with seed %d", it, seed)

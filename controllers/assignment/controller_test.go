@@ -9,10 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/controllers/kafkacluster"
@@ -34,12 +31,7 @@ var _ = Describe("Assignment", Ordered, func() {
 	BeforeAll(func() {
 		SetDefaultEventuallyTimeout(10 * time.Second)
 		DeferCleanup(SetDefaultEventuallyTimeout, time.Second)
-		mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-			Scheme:                 scheme,
-			Metrics:                metricsserver.Options{BindAddress: "0"},
-			HealthProbeBindAddress: "0",
-			Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-		})
+		mgr, err := env.NewManager()
 		Expect(err).NotTo(HaveOccurred())
 		writes = testenv.NewCountingClient(mgr.GetClient())
 		Expect((&Reconciler{Client: writes, Recorder: mgr.GetEventRecorder("assignment")}).SetupWithManager(mgr)).To(Succeed())

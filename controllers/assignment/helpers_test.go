@@ -7,13 +7,13 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/internal/testenv"
 )
 
 // newCluster creates KafkaCluster name in ns.
@@ -119,13 +119,7 @@ func perBroker(parts map[int32]kafkav1alpha1.PartitionStatus) map[int32]int {
 // eventReasons is the reasons of the Events about object name in ns.
 func eventReasons(ctx context.Context, ns, name string) []string {
 	GinkgoHelper()
-	list := &eventsv1.EventList{}
-	Expect(k8sClient.List(ctx, list, client.InNamespace(ns))).To(Succeed())
-	var reasons []string
-	for _, e := range list.Items {
-		if e.Regarding.Name == name {
-			reasons = append(reasons, e.Reason)
-		}
-	}
+	reasons, err := testenv.EventReasons(ctx, k8sClient, ns, name)
+	Expect(err).NotTo(HaveOccurred())
 	return reasons
 }

@@ -78,15 +78,12 @@ func partitionStatuses(a balance.Assignment) []kafkav1alpha1.PartitionStatus {
 	return out
 }
 
-// unassigned is kt's stored assignment with every leader removed: each partition below the
-// count (or stored) keeps its epoch, so epochs never go down, and gets leader -1. A deleted
-// topic, or one that lost its name to an older topic, is written this way; brokers then stop
-// serving it.
+// unassigned is kt's stored assignment with every leader removed: each partition below
+// spec.partitions keeps its epoch, so epochs never go down, and gets leader -1 (rows outside
+// the count name no partition and go; the CRD refuses them anyway). A deleted topic, or one
+// that lost its name to an older topic, is written this way; brokers then stop serving it.
 func unassigned(kt *kafkav1alpha1.KafkaTopic) []kafkav1alpha1.PartitionStatus {
-	n := kt.Spec.Partitions
-	for _, p := range kt.Status.Partitions {
-		n = max(n, p.Partition+1)
-	}
+	n := max(kt.Spec.Partitions, 0)
 	out := make([]kafkav1alpha1.PartitionStatus, n)
 	for i := range out {
 		out[i] = kafkav1alpha1.PartitionStatus{Partition: int32(i), Leader: -1}

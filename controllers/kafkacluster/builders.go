@@ -3,6 +3,7 @@ package kafkacluster
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -78,26 +79,75 @@ func desiredServiceAccount(cluster *kafkav1alpha1.KafkaCluster) *corev1.ServiceA
 // KafkaCluster, the Brokers and KafkaTopics; create, update and delete KafkaTopics (the admin
 // APIs: CreateTopics and Metadata auto-creation create, CreatePartitions and the AlterConfigs
 // APIs update the spec, DeleteTopics deletes, and the broker that removes a deleted topic's
-// data updates its finalizers); and renew their own heartbeat Leases. List and watch cannot be limited by
-// name for an informer without a field selector, and create cannot be limited by name at all
-// (the name is not known when the request is authorized), so those rules carry none.
+// data updates its finalizers); renew their own heartbeat Leases; and, with a NodePort or
+// LoadBalancer listener, read their own per-broker Services (their nodePorts and load-balancer
+// ingress, through an informer whose field selector names the Service, which is what lets
+// list and watch be limited by name). List and watch cannot be limited by name for an
+// informer without a field selector, and create cannot be limited by name at all (the name is
+// not known when the request is authorized), so those rules carry none. Nodes are
+// cluster-scoped, so no Role can grant them: desiredNodeReaderBinding does, for clusters whose
+// brokers need it.
 func desiredRole(cluster *kafkav1alpha1.KafkaCluster) *rbacv1.Role {
-	leases := make([]string, 0, cluster.Spec.Replicas)
+	perBroker := make([]string, 0, cluster.Spec.Replicas)
 	for id := int32(0); id < cluster.Spec.Replicas; id++ {
-		leases = append(leases, kafkav1alpha1.LeaseName(cluster.Name, id))
+		perBroker = append(perBroker, kafkav1alpha1.LeaseName(cluster.Name, id))
 	}
 	group := kafkav1alpha1.GroupVersion.Group
+	rules := []rbacv1.PolicyRule{
+		{APIGroups: []string{group}, Resources: []string{"kafkaclusters"}, ResourceNames: []string{cluster.Name}, Verbs: []string{"get"}},
+		{APIGroups: []string{group}, Resources: []string{"kafkaclusters"}, Verbs: []string{"list", "watch"}},
+		{APIGroups: []string{group}, Resources: []string{"brokers"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{group}, Resources: []string{"kafkatopics"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete"}},
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: perBroker, Verbs: []string{"get", "update"}},
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
+	}
+	if exposure(cluster) != corev1.ServiceTypeClusterIP {
+		// The per-broker Services have the Lease names (BrokerServiceName).
+		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"services"}, ResourceNames: perBroker, Verbs: []string{"get", "list", "watch"}})
+	}
 	return &rbacv1.Role{
 		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"},
 		ObjectMeta: childMeta(cluster, kafkav1alpha1.StatefulSetName(cluster.Name)),
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{group}, Resources: []string{"kafkaclusters"}, ResourceNames: []string{cluster.Name}, Verbs: []string{"get"}},
-			{APIGroups: []string{group}, Resources: []string{"kafkaclusters"}, Verbs: []string{"list", "watch"}},
-			{APIGroups: []string{group}, Resources: []string{"brokers"}, Verbs: []string{"get", "list", "watch"}},
-			{APIGroups: []string{group}, Resources: []string{"kafkatopics"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete"}},
-			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: leases, Verbs: []string{"get", "update"}},
-			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
+		Rules:      rules,
+	}
+}
+
+// needsNodeReader reports whether cluster's brokers must read their Node: a listener
+// advertises the node's address (v1alpha1.Listener.NeedsNodeAddress).
+func needsNodeReader(cluster *kafkav1alpha1.KafkaCluster) bool {
+	return slices.ContainsFunc(cluster.Spec.Listeners, kafkav1alpha1.Listener.NeedsNodeAddress)
+}
+
+// desiredNodeReaderRole is the one ClusterRole, shared by every cluster, that lets brokers
+// read Nodes: get, list and watch, nothing else. Each broker watches only its own Node (a
+// field selector on its name), but the node a pod lands on is not known in advance, so the
+// rule cannot name it. The operator applies it (it holds these permissions itself, which is
+// what lets it grant them) and never deletes it: it grants nothing until a binding names it.
+func desiredNodeReaderRole() *rbacv1.ClusterRole {
+	return &rbacv1.ClusterRole{
+		TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   kafkav1alpha1.NodeReaderClusterRoleName,
+			Labels: map[string]string{kafkav1alpha1.LabelName: kafkav1alpha1.LabelNameValue},
 		},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}}},
+	}
+}
+
+// desiredNodeReaderBinding binds the node-reader ClusterRole to cluster's broker
+// ServiceAccount. It is cluster-scoped, so it cannot be owned by the (namespaced) cluster:
+// the cluster carries FinalizerNodeReader while it exists, and the operator deletes it when
+// the cluster goes or stops needing it. Its labels name the cluster and its namespace.
+func desiredNodeReaderBinding(cluster *kafkav1alpha1.KafkaCluster) *rbacv1.ClusterRoleBinding {
+	labels := kafkav1alpha1.ClusterLabels(cluster.Name)
+	labels[kafkav1alpha1.LabelNamespace] = cluster.Namespace
+	return &rbacv1.ClusterRoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: kafkav1alpha1.NodeReaderBindingName(cluster.Namespace, cluster.Name), Labels: labels},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: kafkav1alpha1.NodeReaderClusterRoleName},
+		Subjects: []rbacv1.Subject{{
+			Kind: rbacv1.ServiceAccountKind, Name: kafkav1alpha1.StatefulSetName(cluster.Name), Namespace: cluster.Namespace,
+		}},
 	}
 }
 
@@ -244,26 +294,41 @@ func brokerImage(cluster *kafkav1alpha1.KafkaCluster, opts Options) string {
 	return opts.DefaultBrokerImage
 }
 
-// brokerArgs are the broker container's arguments (CONTRACTS.md §1).
+// brokerArgs are the broker container's arguments (docs/architecture.md, "The broker pod").
+// Each listener is name:port:how — how is the advertised-host mode of an Internal listener,
+// else the listener type, whose address the broker learns from its Service and Node — and
+// each template goes in --advertised-host-templates.
 func brokerArgs(cluster *kafkav1alpha1.KafkaCluster) []string {
 	listeners := make([]string, 0, len(cluster.Spec.Listeners))
+	var templates []string
 	for _, l := range cluster.Spec.Listeners {
-		mode := l.AdvertisedHost
-		if mode == "" {
-			mode = kafkav1alpha1.AdvertisePodDNS
+		how := string(l.AdvertisedHost)
+		switch {
+		case l.Type == kafkav1alpha1.ListenerNodePort || l.Type == kafkav1alpha1.ListenerLoadBalancer:
+			how = string(l.Type)
+		case how == "":
+			how = string(kafkav1alpha1.AdvertisePodDNS)
 		}
-		listeners = append(listeners, fmt.Sprintf("%s:%d:%s", l.Name, l.Port, mode))
+		listeners = append(listeners, fmt.Sprintf("%s:%d:%s", l.Name, l.Port, how))
+		if l.AdvertisedHostTemplate != "" {
+			templates = append(templates, l.Name+"="+l.AdvertisedHostTemplate)
+		}
 	}
-	return []string{
+	args := []string{
 		"broker",
 		"--cluster=" + cluster.Name,
 		"--listeners=" + strings.Join(listeners, ","),
-		fmt.Sprintf("--health-port=%d", kafkav1alpha1.HealthPort),
-		"--heartbeat-interval=" + cluster.Spec.HeartbeatInterval().String(),
-		"--session-timeout=" + cluster.Spec.SessionTimeout().String(),
-		"--drain-timeout=" + cluster.Spec.DrainTimeoutOrDefault().String(),
-		"--data-dir=" + kafkav1alpha1.DataMountPath,
 	}
+	if len(templates) > 0 {
+		args = append(args, "--advertised-host-templates="+strings.Join(templates, ","))
+	}
+	return append(args,
+		fmt.Sprintf("--health-port=%d", kafkav1alpha1.HealthPort),
+		"--heartbeat-interval="+cluster.Spec.HeartbeatInterval().String(),
+		"--session-timeout="+cluster.Spec.SessionTimeout().String(),
+		"--drain-timeout="+cluster.Spec.DrainTimeoutOrDefault().String(),
+		"--data-dir="+kafkav1alpha1.DataMountPath,
+	)
 }
 
 // gracePeriodSeconds is drainTimeout plus the margin, rounded up to a second.
@@ -271,7 +336,7 @@ func gracePeriodSeconds(cluster *kafkav1alpha1.KafkaCluster) int64 {
 	return int64(math.Ceil((cluster.Spec.DrainTimeoutOrDefault() + drainMargin).Seconds()))
 }
 
-// downwardEnv gives the broker its pod identity (CONTRACTS.md §1).
+// downwardEnv gives the broker its pod identity (docs/architecture.md, "The broker pod").
 func downwardEnv() []corev1.EnvVar {
 	field := func(name, path string) corev1.EnvVar {
 		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{

@@ -22,7 +22,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -33,10 +35,11 @@ import (
 
 // Reconciler provisions a KafkaCluster: it applies the children the desired*
 // builders describe (server-side apply, field owner paddock-manager, controller owner
-// references, so garbage collection removes them with the cluster and no finalizer is
-// needed) and reports clusterID, replicas, listeners and the Ready/Progressing/Degraded
+// references, so garbage collection removes them with the cluster) and reports clusterID, replicas, listeners and the Ready/Progressing/Degraded
 // conditions. It owns only those status fields; the registry reconciler writes the rest
-// (CONTRACTS.md §2).
+// (docs/architecture.md, "Who writes what"). The one object garbage collection cannot remove
+// is the cluster-scoped node-reader ClusterRoleBinding of a cluster whose listeners
+// advertise their node's address: FinalizerNodeReader holds the cluster until it is deleted.
 type Reconciler struct {
 	client.Client
 	Options Options
@@ -81,7 +84,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !cluster.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil // garbage collection removes the children
+		// Garbage collection removes the namespaced children; the binding is ours to remove.
+		return ctrl.Result{}, r.revokeNodeReads(ctx, cluster)
 	}
 	s := &scope{cluster: cluster, orig: cluster.DeepCopy()}
 	defer r.writeStatus(ctx, s, &reterr)
@@ -90,6 +94,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		r.observeChildren,
 		r.validateSpec,
 		r.refuseStorageChange,
+		r.grantNodeReads,
 		r.ensureClusterID,
 		r.applyChildren,
 		r.pruneBrokerServices,
@@ -130,6 +135,53 @@ func (r *Reconciler) validateSpec(_ context.Context, s *scope) error {
 func (r *Reconciler) refuseStorageChange(_ context.Context, s *scope) error {
 	if s.problem = storageChange(s.cluster.Spec.Storage, s.statefulSet, s.dataClaim); s.problem != nil {
 		return reconcile.TerminalError(s.problem)
+	}
+	return nil
+}
+
+// grantNodeReads lets the brokers read Nodes when a listener advertises its node's address,
+// and takes the grant back when none does. The finalizer goes on before the binding is made,
+// so no binding can outlive its cluster.
+func (r *Reconciler) grantNodeReads(ctx context.Context, s *scope) error {
+	if !needsNodeReader(s.cluster) {
+		return r.revokeNodeReads(ctx, s.cluster)
+	}
+	if err := r.setFinalizer(ctx, s.cluster, true); err != nil {
+		return err
+	}
+	s.orig = s.cluster.DeepCopy() // the patch refreshed the cluster; status diffs from here
+	if err := apply(ctx, r.Client, desiredNodeReaderRole()); err != nil {
+		return err
+	}
+	return apply(ctx, r.Client, desiredNodeReaderBinding(s.cluster))
+}
+
+// revokeNodeReads deletes cluster's node-reader binding, if any, then drops the finalizer.
+func (r *Reconciler) revokeNodeReads(ctx context.Context, cluster *kafkav1alpha1.KafkaCluster) error {
+	if !controllerutil.ContainsFinalizer(cluster, kafkav1alpha1.FinalizerNodeReader) {
+		return nil
+	}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: kafkav1alpha1.NodeReaderBindingName(cluster.Namespace, cluster.Name)}}
+	if err := r.Delete(ctx, binding); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("delete clusterrolebinding %s: %w", binding.Name, err)
+	}
+	return r.setFinalizer(ctx, cluster, false)
+}
+
+// setFinalizer adds or removes FinalizerNodeReader with a merge patch (no-op when it is
+// already so). The patch refreshes cluster from the answer.
+func (r *Reconciler) setFinalizer(ctx context.Context, cluster *kafkav1alpha1.KafkaCluster, on bool) error {
+	if controllerutil.ContainsFinalizer(cluster, kafkav1alpha1.FinalizerNodeReader) == on {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(cluster.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	if on {
+		controllerutil.AddFinalizer(cluster, kafkav1alpha1.FinalizerNodeReader)
+	} else {
+		controllerutil.RemoveFinalizer(cluster, kafkav1alpha1.FinalizerNodeReader)
+	}
+	if err := r.Patch(ctx, cluster, patch); err != nil {
+		return fmt.Errorf("patch finalizers of kafkacluster %s: %w", cluster.Name, err)
 	}
 	return nil
 }
@@ -217,13 +269,15 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, reterr *error) {
 	}
 }
 
-// SetupWithManager watches KafkaClusters (spec changes, and the registry's counts crossing
-// "none alive", so the other status writes of this and the registry reconciler do not
-// retrigger it) and every child it owns, so a child that is changed or deleted is put back.
+// SetupWithManager watches KafkaClusters (spec changes, deletions, and the registry's counts
+// crossing "none alive", so the other status writes of this and the registry reconciler do
+// not retrigger it) and every child it owns — the node-reader binding through its labels — so
+// a child that is changed or deleted is put back.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("kafkacluster").
-		For(&kafkav1alpha1.KafkaCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, aliveCrossedZero()))).
+		For(&kafkav1alpha1.KafkaCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletionStarted, aliveCrossedZero()))).
+		Watches(&rbacv1.ClusterRoleBinding{}, handler.EnqueueRequestsFromMapFunc(bindingToCluster)).
 		Owns(&corev1.ServiceAccount{}).
 		Owns(&rbacv1.Role{}).
 		Owns(&rbacv1.RoleBinding{}).
@@ -242,6 +296,23 @@ func aliveCrossedZero() predicate.Predicate {
 		cur, okNew := e.ObjectNew.(*kafkav1alpha1.KafkaCluster)
 		return okOld && okNew && noAliveBroker(old.Status.Counts) != noAliveBroker(cur.Status.Counts)
 	}}
+}
+
+// deletionStarted passes the update that sets a cluster's deletionTimestamp (which does not
+// change its generation), so the finalizer is handled at once.
+var deletionStarted = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+	},
+}
+
+// bindingToCluster maps a node-reader ClusterRoleBinding to the cluster its labels name.
+func bindingToCluster(_ context.Context, obj client.Object) []reconcile.Request {
+	ns, name := obj.GetLabels()[kafkav1alpha1.LabelNamespace], obj.GetLabels()[kafkav1alpha1.LabelCluster]
+	if ns == "" || name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: ns, Name: name}}}
 }
 
 // getOptional reads namespace/name into obj; nil (no error) when it does not exist.

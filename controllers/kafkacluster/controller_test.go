@@ -48,8 +48,8 @@ type testManager struct {
 // reconcile made.
 func startTestManager() *testManager {
 	GinkgoHelper()
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme,
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:                 env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		// A restarted manager registers the same controller name again in this process.
@@ -144,7 +144,7 @@ func newCluster(ctx context.Context, ns string) *kafkav1alpha1.KafkaCluster {
 			DrainTimeout: &metav1.Duration{Duration: 30 * time.Second},
 		},
 	}
-	Expect(k8sClient.Create(ctx, kc)).To(Succeed())
+	Expect(env.Client.Create(ctx, kc)).To(Succeed())
 	return kc
 }
 
@@ -171,7 +171,7 @@ func wantChildren(replicas int32) map[string]client.Object {
 func getChild(ctx context.Context, ns, key string, obj client.Object) error {
 	var kind, name string
 	_, _ = fmt.Sscanf(key, "%s %s", &kind, &name)
-	return k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj)
+	return env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj)
 }
 
 // waitForChildren waits until every child of a cluster with replicas brokers
@@ -217,7 +217,7 @@ func settledVersions(ctx context.Context, ns string, replicas int32) map[string]
 func readCluster(ctx context.Context, ns string) *kafkav1alpha1.KafkaCluster {
 	GinkgoHelper()
 	kc := &kafkav1alpha1.KafkaCluster{}
-	Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c"}, kc)).To(Succeed())
+	Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c"}, kc)).To(Succeed())
 	return kc
 }
 
@@ -228,7 +228,7 @@ func waitForStatus(ctx context.Context, ns, cond string, status metav1.Condition
 	var kc *kafkav1alpha1.KafkaCluster
 	Eventually(func(g Gomega) {
 		kc = &kafkav1alpha1.KafkaCluster{}
-		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c"}, kc)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c"}, kc)).To(Succeed())
 		g.Expect(kc.Status.ObservedGeneration).To(Equal(kc.Generation))
 		c := meta.FindStatusCondition(kc.Status.Conditions, cond)
 		g.Expect(c).NotTo(BeNil())
@@ -245,7 +245,7 @@ func updateSpec(ctx context.Context, ns string, mutate func(*kafkav1alpha1.Kafka
 	Eventually(func() error {
 		kc := readCluster(ctx, ns)
 		mutate(&kc.Spec)
-		return k8sClient.Update(ctx, kc)
+		return env.Client.Update(ctx, kc)
 	}).WithTimeout(waitTimeout).Should(Succeed())
 }
 
@@ -253,7 +253,7 @@ func updateSpec(ctx context.Context, ns string, mutate func(*kafkav1alpha1.Kafka
 func readStatefulSet(ctx context.Context, ns string) *appsv1.StatefulSet {
 	GinkgoHelper()
 	sts := &appsv1.StatefulSet{}
-	Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c-broker"}, sts)).To(Succeed())
+	Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c-broker"}, sts)).To(Succeed())
 	return sts
 }
 
@@ -355,7 +355,7 @@ var _ = Describe("KafkaCluster provisioning", Ordered, func() {
 		Expect(yaml.UnmarshalStrict(raw, sample)).To(Succeed())
 		ns := newNamespace(ctx)
 		sample.Name, sample.Namespace = "c", ns
-		Expect(k8sClient.Create(ctx, sample)).To(Succeed())
+		Expect(env.Client.Create(ctx, sample)).To(Succeed())
 		waitForChildren(ctx, ns, sample.Spec.Replicas)
 		waitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionFalse, kafkav1alpha1.ReasonAsExpected)
 	})
@@ -371,7 +371,7 @@ var _ = Describe("KafkaCluster provisioning", Ordered, func() {
 			{APIGroups: []string{"kafka.paddock.dev"}, Resources: []string{"kafkaclusters"}, ResourceNames: []string{"c"}, Verbs: []string{"get"}},
 			{APIGroups: []string{"kafka.paddock.dev"}, Resources: []string{"kafkaclusters"}, Verbs: []string{"list", "watch"}},
 			{APIGroups: []string{"kafka.paddock.dev"}, Resources: []string{"brokers"}, Verbs: []string{"get", "list", "watch"}},
-			{APIGroups: []string{"kafka.paddock.dev"}, Resources: []string{"kafkatopics"}, Verbs: []string{"get", "list", "watch", "create", "delete"}},
+			{APIGroups: []string{"kafka.paddock.dev"}, Resources: []string{"kafkatopics"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete"}},
 			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{"c-broker-0", "c-broker-1", "c-broker-2"}, Verbs: []string{"get", "update"}},
 			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
 		}))
@@ -382,13 +382,112 @@ var _ = Describe("KafkaCluster provisioning", Ordered, func() {
 		Expect(binding.Subjects).To(Equal([]rbacv1.Subject{{Kind: "ServiceAccount", Name: "c-broker", Namespace: ns}}))
 	})
 
+	It("lets brokers of external listeners read their own Services, and their Nodes only while a listener advertises the node", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		kc := &kafkav1alpha1.KafkaCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: ns},
+			Spec: kafkav1alpha1.KafkaClusterSpec{Replicas: 2, Listeners: []kafkav1alpha1.Listener{
+				{Name: "kafka", Port: 9092},
+				{Name: "external", Port: 9094, Type: kafkav1alpha1.ListenerNodePort},
+			}},
+		}
+		Expect(env.Client.Create(ctx, kc)).To(Succeed())
+		waitForChildren(ctx, ns, 2)
+		bindingKey := client.ObjectKey{Name: kafkav1alpha1.NodeReaderBindingName(ns, "c")}
+
+		By("a NodePort listener: the broker args say NodePort; the Role reads the per-broker Services; a ClusterRoleBinding grants Nodes")
+		Expect(readStatefulSet(ctx, ns).Spec.Template.Spec.Containers[0].Args).To(ContainElement("--listeners=kafka:9092:PodDNS,external:9094:NodePort"))
+		role := &rbacv1.Role{}
+		Expect(getChild(ctx, ns, "Role c-broker", role)).To(Succeed())
+		Expect(role.Rules).To(ContainElement(rbacv1.PolicyRule{
+			APIGroups: []string{""}, Resources: []string{"services"}, ResourceNames: []string{"c-broker-0", "c-broker-1"}, Verbs: []string{"get", "list", "watch"},
+		}))
+		binding := &rbacv1.ClusterRoleBinding{}
+		Eventually(func() error { return env.Client.Get(ctx, bindingKey, binding) }).WithTimeout(waitTimeout).Should(Succeed())
+		Expect(binding.RoleRef.Name).To(Equal(kafkav1alpha1.NodeReaderClusterRoleName))
+		Expect(binding.Subjects).To(Equal([]rbacv1.Subject{{Kind: "ServiceAccount", Name: "c-broker", Namespace: ns}}))
+		nodeReader := &rbacv1.ClusterRole{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Name: kafkav1alpha1.NodeReaderClusterRoleName}, nodeReader)).To(Succeed())
+		Expect(nodeReader.Rules).To(Equal([]rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}}}))
+		Expect(readCluster(ctx, ns).Finalizers).To(ContainElement(kafkav1alpha1.FinalizerNodeReader))
+
+		By("the per-broker Services are NodePorts that select their pod by name, and keep their nodePorts across reconciles")
+		svc := &corev1.Service{}
+		Expect(getChild(ctx, ns, "Service c-broker-1", svc)).To(Succeed())
+		Expect(svc.Spec.Type).To(Equal(corev1.ServiceTypeNodePort))
+		Expect(svc.Spec.Selector).To(HaveKeyWithValue(kafkav1alpha1.LabelPodName, "c-broker-1"))
+		nodePorts := map[string]int32{}
+		for _, p := range svc.Spec.Ports {
+			nodePorts[p.Name] = p.NodePort
+		}
+		Expect(nodePorts["external"]).NotTo(BeZero())
+		updateSpec(ctx, ns, func(s *kafkav1alpha1.KafkaClusterSpec) { s.DrainTimeout = &metav1.Duration{Duration: 45 * time.Second} })
+		Eventually(func() []string { return readStatefulSet(ctx, ns).Spec.Template.Spec.Containers[0].Args }).
+			WithTimeout(waitTimeout).Should(ContainElement("--drain-timeout=45s"))
+		Expect(getChild(ctx, ns, "Service c-broker-1", svc)).To(Succeed())
+		for _, p := range svc.Spec.Ports {
+			Expect(p.NodePort).To(Equal(nodePorts[p.Name]), "nodePort of %s after a re-apply", p.Name)
+		}
+
+		By("a fixed host template needs no Node: the binding and the finalizer go")
+		updateSpec(ctx, ns, func(s *kafkav1alpha1.KafkaClusterSpec) { s.Listeners[1].AdvertisedHostTemplate = "kafka.example.com" })
+		Eventually(func() bool {
+			return apierrors.IsNotFound(env.Client.Get(ctx, bindingKey, &rbacv1.ClusterRoleBinding{}))
+		}).
+			WithTimeout(waitTimeout).Should(BeTrue())
+		Eventually(func() []string { return readCluster(ctx, ns).Finalizers }).WithTimeout(waitTimeout).ShouldNot(ContainElement(kafkav1alpha1.FinalizerNodeReader))
+		Eventually(func() []string { return readStatefulSet(ctx, ns).Spec.Template.Spec.Containers[0].Args }).
+			WithTimeout(waitTimeout).Should(ContainElement("--advertised-host-templates=external=kafka.example.com"))
+
+		By("{nodeAddress} in the template needs it again; a deleted binding is put back; deleting the cluster removes it")
+		updateSpec(ctx, ns, func(s *kafkav1alpha1.KafkaClusterSpec) {
+			s.Listeners[1].AdvertisedHostTemplate = "{nodeAddress}.nip.io"
+		})
+		Eventually(func() error { return env.Client.Get(ctx, bindingKey, binding) }).WithTimeout(waitTimeout).Should(Succeed())
+		Expect(env.Client.Delete(ctx, binding)).To(Succeed())
+		Eventually(func() error { return env.Client.Get(ctx, bindingKey, &rbacv1.ClusterRoleBinding{}) }).WithTimeout(waitTimeout).Should(Succeed())
+		Expect(env.Client.Delete(ctx, readCluster(ctx, ns))).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(env.Client.Get(ctx, bindingKey, &rbacv1.ClusterRoleBinding{}))
+		}).
+			WithTimeout(waitTimeout).Should(BeTrue())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c"}, &kafkav1alpha1.KafkaCluster{}))
+		}).WithTimeout(waitTimeout).Should(BeTrue(), "the finalizer is removed once the binding is gone")
+	})
+
+	It("lets brokers of a LoadBalancer listener read their own Services and nothing cluster-scoped", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		kc := &kafkav1alpha1.KafkaCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: ns},
+			Spec: kafkav1alpha1.KafkaClusterSpec{Replicas: 1, Listeners: []kafkav1alpha1.Listener{
+				{Name: "kafka", Port: 9092}, {Name: "external", Port: 9094, Type: kafkav1alpha1.ListenerLoadBalancer},
+			}},
+		}
+		Expect(env.Client.Create(ctx, kc)).To(Succeed())
+		waitForChildren(ctx, ns, 1)
+		Expect(readStatefulSet(ctx, ns).Spec.Template.Spec.Containers[0].Args).To(ContainElement("--listeners=kafka:9092:PodDNS,external:9094:LoadBalancer"))
+		svc := &corev1.Service{}
+		Expect(getChild(ctx, ns, "Service c-broker-0", svc)).To(Succeed())
+		Expect(svc.Spec.Type).To(Equal(corev1.ServiceTypeLoadBalancer))
+		role := &rbacv1.Role{}
+		Expect(getChild(ctx, ns, "Role c-broker", role)).To(Succeed())
+		Expect(role.Rules).To(ContainElement(rbacv1.PolicyRule{
+			APIGroups: []string{""}, Resources: []string{"services"}, ResourceNames: []string{"c-broker-0"}, Verbs: []string{"get", "list", "watch"},
+		}))
+		Consistently(func() bool {
+			return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Name: kafkav1alpha1.NodeReaderBindingName(ns, "c")}, &rbacv1.ClusterRoleBinding{}))
+		}).WithTimeout(2 * time.Second).Should(BeTrue())
+		Expect(readCluster(ctx, ns).Finalizers).To(BeEmpty())
+	})
+
 	It("writes nothing when reconciling a cluster that is already up to date", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		newCluster(ctx, ns)
 		waitForChildren(ctx, ns, 3)
-		settled := waitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionFalse, kafkav1alpha1.ReasonAsExpected)
+		waitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionFalse, kafkav1alpha1.ReasonAsExpected)
 		before := settledVersions(ctx, ns, 3)
-		settled = readCluster(ctx, ns)
+		settled := readCluster(ctx, ns)
 		// The reconciler reads through the manager's cache: let it catch up with what the
 		// apiserver holds, so the reconcile below starts from the settled state.
 		Eventually(func(g Gomega) {
@@ -453,7 +552,7 @@ var _ = Describe("KafkaCluster provisioning", Ordered, func() {
 			pod := readStatefulSet(ctx, ns).Spec.Template.Spec
 			g.Expect(pod.Containers[0].Image).To(Equal("example.com/paddock:v2"))
 			g.Expect(*pod.TerminationGracePeriodSeconds).To(Equal(int64(135)))
-			g.Expect(pod.Containers[0].Args).To(ContainElements("--drain-timeout=2m0s", "--listeners=kafka:9092:PodDNS,external:9094:PodIP"))
+			g.Expect(pod.Containers[0].Args).To(ContainElements("--drain-timeout=2m0s", "--listeners=kafka:9092:PodDNS,external:9094:NodePort"))
 		}).WithTimeout(waitTimeout).Should(Succeed())
 
 		bootstrap := &corev1.Service{}
@@ -477,7 +576,7 @@ var _ = Describe("KafkaCluster provisioning", Ordered, func() {
 			obj := wantChildren(3)[key]
 			Expect(getChild(ctx, ns, key, obj)).To(Succeed())
 			oldUID := obj.GetUID()
-			Expect(k8sClient.Delete(ctx, obj)).To(Succeed())
+			Expect(env.Client.Delete(ctx, obj)).To(Succeed())
 			Eventually(func(g Gomega) {
 				back := wantChildren(3)[key]
 				g.Expect(getChild(ctx, ns, key, back)).To(Succeed())
@@ -516,7 +615,7 @@ var _ = Describe("KafkaCluster provisioning", Ordered, func() {
 			ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: ns},
 			Spec:       kafkav1alpha1.KafkaClusterSpec{Listeners: []kafkav1alpha1.Listener{{Name: "health", Port: 9092}}},
 		}
-		Expect(k8sClient.Create(ctx, kc)).To(Succeed())
+		Expect(env.Client.Create(ctx, kc)).To(Succeed())
 		got := waitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionTrue, kafkav1alpha1.ReasonInvalidSpec)
 		Expect(meta.FindStatusCondition(got.Status.Conditions, kafkav1alpha1.ConditionDegraded).Message).To(ContainSubstring(`"health" is reserved`))
 		Consistently(func() bool {
@@ -556,7 +655,7 @@ var _ = Describe("KafkaCluster provisioning", Ordered, func() {
 			ObservedGeneration: sts.Generation, Replicas: 3, ReadyReplicas: 3, AvailableReplicas: 3,
 			UpdatedReplicas: 3, CurrentReplicas: 3, CurrentRevision: "c-broker-1", UpdateRevision: "c-broker-1",
 		}
-		Expect(k8sClient.Status().Update(ctx, sts)).To(Succeed())
+		Expect(env.Client.Status().Update(ctx, sts)).To(Succeed())
 
 		waitForStatus(ctx, ns, kafkav1alpha1.ConditionReady, metav1.ConditionTrue, kafkav1alpha1.ReasonAllBrokersReady)
 		kc := waitForStatus(ctx, ns, kafkav1alpha1.ConditionProgressing, metav1.ConditionFalse, kafkav1alpha1.ReasonUpToDate)

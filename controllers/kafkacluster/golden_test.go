@@ -64,8 +64,9 @@ func goldenCluster() *kafkav1alpha1.KafkaCluster {
 	}
 }
 
-// goldenExternalCluster adds a NodePort listener advertising pod IPs, a storage
-// class and an explicit image.
+// goldenExternalCluster adds a NodePort listener (its advertisedHost mode is ignored: it
+// advertises the node's address), a host template on the internal listener, a
+// storage class and an explicit image.
 func goldenExternalCluster() *kafkav1alpha1.KafkaCluster {
 	c := goldenCluster()
 	c.Spec.Replicas = 2
@@ -73,6 +74,7 @@ func goldenExternalCluster() *kafkav1alpha1.KafkaCluster {
 	c.Spec.Listeners = append(c.Spec.Listeners, kafkav1alpha1.Listener{
 		Name: "external", Port: 9094, Type: kafkav1alpha1.ListenerNodePort, AdvertisedHost: kafkav1alpha1.AdvertisePodIP,
 	})
+	c.Spec.Listeners[0].AdvertisedHostTemplate = "broker-{id}.kafka.example.com"
 	c.Spec.Storage.StorageClassName = ptr.To("nfs")
 	c.Spec.DrainTimeout = &metav1.Duration{Duration: 90500 * time.Millisecond}
 	return c
@@ -104,6 +106,9 @@ func TestGolden(t *testing.T) {
 		"external-service-broker-0":  desiredBrokerServices(ext)[0],
 		"external-pvc-data":          desiredDataClaim(ext),
 		"external-statefulset":       desiredStatefulSet(ext, goldenOptions),
+		"external-role":              desiredRole(ext),
+		"node-reader-clusterrole":    desiredNodeReaderRole(),
+		"node-reader-binding":        desiredNodeReaderBinding(ext),
 		"ephemeral-statefulset":      desiredStatefulSet(eph, goldenOptions),
 	}
 	for name, obj := range cases {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -30,7 +31,9 @@ const (
 
 // syncBroker makes the Broker object of the i-th row say that row: it creates the object for
 // a newly registered broker, writes its status when it differs, and records an Event for each
-// transition.
+// transition. It compares with the status this reconciler last wrote when the cache does not
+// show that write yet (writtenStatuses), so a stale cache never makes it write a status, and
+// record its transitions, twice.
 func (r *Reconciler) syncBroker(ctx context.Context, s *scope, i int) error {
 	row, why := s.cluster.Status.Brokers[i], s.result.Reasons[i]
 	b, exists := s.brokers[row.ID]
@@ -40,17 +43,20 @@ func (r *Reconciler) syncBroker(ctx context.Context, s *scope, i int) error {
 			return err
 		}
 	}
+	key := client.ObjectKeyFromObject(b)
+	cur := r.written.current(key, b.Status)
 	var written *kafkav1alpha1.BrokerRow
-	if b.Status.State != "" {
-		written = b.Status.BrokerRow.DeepCopy()
+	if cur.State != "" {
+		written = cur.BrokerRow.DeepCopy()
 	}
-	want := brokerStatus(s.cluster.Name, row, why, b, s.now)
-	if equality.Semantic.DeepEqual(b.Status, want) {
+	want := brokerStatus(s.cluster.Name, row, why, cur, b.Generation, s.now)
+	if equality.Semantic.DeepEqual(cur, want) {
 		return nil
 	}
 	if err := r.applyBrokerStatus(ctx, b, want); err != nil {
 		return err
 	}
+	r.written.record(key, want)
 	for _, t := range rules.Transitions(written, row) {
 		r.recordTransition(ctx, b, t)
 	}
@@ -104,6 +110,7 @@ func (r *Reconciler) createBroker(ctx context.Context, cluster *kafkav1alpha1.Ka
 // deregister deletes broker id's object: the StatefulSet no longer wants it and it no longer
 // heartbeats. The Event goes on the cluster, since the Broker object is gone with it.
 func (r *Reconciler) deregister(ctx context.Context, cluster *kafkav1alpha1.KafkaCluster, id int32, b *kafkav1alpha1.Broker) error {
+	r.written.forget(client.ObjectKeyFromObject(b))
 	if err := r.Delete(ctx, b); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -158,21 +165,65 @@ func brokerID(cluster *kafkav1alpha1.KafkaCluster, b *kafkav1alpha1.Broker) (int
 	return int32(id), true
 }
 
-// brokerStatus is the status broker b should have for row: the row, its cluster,
-// Ready (state Serving) and the Ready and Alive conditions. A condition's lastTransitionTime
-// moves only when its status does.
-func brokerStatus(cluster string, row kafkav1alpha1.BrokerRow, why rules.Reasons, b *kafkav1alpha1.Broker, now time.Time) kafkav1alpha1.BrokerStatus {
+// brokerStatus is the status a Broker object whose status is cur (at generation) should have
+// for row: the row, its cluster, Ready (state Serving) and the Ready and Alive conditions. A
+// condition's lastTransitionTime moves only when its status does.
+func brokerStatus(cluster string, row kafkav1alpha1.BrokerRow, why rules.Reasons, cur kafkav1alpha1.BrokerStatus, generation int64, now time.Time) kafkav1alpha1.BrokerStatus {
 	st := kafkav1alpha1.BrokerStatus{
 		Cluster:    cluster,
 		BrokerRow:  *row.DeepCopy(),
 		Ready:      row.State == kafkav1alpha1.BrokerServing,
-		Conditions: b.Status.DeepCopy().Conditions,
+		Conditions: cur.DeepCopy().Conditions,
 	}
 	meta.SetStatusCondition(&st.Conditions, condition(kafkav1alpha1.ConditionReady,
-		st.Ready, kafkav1alpha1.ReasonServing, why.State, b.Generation, now))
+		st.Ready, kafkav1alpha1.ReasonServing, why.State, generation, now))
 	meta.SetStatusCondition(&st.Conditions, condition(kafkav1alpha1.ConditionAlive,
-		row.Health == kafkav1alpha1.BrokerAlive, kafkav1alpha1.ReasonHeartbeating, why.Health, b.Generation, now))
+		row.Health == kafkav1alpha1.BrokerAlive, kafkav1alpha1.ReasonHeartbeating, why.Health, generation, now))
 	return st
+}
+
+// writtenStatuses remembers the Broker status this reconciler last applied to each Broker
+// object until the cache shows it. A reconcile that runs before the informer delivered the
+// reconciler's own write would otherwise compare with the stale cached status, apply the
+// same status again and record every transition a second time. Only the registry writes
+// Broker status, so a cached status that differs from the one remembered is taken as not
+// caught up yet. Safe for concurrent use.
+type writtenStatuses struct {
+	mu   sync.Mutex
+	last map[client.ObjectKey]kafkav1alpha1.BrokerStatus // guarded by mu
+}
+
+// current is the status the Broker object key has as far as the reconciler knows: cached
+// once the cache shows the last write (which is then forgotten), else the last write.
+func (w *writtenStatuses) current(key client.ObjectKey, cached kafkav1alpha1.BrokerStatus) kafkav1alpha1.BrokerStatus {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	last, ok := w.last[key]
+	if !ok {
+		return cached
+	}
+	if equality.Semantic.DeepEqual(last, cached) {
+		delete(w.last, key)
+		return cached
+	}
+	return last
+}
+
+// record remembers that status was just applied to key.
+func (w *writtenStatuses) record(key client.ObjectKey, status kafkav1alpha1.BrokerStatus) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.last == nil {
+		w.last = map[client.ObjectKey]kafkav1alpha1.BrokerStatus{}
+	}
+	w.last[key] = *status.DeepCopy()
+}
+
+// forget drops what is remembered about key (its object was deleted).
+func (w *writtenStatuses) forget(key client.ObjectKey) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.last, key)
 }
 
 // condition is a condition that is True with trueReason, or False with falseReason.
@@ -197,8 +248,9 @@ var messages = map[string]string{
 	kafkav1alpha1.ReasonPodMissing:       "The StatefulSet wants this broker but no endpoint lists it: its pod is missing or being recreated.",
 	kafkav1alpha1.ReasonNotListed:        "The broker heartbeats but no endpoint lists it.",
 	kafkav1alpha1.ReasonHeartbeating:     "The broker's heartbeat Lease is fresh and healthy; it may be given work.",
-	kafkav1alpha1.ReasonNoHeartbeat:      "The broker has no heartbeat Lease.",
-	kafkav1alpha1.ReasonHeartbeatExpired: "The broker's heartbeat Lease was not renewed within its duration.",
+	kafkav1alpha1.ReasonStarting:         "The broker has not heartbeated yet: it is being scheduled or is starting.",
+	kafkav1alpha1.ReasonNoHeartbeat:      "The broker has never heartbeated, and its start-up grace period is over.",
+	kafkav1alpha1.ReasonHeartbeatExpired: "The broker's heartbeat Lease was not renewed within its duration; clients no longer see it in Metadata.",
 	kafkav1alpha1.ReasonUnhealthy:        "The broker reports itself unhealthy: its request loop is wedged or its storage is failing.",
 	kafkav1alpha1.ReasonDraining:         "The broker announced a shutdown and is handing its work over.",
 }

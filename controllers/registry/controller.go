@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -15,13 +16,16 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	rules "github.com/paddock-dev/paddock/internal/registry"
@@ -32,7 +36,7 @@ import (
 // cache, applies the rules of internal/registry, and writes the result as one Broker object
 // per registered broker (created on registration, deleted on deregistration, owned by the
 // cluster) and as the cluster's status.brokers and status.counts — the only KafkaCluster
-// status fields it owns (CONTRACTS.md §2).
+// status fields it owns (docs/architecture.md, "Who writes what").
 //
 // Writes happen only on change, and a heartbeat alone is not a change: lastSeen, which is
 // the Lease's renewTime and so moves every beat, is written with a row's other changes and
@@ -48,6 +52,17 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Clock is what freshness is judged against; nil means the real clock.
 	Clock clock.PassiveClock
+	// ErrorBackoff is the per-cluster backoff of a failed reconcile, before it is capped at
+	// the next Lease expiry; nil means controller-runtime's default (5 ms doubling to 1000 s).
+	ErrorBackoff workqueue.TypedRateLimiter[reconcile.Request]
+
+	// leases dates every observed renewal on the operator's clock; the Lease watch and the
+	// reconcile both feed it.
+	leases rules.Observer
+	// retries is the error backoff, capped at the next Lease expiry (set up by SetupWithManager).
+	retries *expiryLimiter
+	// written remembers the Broker statuses this reconciler applied, until the cache shows them.
+	written writtenStatuses
 }
 
 // scope is one reconcile's state, passed through the phases in order.
@@ -61,6 +76,8 @@ type scope struct {
 	// input is what the registry rules read; result what they said.
 	input  rules.Input
 	result rules.Result
+	// computed is true once result holds this reconcile's rules.
+	computed bool
 	// brokers are the cluster's existing Broker objects by id.
 	brokers map[int32]*kafkav1alpha1.Broker
 }
@@ -85,14 +102,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	s := &scope{cluster: cluster, orig: cluster.DeepCopy(), now: r.clock().Now()}
 	phases := []phase{
 		r.observeSources,
+		r.observeBrokers,
 		r.computeRows,
 		r.writeClusterStatus,
-		r.observeBrokers,
 		r.deleteDeregistered,
 		r.syncRegistered,
 	}
 	for _, phase := range phases {
 		if err := phase(ctx, s); err != nil {
+			// The error's backoff must not outlast the next expiry: controller-runtime drops
+			// the RequeueAfter of a failed reconcile, and a silent death would then wait for
+			// the backoff (up to 1000 s) to be noticed.
+			if s.computed {
+				r.retries.failedBefore(req, s.result.NextExpiry)
+			}
 			return ctrl.Result{}, err
 		}
 	}
@@ -118,37 +141,48 @@ func (r *Reconciler) observeSources(ctx context.Context, s *scope) error {
 		return fmt.Errorf("list leases of cluster %s: %w", c.Name, err)
 	}
 	s.input.Leases = leases.Items
+	s.input.Observed = make(map[string]rules.Observation, len(leases.Items))
+	for i := range leases.Items {
+		// Normally the watch already dated this renewTime; the cache can show it a moment
+		// before the handler runs.
+		_, _, s.input.Observed[leases.Items[i].Name] = r.leases.Observe(&leases.Items[i], s.now)
+	}
+	s.input.Written = s.orig.Status.Brokers
 	sts := &appsv1.StatefulSet{}
 	switch err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: kafkav1alpha1.StatefulSetName(c.Name)}, sts); {
 	case apierrors.IsNotFound(err):
-		sts = nil // a gone StatefulSet wants no broker
+		s.input.Replicas = rules.WantedReplicas(nil, false, c.Spec.Replicas)
 	case err != nil:
 		return fmt.Errorf("get statefulset %s: %w", kafkav1alpha1.StatefulSetName(c.Name), err)
+	default:
+		s.input.Replicas = rules.WantedReplicas(sts.Spec.Replicas, sts.DeletionTimestamp.IsZero(), c.Spec.Replicas)
 	}
-	s.input.Replicas = wantedReplicas(sts)
 	return nil
 }
 
 // computeRows applies the registry rules and settles lastSeen against the rows last written,
 // so that a heartbeat alone changes nothing.
 func (r *Reconciler) computeRows(_ context.Context, s *scope) error {
-	s.result = rules.Compute(s.input)
-	s.cluster.Status.Brokers = rules.SettleAll(s.orig.Status.Brokers, s.result.Rows)
+	s.result, s.computed = rules.Compute(s.input), true
+	s.cluster.Status.Brokers = rules.SettleAll(s.orig.Status.Brokers, s.result)
 	s.cluster.Status.Counts = s.result.Counts
 	return nil
 }
 
-// observeBrokers reads the cluster's existing Broker objects from the cache.
+// observeBrokers reads the cluster's existing Broker objects from the cache; their creation
+// dates the start-up grace of brokers that have not heartbeated yet.
 func (r *Reconciler) observeBrokers(ctx context.Context, s *scope) error {
 	list := &kafkav1alpha1.BrokerList{}
 	if err := r.List(ctx, list, client.InNamespace(s.cluster.Namespace), client.MatchingLabels{kafkav1alpha1.LabelCluster: s.cluster.Name}); err != nil {
 		return fmt.Errorf("list brokers of cluster %s: %w", s.cluster.Name, err)
 	}
 	s.brokers = make(map[int32]*kafkav1alpha1.Broker, len(list.Items))
+	s.input.Registered = make(map[int32]time.Time, len(list.Items))
 	for i := range list.Items {
 		b := &list.Items[i]
 		if id, ok := brokerID(s.cluster, b); ok {
 			s.brokers[id] = b
+			s.input.Registered[id] = b.CreationTimestamp.Time
 		}
 	}
 	return nil
@@ -205,15 +239,21 @@ func (r *Reconciler) writeClusterStatus(ctx context.Context, s *scope) error {
 
 // SetupWithManager watches what the registry is computed from. Status writes of the
 // KafkaCluster and Brokers do not retrigger it (generation predicates), and a heartbeat that
-// only renews a still-fresh Lease does not either: the requeue at the next expiry covers time.
+// only renews a still-fresh Lease does not either — its renewal is dated as it arrives
+// (leaseEvents), and the requeue at the next expiry covers time.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	base := r.ErrorBackoff
+	if base == nil {
+		base = workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]()
+	}
+	r.retries = newExpiryLimiter(base, r.clock())
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("registry").
+		WithOptions(controller.Options{RateLimiter: r.retries}).
 		For(&kafkav1alpha1.KafkaCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&kafkav1alpha1.Broker{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(endpointSliceToCluster)).
-		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(leaseToCluster),
-			builder.WithPredicates(heartbeatChanged(r.clock()))).
+		Watches(&coordinationv1.Lease{}, r.leaseEvents()).
 		Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(statefulSetToCluster),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Complete(r)
@@ -245,14 +285,54 @@ func statusPatch(status any) (client.Patch, error) {
 	return client.RawPatch(types.MergePatchType, body), nil
 }
 
-// wantedReplicas is the StatefulSet's spec.replicas, 0 when it does not exist.
-func wantedReplicas(sts *appsv1.StatefulSet) int32 {
-	switch {
-	case sts == nil || !sts.DeletionTimestamp.IsZero():
-		return 0
-	case sts.Spec.Replicas == nil:
-		return 1 // the API default
-	default:
-		return *sts.Spec.Replicas
-	}
+// expiryLimiter is the registry's error backoff: the usual per-cluster backoff, but never past
+// the next Lease expiry the failed reconcile computed.
+type expiryLimiter struct {
+	base  workqueue.TypedRateLimiter[reconcile.Request]
+	clock clock.PassiveClock
+
+	mu     sync.Mutex
+	expiry map[reconcile.Request]time.Time // guarded by mu
 }
+
+func newExpiryLimiter(base workqueue.TypedRateLimiter[reconcile.Request], clk clock.PassiveClock) *expiryLimiter {
+	return &expiryLimiter{base: base, clock: clk, expiry: map[reconcile.Request]time.Time{}}
+}
+
+// failedBefore records that req's reconcile failed with the registry due to change at expiry
+// (zero: nothing will expire).
+func (l *expiryLimiter) failedBefore(req reconcile.Request, expiry time.Time) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if expiry.IsZero() {
+		delete(l.expiry, req)
+		return
+	}
+	l.expiry[req] = expiry
+}
+
+// When is the base backoff, cut short to just past the recorded expiry.
+func (l *expiryLimiter) When(req reconcile.Request) time.Duration {
+	d := l.base.When(req)
+	l.mu.Lock()
+	expiry, ok := l.expiry[req]
+	l.mu.Unlock()
+	if ok {
+		d = min(d, requeueAfter(expiry, l.clock.Now()))
+	}
+	return d
+}
+
+// Forget clears req's backoff and expiry: its reconcile succeeded.
+func (l *expiryLimiter) Forget(req reconcile.Request) {
+	l.base.Forget(req)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.expiry, req)
+}
+
+// NumRequeues is the base's count of failures.
+func (l *expiryLimiter) NumRequeues(req reconcile.Request) int { return l.base.NumRequeues(req) }

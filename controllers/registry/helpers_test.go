@@ -18,7 +18,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 )
@@ -53,7 +56,7 @@ type countingClient struct {
 	writes map[string]int // by namespace; guarded by mu
 }
 
-func newRegistryCountingClient(c client.Client) *countingClient {
+func newCountingClient(c client.Client) *countingClient {
 	return &countingClient{Client: c, writes: map[string]int{}}
 }
 
@@ -127,12 +130,12 @@ func (s *countingStatus) Patch(ctx context.Context, obj client.Object, patch cli
 // (a minimal valid object: no controller runs it here).
 func newCluster(ctx context.Context, ns, name string, replicas int32) {
 	GinkgoHelper()
-	Expect(k8sClient.Create(ctx, &kafkav1alpha1.KafkaCluster{
+	Expect(env.Client.Create(ctx, &kafkav1alpha1.KafkaCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec:       kafkav1alpha1.KafkaClusterSpec{Replicas: replicas},
 	})).To(Succeed())
 	labels := map[string]string{kafkav1alpha1.LabelInstance: name}
-	Expect(k8sClient.Create(ctx, &appsv1.StatefulSet{
+	Expect(env.Client.Create(ctx, &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Name: kafkav1alpha1.StatefulSetName(name), Namespace: ns},
 		Spec: appsv1.StatefulSetSpec{
 			Replicas:    ptr.To(replicas),
@@ -150,9 +153,9 @@ func newCluster(ctx context.Context, ns, name string, replicas int32) {
 func setReplicas(ctx context.Context, ns, cluster string, replicas int32) {
 	GinkgoHelper()
 	sts := &appsv1.StatefulSet{}
-	Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: kafkav1alpha1.StatefulSetName(cluster)}, sts)).To(Succeed())
+	Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: kafkav1alpha1.StatefulSetName(cluster)}, sts)).To(Succeed())
 	sts.Spec.Replicas = ptr.To(replicas)
-	Expect(k8sClient.Update(ctx, sts)).To(Succeed())
+	Expect(env.Client.Update(ctx, sts)).To(Succeed())
 }
 
 // endpoint is broker id's endpoint as the EndpointSlice controller lists it.
@@ -201,19 +204,19 @@ func putSlice(ctx context.Context, ns, cluster, sliceName string, eps ...endpoin
 		})
 	}
 	existing := &discoveryv1.EndpointSlice{}
-	err := k8sClient.Get(ctx, client.ObjectKeyFromObject(s), existing)
+	err := env.Client.Get(ctx, client.ObjectKeyFromObject(s), existing)
 	if apierrors.IsNotFound(err) {
-		Expect(k8sClient.Create(ctx, s)).To(Succeed())
+		Expect(env.Client.Create(ctx, s)).To(Succeed())
 		return
 	}
 	Expect(err).NotTo(HaveOccurred())
 	s.ResourceVersion = existing.ResourceVersion
-	Expect(k8sClient.Update(ctx, s)).To(Succeed())
+	Expect(env.Client.Update(ctx, s)).To(Succeed())
 }
 
 func podIP(id int32) string { return fmt.Sprintf("10.0.%d.%d", id/250, id%250+1) }
 
-// beat is one heartbeat of broker id, as the broker writes it (CONTRACTS.md §3).
+// beat is one heartbeat of broker id, as the broker writes it (docs/registry.md, "Heartbeat Lease").
 type beat struct {
 	id       int32
 	seconds  int32 // leaseDurationSeconds
@@ -236,7 +239,7 @@ func heartbeat(ctx context.Context, clk *testClock, ns, cluster string, b beat) 
 	}
 	key := client.ObjectKey{Namespace: ns, Name: kafkav1alpha1.LeaseName(cluster, b.id)}
 	lease := &coordinationv1.Lease{}
-	err := k8sClient.Get(ctx, key, lease)
+	err := env.Client.Get(ctx, key, lease)
 	if apierrors.IsNotFound(err) {
 		lease = &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: ns, Annotations: annotations, Labels: map[string]string{
@@ -253,14 +256,14 @@ func heartbeat(ctx context.Context, clk *testClock, ns, cluster string, b beat) 
 				LeaseTransitions:     ptr.To[int32](1),
 			},
 		}
-		Expect(k8sClient.Create(ctx, lease)).To(Succeed())
+		Expect(env.Client.Create(ctx, lease)).To(Succeed())
 		return now
 	}
 	Expect(err).NotTo(HaveOccurred())
 	lease.Annotations = annotations
 	lease.Spec.LeaseDurationSeconds = ptr.To(b.seconds)
 	lease.Spec.RenewTime = &metav1.MicroTime{Time: now}
-	Expect(k8sClient.Update(ctx, lease)).To(Succeed())
+	Expect(env.Client.Update(ctx, lease)).To(Succeed())
 	return now
 }
 
@@ -275,7 +278,7 @@ func renew(ctx context.Context, clk *testClock, ns, cluster string, id int32, ex
 	body, err := json.Marshal(patch)
 	Expect(err).NotTo(HaveOccurred())
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: kafkav1alpha1.LeaseName(cluster, id)}}
-	Expect(k8sClient.Patch(ctx, lease, client.RawPatch("application/merge-patch+json", body))).To(Succeed())
+	Expect(env.Client.Patch(ctx, lease, client.RawPatch("application/merge-patch+json", body))).To(Succeed())
 }
 
 // startBrokers makes brokers ids of cluster serving and heartbeating (one slice,
@@ -309,7 +312,7 @@ func inParallel(n, workers int, do func(i int)) {
 func readCluster(ctx context.Context, ns, name string) *kafkav1alpha1.KafkaCluster {
 	GinkgoHelper()
 	kc := &kafkav1alpha1.KafkaCluster{}
-	Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, kc)).To(Succeed())
+	Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, kc)).To(Succeed())
 	return kc
 }
 
@@ -333,7 +336,7 @@ func rowSays(state kafkav1alpha1.BrokerState, health kafkav1alpha1.BrokerHealth,
 func readBroker(ctx context.Context, ns, cluster string, id int32) *kafkav1alpha1.Broker {
 	GinkgoHelper()
 	b := &kafkav1alpha1.Broker{}
-	err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: kafkav1alpha1.BrokerObjectName(cluster, id)}, b)
+	err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: kafkav1alpha1.BrokerObjectName(cluster, id)}, b)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -355,7 +358,7 @@ func readIDs(ctx context.Context, ns, cluster string) []int32 {
 func eventReasons(ctx context.Context, ns, name string) []string {
 	GinkgoHelper()
 	list := &eventsv1.EventList{}
-	Expect(k8sClient.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+	Expect(env.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
 	var reasons []string
 	for _, e := range list.Items {
 		if e.Regarding.Name == name {
@@ -381,4 +384,48 @@ func brokerTable(ctx context.Context, ns string) []map[string]string {
 		rows = append(rows, cells)
 	}
 	return rows
+}
+
+// startRegistry runs a registry reconciler with clock clk in a manager of its own until the
+// container ends, and returns the counting client it writes through; wrap, when not nil,
+// wraps that client once more (fault injection).
+func startRegistry(clk *testClock, wrap func(client.Client) client.Client) *countingClient {
+	GinkgoHelper()
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:                 env.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		LeaderElection:         false,
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	writes := newCountingClient(mgr.GetClient())
+	var c client.Client = writes
+	if wrap != nil {
+		c = wrap(writes)
+	}
+	Expect((&Reconciler{Client: c, Scheme: env.Scheme, Recorder: mgr.GetEventRecorder("registry"), Clock: clk}).
+		SetupWithManager(mgr)).To(Succeed())
+	mgrCtx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer GinkgoRecover()
+		defer close(done)
+		Expect(mgr.Start(mgrCtx)).To(Succeed())
+	}()
+	DeferCleanup(func() {
+		stop()
+		<-done
+	})
+	return writes
+}
+
+// settled waits until a second passes without the reconciler writing in namespace ns.
+func settled(writes *countingClient, ns string, within time.Duration) {
+	GinkgoHelper()
+	Eventually(func() int {
+		before := writes.Writes(ns)
+		time.Sleep(time.Second)
+		return writes.Writes(ns) - before
+	}).WithTimeout(within).Should(BeZero())
 }

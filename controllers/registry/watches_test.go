@@ -9,10 +9,11 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
@@ -75,15 +76,15 @@ func onlyRequest(reqs []reconcile.Request) string {
 	}
 }
 
-func TestHeartbeatChangedSkipsOnlyRenewalsOfFreshLeases(t *testing.T) {
+func TestLeaseWatchSkipsOnlyRenewalsOfFreshLeasesSeenRenewed(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	clk := clocktesting.NewFakePassiveClock(now)
-	lease := func(age time.Duration, mutate func(*coordinationv1.Lease)) *coordinationv1.Lease {
+	lease := func(renewed time.Time, mutate func(*coordinationv1.Lease)) *coordinationv1.Lease {
 		l := &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: "c-broker-0", Annotations: map[string]string{kafkav1alpha1.AnnotationDraining: "false"}},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c-broker-0", Annotations: map[string]string{kafkav1alpha1.AnnotationDraining: "false"}},
 			Spec: coordinationv1.LeaseSpec{
 				HolderIdentity: ptr.To("c-broker-0_u1"), LeaseDurationSeconds: ptr.To[int32](6),
-				RenewTime: &metav1.MicroTime{Time: now.Add(-age)}, LeaseTransitions: ptr.To[int32](1),
+				RenewTime: &metav1.MicroTime{Time: renewed}, LeaseTransitions: ptr.To[int32](1),
 			},
 		}
 		if mutate != nil {
@@ -91,24 +92,32 @@ func TestHeartbeatChangedSkipsOnlyRenewalsOfFreshLeases(t *testing.T) {
 		}
 		return l
 	}
-	p := heartbeatChanged(clk)
+	// The broker's clock is an hour behind the operator's: only observation times count.
+	brokerClock := now.Add(-time.Hour)
 	for _, tc := range []struct {
 		name     string
-		old, cur *coordinationv1.Lease
-		want     bool
+		seenAgo  time.Duration // when old's renewal was observed, before now
+		seenLive bool          // old's renewal was seen happen, not found at start
+		cur      func(*coordinationv1.Lease)
+		want     bool // skipped
 	}{
-		{"a renewal of a fresh lease is skipped", lease(time.Second, nil), lease(0, nil), false},
-		{"a renewal of a stale lease passes: the broker is back", lease(7*time.Second, nil), lease(0, nil), true},
-		{"a draining beat passes", lease(time.Second, nil),
-			lease(0, func(l *coordinationv1.Lease) { l.Annotations[kafkav1alpha1.AnnotationDraining] = "true" }), true},
-		{"a new incarnation passes", lease(time.Second, nil),
-			lease(0, func(l *coordinationv1.Lease) { l.Spec.LeaseTransitions = ptr.To[int32](2) }), true},
-		{"a changed duration passes", lease(time.Second, nil),
-			lease(0, func(l *coordinationv1.Lease) { l.Spec.LeaseDurationSeconds = ptr.To[int32](9) }), true},
+		{"a renewal of a Lease renewed 1 s ago is skipped", time.Second, true, nil, true},
+		{"a renewal of a stale Lease passes: the broker is back", 7 * time.Second, true, nil, false},
+		{"the first renewal seen after the operator started passes", time.Second, false, nil, false},
+		{"a draining beat passes", time.Second, true, func(l *coordinationv1.Lease) { l.Annotations[kafkav1alpha1.AnnotationDraining] = "true" }, false},
+		{"a new incarnation passes", time.Second, true, func(l *coordinationv1.Lease) { l.Spec.LeaseTransitions = ptr.To[int32](2) }, false},
+		{"a changed duration passes", time.Second, true, func(l *coordinationv1.Lease) { l.Spec.LeaseDurationSeconds = ptr.To[int32](9) }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := p.Update(event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.cur}); got != tc.want {
-				t.Fatalf("passes = %v, want %v", got, tc.want)
+			r := &Reconciler{Clock: clk}
+			old := lease(brokerClock, nil)
+			if tc.seenLive {
+				r.leases.Observe(lease(brokerClock.Add(-time.Second), nil), now.Add(-tc.seenAgo-time.Second))
+			}
+			r.leases.Observe(old, now.Add(-tc.seenAgo))
+			cur := lease(brokerClock.Add(time.Second), tc.cur)
+			if got := r.renewalOnly(old, cur); got != tc.want {
+				t.Fatalf("skipped = %v, want %v", got, tc.want)
 			}
 		})
 	}
@@ -121,5 +130,29 @@ func TestRequeueAfterIsTheNextExpiry(t *testing.T) {
 	}
 	if got := requeueAfter(now.Add(4*time.Second), now); got != 4*time.Second+time.Millisecond {
 		t.Fatalf("requeue %v, want just past 4s", got)
+	}
+}
+
+// A failed reconcile's backoff never waits past the next Lease expiry it computed: the
+// requeue a successful reconcile would ask for is dropped with its error.
+func TestErrorBackoffIsCappedAtTheNextExpiry(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakePassiveClock(now)
+	l := newExpiryLimiter(workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Minute, time.Hour), clk)
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "demo"}}
+	if got := l.When(req); got != time.Minute {
+		t.Fatalf("no expiry recorded: backoff %v, want the base's 1m", got)
+	}
+	l.failedBefore(req, now.Add(3*time.Second))
+	if got := l.When(req); got != 3*time.Second+time.Millisecond {
+		t.Fatalf("backoff %v, want just past the expiry 3s away", got)
+	}
+	l.Forget(req)
+	if got := l.When(req); got != time.Minute {
+		t.Fatalf("after a success: backoff %v, want the base's first step again", got)
+	}
+	l.failedBefore(req, time.Time{})
+	if got := l.When(req); got != 2*time.Minute {
+		t.Fatalf("nothing expires: backoff %v, want the base's 2m", got)
 	}
 }

@@ -1,10 +1,12 @@
 //go:build tools
 
-// Package tools pins the Kubernetes commands built by hack/k8s-bins.sh.
+// Package tools pins the Kubernetes commands built by hack/k8s-bins.sh (kubectl with
+// `hack/k8s-bins.sh kubectl`).
 package tools
 
 import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubectl"
 )

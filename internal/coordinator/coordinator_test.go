@@ -139,3 +139,20 @@ func BenchmarkPick(b *testing.B) {
 		Pick("orders-consumer", registered, registered[:90])
 	}
 }
+
+// A group whose slot's broker is not alive falls back to aliveSorted[slot % len(aliveSorted)]:
+// here slot 1 over five registered brokers with broker 1 dead lands on live[1] = 2, where a
+// fallback to live[0] (broker 0) would be wrong.
+func TestPickFallbackIsTheSlotModuloTheAliveCount(t *testing.T) {
+	registered, alive := []int32{0, 1, 2, 3, 4}, []int32{4, 3, 2, 0} // any order
+	group := ""
+	for i := 0; group == ""; i++ {
+		if g := fmt.Sprintf("group-%d", i); FNV1a32(g)%5 == 1 {
+			group = g
+		}
+	}
+	id, ok := Pick(group, registered, alive)
+	if !ok || id != 2 {
+		t.Fatalf("Pick(%q) = %d, %v; want 2 (slot 1 %% 4 alive = index 1 of [0 2 3 4])", group, id, ok)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -18,8 +17,8 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
-// serviceClusterIPRange holds the ClusterIPs of Services. Nothing routes them (there is no
-// kube-proxy): clients use pod IPs, which is why the dev sample advertises PodIP.
+// serviceClusterIPRange holds the ClusterIPs of Services. The private network's loopback
+// answers for it and the service proxy listens on each Service port (proxy.go).
 const (
 	serviceClusterIPRange = "10.96.0.0/16"
 	serviceClusterFirstIP = "10.96.0.1"
@@ -29,12 +28,38 @@ const (
 
 // controllers kube-controller-manager runs: the ones whose real work paddock depends on
 // (StatefulSet, EndpointSlice, garbage collection, node lifecycle), the ones behind them
-// (ReplicaSet/Deployment for users' workloads, disruption for the PDB, namespace deletion,
-// pod GC, taint eviction) and the PersistentVolume binder for the shared data claim.
+// (Deployment/ReplicaSet for the operator and users' workloads, disruption for the PDB,
+// namespace deletion, pod GC, taint eviction), the PersistentVolume binder for the shared data
+// claim, and the ServiceAccount machinery pods get their identity from (every namespace's
+// default ServiceAccount, the legacy token controller with the signing key, and the
+// kube-root-ca.crt ConfigMap a ServiceAccount volume takes its ca.crt from).
 var controllerManagerControllers = []string{
-	"endpointslice", "statefulset", "garbagecollector", "nodelifecycle", "taint-eviction-controller",
-	"replicaset", "deployment", "disruption", "namespace", "podgc", "persistentvolume-binder",
+	"endpointslice-controller", "statefulset-controller", "garbage-collector-controller",
+	"node-lifecycle-controller", "taint-eviction-controller", "replicaset-controller",
+	"deployment-controller", "disruption-controller", "namespace-controller",
+	"pod-garbage-collector-controller", "persistentvolume-binder-controller",
+	"serviceaccount-controller", "serviceaccount-token-controller",
+	"root-ca-certificate-publisher-controller",
 }
+
+// auditPolicy logs every request's metadata — who made it, the verb, the object, the
+// answer — except the apiserver's requests to itself, node heartbeats and health checks,
+// which say nothing about paddock.
+// The e2e suite reads it to prove which identity each process has.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+omitManagedFields: true
+rules:
+- level: None
+  users: ["system:apiserver"]
+- level: None
+  namespaces: ["kube-node-lease"]
+  resources: [{group: coordination.k8s.io, resources: [leases]}]
+- level: None
+  nonResourceURLs: ["/healthz*", "/readyz*", "/livez*", "/version", "/openapi*"]
+- level: Metadata
+`
 
 // k8sBinaries are the files paddock dev needs in the k8s binary directory.
 var k8sBinaries = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
@@ -88,7 +113,11 @@ func startControlPlane(ctx context.Context, cfg Config) (_ *controlPlane, err er
 		QPS:             100,
 		Burst:           200,
 	}
-	if err := writeKubeconfig(cfg.KubeconfigPath(), cp.restConfig); err != nil {
+	if err := writeKubeconfig(cfg.controlPlaneKubeconfigPath(), cp.restConfig.Host, cp.restConfig); err != nil {
+		return nil, err
+	}
+	// People and tests go through the host address the service proxy forwards (env.go).
+	if err := writeKubeconfig(cfg.KubeconfigPath(), "https://"+cfg.hostAPIServerAddr(), cp.restConfig); err != nil {
 		return nil, err
 	}
 
@@ -111,10 +140,15 @@ func startControlPlane(ctx context.Context, cfg Config) (_ *controlPlane, err er
 	}
 
 	issuer := "https://" + cfg.apiServerAddr()
+	auditPolicyPath := filepath.Join(cfg.Dir, "audit-policy.yaml")
+	if err := os.WriteFile(auditPolicyPath, []byte(auditPolicy), 0o644); err != nil {
+		return nil, fmt.Errorf("write audit policy: %w", err)
+	}
 	if err := cp.start("kube-apiserver", []string{
 		"--etcd-servers=" + etcdURL,
-		"--bind-address=127.0.0.1",
-		// The private network has no default route to derive an address from.
+		// The private network has no default route to derive an address from; everything,
+		// pods included, reaches the apiserver at its advertised address.
+		"--bind-address=" + apiServerAdvertiseAddress,
 		"--advertise-address=" + apiServerAdvertiseAddress,
 		"--secure-port=" + strconv.Itoa(cfg.APIServerPort),
 		"--tls-cert-file=" + cp.pki.path(servingCertFile),
@@ -125,8 +159,16 @@ func startControlPlane(ctx context.Context, cfg Config) (_ *controlPlane, err er
 		"--service-account-key-file=" + cp.pki.path(saKeyFile),
 		"--service-account-signing-key-file=" + cp.pki.path(saKeyFile),
 		"--service-cluster-ip-range=" + serviceClusterIPRange,
-		// Pods run as local processes with the dev kubeconfig: no token volumes to mount.
-		"--disable-admission-plugins=ServiceAccount",
+		// Pod tokens expire when they say (not a year later), so the node agent's refresh is
+		// exercised as it is on a cluster that turned the extension off.
+		"--service-account-extend-token-expiration=false",
+		// On top of the default plugins (ServiceAccount among them): the one OpenShift runs
+		// that makes setting blockOwnerDeletion need update on the owner's finalizers.
+		"--enable-admission-plugins=OwnerReferencesPermissionEnforcement",
+		"--audit-policy-file=" + auditPolicyPath,
+		"--audit-log-path=" + cfg.logPath("audit"),
+		"--audit-log-maxsize=200",
+		"--audit-log-maxbackup=1",
 		// The `kubernetes` Service's endpoints would be the loopback address, which
 		// EndpointSlices reject.
 		"--endpoint-reconciler-type=none",
@@ -139,18 +181,23 @@ func startControlPlane(ctx context.Context, cfg Config) (_ *controlPlane, err er
 		return nil, fmt.Errorf("kube-apiserver did not become ready (see %s): %w", cfg.logPath("kube-apiserver"), err)
 	}
 
-	kubeconfig := cfg.KubeconfigPath()
-	if err := cp.start("kube-controller-manager", []string{
+	kubeconfig := cfg.controlPlaneKubeconfigPath()
+	kcmArgs := []string{
 		"--kubeconfig=" + kubeconfig,
 		"--controllers=" + strings.Join(controllerManagerControllers, ","),
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--use-service-account-credentials=false",
+		"--service-account-private-key-file=" + cp.pki.path(saKeyFile),
+		"--root-ca-file=" + cp.pki.path(caCertFile),
 		"--node-monitor-period=1s",
-		"--node-monitor-grace-period=" + cfg.NodeMonitorGracePeriod.String(),
 		"--concurrent-statefulset-syncs=5",
 		"--endpointslice-updates-batch-period=0s",
-	}); err != nil {
+	}
+	if cfg.NodeMonitorGracePeriod > 0 {
+		kcmArgs = append(kcmArgs, "--node-monitor-grace-period="+cfg.NodeMonitorGracePeriod.String())
+	}
+	if err := cp.start("kube-controller-manager", kcmArgs); err != nil {
 		return nil, err
 	}
 	if err := cp.start("kube-scheduler", []string{
@@ -165,7 +212,7 @@ func startControlPlane(ctx context.Context, cfg Config) (_ *controlPlane, err er
 
 // start runs one component from the k8s binary directory, logging to logs/<name>.log.
 func (cp *controlPlane) start(name string, args []string) error {
-	p, err := startProcess(name, filepath.Join(cp.cfg.K8sBinDir, name), args, nil, cp.cfg.logPath(name))
+	p, err := startProcess(name, filepath.Join(cp.cfg.K8sBinDir, name), args, nil, cp.cfg.logPath(name), nil)
 	if err != nil {
 		return err
 	}
@@ -216,7 +263,7 @@ func (t *bearerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 func waitHTTP(ctx context.Context, client *http.Client, url string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	lastErr := errors.New("no answer yet")
+	var lastErr error
 	for {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
@@ -224,7 +271,7 @@ func waitHTTP(ctx context.Context, client *http.Client, url string, timeout time
 		}
 		resp, err := client.Do(req)
 		if err == nil {
-			resp.Body.Close()
+			_ = resp.Body.Close() // only the status matters
 			if resp.StatusCode == http.StatusOK {
 				return nil
 			}
@@ -240,10 +287,12 @@ func waitHTTP(ctx context.Context, client *http.Client, url string, timeout time
 	}
 }
 
-// writeKubeconfig writes an admin kubeconfig for rc to path.
-func writeKubeconfig(path string, rc *rest.Config) error {
+// writeKubeconfig writes an admin kubeconfig with rc's credentials for the apiserver at
+// server. The serving certificate is checked for the name "kubernetes", which it carries, so
+// any forwarded address works.
+func writeKubeconfig(path, server string, rc *rest.Config) error {
 	kc := clientcmdapi.NewConfig()
-	kc.Clusters["paddock-dev"] = &clientcmdapi.Cluster{Server: rc.Host, CertificateAuthorityData: rc.CAData}
+	kc.Clusters["paddock-dev"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: rc.CAData, TLSServerName: "kubernetes"}
 	kc.AuthInfos[adminUser] = &clientcmdapi.AuthInfo{Token: rc.BearerToken}
 	kc.Contexts["paddock-dev"] = &clientcmdapi.Context{Cluster: "paddock-dev", AuthInfo: adminUser, Namespace: "default"}
 	kc.CurrentContext = "paddock-dev"

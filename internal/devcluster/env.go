@@ -2,12 +2,12 @@ package devcluster
 
 import (
 	"context"
-	"errors"
+	"crypto/rand"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,24 +19,14 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crconfig "sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
-	"github.com/paddock-dev/paddock/controllers"
 	"github.com/paddock-dev/paddock/internal/scheme"
 )
-
-// DevImage is the image the in-process manager puts in broker pods. Nothing pulls it: the node
-// agent runs the local paddock binary for a container without a command.
-const DevImage = "paddock:dev"
 
 // stateMarker is the file that marks a directory as paddock dev state, so a clean start only
 // ever wipes a directory paddock dev made.
@@ -48,10 +38,12 @@ type Config struct {
 	Dir string
 	// K8sBinDir holds etcd, kube-apiserver, kube-controller-manager and kube-scheduler.
 	K8sBinDir string
-	// PaddockBinary runs the containers that have no command (the broker pods).
+	// PaddockBinary runs the containers of the operator's image (the manager and broker
+	// pods): the node agent maps that image to this binary.
 	PaddockBinary string
-	// CRDDir holds the CRD manifests to install.
-	CRDDir string
+	// ConfigDir is the repository's config/ directory: paddock dev installs the kustomize
+	// build of its default/ (what `make build-installer` writes to dist/install.yaml).
+	ConfigDir string
 	// Nodes is the number of Nodes the node agent plays.
 	Nodes int
 	// Keep resumes the state in Dir instead of starting clean.
@@ -60,8 +52,20 @@ type Config struct {
 	// network, so they never collide with anything on the host.
 	APIServerPort, EtcdPort int
 	// NodeMonitorGracePeriod is how long a silent node stays Ready (kube-controller-manager's
-	// --node-monitor-grace-period).
+	// --node-monitor-grace-period). Zero keeps Kubernetes' default, as a real cluster has it:
+	// a shorter one would hide how long a lost node's endpoints keep saying serving.
 	NodeMonitorGracePeriod time.Duration
+	// HostAddress is the loopback address the environment is reached at from the host's
+	// network — and at the same address inside the private network: the apiserver on
+	// HostAPIServerPort (what the kubeconfig names) and every nodePort (proxy.go). Tests pick
+	// one of their own in 127.0.0.0/8 so environments running at once never collide.
+	HostAddress string
+	// HostAPIServerPort is the apiserver's port on HostAddress.
+	HostAPIServerPort int
+
+	// tokenRefreshEvery, when set, replaces projected tokens this often instead of at 80% of
+	// their lifetime (tests of the refresh; a token lives at least ten minutes).
+	tokenRefreshEvery time.Duration
 }
 
 // DefaultConfig is the configuration of `paddock dev` without flags. The control-plane
@@ -73,20 +77,36 @@ func DefaultConfig() Config {
 		binDir = filepath.Join("bin", "k8s", "1.37.2")
 	}
 	return Config{
-		Dir:                    filepath.Join(".paddock", "dev"),
-		K8sBinDir:              binDir,
-		CRDDir:                 filepath.Join("config", "crd", "bases"),
-		Nodes:                  3,
-		APIServerPort:          6443,
-		EtcdPort:               2379,
-		NodeMonitorGracePeriod: 8 * time.Second,
+		Dir:               filepath.Join(".paddock", "dev"),
+		K8sBinDir:         binDir,
+		ConfigDir:         "config",
+		Nodes:             3,
+		APIServerPort:     6443,
+		EtcdPort:          2379,
+		HostAddress:       "127.0.0.1",
+		HostAPIServerPort: 6443,
 	}
 }
 
-// KubeconfigPath is the admin kubeconfig of the environment.
+// KubeconfigPath is the admin kubeconfig of the environment, for people and tests: it names
+// the apiserver at HostAddress:HostAPIServerPort, which works from the host's network and
+// inside the private one. No pod process can read it.
 func (c Config) KubeconfigPath() string { return filepath.Join(c.Dir, "kubeconfig") }
 
-func (c Config) apiServerAddr() string { return "127.0.0.1:" + strconv.Itoa(c.APIServerPort) }
+// controlPlaneKubeconfigPath is the admin kubeconfig of kube-controller-manager and
+// kube-scheduler: the apiserver's own address, not through the proxy. It is under pki/, which
+// no pod process can read.
+func (c Config) controlPlaneKubeconfigPath() string {
+	return filepath.Join(c.Dir, "pki", "control-plane.kubeconfig")
+}
+
+func (c Config) hostAPIServerAddr() string {
+	return net.JoinHostPort(c.HostAddress, strconv.Itoa(c.HostAPIServerPort))
+}
+
+func (c Config) apiServerAddr() string {
+	return net.JoinHostPort(apiServerAdvertiseAddress, strconv.Itoa(c.APIServerPort))
+}
 func (c Config) logPath(component string) string {
 	return filepath.Join(c.Dir, "logs", component+".log")
 }
@@ -95,11 +115,14 @@ func (c Config) podDir(uid types.UID) string {
 	return filepath.Join(c.dataDir(), "pods", string(uid))
 }
 
-// Env is a running environment: control plane, node agents and the in-process manager.
+// Env is a running environment: control plane, node agents, and the operator installed from
+// the repository's kustomize config and running as a Deployment pod.
 type Env struct {
 	cfg        Config
+	inst       *installation
 	cp         *controlPlane
 	rt         *podRuntime
+	proxy      *serviceProxy
 	nodes      []*nodeAgent
 	restConfig *rest.Config
 	client     client.Client
@@ -108,15 +131,12 @@ type Env struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-
-	mgrMu     sync.Mutex
-	mgrCancel context.CancelFunc // guarded by mgrMu; nil while the manager is stopped
-	mgrDone   chan struct{}      // guarded by mgrMu
-	mgrLog    io.Writer
 }
 
-// Start brings an environment up: control plane, CRDs, volume provisioner, node agents and
-// the manager. It must run inside the private network (RunInPrivateNetwork). Stop undoes it.
+// Start brings an environment up: control plane, the operator's install manifests (CRDs,
+// RBAC, the manager Deployment), volume provisioner and node agents, and waits until the
+// manager Deployment is Available. It must run inside the private network
+// (RunInPrivateNetwork). Stop undoes it.
 func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 	if err := checkPodNetwork(); err != nil {
 		return nil, err
@@ -126,7 +146,7 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 			return nil, fmt.Errorf("find the paddock binary: %w", err)
 		}
 	}
-	for _, p := range []*string{&cfg.Dir, &cfg.K8sBinDir, &cfg.CRDDir, &cfg.PaddockBinary} {
+	for _, p := range []*string{&cfg.Dir, &cfg.K8sBinDir, &cfg.ConfigDir, &cfg.PaddockBinary} {
 		if *p, err = filepath.Abs(*p); err != nil {
 			return nil, err
 		}
@@ -134,14 +154,24 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 	if err := checkBinaries(cfg.K8sBinDir); err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(cfg.CRDDir); err != nil {
-		return nil, fmt.Errorf("CRD directory %s: %w (run paddock dev from the repository root, or pass --crd-dir)", cfg.CRDDir, err)
+	if err := checkPodSandbox(); err != nil {
+		return nil, err
+	}
+	if ip := net.ParseIP(cfg.HostAddress); ip == nil || !ip.IsLoopback() {
+		return nil, fmt.Errorf("host address %q is not a loopback address", cfg.HostAddress)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.ConfigDir, "default")); err != nil {
+		return nil, fmt.Errorf("install config %s: %w (run paddock dev from the repository root, or pass --config-dir)", filepath.Join(cfg.ConfigDir, "default"), err)
+	}
+	inst, err := loadInstall(cfg.ConfigDir)
+	if err != nil {
+		return nil, err
 	}
 	if err := prepareDir(cfg.Dir, cfg.Keep); err != nil {
 		return nil, err
 	}
 
-	e := &Env{cfg: cfg}
+	e := &Env{cfg: cfg, inst: inst}
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	defer func() {
 		if err != nil {
@@ -152,11 +182,8 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if e.mgrLog, err = e.openLog("manager"); err != nil {
-		return nil, err
-	}
 	agentLogger := zap.New(zap.WriteTo(agentLog))
-	ctrl.SetLogger(zap.New(zap.WriteTo(e.mgrLog)))
+	ctrl.SetLogger(agentLogger.WithName("controller-runtime"))
 	klog.SetLogger(agentLogger.WithName("client-go"))
 	e.ctx = log.IntoContext(e.ctx, agentLogger)
 
@@ -171,17 +198,22 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 	if e.client, err = client.New(e.restConfig, client.Options{Scheme: s}); err != nil {
 		return nil, fmt.Errorf("create client: %w", err)
 	}
-	if _, err := envtest.InstallCRDs(e.restConfig, envtest.CRDInstallOptions{
-		Paths: []string{cfg.CRDDir}, ErrorIfPathMissing: true, Scheme: s,
-	}); err != nil {
-		return nil, fmt.Errorf("install CRDs: %w", err)
+	if err := e.install(ctx); err != nil {
+		return nil, err
 	}
 	clientset, err := kubernetes.NewForConfig(e.restConfig)
 	if err != nil {
 		return nil, fmt.Errorf("create clientset: %w", err)
 	}
-	e.rt = &podRuntime{client: clientset, cfg: cfg, history: &history{}}
-	e.wg.Add(1)
+	e.rt = &podRuntime{client: clientset, cfg: cfg, history: &history{},
+		images: map[string]string{inst.image: cfg.PaddockBinary}}
+	e.proxy = newServiceProxy(clientset, cfg.HostAddress, e.runningNodeIPs, agentLogger.WithName("service-proxy"))
+	if err := e.proxy.forward(cfg.hostAPIServerAddr(), cfg.apiServerAddr()); err != nil {
+		e.proxy.close()
+		return nil, fmt.Errorf("forward the apiserver to %s (another paddock dev running? pass --host-address or --host-apiserver-port): %w", cfg.hostAPIServerAddr(), err)
+	}
+	e.wg.Add(2)
+	go func() { defer e.wg.Done(); e.proxy.run(e.ctx) }()
 	go func() { defer e.wg.Done(); provision(e.ctx, e.rt) }()
 	for i := range cfg.Nodes {
 		n := newNodeAgent(i, e.rt)
@@ -190,7 +222,9 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 			return nil, err
 		}
 	}
-	if err := e.StartManager(); err != nil {
+	waitCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := e.waitManagerAvailable(waitCtx); err != nil {
 		return nil, err
 	}
 	return e, nil
@@ -227,10 +261,9 @@ func (e *Env) openLog(name string) (*os.File, error) {
 	return f, nil
 }
 
-// Stop stops everything the environment started: manager, node agents (killing every pod
-// process), provisioner, control plane. Safe to call more than once.
+// Stop stops everything the environment started: node agents (killing every pod process,
+// the manager's too), provisioner, control plane. Safe to call more than once.
 func (e *Env) Stop() {
-	e.StopManager()
 	for _, n := range e.nodes {
 		n.stop()
 	}
@@ -240,7 +273,7 @@ func (e *Env) Stop() {
 		e.cp.stop()
 	}
 	for _, f := range e.logFiles {
-		f.Close()
+		_ = f.Close() // the environment is gone; there is no one left to tell
 	}
 	e.logFiles = nil
 }
@@ -253,62 +286,23 @@ func (e *Env) Err() error {
 	return nil
 }
 
-// StartManager runs the operator in-process (every reconciler, no leader election).
-func (e *Env) StartManager() error {
-	e.mgrMu.Lock()
-	defer e.mgrMu.Unlock()
-	if e.mgrCancel != nil {
-		return nil
-	}
-	mgr, err := ctrl.NewManager(e.restConfig, ctrl.Options{
-		Scheme:                 e.client.Scheme(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Cache:                  cache.Options{ByObject: controllers.CacheByObject()},
-		Logger:                 zap.New(zap.WriteTo(e.mgrLog)),
-		// The manager is stopped and started again (the operator-down scenario); a new
-		// manager registers the same controller names.
-		Controller: crconfig.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		return fmt.Errorf("create manager: %w", err)
-	}
-	if err := controllers.SetupWithManager(mgr, controllers.Options{DefaultBrokerImage: DevImage}); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithCancel(e.ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			log.FromContext(e.ctx).Error(err, "Manager stopped")
-		}
-	}()
-	e.mgrCancel, e.mgrDone = cancel, done
-	return nil
-}
-
-// StopManager stops the in-process operator and waits for it; the brokers keep running.
-func (e *Env) StopManager() {
-	e.mgrMu.Lock()
-	defer e.mgrMu.Unlock()
-	if e.mgrCancel == nil {
-		return
-	}
-	e.mgrCancel()
-	<-e.mgrDone
-	e.mgrCancel = nil
-}
-
 // Client is an uncached client with the core and paddock types: every read sees the
 // apiserver's current state.
 func (e *Env) Client() client.Client { return e.client }
 
-// RestConfig is the admin connection to the apiserver.
+// RestConfig is the admin connection to the apiserver (system:masters). Only paddock dev's
+// own process uses it: the control plane, the node agents and tests.
 func (e *Env) RestConfig() *rest.Config { return rest.CopyConfig(e.restConfig) }
 
 // KubeconfigPath is the admin kubeconfig file.
 func (e *Env) KubeconfigPath() string { return e.cfg.KubeconfigPath() }
+
+// AuditLogPath is the apiserver's audit log: one JSON event per request, with the identity
+// that made it.
+func (e *Env) AuditLogPath() string { return e.cfg.logPath("audit") }
+
+// APIServerHost is the https URL pods reach the apiserver at.
+func (e *Env) APIServerHost() string { return e.restConfig.Host }
 
 // Dir is the absolute state directory.
 func (e *Env) Dir() string { return e.cfg.Dir }
@@ -329,6 +323,7 @@ func (e *Env) StopNode(name string) error {
 		return err
 	}
 	n.stop()
+	e.proxy.resync()
 	return nil
 }
 
@@ -338,7 +333,19 @@ func (e *Env) StartNode(name string) error {
 	if err != nil {
 		return err
 	}
+	defer e.proxy.resync()
 	return n.start(e.ctx)
+}
+
+// runningNodeIPs are the InternalIPs of the nodes whose agents run: where nodePorts answer.
+func (e *Env) runningNodeIPs() []string {
+	var ips []string
+	for _, n := range e.nodes {
+		if n.running() {
+			ips = append(ips, n.ips.nodeIP())
+		}
+	}
+	return ips
 }
 
 func (e *Env) node(name string) (*nodeAgent, error) {
@@ -385,36 +392,74 @@ func (e *Env) ContainerRuns(namespace, pod string) []ContainerRun {
 	return e.rt.history.of(namespace, pod)
 }
 
-// Bootstrap returns "ip:port,…" of the running pods of cluster, sorted by pod name.
-func (e *Env) Bootstrap(ctx context.Context, namespace, cluster string, port int32) (string, error) {
-	var pods corev1.PodList
-	if err := e.client.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{kafkav1alpha1.LabelCluster: cluster}); err != nil {
-		return "", fmt.Errorf("list pods of %s: %w", cluster, err)
+// ServiceAddress is "clusterIP:port" of namespace/service's port named port: where the
+// service proxy answers for it inside the private network, whichever pods back it.
+func (e *Env) ServiceAddress(ctx context.Context, namespace, service, port string) (string, error) {
+	svc := &corev1.Service{}
+	if err := e.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: service}, svc); err != nil {
+		return "", fmt.Errorf("get service %s: %w", service, err)
 	}
-	sort.Slice(pods.Items, func(i, j int) bool { return pods.Items[i].Name < pods.Items[j].Name })
-	var addrs []string
-	for _, p := range pods.Items {
-		if p.Status.PodIP != "" && p.DeletionTimestamp == nil {
-			addrs = append(addrs, fmt.Sprintf("%s:%d", p.Status.PodIP, port))
+	for _, p := range svc.Spec.Ports {
+		if p.Name == port && svc.Spec.ClusterIP != "" && svc.Spec.ClusterIP != corev1.ClusterIPNone {
+			return net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(p.Port))), nil
 		}
 	}
-	if len(addrs) == 0 {
-		return "", errors.New("no broker pod has an IP yet")
-	}
-	return strings.Join(addrs, ","), nil
+	return "", fmt.Errorf("service %s has no ClusterIP port %s", service, port)
 }
 
-// SampleCluster is the KafkaCluster paddock dev applies: brokers advertise their pod IPs (there
-// is no cluster DNS here) and share one persistent claim (the dev provisioner backs it with a
-// local directory).
-func SampleCluster(namespace, name string, brokers int32) *kafkav1alpha1.KafkaCluster {
+// HostNodePortAddress is "<host address>:<nodePort>" of namespace/service's port named port:
+// where that nodePort answers from the host's network (and inside the private one).
+func (e *Env) HostNodePortAddress(ctx context.Context, namespace, service, port string) (string, error) {
+	svc := &corev1.Service{}
+	if err := e.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: service}, svc); err != nil {
+		return "", fmt.Errorf("get service %s: %w", service, err)
+	}
+	for _, p := range svc.Spec.Ports {
+		if p.Name == port && p.NodePort != 0 {
+			return net.JoinHostPort(e.cfg.HostAddress, strconv.Itoa(int(p.NodePort))), nil
+		}
+	}
+	return "", fmt.Errorf("service %s has no nodePort for port %s", service, port)
+}
+
+// TestHostAddress is a random loopback address 127.a.b.c (a ≥ 1) for a test environment's
+// Config.HostAddress: environments of concurrent test runs on one machine then never compete
+// for the host's 127.0.0.1 ports.
+func TestHostAddress() string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("127.%d.%d.%d", 1+int(b[0])%254, b[1], 1+int(b[2])%254)
+}
+
+// HostAddress is the loopback address the environment answers at on the host (Config).
+func (e *Env) HostAddress() string { return e.cfg.HostAddress }
+
+// HostListening lists the addresses the service proxy listens on in the host's network.
+func (e *Env) HostListening() []string { return e.proxy.hostPorts() }
+
+// Listener names of the sample cluster.
+const (
+	// SampleInternalListener is reached inside the private network at pod IPs.
+	SampleInternalListener = "kafka"
+	// SampleExternalListener is a NodePort listener whose brokers advertise the host address
+	// and their own nodePort: reachable from the host terminal.
+	SampleExternalListener = "external"
+)
+
+// SampleCluster is the KafkaCluster paddock dev applies: an internal listener whose brokers
+// advertise their pod IPs (there is no cluster DNS here), an external NodePort listener whose
+// brokers advertise hostAddress (the environment's host address, where every nodePort is
+// forwarded) and their own nodePort, and one shared persistent claim (the dev provisioner
+// backs it with a local directory).
+func SampleCluster(namespace, name string, brokers int32, hostAddress string) *kafkav1alpha1.KafkaCluster {
 	return &kafkav1alpha1.KafkaCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 		Spec: kafkav1alpha1.KafkaClusterSpec{
 			Replicas: brokers,
-			Listeners: []kafkav1alpha1.Listener{{
-				Name: "kafka", Port: 9092, Type: kafkav1alpha1.ListenerInternal, AdvertisedHost: kafkav1alpha1.AdvertisePodIP,
-			}},
+			Listeners: []kafkav1alpha1.Listener{
+				{Name: SampleInternalListener, Port: 9092, Type: kafkav1alpha1.ListenerInternal, AdvertisedHost: kafkav1alpha1.AdvertisePodIP},
+				{Name: SampleExternalListener, Port: 9094, Type: kafkav1alpha1.ListenerNodePort, AdvertisedHostTemplate: hostAddress},
+			},
 			Storage: kafkav1alpha1.Storage{
 				Type: kafkav1alpha1.StoragePersistentClaim, AccessMode: corev1.ReadWriteMany,
 			},

@@ -8,11 +8,14 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 )
 
 // sampleName is the KafkaCluster paddock dev applies in the default namespace.
@@ -22,7 +25,7 @@ const sampleName = "demo"
 func Main(args []string) int {
 	cfg := DefaultConfig()
 	var brokers int
-	var noSample bool
+	var noSample, printInstall bool
 	fs := flag.NewFlagSet("paddock dev", flag.ContinueOnError)
 	fs.IntVar(&cfg.Nodes, "nodes", cfg.Nodes, "Number of Nodes (zones zone-a, zone-b, … in turn).")
 	fs.IntVar(&brokers, "brokers", 3, "Brokers of the sample KafkaCluster.")
@@ -30,18 +33,24 @@ func Main(args []string) int {
 	fs.BoolVar(&cfg.Keep, "keep", false, "Resume the state of the previous run instead of starting clean.")
 	fs.StringVar(&cfg.Dir, "dir", cfg.Dir, "State directory: kubeconfig, env, logs, pid files, data.")
 	fs.StringVar(&cfg.K8sBinDir, "k8s-bin-dir", cfg.K8sBinDir, "Directory with etcd, kube-apiserver, kube-controller-manager, kube-scheduler (make k8s-bins).")
-	fs.StringVar(&cfg.CRDDir, "crd-dir", cfg.CRDDir, "Directory with the CRD manifests.")
-	fs.StringVar(&cfg.PaddockBinary, "paddock-binary", "", "Binary that runs broker containers (default: this executable).")
+	fs.StringVar(&cfg.ConfigDir, "config-dir", cfg.ConfigDir, "The repository's config/ directory: its default/ kustomization is installed (as in dist/install.yaml).")
+	fs.BoolVar(&printInstall, "print-install", false, "Print the kustomize build of <config-dir>/default that paddock dev installs, and exit.")
+	fs.StringVar(&cfg.PaddockBinary, "paddock-binary", "", "Binary that runs the operator's image: the manager and broker pods (default: this executable).")
 	fs.IntVar(&cfg.APIServerPort, "apiserver-port", cfg.APIServerPort, "kube-apiserver port (inside the private network).")
 	fs.IntVar(&cfg.EtcdPort, "etcd-port", cfg.EtcdPort, "etcd client port; the peer port is the next one.")
-	fs.DurationVar(&cfg.NodeMonitorGracePeriod, "node-monitor-grace-period", cfg.NodeMonitorGracePeriod, "How long a silent node stays Ready.")
+	fs.StringVar(&cfg.HostAddress, "host-address", cfg.HostAddress, "Loopback address the environment answers at from the host: the apiserver and every nodePort.")
+	fs.IntVar(&cfg.HostAPIServerPort, "host-apiserver-port", cfg.HostAPIServerPort, "The apiserver's port on --host-address (what .paddock/dev/kubeconfig names).")
+	fs.DurationVar(&cfg.NodeMonitorGracePeriod, "node-monitor-grace-period", cfg.NodeMonitorGracePeriod, "How long a silent node stays Ready; 0 keeps Kubernetes' default.")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), `Usage: paddock dev [flags]
 
 Run a whole paddock system on this machine without Docker: etcd, kube-apiserver,
-kube-controller-manager and kube-scheduler, the operator, and a node agent that runs broker
-pods as local processes. Everything runs in a private network namespace; .paddock/dev/shell
-enters it. Ctrl-C stops everything.
+kube-controller-manager and kube-scheduler, the operator installed from config/default (as
+dist/install.yaml installs it), and a node agent that runs its pods — the manager Deployment's
+and the brokers' — as local processes, each with its ServiceAccount's bound token. Everything
+runs in a private network namespace; the apiserver and every nodePort are forwarded to
+--host-address, so kubectl and Kafka clients work from the host's terminal, and
+.paddock/dev/shell enters the private network itself. Ctrl-C stops everything.
 
 Flags:`)
 		fs.PrintDefaults()
@@ -55,6 +64,18 @@ Flags:`)
 	if fs.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "paddock dev: unexpected arguments %q\n", fs.Args())
 		return 2
+	}
+	if printInstall {
+		out, err := RenderInstall(cfg.ConfigDir)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "paddock dev:", err)
+			return 1
+		}
+		if _, err := os.Stdout.Write(out); err != nil {
+			fmt.Fprintln(os.Stderr, "paddock dev:", err)
+			return 1
+		}
+		return 0
 	}
 	// Fail before entering the namespace when the binaries are missing: the message is the
 	// same, but it comes at once.
@@ -98,24 +119,27 @@ func run(ctx context.Context, cfg Config, brokers int32, noSample bool) error {
 	if err := writeShell(env.Dir()); err != nil {
 		return err
 	}
-	if err := writeEnvFile(env.Dir(), env.KubeconfigPath(), ""); err != nil {
+	boot := bootstrap{kubeconfig: env.KubeconfigPath()}
+	if err := writeEnvFile(env.Dir(), boot); err != nil {
 		return err
 	}
 	fmt.Printf("paddock dev: control plane and operator up in %s; logs in %s\n",
 		time.Since(started).Round(time.Millisecond), filepath.Join(env.Dir(), "logs"))
+	if sa, err := env.ManagerServiceAccount(ctx); err == nil {
+		fmt.Printf("paddock dev: the operator is Deployment %s, running as ServiceAccount %s\n", env.Manager(), sa)
+	}
 
 	if !noSample {
-		cluster := SampleCluster(metav1.NamespaceDefault, sampleName, brokers)
+		cluster := SampleCluster(metav1.NamespaceDefault, sampleName, brokers, cfg.HostAddress)
 		if err := env.Client().Create(ctx, cluster); err != nil {
 			return fmt.Errorf("apply the sample KafkaCluster: %w", err)
 		}
-		fmt.Printf("paddock dev: applied KafkaCluster %s/%s with %d brokers; waiting for their pods\n",
+		fmt.Printf("paddock dev: applied KafkaCluster %s/%s with %d brokers; waiting for its bootstrap Service\n",
 			cluster.Namespace, cluster.Name, brokers)
-		bootstrap, err := waitBootstrap(ctx, env, cluster.Namespace, cluster.Name, int(brokers), cluster.Spec.Listeners[0].Port)
-		if err != nil {
+		if boot, err = waitBootstrap(ctx, env, cluster.Namespace, cluster.Name); err != nil {
 			return err
 		}
-		if err := writeEnvFile(env.Dir(), env.KubeconfigPath(), bootstrap); err != nil {
+		if err := writeEnvFile(env.Dir(), boot); err != nil {
 			return err
 		}
 	}
@@ -128,17 +152,31 @@ func run(ctx context.Context, cfg Config, brokers int32, noSample bool) error {
 		return p
 	}
 	fmt.Printf(`
-paddock dev is running (Ctrl-C stops it). It lives in a private network namespace; in another
-terminal, enter it and look around:
+paddock dev is running (Ctrl-C stops it). In this machine's terminals — no need to enter
+anything — the apiserver and every nodePort answer at %s:
+
+  export KUBECONFIG=%s
+  kubectl get kafkaclusters,brokers
+  kubectl get deploy -n %s
+`, cfg.HostAddress, env.KubeconfigPath(), env.Manager().Namespace)
+	if boot.external != "" {
+		fmt.Printf(`  kcat -b %s -L      # listener %q: bootstrap nodePort; brokers advertise %s:<their nodePort>
+`, boot.external, SampleExternalListener, cfg.HostAddress)
+	}
+	fmt.Printf(`
+Inside the private network, where pods have 198.18.x.y addresses and Services their ClusterIPs:
 
   %s
-  source %s
-  kubectl get kafkaclusters,brokers
-  kcat -b $PADDOCK_BOOTSTRAP -L
-
+  source %s          # KUBECONFIG, PADDOCK_BOOTSTRAP (the bootstrap Service), PADDOCK_EXTERNAL_BOOTSTRAP
+`, rel(filepath.Join(env.Dir(), "shell")), rel(filepath.Join(env.Dir(), "env")))
+	if boot.internal != "" {
+		fmt.Printf(`  kcat -b $PADDOCK_BOOTSTRAP -L      # listener %q (%s): brokers advertise their pod IPs
+`, SampleInternalListener, boot.internal)
+	}
+	fmt.Printf(`
 Crash a broker with: kill -9 $(cat %s)
-`, rel(filepath.Join(env.Dir(), "shell")), rel(filepath.Join(env.Dir(), "env")),
-		rel(filepath.Join(env.Dir(), "run", metav1.NamespaceDefault, sampleName+"-broker-0.pid")))
+Who did what: %s (the apiserver's audit log).
+`, rel(filepath.Join(env.Dir(), "run", metav1.NamespaceDefault, sampleName+"-broker-0.pid")), rel(env.AuditLogPath()))
 
 	ticker := time.NewTicker(time.Second)
 	defer ticker.Stop()
@@ -154,31 +192,45 @@ Crash a broker with: kill -9 $(cat %s)
 	}
 }
 
-// waitBootstrap waits until every broker pod of the cluster has an IP and returns them.
-func waitBootstrap(ctx context.Context, env *Env, namespace, cluster string, brokers int, port int32) (string, error) {
+// bootstrap is what the env file tells: the kubeconfig and the sample's bootstrap addresses.
+type bootstrap struct {
+	kubeconfig string
+	// internal is the bootstrap Service's ClusterIP and internal listener port (inside the
+	// private network); external is the host address and the bootstrap Service's nodePort of
+	// the external listener (anywhere on this machine).
+	internal, external string
+}
+
+// waitBootstrap waits until the sample's bootstrap Service has its ClusterIP and nodePort
+// and the service proxy listens on the nodePort in the host's network.
+func waitBootstrap(ctx context.Context, env *Env, namespace, cluster string) (bootstrap, error) {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
+	svc := kafkav1alpha1.BootstrapServiceName(cluster)
 	for {
-		bootstrap, err := env.Bootstrap(ctx, namespace, cluster, port)
-		if err == nil && strings.Count(bootstrap, ",") == brokers-1 {
-			return bootstrap, nil
+		internal, errIn := env.ServiceAddress(ctx, namespace, svc, SampleInternalListener)
+		external, errEx := env.HostNodePortAddress(ctx, namespace, svc, SampleExternalListener)
+		if errIn == nil && errEx == nil && slices.Contains(env.HostListening(), external) {
+			return bootstrap{kubeconfig: env.KubeconfigPath(), internal: internal, external: external}, nil
 		}
 		select {
 		case <-ctx.Done():
-			return "", fmt.Errorf("broker pods of %s did not get IPs (see %s): %w",
-				cluster, filepath.Join(env.Dir(), "logs"), ctx.Err())
+			return bootstrap{}, fmt.Errorf("bootstrap Service %s of %s is not reachable (see %s): %w",
+				svc, cluster, filepath.Join(env.Dir(), "logs", "node-agents.log"), errors.Join(errIn, errEx, ctx.Err()))
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
 }
 
 // writeEnvFile writes the shell file that points kubectl and kcat at the environment.
-func writeEnvFile(dir, kubeconfig, bootstrap string) error {
-	content := fmt.Sprintf("# Written by paddock dev. Source it inside the environment (%s).\nexport KUBECONFIG=%s\n",
-		filepath.Join(dir, "shell"), kubeconfig)
-	if bootstrap != "" {
-		content += fmt.Sprintf("# Broker pod addresses when paddock dev started; a recreated pod gets a new one\n"+
-			"# (kubectl get pods -o wide).\nexport PADDOCK_BOOTSTRAP=%s\n", bootstrap)
+func writeEnvFile(dir string, b bootstrap) error {
+	content := fmt.Sprintf("# Written by paddock dev. KUBECONFIG works anywhere on this machine; PADDOCK_BOOTSTRAP\n"+
+		"# only inside the private network (%s).\nexport KUBECONFIG=%s\n", filepath.Join(dir, "shell"), b.kubeconfig)
+	if b.internal != "" {
+		content += fmt.Sprintf("# The bootstrap Service's ClusterIP: stable while pods come and go.\nexport PADDOCK_BOOTSTRAP=%s\n", b.internal)
+	}
+	if b.external != "" {
+		content += fmt.Sprintf("# The external listener's bootstrap nodePort on the host address.\nexport PADDOCK_EXTERNAL_BOOTSTRAP=%s\n", b.external)
 	}
 	return os.WriteFile(filepath.Join(dir, "env"), []byte(content), 0o644)
 }

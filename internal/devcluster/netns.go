@@ -33,18 +33,25 @@ func inOwnUserNamespace() bool { return os.Getenv(privateNetworkEnv) == "user" }
 // RunInPrivateNetwork runs this program again, with the same arguments, in a new network
 // namespace (and, when not root, a user namespace that maps the caller to root so it may
 // configure that network), forwards signals to it, and returns its exit code. The child must
-// call SetupPrivateNetwork first thing.
+// call SetupPrivateNetwork first thing. While the child runs, this process serves its host
+// link (hostlink.go): the child's way to listen on, and dial, the host's network.
 func RunInPrivateNetwork() (int, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return 1, fmt.Errorf("find own executable: %w", err)
 	}
+	link, childEnd, err := newHostLink()
+	if err != nil {
+		return 1, err
+	}
 	cmd := exec.Command(self, os.Args[1:]...)
-	cmd.Env = append(os.Environ(), privateNetworkEnv+"=net")
+	cmd.ExtraFiles = []*os.File{childEnd} // descriptor 3 in the child
+	env := append(os.Environ(), hostLinkEnv+"=3")
+	cmd.Env = append(env, privateNetworkEnv+"=net")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	attr := &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET, Pdeathsig: syscall.SIGKILL}
 	if os.Getuid() != 0 {
-		cmd.Env = append(os.Environ(), privateNetworkEnv+"=user")
+		cmd.Env = append(env, privateNetworkEnv+"=user")
 		attr.Cloneflags |= syscall.CLONE_NEWUSER
 		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}}
 		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}}
@@ -54,9 +61,13 @@ func RunInPrivateNetwork() (int, error) {
 	signals := make(chan os.Signal, 4)
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(signals)
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	_ = childEnd.Close() // the child has its own copy now (or never started)
+	if err != nil {
+		_ = link.Close()
 		return 1, fmt.Errorf("start in a private network namespace (needs root or unprivileged user namespaces): %w", err)
 	}
+	go serveHostLink(link)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	for {
@@ -77,11 +88,13 @@ func RunInPrivateNetwork() (int, error) {
 }
 
 // SetupPrivateNetwork brings the namespace's loopback device up and makes it answer for the
-// whole pod network.
+// whole pod network and the Services' ClusterIP range.
 func SetupPrivateNetwork() error {
 	for _, args := range [][]string{
 		{"link", "set", "lo", "up"},
 		{"route", "add", "local", podNetwork, "dev", "lo"},
+		// ClusterIPs are local too, so the service proxy can listen on them (proxy.go).
+		{"route", "add", "local", serviceClusterIPRange, "dev", "lo"},
 	} {
 		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
 			return fmt.Errorf("ip %v: %w: %s (paddock dev needs iproute2's `ip`)", args, err, out)

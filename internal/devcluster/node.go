@@ -23,6 +23,10 @@ import (
 // nodeLeaseNamespace holds the kubelets' heartbeat Leases.
 const nodeLeaseNamespace = "kube-node-lease"
 
+// kubeletLeaseRenewInterval is how often a kubelet renews its node Lease by default (a quarter
+// of the 40 s lease), used when the node-monitor grace period is Kubernetes' default too.
+const kubeletLeaseRenewInterval = 10 * time.Second
+
 // nodeAgent plays the kubelet of one Node: it registers the Node, renews its Lease, and runs
 // the pods bound to it as local processes (one podWorker per pod). Stopping it is a node
 // loss: the Lease stops being renewed (so the node-lifecycle controller turns the Node
@@ -174,7 +178,10 @@ func (n *nodeAgent) reportReady(ctx context.Context, node *corev1.Node) error {
 // period, and re-reports Ready when that controller marked the Node Unknown or when the last
 // status report is old.
 func (n *nodeAgent) heartbeat(ctx context.Context) {
-	interval := max(n.rt.cfg.NodeMonitorGracePeriod/4, 500*time.Millisecond)
+	interval := kubeletLeaseRenewInterval
+	if grace := n.rt.cfg.NodeMonitorGracePeriod; grace > 0 {
+		interval = max(grace/4, 500*time.Millisecond)
+	}
 	logger := log.FromContext(ctx)
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()

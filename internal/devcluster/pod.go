@@ -26,6 +26,9 @@ type podRuntime struct {
 	client  kubernetes.Interface
 	cfg     Config
 	history *history
+	// images maps the images the node agents can run to local binaries: the installed
+	// operator's image to the paddock binary. Set before the first node starts.
+	images map[string]string
 
 	mu   sync.Mutex
 	held map[string]bool // guarded by mu: "<ns>/<pod>" whose crashed containers stay down
@@ -94,6 +97,8 @@ type podWorker struct {
 	terminating bool
 	transitions map[corev1.PodConditionType]conditionState
 	lastStatus  []byte
+	// projectedVolumes are the pod's projected volumes written so far, by volume name.
+	projectedVolumes map[string]*projectedVolume
 }
 
 type conditionState struct {
@@ -109,6 +114,8 @@ func newPodWorker(n *nodeAgent, pod *corev1.Pod) *podWorker {
 		events:      make(chan podEvent),
 		finished:    make(chan struct{}),
 		transitions: map[corev1.PodConditionType]conditionState{},
+
+		projectedVolumes: map[string]*projectedVolume{},
 	}
 }
 
@@ -185,8 +192,14 @@ func (w *podWorker) run(ctx context.Context) {
 	w.writeStatus(ctx)
 
 	var killAfterGrace <-chan time.Time
+	// Projected tokens are replaced before they expire, as long as the pod runs.
+	refresh := time.NewTicker(time.Second)
+	defer refresh.Stop()
 	for {
 		select {
+		case now := <-refresh.C:
+			w.refreshProjected(ctx, now)
+			continue
 		case <-ctx.Done():
 			// Node loss or environment shutdown: the processes die with the node.
 			w.killAll()
@@ -232,20 +245,21 @@ func (w *podWorker) startContainer(ctx context.Context, i int) {
 	if c.everStarted {
 		c.restarts++
 	}
-	argv, env, err := w.command(ctx, c.spec)
+	argv, env, sandbox, err := w.command(ctx, c.spec)
 	if err != nil {
 		c.waiting = corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError", Message: err.Error()}
 		w.scheduleRestart(i)
 		return
 	}
-	name := fmt.Sprintf("%s_%s_%s", w.pod.Namespace, w.pod.Name, c.spec.Name)
+	name := containerLogName(w.pod.Namespace, w.pod.Name, c.spec.Name)
 	logPath := filepath.Join(w.node.rt.cfg.Dir, "logs", "pods", name+".log")
 	if f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
-		fmt.Fprintf(f, "==== %s paddock dev: starting %q (restart %d) on %s, pod IP %s\n",
+		// A banner line in the container's log; losing it loses nothing the process writes.
+		_, _ = fmt.Fprintf(f, "==== %s paddock dev: starting %q (restart %d) on %s, pod IP %s\n",
 			time.Now().Format(time.RFC3339Nano), argv, c.restarts, w.node.name, w.podIP)
-		f.Close()
+		_ = f.Close()
 	}
-	proc, err := startProcess(name, argv[0], argv[1:], env, logPath)
+	proc, err := startProcess(name, argv[0], argv[1:], env, logPath, sandbox)
 	if err != nil {
 		c.waiting = corev1.ContainerStateWaiting{Reason: "RunContainerError", Message: err.Error()}
 		w.scheduleRestart(i)
@@ -417,9 +431,10 @@ func (w *podWorker) deletePod(ctx context.Context) {
 	}
 }
 
-// cleanup removes the pod's emptyDir volumes.
+// cleanup removes the pod's emptyDir and projected volumes.
 func (w *podWorker) cleanup() {
 	_ = os.RemoveAll(w.node.rt.cfg.podDir(w.pod.UID))
+	_ = os.RemoveAll(filepath.Dir(w.projectedDir("_")))
 }
 
 func (w *podWorker) pidFile() string {

@@ -147,7 +147,7 @@ func probeOnce(ctx context.Context, p *corev1.Probe, c corev1.Container, podIP s
 		if err != nil {
 			return err
 		}
-		resp.Body.Close()
+		_ = resp.Body.Close() // a probe reads only the status
 		if resp.StatusCode < 200 || resp.StatusCode >= 400 {
 			return fmt.Errorf("GET %s: %s", u.String(), resp.Status)
 		}

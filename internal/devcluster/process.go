@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"syscall"
 	"time"
 )
@@ -22,8 +24,9 @@ type process struct {
 }
 
 // startProcess starts bin with args and env, appending its stdout and stderr to logPath.
-// A nil env inherits paddock dev's environment.
-func startProcess(name, bin string, args, env []string, logPath string) (*process, error) {
+// A nil env inherits paddock dev's environment. With a sandbox, the process starts inside it
+// (a pod's container); without, in paddock dev's own namespaces (a control-plane component).
+func startProcess(name, bin string, args, env []string, logPath string, sandbox *podSandbox) (*process, error) {
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open log of %s: %w", name, err)
@@ -33,16 +36,32 @@ func startProcess(name, bin string, args, env []string, logPath string) (*proces
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
 	p := &process{name: name, cmd: cmd, done: make(chan struct{})}
+	started := make(chan error, 1)
 	go func() {
+		if sandbox != nil {
+			// The sandbox is this OS thread's mount namespace, and a child's parent-death
+			// signal fires when the thread that forked it ends: the thread stays locked to
+			// this goroutine, which waits for the child, and ends with it (never unlocked).
+			runtime.LockOSThread()
+			if err := sandbox.enter(); err != nil {
+				started <- err
+				return
+			}
+		}
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
 		p.err = cmd.Wait()
-		logFile.Close()
+		_ = logFile.Close() // the process that wrote it has exited
 		close(p.done)
 	}()
+	if err := <-started; err != nil {
+		_ = logFile.Close() // nothing was written to it
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
 	return p, nil
 }
 
@@ -93,4 +112,18 @@ func (p *process) exitStatus() (code int, sig syscall.Signal) {
 		return 128 + int(ws.Signal()), ws.Signal()
 	}
 	return ws.ExitStatus(), 0
+}
+
+// BuildPaddock builds the paddock binary of the module at moduleRoot into dir, for tests
+// whose pods run it. It works inside the private network, which has no route out:
+// everything must come from the module cache.
+func BuildPaddock(moduleRoot, dir string) (string, error) {
+	bin := filepath.Join(dir, "paddock")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Dir = moduleRoot
+	build.Env = append(os.Environ(), "GOFLAGS=-mod=readonly", "GOPROXY=off", "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build paddock: %w\n%s", err, out)
+	}
+	return bin, nil
 }

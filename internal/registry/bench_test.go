@@ -30,7 +30,7 @@ func BenchmarkCompute1000Brokers(b *testing.B) {
 
 	b.ReportAllocs()
 	for b.Loop() {
-		res := Compute(in)
+		res := compute(in)
 		if res.Counts.Alive != brokers {
 			b.Fatalf("alive = %d, want %d", res.Counts.Alive, brokers)
 		}

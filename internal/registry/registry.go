@@ -13,6 +13,11 @@ import (
 	"github.com/paddock-dev/paddock/api/v1alpha1"
 )
 
+// StartupGrace is how long a registered broker that has never heartbeated is reported as
+// Starting rather than Dead: it covers scheduling, image pull and the start of the process, as
+// the broker StatefulSet's startup probe allows five minutes for a broker to come up.
+const StartupGrace = 5 * time.Minute
+
 // Input is everything one recompute of a cluster's registry looks at.
 type Input struct {
 	// Cluster is the KafkaCluster's name. Broker pods and heartbeat Leases are named
@@ -23,13 +28,26 @@ type Input struct {
 	Slices []discoveryv1.EndpointSlice
 	// Leases are the cluster's heartbeat Leases, in any order.
 	Leases []coordinationv1.Lease
-	// Replicas is the StatefulSet's spec.replicas: it still wants every ordinal below it.
-	// Pass 0 when the StatefulSet does not exist (a gone StatefulSet wants no broker).
+	// Observed is when the operator saw each Lease's current renewTime, by Lease name (see
+	// Observer). A Lease without an entry counts as first seen at Now.
+	Observed map[string]Observation
+	// Written is the registry as last written (the cluster's status.brokers), in any order.
+	// A Lease the operator has only found, not seen renewed (after an operator restart),
+	// does not revive a broker whose written row says its heartbeat had expired; and a dead
+	// broker keeps the lastSeen written for it.
+	Written []v1alpha1.BrokerRow
+	// Registered is when each registered broker's Broker object was created; a broker without
+	// one is being registered at Now. It dates the start-up grace of a broker that has never
+	// heartbeated.
+	Registered map[int32]time.Time
+	// Replicas is how many brokers the StatefulSet wants: it still wants every ordinal below
+	// it. WantedReplicas computes it; 0 when the StatefulSet does not exist.
 	Replicas int32
 	// PortName is the name of the cluster's first listener; a row's port is the slice port
-	// of that name, or the slice's first port when none has it.
+	// of that name, or the slice's first port when none has it. A broker whose Lease
+	// announces no listeners is advertised on this one, at its endpoint's address.
 	PortName string
-	// Now is the time freshness is judged at.
+	// Now is the time freshness is judged at, on the operator's clock.
 	Now time.Time
 }
 
@@ -44,8 +62,9 @@ type Result struct {
 	// Alive is the ids whose health is Alive, sorted. It may be empty: the caller must then
 	// keep the current assignment (DESIGN.md "Never unassign everything").
 	Alive []int32
-	// NextExpiry is the earliest time a fresh Lease goes stale, when the registry will change
-	// without any object changing; zero when no Lease is fresh.
+	// NextExpiry is the earliest time the registry will change without any object changing:
+	// a fresh Lease going stale, or a starting broker's grace running out. Zero when nothing
+	// will.
 	NextExpiry time.Time
 }
 
@@ -53,6 +72,16 @@ type Result struct {
 // the broker is Serving or Alive, and is one of the registry row reasons of api/v1alpha1.
 type Reasons struct {
 	State, Health string
+}
+
+// Heartbeating reports whether the broker's Lease is fresh: it is Alive, Draining, or Dead only
+// because it says it is unhealthy. Such a broker's lastSeen moves with every beat.
+func (r Reasons) Heartbeating() bool {
+	switch r.Health {
+	case v1alpha1.ReasonHeartbeatExpired, v1alpha1.ReasonNoHeartbeat, v1alpha1.ReasonStarting:
+		return false
+	}
+	return true
 }
 
 // Registered is the ids of every registered broker (the coordinator divisor), sorted.
@@ -64,20 +93,41 @@ func (r Result) Registered() []int32 {
 	return ids
 }
 
+// WantedReplicas is how many brokers the registry keeps registered while their pods are
+// absent: the StatefulSet's spec.replicas (nil: the API default, 1), or 0 when it does not
+// exist or is being deleted — but never more than the cluster's spec.replicas, which the
+// operator reverts the StatefulSet to. So `kubectl scale sts --replicas=100000` cannot make
+// the registry write a hundred thousand rows before the operator puts it back.
+func WantedReplicas(stsReplicas *int32, stsExists bool, clusterReplicas int32) int32 {
+	if !stsExists {
+		return 0
+	}
+	want := int32(1)
+	if stsReplicas != nil {
+		want = *stsReplicas
+	}
+	return max(min(want, clusterReplicas), 0)
+}
+
 // endpoint is what the slices say about one broker.
 type endpoint struct {
 	pod, node, host, rack string
 	port                  int32
-	serving, terminating  bool
-	slice                 string // for a deterministic choice between duplicates
+	// listenerPort is the slice port named like the first listener; 0 when none is.
+	listenerPort         int32
+	serving, terminating bool
+	slice                string // for a deterministic choice between duplicates
 }
 
 // heartbeat is what a Lease says about one broker as of now.
 type heartbeat struct {
 	fresh, healthy, draining bool
-	renewed                  *metav1.Time
-	expiry                   time.Time
-	epoch                    int64
+	// seen is lastSeen: when the last renewal was observed (operator clock), or the written
+	// lastSeen of a broker whose Lease was only found, not seen renewed.
+	seen      *metav1.Time
+	expiry    time.Time
+	epoch     int64
+	listeners []v1alpha1.ListenerAddress // as the Lease announces them
 }
 
 // Compute applies the registry rules (DESIGN.md "The registry") to in. It does not modify in.
@@ -107,20 +157,30 @@ func Compute(in Input) Result {
 		Reasons: make([]Reasons, 0, len(ids)),
 		Alive:   []int32{},
 	}
+	soonest := func(t time.Time) {
+		if res.NextExpiry.IsZero() || t.Before(res.NextExpiry) {
+			res.NextExpiry = t
+		}
+	}
 	for _, id := range ids {
 		ep, isListed := listed[id]
 		hb, hasLease := beats[id]
-		row, why := makeRow(in.Cluster, id, ep, isListed, hb, hasLease, in.Replicas)
+		graceEnd := registeredAt(in, id).Add(StartupGrace)
+		starting := !hasLease && in.Now.Before(graceEnd)
+		row, why := makeRow(in, id, ep, isListed, hb, hasLease, starting)
 		res.Rows = append(res.Rows, row)
 		res.Reasons = append(res.Reasons, why)
 		count(&res.Counts, row)
 		if row.Health == v1alpha1.BrokerAlive {
 			res.Alive = append(res.Alive, id)
 		}
+		if starting {
+			soonest(graceEnd)
+		}
 	}
 	for _, hb := range beats {
-		if hb.fresh && (res.NextExpiry.IsZero() || hb.expiry.Before(res.NextExpiry)) {
-			res.NextExpiry = hb.expiry
+		if hb.fresh {
+			soonest(hb.expiry)
 		}
 	}
 	return res
@@ -138,7 +198,7 @@ func listedEndpoints(in Input) map[int32]endpoint {
 	prefix := podPrefix(in.Cluster)
 	for i := range in.Slices {
 		s := &in.Slices[i]
-		port := slicePort(s.Ports, in.PortName)
+		port, listenerPort := slicePort(s.Ports, in.PortName)
 		for j := range s.Endpoints {
 			e := &s.Endpoints[j]
 			name := endpointName(e)
@@ -147,13 +207,14 @@ func listedEndpoints(in Input) map[int32]endpoint {
 				continue
 			}
 			cand := endpoint{
-				pod:         name,
-				node:        deref(e.NodeName, ""),
-				rack:        deref(e.Zone, ""),
-				port:        port,
-				serving:     isServing(e.Conditions),
-				terminating: deref(e.Conditions.Terminating, false),
-				slice:       s.Name,
+				pod:          name,
+				node:         deref(e.NodeName, ""),
+				rack:         deref(e.Zone, ""),
+				port:         port,
+				listenerPort: listenerPort,
+				serving:      isServing(e.Conditions),
+				terminating:  deref(e.Conditions.Terminating, false),
+				slice:        s.Name,
 			}
 			if len(e.Addresses) > 0 {
 				cand.host = e.Addresses[0]
@@ -197,23 +258,28 @@ func isServing(c discoveryv1.EndpointConditions) bool {
 	return deref(c.Ready, true)
 }
 
-// slicePort is the port named name, or the first port, or 0 when the slice has none.
-func slicePort(ports []discoveryv1.EndpointPort, name string) int32 {
+// slicePort is the port named name, or the first port, or 0 when the slice has none; named is
+// the port named name, 0 when there is none.
+func slicePort(ports []discoveryv1.EndpointPort, name string) (port, named int32) {
 	for _, p := range ports {
 		if p.Name != nil && *p.Name == name && p.Port != nil {
-			return *p.Port
+			return *p.Port, *p.Port
 		}
 	}
 	if len(ports) > 0 && ports[0].Port != nil {
-		return *ports[0].Port
+		return *ports[0].Port, 0
 	}
-	return 0
+	return 0, 0
 }
 
-// heartbeats reads each broker's Lease as of now.
+// heartbeats reads each broker's Lease as of now, judged on the operator's clock.
 func heartbeats(in Input) map[int32]heartbeat {
 	beats := make(map[int32]heartbeat, len(in.Leases))
 	prefix := podPrefix(in.Cluster)
+	written := make(map[int32]*v1alpha1.BrokerRow, len(in.Written))
+	for i := range in.Written {
+		written[in.Written[i].ID] = &in.Written[i]
+	}
 	seen := make([]metav1.Time, len(in.Leases)) // one allocation for every row's lastSeen
 	for i := range in.Leases {
 		l := &in.Leases[i]
@@ -222,43 +288,79 @@ func heartbeats(in Input) map[int32]heartbeat {
 			continue
 		}
 		hb := heartbeat{
-			healthy:  l.Annotations[v1alpha1.AnnotationHealthy] != "false",
-			draining: l.Annotations[v1alpha1.AnnotationDraining] == "true",
-			epoch:    int64(deref(l.Spec.LeaseTransitions, 0)),
+			healthy:   l.Annotations[v1alpha1.AnnotationHealthy] != "false",
+			draining:  l.Annotations[v1alpha1.AnnotationDraining] == "true",
+			epoch:     int64(deref(l.Spec.LeaseTransitions, 0)),
+			listeners: announced(l.Annotations),
 		}
-		if r := l.Spec.RenewTime; r != nil {
+		obs, observed := in.Observed[l.Name]
+		if !observed {
+			obs = Observation{At: in.Now}
+		}
+		w := written[id]
+		hb.expiry, hb.fresh = leaseFresh(l, obs, w, in.Now)
+		switch {
+		case l.Spec.RenewTime == nil:
+		case !obs.Changed && w != nil && w.LastSeen != nil && !hb.fresh:
+			hb.seen = w.LastSeen.DeepCopy() // still the time it was last heard from
+		default:
 			// metav1.Time keeps whole seconds on the wire; truncating here keeps a row equal
 			// to what the apiserver stores, so a comparison never sees a phantom change.
-			seen[i] = metav1.Time{Time: r.Truncate(time.Second)}
-			hb.renewed = &seen[i]
+			seen[i] = metav1.Time{Time: obs.At.Truncate(time.Second)}
+			hb.seen = &seen[i]
 		}
-		hb.expiry, hb.fresh = Fresh(l, in.Now)
 		beats[id] = hb
 	}
 	return beats
 }
 
-// Fresh reports whether l is fresh at now — renewTime + leaseDurationSeconds > now — and
-// when it stops being fresh. A Lease without either field is never fresh.
-func Fresh(l *coordinationv1.Lease, now time.Time) (expiry time.Time, fresh bool) {
-	if l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
+// leaseFresh reports whether l is fresh at now, and when it stops being fresh: while the last
+// observed renewal is younger than leaseDurationSeconds, on the operator's clock. A Lease the
+// operator has only found (it was running before the operator started) counts as renewed when
+// found — unless the row last written for the broker says its heartbeat had expired: an
+// operator restart must not bring a dead broker back to life for a lease duration. A Lease
+// without a renewTime or a duration is never fresh.
+func leaseFresh(l *coordinationv1.Lease, obs Observation, written *v1alpha1.BrokerRow, now time.Time) (expiry time.Time, ok bool) {
+	d, ok := FreshFor(l)
+	if !ok || !obs.Changed && written != nil && written.Reason == v1alpha1.ReasonHeartbeatExpired {
 		return time.Time{}, false
 	}
-	expiry = l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second)
+	expiry = obs.At.Add(d)
 	return expiry, expiry.After(now)
+}
+
+// registeredAt is when broker id's Broker object was created, or now when it has none yet.
+func registeredAt(in Input, id int32) time.Time {
+	if t, ok := in.Registered[id]; ok {
+		return t
+	}
+	return in.Now
 }
 
 // makeRow builds one registered broker's row. The reason says why it is Fenced when it is;
 // otherwise why it is not Alive; it is empty for a Serving, Alive broker.
-func makeRow(cluster string, id int32, ep endpoint, listed bool, hb heartbeat, hasLease bool, replicas int32) (v1alpha1.BrokerRow, Reasons) {
+//
+// A broker that has never heartbeated and is within its start-up grace is Starting: that is
+// its reason for being fenced and for not being alive, rather than PodMissing and NoHeartbeat
+// — it is not dead, it has not started yet. A broker whose heartbeat is Dead is fenced even
+// while its endpoint says serving: an endpoint is only as fresh as its node's kubelet (40 s or
+// more for a lost node), while the Lease expires within the session timeout.
+func makeRow(in Input, id int32, ep endpoint, listed bool, hb heartbeat, hasLease, starting bool) (v1alpha1.BrokerRow, Reasons) {
 	row := v1alpha1.BrokerRow{
 		ID: id, Pod: ep.pod,
 		Node: ep.node, Host: ep.host, Port: ep.port, Rack: ep.rack,
-		State: v1alpha1.BrokerFenced, Epoch: hb.epoch, LastSeen: hb.renewed,
+		Listeners: advertised(in.PortName, ep, listed, hb),
+		State:     v1alpha1.BrokerFenced, Epoch: hb.epoch, LastSeen: hb.seen,
+	}
+	if !listed {
+		row.Pod = v1alpha1.BrokerPodName(in.Cluster, id)
 	}
 	var why Reasons
+	row.Health, why.Health = health(hb, hasLease, starting)
 	switch {
-	case !listed && id < replicas:
+	case starting && (!listed || ep.terminating || !ep.serving || row.Health == v1alpha1.BrokerDead):
+		why.State = v1alpha1.ReasonStarting
+	case !listed && id < in.Replicas:
 		why.State = v1alpha1.ReasonPodMissing
 	case !listed:
 		why.State = v1alpha1.ReasonNotListed
@@ -266,13 +368,11 @@ func makeRow(cluster string, id int32, ep endpoint, listed bool, hb heartbeat, h
 		why.State = v1alpha1.ReasonTerminating
 	case !ep.serving:
 		why.State = v1alpha1.ReasonNotServing
+	case row.Health == v1alpha1.BrokerDead:
+		why.State = why.Health
 	default:
 		row.State = v1alpha1.BrokerServing
 	}
-	if !listed {
-		row.Pod = v1alpha1.BrokerPodName(cluster, id)
-	}
-	row.Health, why.Health = health(hb, hasLease)
 	row.Reason = why.State
 	if row.Reason == "" {
 		row.Reason = why.Health
@@ -280,10 +380,44 @@ func makeRow(cluster string, id int32, ep endpoint, listed bool, hb heartbeat, h
 	return row, why
 }
 
+// advertised is where clients reach the broker on each listener: what its Lease announces
+// (the broker's own advertised hosts, so every broker tells clients what each broker tells
+// about itself). A Lease that announces nothing — a broker older than the announcement —
+// leaves the first listener at the endpoint's address, as rows had before; with neither, the
+// broker has no address and answers leave it out.
+func advertised(firstListener string, ep endpoint, listed bool, hb heartbeat) []v1alpha1.ListenerAddress {
+	if hb.listeners != nil {
+		if len(hb.listeners) == 0 {
+			return nil // announced: no address anywhere yet
+		}
+		return hb.listeners
+	}
+	if !listed || ep.host == "" || ep.listenerPort == 0 || firstListener == "" {
+		return nil
+	}
+	return []v1alpha1.ListenerAddress{{Name: firstListener, Host: ep.host, Port: ep.listenerPort}}
+}
+
+// announced is what a Lease announces about the broker's listeners: nil when it says nothing
+// (a broker older than the announcement), empty when it says "no address on any listener"
+// (an external listener whose address the broker does not know yet, and no other).
+func announced(annotations map[string]string) []v1alpha1.ListenerAddress {
+	v, ok := annotations[v1alpha1.AnnotationListeners]
+	if !ok {
+		return nil
+	}
+	if ls := v1alpha1.ParseListeners(v); ls != nil {
+		return ls
+	}
+	return []v1alpha1.ListenerAddress{}
+}
+
 // health is Draining if the fresh Lease says draining (draining outranks alive), else Alive if
 // the Lease is fresh and healthy, else Dead, with the reason it is not Alive.
-func health(hb heartbeat, hasLease bool) (v1alpha1.BrokerHealth, string) {
+func health(hb heartbeat, hasLease, starting bool) (v1alpha1.BrokerHealth, string) {
 	switch {
+	case starting:
+		return v1alpha1.BrokerDead, v1alpha1.ReasonStarting
 	case !hasLease:
 		return v1alpha1.BrokerDead, v1alpha1.ReasonNoHeartbeat
 	case !hb.fresh:

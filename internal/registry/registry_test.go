@@ -76,6 +76,8 @@ type lease struct {
 	draining         bool
 	transitions      int32
 	noRenew, noAnnot bool
+	listeners        string // the listeners annotation, when set
+	noAddresses      bool   // the listeners annotation is set and empty
 }
 
 func (l lease) build() coordinationv1.Lease {
@@ -94,6 +96,9 @@ func (l lease) build() coordinationv1.Lease {
 		out.Annotations = map[string]string{
 			v1alpha1.AnnotationHealthy:  cmp(l.healthy, "true"),
 			v1alpha1.AnnotationDraining: fmt.Sprint(l.draining),
+		}
+		if l.listeners != "" || l.noAddresses {
+			out.Annotations[v1alpha1.AnnotationListeners] = l.listeners
 		}
 	}
 	return out
@@ -152,7 +157,10 @@ func TestRegistryRules(t *testing.T) {
 		slices   []discoveryv1.EndpointSlice
 		leases   []lease
 		replicas int32
-		want     []summary
+		// registered dates the Broker objects; unset, every broker registered long ago (its
+		// start-up grace is over).
+		registered map[int32]time.Time
+		want       []summary
 	}{
 		{
 			rule:     "every serving, heartbeating broker is Serving and Alive",
@@ -260,11 +268,26 @@ func TestRegistryRules(t *testing.T) {
 			want:     []summary{{0, S, A, ""}, {1, F, D, v1alpha1.ReasonPodMissing}, {2, S, A, ""}},
 		},
 		{
-			rule:     "a wanted broker that never heartbeat is registered Fenced/PodMissing and Dead",
+			rule:       "a wanted broker that never heartbeated is Starting, not dead, within its start-up grace",
+			slices:     []discoveryv1.EndpointSlice{slice("s1", notServing(1))},
+			leases:     nil,
+			replicas:   2,
+			registered: map[int32]time.Time{0: t0.Add(-time.Minute), 1: t0.Add(-StartupGrace + time.Second)},
+			want:       []summary{{0, F, D, v1alpha1.ReasonStarting}, {1, F, D, v1alpha1.ReasonStarting}},
+		},
+		{
+			rule:     "a wanted broker that never heartbeated is Fenced/PodMissing and Dead once its start-up grace is over",
 			slices:   nil,
 			leases:   nil,
 			replicas: 2,
 			want:     []summary{{0, F, D, v1alpha1.ReasonPodMissing}, {1, F, D, v1alpha1.ReasonPodMissing}},
+		},
+		{
+			rule:     "a broker whose heartbeat expired is Fenced even while its endpoint still says serving",
+			slices:   []discoveryv1.EndpointSlice{slice("s1", serving(0), serving(1))},
+			leases:   []lease{{id: 0, age: time.Second}, {id: 1, age: time.Minute}},
+			replicas: 2,
+			want:     []summary{{0, S, A, ""}, {1, F, D, v1alpha1.ReasonHeartbeatExpired}},
 		},
 		{
 			rule:     "a heartbeating broker no slice lists yet is registered",
@@ -292,21 +315,21 @@ func TestRegistryRules(t *testing.T) {
 			slices:   []discoveryv1.EndpointSlice{slice("s1", serving(0))},
 			leases:   []lease{{id: 0, age: leaseSeconds * time.Second, draining: true}},
 			replicas: 1,
-			want:     []summary{{0, S, D, v1alpha1.ReasonHeartbeatExpired}},
+			want:     []summary{{0, F, D, v1alpha1.ReasonHeartbeatExpired}},
 		},
 		{
 			rule:     "fresh is renewTime + leaseDuration after now; at exactly the expiry it is stale",
 			slices:   []discoveryv1.EndpointSlice{slice("s1", serving(0), serving(1))},
 			leases:   []lease{{id: 0, age: leaseSeconds*time.Second - time.Millisecond}, {id: 1, age: leaseSeconds * time.Second}},
 			replicas: 2,
-			want:     []summary{{0, S, A, ""}, {1, S, D, v1alpha1.ReasonHeartbeatExpired}},
+			want:     []summary{{0, S, A, ""}, {1, F, D, v1alpha1.ReasonHeartbeatExpired}},
 		},
 		{
 			rule:     "healthy=false is Dead",
 			slices:   []discoveryv1.EndpointSlice{slice("s1", serving(0))},
 			leases:   []lease{{id: 0, age: time.Second, healthy: "false"}},
 			replicas: 1,
-			want:     []summary{{0, S, D, v1alpha1.ReasonUnhealthy}},
+			want:     []summary{{0, F, D, v1alpha1.ReasonUnhealthy}},
 		},
 		{
 			rule:     "a lease without annotations is healthy and not draining",
@@ -320,13 +343,13 @@ func TestRegistryRules(t *testing.T) {
 			slices:   []discoveryv1.EndpointSlice{slice("s1", serving(0))},
 			leases:   []lease{{id: 0, noRenew: true}},
 			replicas: 1,
-			want:     []summary{{0, S, D, v1alpha1.ReasonHeartbeatExpired}},
+			want:     []summary{{0, F, D, v1alpha1.ReasonHeartbeatExpired}},
 		},
 		{
-			rule:     "a listed broker without a lease is Dead for lack of a heartbeat",
+			rule:     "a listed broker without a lease is Dead for lack of a heartbeat, and fenced",
 			slices:   []discoveryv1.EndpointSlice{slice("s1", serving(0))},
 			replicas: 1,
-			want:     []summary{{0, S, D, v1alpha1.ReasonNoHeartbeat}},
+			want:     []summary{{0, F, D, v1alpha1.ReasonNoHeartbeat}},
 		},
 		{
 			rule:     "a listed broker beyond replicas stays registered while its endpoint lasts",
@@ -354,8 +377,12 @@ func TestRegistryRules(t *testing.T) {
 		},
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
-			in := Input{Cluster: "c", Slices: tc.slices, Leases: leases(tc.leases...), Replicas: tc.replicas, PortName: "kafka", Now: t0}
-			got := Compute(in)
+			in := Input{Cluster: "c", Slices: tc.slices, Leases: leases(tc.leases...), Replicas: tc.replicas, PortName: "kafka", Now: t0,
+				Registered: tc.registered}
+			if in.Registered == nil {
+				in.Registered = longAgo(tc.replicas + 10)
+			}
+			got := compute(in)
 			if s := summarize(got.Rows); !slices.Equal(s, tc.want) {
 				t.Fatalf("rows:\n got %+v\nwant %+v", s, tc.want)
 			}
@@ -364,7 +391,7 @@ func TestRegistryRules(t *testing.T) {
 }
 
 func TestRegistryRowsAreSortedByNumericID(t *testing.T) {
-	got := Compute(Input{
+	got := compute(Input{
 		Cluster: "c", Replicas: 0, Now: t0,
 		Slices: []discoveryv1.EndpointSlice{slice("s1", serving(10), serving(2)), slice("s2", serving(1))},
 	})
@@ -374,14 +401,15 @@ func TestRegistryRowsAreSortedByNumericID(t *testing.T) {
 }
 
 func TestRegistryNotReadyBrokerKeepsItsHostNodeRackAndPort(t *testing.T) {
-	got := Compute(Input{
+	got := compute(Input{
 		Cluster: "c", Replicas: 1, PortName: "kafka", Now: t0,
 		Slices: []discoveryv1.EndpointSlice{slice("s1", ep{id: 0, serving: ptr.To(false), addr: "10.1.2.3", node: "n7", zone: "eu-1b"})},
 		Leases: leases(lease{id: 0, age: time.Second, transitions: 4}),
 	})
 	want := v1alpha1.BrokerRow{
 		ID: 0, Pod: "c-broker-0", Node: "n7", Host: "10.1.2.3", Port: 9092, Rack: "eu-1b",
-		State: F, Health: A, Reason: v1alpha1.ReasonNotServing, Epoch: 4,
+		Listeners: []v1alpha1.ListenerAddress{{Name: "kafka", Host: "10.1.2.3", Port: 9092}},
+		State:     F, Health: A, Reason: v1alpha1.ReasonNotServing, Epoch: 4,
 		LastSeen: &metav1.Time{Time: t0.Add(-time.Second)},
 	}
 	if len(got.Rows) != 1 || !Equal(got.Rows[0], want) {
@@ -399,7 +427,7 @@ func TestRegistryPortIsTheFirstListenersOrTheSlicesFirstPort(t *testing.T) {
 		{"no port of that name: the first port", "external", 9644},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Compute(Input{Cluster: "c", Replicas: 1, PortName: tc.portName, Now: t0,
+			got := compute(Input{Cluster: "c", Replicas: 1, PortName: tc.portName, Now: t0,
 				Slices: []discoveryv1.EndpointSlice{slice("s1", serving(0))}})
 			if got.Rows[0].Port != tc.want {
 				t.Fatalf("port = %d, want %d", got.Rows[0].Port, tc.want)
@@ -416,7 +444,7 @@ func TestRegistryLastSeenIsTheLeaseRenewTimeAndIsNeverRefreshedForADeadBroker(t 
 		Slices: []discoveryv1.EndpointSlice{slice("s1", serving(0))}}
 	for _, now := range []time.Time{t0, t0.Add(time.Hour)} {
 		in.Now = now
-		row := Compute(in).Rows[0]
+		row := compute(in).Rows[0]
 		if row.Health != D {
 			t.Fatalf("at %v: health %s, want Dead", now, row.Health)
 		}
@@ -428,7 +456,7 @@ func TestRegistryLastSeenIsTheLeaseRenewTimeAndIsNeverRefreshedForADeadBroker(t 
 }
 
 func TestRegistryEpochIsLeaseTransitions(t *testing.T) {
-	got := Compute(Input{Cluster: "c", Replicas: 2, Now: t0,
+	got := compute(Input{Cluster: "c", Replicas: 2, Now: t0,
 		Slices: []discoveryv1.EndpointSlice{slice("s1", serving(0), serving(1))},
 		Leases: leases(lease{id: 0, age: time.Second, transitions: 0}, lease{id: 1, age: time.Second, transitions: 7})})
 	if got.Rows[0].Epoch != 0 || got.Rows[1].Epoch != 7 {
@@ -437,7 +465,7 @@ func TestRegistryEpochIsLeaseTransitions(t *testing.T) {
 }
 
 func TestRegistryAliveSetAndCounts(t *testing.T) {
-	got := Compute(Input{Cluster: "c", Replicas: 5, Now: t0,
+	got := compute(Input{Cluster: "c", Replicas: 5, Now: t0,
 		Slices: []discoveryv1.EndpointSlice{slice("s1", serving(0), notServing(1), serving(2), serving(3))},
 		Leases: leases(
 			lease{id: 0, age: time.Second},
@@ -448,14 +476,15 @@ func TestRegistryAliveSetAndCounts(t *testing.T) {
 	if !slices.Equal(got.Alive, []int32{0, 1}) {
 		t.Fatalf("alive = %v, want [0 1]", got.Alive)
 	}
-	want := v1alpha1.BrokerCounts{Registered: 5, Serving: 3, Fenced: 2, Alive: 2, Draining: 1, Dead: 2}
+	// Broker 3's endpoint serves, but its heartbeat expired: fenced.
+	want := v1alpha1.BrokerCounts{Registered: 5, Serving: 2, Fenced: 3, Alive: 2, Draining: 1, Dead: 2}
 	if got.Counts != want {
 		t.Fatalf("counts = %+v, want %+v", got.Counts, want)
 	}
 }
 
 func TestRegistryEmptyAliveSetIsReportedAsSuch(t *testing.T) {
-	got := Compute(Input{Cluster: "c", Replicas: 2, Now: t0,
+	got := compute(Input{Cluster: "c", Replicas: 2, Now: t0,
 		Slices: []discoveryv1.EndpointSlice{slice("s1", serving(0), serving(1))},
 		Leases: leases(lease{id: 0, age: time.Minute}, lease{id: 1, age: time.Second, draining: true})})
 	if got.Alive == nil || len(got.Alive) != 0 || got.Counts.Alive != 0 {
@@ -479,7 +508,7 @@ func TestRegistryNextExpiryIsTheEarliestFreshLeaseExpiry(t *testing.T) {
 		{"no fresh lease: nothing will expire", []lease{{id: 0, age: time.Minute}}, time.Time{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Compute(Input{Cluster: "c", Replicas: 3, Now: t0, Leases: leases(tc.leases...)})
+			got := compute(Input{Cluster: "c", Replicas: 3, Now: t0, Leases: leases(tc.leases...), Registered: longAgo(10)})
 			if !got.NextExpiry.Equal(tc.want) {
 				t.Fatalf("next expiry = %v, want %v", got.NextExpiry, tc.want)
 			}
@@ -491,13 +520,13 @@ func TestRegistryUnlistedHeartbeatingBrokerBeyondReplicasDeregistersWhenItsLease
 	in := Input{Cluster: "c", Replicas: 1, Now: t0,
 		Slices: []discoveryv1.EndpointSlice{slice("s1", serving(0))},
 		Leases: leases(lease{id: 0, age: time.Second}, lease{id: 1, age: time.Second})}
-	before := Compute(in)
+	before := compute(in)
 	if !slices.Equal(before.Registered(), []int32{0, 1}) {
 		t.Fatalf("before expiry: registered %v, want [0 1]", before.Registered())
 	}
 	in.Now = before.NextExpiry
 	in.Leases = leases(lease{id: 0, age: 0}, lease{id: 1, age: leaseSeconds * time.Second})
-	if after := Compute(in); !slices.Equal(after.Registered(), []int32{0}) {
+	if after := compute(in); !slices.Equal(after.Registered(), []int32{0}) {
 		t.Fatalf("after expiry: registered %v, want [0]", after.Registered())
 	}
 }
@@ -527,18 +556,175 @@ func TestOrdinal(t *testing.T) {
 }
 
 func TestRegistryReasonsExplainBothFencingAndHealth(t *testing.T) {
-	got := Compute(Input{Cluster: "c", Replicas: 2, Now: t0,
+	got := compute(Input{Cluster: "c", Replicas: 2, Now: t0,
 		Slices: []discoveryv1.EndpointSlice{slice("s1", serving(0))},
 		Leases: leases(lease{id: 0, age: time.Second, healthy: "false"}, lease{id: 1, age: time.Minute})})
 	want := []Reasons{
-		{State: "", Health: v1alpha1.ReasonUnhealthy},
+		{State: v1alpha1.ReasonUnhealthy, Health: v1alpha1.ReasonUnhealthy},
 		{State: v1alpha1.ReasonPodMissing, Health: v1alpha1.ReasonHeartbeatExpired},
 	}
 	if !slices.Equal(got.Reasons, want) {
 		t.Fatalf("reasons = %+v, want %+v", got.Reasons, want)
 	}
-	// The row's single reason: why it is Fenced first, else why it is not Alive.
+	// The row's single reason: why it is Fenced first, else why it is not Alive. A serving
+	// endpoint whose broker says it is unhealthy is fenced for that.
 	if got.Rows[0].Reason != v1alpha1.ReasonUnhealthy || got.Rows[1].Reason != v1alpha1.ReasonPodMissing {
 		t.Fatalf("row reasons = %q, %q", got.Rows[0].Reason, got.Rows[1].Reason)
+	}
+}
+
+func TestRegistryRowsCarryEveryListenerTheBrokerAnnounces(t *testing.T) {
+	announced := "internal=c-broker-0.c-brokers.kafka.svc.cluster.local:9092,external=10.0.0.1:9094"
+	for _, tc := range []struct {
+		rule   string
+		slices []discoveryv1.EndpointSlice
+		lease  *lease
+		want   []v1alpha1.ListenerAddress
+	}{
+		{"the Lease's listeners annotation gives every listener's advertised host and port",
+			[]discoveryv1.EndpointSlice{slice("s1", serving(0))}, &lease{id: 0, age: time.Second, listeners: announced},
+			[]v1alpha1.ListenerAddress{
+				{Name: "internal", Host: "c-broker-0.c-brokers.kafka.svc.cluster.local", Port: 9092},
+				{Name: "external", Host: "10.0.0.1", Port: 9094},
+			}},
+		{"a heartbeating broker no slice lists yet is reachable at what it announces",
+			nil, &lease{id: 0, age: time.Second, listeners: announced},
+			[]v1alpha1.ListenerAddress{
+				{Name: "internal", Host: "c-broker-0.c-brokers.kafka.svc.cluster.local", Port: 9092},
+				{Name: "external", Host: "10.0.0.1", Port: 9094},
+			}},
+		{"a Lease that announces nothing (an older broker): the first listener at the endpoint's address",
+			[]discoveryv1.EndpointSlice{slice("s1", serving(0))}, &lease{id: 0, age: time.Second},
+			[]v1alpha1.ListenerAddress{{Name: "kafka", Host: "10.0.0.1", Port: 9092}}},
+		{"no announcement and no endpoint: no address",
+			nil, &lease{id: 0, age: time.Second}, nil},
+		{"an empty announcement (no listener has an address yet) is no address, not the endpoint's",
+			[]discoveryv1.EndpointSlice{slice("s1", serving(0))}, &lease{id: 0, age: time.Second, noAddresses: true}, nil},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			in := Input{Cluster: "c", Replicas: 1, PortName: "kafka", Now: t0, Slices: tc.slices, Leases: leases(*tc.lease)}
+			got := compute(in).Rows
+			if len(got) != 1 || !slices.Equal(got[0].Listeners, tc.want) {
+				t.Fatalf("listeners %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// compute is Compute with every Lease's renewal observed at its renewTime, as if the broker's
+// clock and the operator's agreed — what most rules assume. The clock-skew rules pass their
+// own observations.
+func compute(in Input) Result {
+	if in.Observed == nil {
+		in.Observed = map[string]Observation{}
+		for _, l := range in.Leases {
+			if l.Spec.RenewTime != nil {
+				in.Observed[l.Name] = Observation{RenewTime: l.Spec.RenewTime.Time, At: l.Spec.RenewTime.Time, Changed: true}
+			}
+		}
+	}
+	return Compute(in)
+}
+
+// longAgo registers brokers 0..n-1 long before t0: their start-up grace is over.
+func longAgo(n int32) map[int32]time.Time {
+	m := make(map[int32]time.Time, n)
+	for id := range n {
+		m[id] = t0.Add(-time.Hour)
+	}
+	return m
+}
+
+func TestRegistryNextExpiryCoversTheEndOfAStartupGrace(t *testing.T) {
+	got := compute(Input{Cluster: "c", Replicas: 1, Now: t0, Registered: map[int32]time.Time{0: t0.Add(-time.Minute)}})
+	if want := t0.Add(-time.Minute + StartupGrace); !got.NextExpiry.Equal(want) {
+		t.Fatalf("next expiry %v, want the grace's end %v: the broker turns Dead then without any object changing", got.NextExpiry, want)
+	}
+}
+
+// Freshness is judged on the operator's clock: when it observed each renewal, never the
+// broker's renewTime (DESIGN.md "The registry").
+func TestRegistryFreshnessIsJudgedOnTheOperatorsClock(t *testing.T) {
+	behind := lease{id: 0, age: 10 * time.Second} // renewTime 10 s behind the operator's clock
+	ahead := lease{id: 0, age: -time.Hour}        // a clock an hour ahead
+	expiredRow := v1alpha1.BrokerRow{ID: 0, State: F, Health: D, Reason: v1alpha1.ReasonHeartbeatExpired,
+		LastSeen: &metav1.Time{Time: t0.Add(-time.Hour)}}
+	aliveRow := v1alpha1.BrokerRow{ID: 0, State: S, Health: A, LastSeen: &metav1.Time{Time: t0.Add(-time.Minute)}}
+	for _, tc := range []struct {
+		rule     string
+		lease    lease
+		obs      Observation
+		written  []v1alpha1.BrokerRow
+		want     summary
+		wantSeen time.Time
+	}{
+		{"a broker whose clock is 10 s behind is Alive while its renewals keep being observed",
+			behind, Observation{At: t0.Add(-time.Second), Changed: true}, nil, summary{0, S, A, ""}, t0.Add(-time.Second)},
+		{"a clock an hour ahead does not keep a silent broker alive",
+			ahead, Observation{At: t0.Add(-leaseSeconds * time.Second), Changed: true}, nil,
+			summary{0, F, D, v1alpha1.ReasonHeartbeatExpired}, t0.Add(-leaseSeconds * time.Second)},
+		{"a Lease first found after an operator restart counts as observed then",
+			lease{id: 0, age: time.Hour}, Observation{At: t0.Add(-time.Second)}, []v1alpha1.BrokerRow{aliveRow},
+			summary{0, S, A, ""}, t0.Add(-time.Second)},
+		{"a restart does not revive a broker whose written row had expired, and its lastSeen is kept",
+			lease{id: 0, age: time.Hour}, Observation{At: t0.Add(-time.Second)}, []v1alpha1.BrokerRow{expiredRow},
+			summary{0, F, D, v1alpha1.ReasonHeartbeatExpired}, t0.Add(-time.Hour)},
+		{"a renewal observed after the restart brings it back",
+			lease{id: 0, age: time.Hour}, Observation{At: t0.Add(-time.Second), Changed: true}, []v1alpha1.BrokerRow{expiredRow},
+			summary{0, S, A, ""}, t0.Add(-time.Second)},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			in := Input{Cluster: "c", Replicas: 1, PortName: "kafka", Now: t0, Registered: longAgo(1),
+				Slices: []discoveryv1.EndpointSlice{slice("s1", serving(0))}, Leases: leases(tc.lease),
+				Observed: map[string]Observation{"c-broker-0": tc.obs}, Written: tc.written}
+			got := Compute(in)
+			if s := summarize(got.Rows); len(s) != 1 || s[0] != tc.want {
+				t.Fatalf("row %+v, want %+v", s, tc.want)
+			}
+			if seen := got.Rows[0].LastSeen; seen == nil || !seen.Time.Equal(tc.wantSeen.Truncate(time.Second)) {
+				t.Fatalf("lastSeen %v, want %v (operator clock, whole seconds)", seen, tc.wantSeen)
+			}
+		})
+	}
+}
+
+func TestObserverDatesEachChangeOfRenewTimeOnTheOperatorsClock(t *testing.T) {
+	var o Observer
+	l := lease{id: 0, age: time.Hour}.build() // the broker's clock says an hour ago
+	l.Namespace = "ns"
+	_, had, first := o.Observe(&l, t0)
+	if had || first.Changed || !first.At.Equal(t0) {
+		t.Fatalf("first sight %+v (had %v), want observed at t0, not a change", first, had)
+	}
+	if _, _, again := o.Observe(&l, t0.Add(5*time.Second)); again != first {
+		t.Fatalf("the same renewTime seen again moved the observation: %+v", again)
+	}
+	l.Spec.RenewTime.Time = l.Spec.RenewTime.Add(-time.Minute) // a new incarnation on a slower clock
+	if prev, _, cur := o.Observe(&l, t0.Add(6*time.Second)); prev != first || !cur.Changed || !cur.At.Equal(t0.Add(6*time.Second)) {
+		t.Fatalf("a changed renewTime: %+v, want a change observed at t0+6s", cur)
+	}
+	o.Forget("ns", l.Name)
+	if _, had, _ := o.Observe(&l, t0); had {
+		t.Fatal("a forgotten Lease is still known")
+	}
+}
+
+func TestWantedReplicas(t *testing.T) {
+	for _, tc := range []struct {
+		rule            string
+		sts             *int32
+		exists          bool
+		cluster, wanted int32
+	}{
+		{"the StatefulSet's replicas", ptr.To[int32](3), true, 3, 3},
+		{"a StatefulSet scaled by hand to 100000 wants no more than the cluster asks for", ptr.To[int32](100000), true, 3, 3},
+		{"a scale-down the StatefulSet already has", ptr.To[int32](2), true, 3, 2},
+		{"a scale-down the StatefulSet does not have yet", ptr.To[int32](3), true, 2, 2},
+		{"unset replicas are the API default, 1", nil, true, 3, 1},
+		{"a gone StatefulSet wants nothing", nil, false, 3, 0},
+	} {
+		if got := WantedReplicas(tc.sts, tc.exists, tc.cluster); got != tc.wanted {
+			t.Errorf("%s: %d, want %d", tc.rule, got, tc.wanted)
+		}
 	}
 }

@@ -21,8 +21,8 @@ import (
 	"github.com/paddock-dev/paddock/internal/devcluster"
 )
 
-// TestFencingScenarios runs the seven scenarios on one environment, in an order where each
-// starts from three healthy brokers (scale-down, which ends with two, comes last).
+// TestFencingScenarios runs the scenarios on one environment, in an order where each starts
+// from three healthy brokers (scale-down, which ends with two, comes last).
 func TestFencingScenarios(t *testing.T) {
 	if _, err := exec.LookPath("kcat"); err != nil {
 		t.Fatal("kcat is not installed: run `make kcat` (hack/install-kcat.sh); the e2e suite does not run without it")
@@ -34,8 +34,9 @@ func TestFencingScenarios(t *testing.T) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" { // `go test` outside make: the checkout's binaries
 		cfg.K8sBinDir = filepath.Join("..", "..", "bin", "k8s", "1.37.2")
 	}
-	cfg.CRDDir = filepath.Join("..", "..", "config", "crd", "bases")
+	cfg.ConfigDir = filepath.Join("..", "..", "config")
 	cfg.PaddockBinary = paddockBinary
+	cfg.HostAddress = devcluster.TestHostAddress()
 	started := time.Now()
 	env, err := devcluster.Start(ctx, cfg)
 	if err != nil {
@@ -47,14 +48,15 @@ func TestFencingScenarios(t *testing.T) {
 		}
 		env.Stop()
 	})
-	measure(t, "environment", "start (control plane, nodes, operator)", time.Since(started))
+	measure(t, "environment", "start (control plane, nodes, operator Deployment Available)", time.Since(started))
 
 	s := &suite{env: env, c: env.Client(), namespace: "e2e", name: "e2e", port: 9092}
 	if err := s.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.namespace}}); err != nil {
 		t.Fatal(err)
 	}
-	kc := devcluster.SampleCluster(s.namespace, s.name, 3)
+	kc := devcluster.SampleCluster(s.namespace, s.name, 3, env.HostAddress())
 	kc.Spec.DrainTimeout = &metav1.Duration{Duration: 20 * time.Second}
+	kc.Spec.Listeners = append(kc.Spec.Listeners, kafkav1alpha1.Listener{Name: nodesListener, Port: 9095, Type: kafkav1alpha1.ListenerNodePort})
 	applied := time.Now()
 	if err := s.c.Create(ctx, kc); err != nil {
 		t.Fatal(err)
@@ -65,6 +67,9 @@ func TestFencingScenarios(t *testing.T) {
 		run  func(context.Context, *testing.T, *suite)
 	}{
 		{"1 bring-up", func(ctx context.Context, t *testing.T, s *suite) { bringUp(ctx, t, s, applied) }},
+		{"8 identities", identities},
+		{"9 from outside", fromOutside},
+		{"10 topics", topics},
 		{"2 crash", crash},
 		{"3 graceful", graceful},
 		{"7 operator down", operatorDown},
@@ -267,14 +272,17 @@ func graceful(ctx context.Context, t *testing.T, s *suite) {
 	measure(t, "3 graceful", "SIGTERM → replacement Serving/Alive", time.Since(sigterm))
 }
 
-// 7. Operator down: brokers keep answering from their last view; after a restart the state
-// converges without spurious transitions.
+// 7. Operator down: with the manager Deployment scaled to zero, brokers keep answering from
+// their last view; after it is scaled back up the state converges without spurious
+// transitions.
 func operatorDown(ctx context.Context, t *testing.T, s *suite) {
 	before, err := s.brokers(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.env.StopManager()
+	if err := s.env.StopManager(); err != nil {
+		t.Fatal(err)
+	}
 	stopped := time.Now()
 	for time.Since(stopped) < 10*time.Second {
 		for id := range int32(3) {
@@ -370,16 +378,41 @@ func rollingRestart(ctx context.Context, t *testing.T, s *suite) {
 	measure(t, "5 rolling restart", "spec change → all 3 replaced and Serving/Alive", time.Since(started))
 }
 
-// 6. Node loss: stopping a node's agent kills its broker; it is Dead after the session
-// timeout and Fenced once the node-lifecycle controller marks its pod not ready; the
-// registered count holds.
+// 6. Node loss, with Kubernetes' default node-monitor grace period: stopping a node's agent
+// kills its broker and stops the node's kubelet, so no readiness probe runs and its endpoint
+// keeps saying serving for the grace period (40 s or more). The registry fences the broker on
+// its expired heartbeat instead: it is Fenced, and gone from another broker's Metadata, within
+// the session timeout + 1 s of the node stopping. The registered count holds, and the broker
+// comes back Serving/Alive when the node returns. The node is one the operator does not run on
+// (losing the operator too is another scenario, 7).
 func nodeLoss(ctx context.Context, t *testing.T, s *suite) {
-	const victim = int32(1)
-	pod, err := s.pod(ctx, victim)
+	victim, node := s.brokerAwayFromManager(ctx, t)
+	kc, err := s.cluster(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	node := pod.Spec.NodeName
+	bound := kc.Spec.SessionTimeout() + time.Second
+	// The witness is a broker on another node than the victim's: its Metadata must drop the
+	// victim.
+	witness := ""
+	for id := range int32(3) {
+		if id == victim {
+			continue
+		}
+		pod, err := s.pod(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pod.Spec.NodeName != node {
+			if witness, err = s.addr(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	if witness == "" {
+		t.Fatalf("every broker runs on %s, the victim's node", node)
+	}
 	lost := time.Now()
 	if err := s.env.StopNode(node); err != nil {
 		t.Fatal(err)
@@ -390,8 +423,9 @@ func nodeLoss(ctx context.Context, t *testing.T, s *suite) {
 			_ = s.env.StartNode(node)
 		}
 	}()
-	var deadAt, fencedAt time.Time
-	waitFor(ctx, t, "the lost broker Dead and Fenced", time.Minute, func() (bool, string) {
+	var fencedAt, goneAt time.Time
+	endpointServing := false
+	waitFor(ctx, t, "the lost broker Fenced and gone from Metadata", time.Minute, func() (bool, string) {
 		kc, err := s.cluster(ctx)
 		if err != nil {
 			return false, err.Error()
@@ -399,21 +433,34 @@ func nodeLoss(ctx context.Context, t *testing.T, s *suite) {
 		if kc.Status.Counts.Registered != 3 {
 			t.Fatalf("node loss: registered count %d, want 3", kc.Status.Counts.Registered)
 		}
-		b, err := s.brokers(ctx)
-		if err != nil {
-			return false, err.Error()
+		var row kafkav1alpha1.BrokerRow
+		for _, r := range kc.Status.Brokers {
+			if r.ID == victim {
+				row = r
+			}
 		}
-		st := b[victim].Status
-		if deadAt.IsZero() && st.Health == kafkav1alpha1.BrokerDead {
-			deadAt = time.Now()
-		}
-		if fencedAt.IsZero() && st.State == kafkav1alpha1.BrokerFenced {
+		if fencedAt.IsZero() && row.State == kafkav1alpha1.BrokerFenced {
 			fencedAt = time.Now()
+			endpointServing = row.Reason == kafkav1alpha1.ReasonHeartbeatExpired
 		}
-		return !deadAt.IsZero() && !fencedAt.IsZero(), fmt.Sprintf("%s/%s", st.State, st.Health)
+		if goneAt.IsZero() {
+			if ids, err := metadataBrokers(ctx, witness); err == nil && !slices.Contains(ids, victim) {
+				goneAt = time.Now()
+			}
+		}
+		return !fencedAt.IsZero() && !goneAt.IsZero(), fmt.Sprintf("%s/%s (%s)", row.State, row.Health, row.Reason)
 	})
-	measure(t, "6 node loss", "node stopped → Dead", deadAt.Sub(lost))
-	measure(t, "6 node loss", "node stopped → Fenced (node-lifecycle)", fencedAt.Sub(lost))
+	measure(t, "6 node loss", "node stopped → Fenced (heartbeat expired)", fencedAt.Sub(lost))
+	measure(t, "6 node loss", "node stopped → gone from Metadata", goneAt.Sub(lost))
+	if !endpointServing {
+		t.Logf("the broker was fenced for another reason than its expired heartbeat")
+	}
+	if took := fencedAt.Sub(lost); took > bound {
+		t.Errorf("node stopped → Fenced took %s, want at most the session timeout + 1 s (%s)", took, bound)
+	}
+	if took := goneAt.Sub(lost); took > bound {
+		t.Errorf("node stopped → gone from Metadata took %s, want at most the session timeout + 1 s (%s)", took, bound)
+	}
 	restarted = true
 	if err := s.env.StartNode(node); err != nil {
 		t.Fatal(err)
@@ -421,6 +468,10 @@ func nodeLoss(ctx context.Context, t *testing.T, s *suite) {
 	back := time.Now()
 	waitFor(ctx, t, "the node's broker back Serving/Alive", 2*time.Minute, func() (bool, string) { return s.healthy(ctx, 3) })
 	measure(t, "6 node loss", "node back → Serving/Alive", time.Since(back))
+	waitFor(ctx, t, "the broker back in Metadata", 30*time.Second, func() (bool, string) {
+		ids, err := metadataBrokers(ctx, witness)
+		return err == nil && slices.Contains(ids, victim), fmt.Sprintf("metadata %v %v", ids, err)
+	})
 }
 
 // 4. Scale-down 3 → 2: broker 2 is deregistered (Broker object and row gone, absent from

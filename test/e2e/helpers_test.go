@@ -87,6 +87,27 @@ func (s *suite) healthy(ctx context.Context, n int) (bool, string) {
 	return true, ""
 }
 
+// brokerAwayFromManager returns a broker whose node does not run the manager pod, and that
+// node.
+func (s *suite) brokerAwayFromManager(ctx context.Context, t *testing.T) (int32, string) {
+	t.Helper()
+	mgr, err := s.env.ManagerPod(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := range int32(3) {
+		pod, err := s.pod(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pod.Spec.NodeName != mgr.Spec.NodeName {
+			return id, pod.Spec.NodeName
+		}
+	}
+	t.Fatalf("every broker runs on %s, the manager's node", mgr.Spec.NodeName)
+	return 0, ""
+}
+
 // kafka sends one request straight to the broker at addr.
 func kafka(ctx context.Context, addr string, req kmsg.Request) (kmsg.Response, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0))

@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -13,7 +12,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/devcluster"
 )
 
-// paddockBinary is the paddock binary built for this run; broker pods run it.
+// paddockBinary is the paddock binary built for this run; the manager and broker pods run it.
 var paddockBinary string
 
 func TestMain(m *testing.M) {
@@ -33,17 +32,15 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		os.Exit(1)
 	}
-	paddockBinary = filepath.Join(dir, "paddock")
-	build := exec.Command("go", "build", "-o", paddockBinary, "../..")
-	// The private network has no route out: everything must come from the module cache.
-	build.Env = append(os.Environ(), "GOFLAGS=-mod=readonly", "GOPROXY=off", "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: build paddock: %v\n%s", err, out)
+	if paddockBinary, err = devcluster.BuildPaddock(filepath.Join("..", ".."), dir); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
 		os.Exit(1)
 	}
 	code := m.Run()
 	printSummary()
-	os.RemoveAll(dir)
+	if err := os.RemoveAll(dir); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: remove the build directory:", err)
+	}
 	os.Exit(code)
 }
 
@@ -79,5 +76,7 @@ func printSummary() {
 	for _, m := range measurements {
 		fmt.Fprintf(w, "%s\t%s\t%s\n", m.scenario, m.what, m.took.Round(time.Millisecond))
 	}
-	w.Flush()
+	if err := w.Flush(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: print the summary:", err)
+	}
 }

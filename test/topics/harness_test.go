@@ -3,6 +3,7 @@ package topics
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -51,7 +52,7 @@ func newCluster(t *testing.T, n int, clusterConfig map[string]string) *cluster {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		env.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		_ = env.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}) // best effort; envtest stops anyway
 	})
 	kc := &v1alpha1.KafkaCluster{ObjectMeta: metav1.ObjectMeta{Name: clusterName, Namespace: ns},
 		Spec: v1alpha1.KafkaClusterSpec{Replicas: int32(n), Config: clusterConfig}}
@@ -73,7 +74,8 @@ func newCluster(t *testing.T, n int, clusterConfig map[string]string) *cluster {
 		host, port, _ := net.SplitHostPort(addr)
 		p, _ := strconv.Atoi(port)
 		c.addrs = append(c.addrs, addr)
-		c.rows = append(c.rows, v1alpha1.BrokerRow{ID: i, Host: host, Port: int32(p), State: v1alpha1.BrokerServing, Health: v1alpha1.BrokerAlive, Epoch: 1})
+		c.rows = append(c.rows, v1alpha1.BrokerRow{ID: i, Host: host, Port: int32(p), State: v1alpha1.BrokerServing, Health: v1alpha1.BrokerAlive, Epoch: 1,
+			Listeners: []v1alpha1.ListenerAddress{{Name: "kafka", Host: host, Port: int32(p)}}})
 	}
 	c.setRows()
 	for id := range n {
@@ -122,7 +124,9 @@ func (c *cluster) startBroker(t *testing.T, cfg *rest.Config, kube client.Client
 	go func() { result <- b.Run(ctx, make(chan os.Signal)) }()
 	t.Cleanup(func() {
 		cancel()
-		<-result
+		if err := <-result; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("broker %d stopped: %v", id, err)
+		}
 	})
 	select {
 	case addr := <-listening:
@@ -264,7 +268,7 @@ func freePort(t *testing.T) int {
 	for range 100 {
 		p := 20000 + rand.IntN(12000)
 		if ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p))); err == nil {
-			ln.Close()
+			_ = ln.Close() // only probing that the port is free
 			return p
 		}
 	}

@@ -6,11 +6,6 @@ import (
 	"os"
 	"testing"
 
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-
 	"github.com/paddock-dev/paddock/controllers/assignment"
 	"github.com/paddock-dev/paddock/controllers/kafkacluster"
 	"github.com/paddock-dev/paddock/internal/testenv"
@@ -30,15 +25,14 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "topics:", err)
 		return 1
 	}
-	defer env.Stop()
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:                 env.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	defer func() {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "topics:", err)
+		}
+	}()
+	mgr, err := env.NewManager()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "topics: manager:", err)
+		fmt.Fprintln(os.Stderr, "topics:", err)
 		return 1
 	}
 	if err := (&assignment.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("assignment")}).SetupWithManager(mgr); err != nil {

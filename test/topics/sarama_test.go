@@ -18,7 +18,11 @@ func newSaramaAdmin(t *testing.T, c *cluster) sarama.ClusterAdmin {
 	if err != nil {
 		t.Fatalf("sarama admin: %v", err)
 	}
-	t.Cleanup(func() { adm.Close() })
+	t.Cleanup(func() {
+		if err := adm.Close(); err != nil {
+			t.Errorf("close sarama admin: %v", err)
+		}
+	})
 	return adm
 }
 
@@ -49,14 +53,14 @@ func TestSaramaClusterAdmin(t *testing.T) {
 		t.Errorf("create with a bad name: %v, want INVALID_TOPIC_EXCEPTION", err)
 	}
 
-	topics, err := adm.ListTopics()
-	if err != nil {
-		t.Fatalf("list: %v", err)
-	}
-	orders, ok := topics["orders"]
-	if !ok || orders.NumPartitions != 3 || orders.ReplicationFactor != 1 {
-		t.Fatalf("listed %+v, want orders with 3 partitions and RF 1", topics)
-	}
+	// ListTopics asks any broker; the ones that did not answer the create see the
+	// assignment a moment later.
+	var orders sarama.TopicDetail
+	eventually(t, "sarama to list orders with 3 partitions led, RF 1", func() bool {
+		topics, err := adm.ListTopics()
+		orders = topics["orders"]
+		return err == nil && orders.NumPartitions == 3 && orders.ReplicationFactor == 1
+	})
 	// sarama lists the configs that are not Apache defaults: the topic's own and the cluster's.
 	if v := orders.ConfigEntries["segment.bytes"]; v == nil || *v != "1048576" {
 		t.Errorf("listed segment.bytes %v, want 1048576", v)
@@ -64,24 +68,32 @@ func TestSaramaClusterAdmin(t *testing.T) {
 	if v := orders.ConfigEntries["retention.ms"]; v == nil || *v != "3600000" {
 		t.Errorf("listed retention.ms %v, want the cluster's 3600000", v)
 	}
-	metadata, err := adm.DescribeTopics([]string{"orders"})
-	if err != nil || len(metadata) != 1 || len(metadata[0].Partitions) != 3 || metadata[0].Uuid == ([16]byte{}) {
-		t.Fatalf("describe topics: %+v %v", metadata, err)
-	}
-	for _, p := range metadata[0].Partitions {
-		if p.Leader < 0 || p.Err != sarama.ErrNoError {
-			t.Errorf("partition %d: leader %d err %v", p.ID, p.Leader, p.Err)
+	var metadata []*sarama.TopicMetadata
+	eventually(t, "sarama to describe orders with its id", func() bool {
+		metadata, err = adm.DescribeTopics([]string{"orders"})
+		if err != nil || len(metadata) != 1 || len(metadata[0].Partitions) != 3 || metadata[0].Uuid == ([16]byte{}) {
+			return false
 		}
-	}
+		for _, p := range metadata[0].Partitions {
+			if p.Leader < 0 || p.Err != sarama.ErrNoError {
+				return false
+			}
+		}
+		return true
+	})
 
-	entries, err := adm.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: "orders", ConfigNames: []string{"segment.bytes", "retention.ms"}})
-	if err != nil || len(entries) != 2 {
-		t.Fatalf("describe config: %+v %v", entries, err)
+	described, err := adm.DescribeConfigs([]*sarama.ConfigResource{{Type: sarama.TopicResource, Name: "orders", ConfigNames: []string{"segment.bytes", "retention.ms"}}},
+		sarama.DescribeConfigsOptions{IncludeDocumentation: true})
+	if err != nil || len(described) != 1 || described[0].ErrorCode != sarama.ErrNoError || len(described[0].Configs) != 2 {
+		t.Fatalf("describe configs: %+v %v", described, err)
 	}
-	for _, e := range entries {
+	for _, e := range described[0].Configs {
 		want := map[string]sarama.ConfigSource{"segment.bytes": sarama.SourceTopic, "retention.ms": sarama.SourceDynamicDefaultBroker}[e.Name]
 		if e.Source != want {
 			t.Errorf("%s source %v, want %v", e.Name, e.Source, want)
+		}
+		if e.Type != sarama.IntConfigType && e.Name == "segment.bytes" || e.Type != sarama.LongConfigType && e.Name == "retention.ms" || e.Documentation == nil || *e.Documentation == "" {
+			t.Errorf("%s: type %v, documentation %v; want INT/LONG and a documentation", e.Name, e.Type, e.Documentation)
 		}
 	}
 

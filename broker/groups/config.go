@@ -1,0 +1,109 @@
+package groups
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/utils/clock"
+
+	"github.com/paddock-dev/paddock/broker/storage"
+)
+
+// Config configures a Coordinator. Start from DefaultConfig: a zero duration means zero
+// (InitialRebalanceDelay 0 is a legitimate setting), not "default".
+type Config struct {
+	// Dir is the groups root on the shared volume, storage.GroupsDir(data, clusterID). Required.
+	Dir string
+	// Topics is the broker's view of the topics, used to validate commits. Required.
+	Topics Topics
+	// FS is the file-system seam; storage.OSFS when nil.
+	FS storage.FS
+	// Clock drives every protocol timer (session, rebalance, initial delay, pending members);
+	// the real clock when nil. Tests use k8s.io/utils/clock/testing.
+	Clock clock.Clock
+	// Log receives group state changes; discarded when zero.
+	Log logr.Logger
+	// Metrics counts; nil counts nothing.
+	Metrics *Metrics
+
+	// MinSessionTimeout, MaxSessionTimeout are group.min.session.timeout.ms (6 s) and
+	// group.max.session.timeout.ms (30 min): a JoinGroup outside them gets
+	// INVALID_SESSION_TIMEOUT.
+	MinSessionTimeout, MaxSessionTimeout time.Duration
+	// InitialRebalanceDelay is group.initial.rebalance.delay.ms (3 s): an Empty group's first
+	// rebalance waits this long, and again for each new member (generation 0 only), capped by
+	// the rebalance timeout.
+	InitialRebalanceDelay time.Duration
+	// MaxGroupSize is group.max.size (Apache's default: unbounded, math.MaxInt32).
+	MaxGroupSize int
+	// MaxMetadataSize is offset.metadata.max.bytes (4096), counted as Java's String.length
+	// (UTF-16 code units), as Apache does.
+	MaxMetadataSize int
+	// NewMemberJoinTimeout is how long a new member's JoinGroup may wait for its rebalance
+	// (Apache's fixed 5 minutes) before the member is dropped.
+	NewMemberJoinTimeout time.Duration
+	// CleanupInterval is offsets.retention.check.interval.ms (10 min): an Empty group without
+	// offsets or members is forgotten this long after it became so, as Apache's periodic
+	// cleanup does.
+	CleanupInterval time.Duration
+	// LoadWait bounds how long a request waits for its group to be loaded before it is
+	// answered COORDINATOR_LOAD_IN_PROGRESS. Real time, not Clock: it bounds disk I/O.
+	LoadWait time.Duration
+	// LoadConcurrency bounds how many groups load (claim + read + snapshot) at once.
+	LoadConcurrency int
+}
+
+// DefaultConfig is Apache Kafka 3.7's defaults (plus LoadWait 1 s and LoadConcurrency 8).
+func DefaultConfig() Config {
+	return Config{
+		MinSessionTimeout:     6 * time.Second,
+		MaxSessionTimeout:     30 * time.Minute,
+		InitialRebalanceDelay: 3 * time.Second,
+		MaxGroupSize:          math.MaxInt32,
+		MaxMetadataSize:       4096,
+		NewMemberJoinTimeout:  5 * time.Minute,
+		CleanupInterval:       10 * time.Minute,
+		LoadWait:              time.Second,
+		LoadConcurrency:       8,
+	}
+}
+
+// Validate reports the first unusable field.
+func (c Config) Validate() error {
+	switch {
+	case c.Dir == "":
+		return errors.New("groups: Dir is required")
+	case c.Topics == nil:
+		return errors.New("groups: Topics is required")
+	case c.MinSessionTimeout <= 0 || c.MaxSessionTimeout < c.MinSessionTimeout:
+		return fmt.Errorf("groups: session timeout bounds [%v, %v] are not a range", c.MinSessionTimeout, c.MaxSessionTimeout)
+	case c.InitialRebalanceDelay < 0:
+		return fmt.Errorf("groups: initial rebalance delay %v is negative", c.InitialRebalanceDelay)
+	case c.MaxGroupSize < 1:
+		return fmt.Errorf("groups: max group size %d must be at least 1", c.MaxGroupSize)
+	case c.MaxMetadataSize < 0:
+		return fmt.Errorf("groups: max metadata size %d is negative", c.MaxMetadataSize)
+	case c.NewMemberJoinTimeout <= 0 || c.CleanupInterval <= 0:
+		return errors.New("groups: NewMemberJoinTimeout and CleanupInterval must be positive")
+	case c.LoadWait < 0 || c.LoadConcurrency < 1:
+		return errors.New("groups: LoadWait must not be negative and LoadConcurrency at least 1")
+	}
+	return nil
+}
+
+// Topics is the broker's view of the topics. It must be safe for concurrent use.
+type Topics interface {
+	// Topic reports whether topic exists, its id (zero if unknown) and its partition count.
+	Topic(name string) (id [16]byte, partitions int32, ok bool)
+}
+
+// Client identifies the connection a request came on, for member ids and DescribeGroups.
+type Client struct {
+	// ID is the request header's client id.
+	ID string
+	// Host is the client's address as Apache shows it: "/" followed by the IP.
+	Host string
+}

@@ -1,0 +1,184 @@
+package groups
+
+import (
+	"bytes"
+	"errors"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestDirNamesAreInjectiveAndReversible(t *testing.T) {
+	ids := []string{"", "g", "my-group_1.x", ".", "..", "a/b", "a%2Fb", "%", "ünïcode", "a b", strings.Repeat("x", 200), strings.Repeat("/", 80), strings.Repeat("y", 5000)}
+	seen := map[string]string{}
+	for _, id := range ids {
+		name := dirName(id)
+		if prev, ok := seen[name]; ok {
+			t.Fatalf("%q and %q share directory %q", prev, id, name)
+		}
+		seen[name] = id
+		if len(name) > 255 || strings.ContainsAny(name, "/\x00") || name == "." || name == ".." {
+			t.Fatalf("%q: directory name %q is not a safe file name", id, name)
+		}
+		got, hashed, ok := parseDirName(name)
+		switch {
+		case !ok:
+			t.Fatalf("%q: %q does not parse", id, name)
+		case hashed && len(id) <= maxEscapedName/3:
+			t.Fatalf("%q: a short id was hashed", id)
+		case !hashed && got != id:
+			t.Fatalf("%q: parsed back as %q", id, got)
+		}
+	}
+	for _, bad := range []string{"x", "g-a%2f", "g-%41", "g-a b", "h-zz", "h-" + strings.Repeat("0", 31), "g-%", "g-%4"} {
+		if _, _, ok := parseDirName(bad); ok {
+			t.Fatalf("%q parsed; dirName never writes it", bad)
+		}
+	}
+}
+
+func TestLogNames(t *testing.T) {
+	for _, e := range []int32{0, 7, 1<<31 - 1} {
+		if got, ok := parseLogName(logName(e)); !ok || got != e {
+			t.Fatalf("%d: %q → %d %v", e, logName(e), got, ok)
+		}
+	}
+	for _, bad := range []string{"7.log", "000000007.log", "00000000007.log", "0000000007.tmp", "-000000007.log", "9999999999.log"} {
+		if _, ok := parseLogName(bad); ok {
+			t.Fatalf("%q parsed", bad)
+		}
+	}
+}
+
+func sampleState() *durable {
+	d := newDurable()
+	d.protocolType = "consumer"
+	d.offsets[tp{"t", 0}] = committed{topicID: [16]byte{1}, offset: 10, leaderEpoch: 3, metadata: "m", commitMs: 1700000000000}
+	d.offsets[tp{"t", 1}] = committed{offset: -1, leaderEpoch: -1}
+	d.offsets[tp{"ü", 1 << 30}] = committed{topicID: [16]byte{2}, offset: 1 << 62, metadata: strings.Repeat("x", 300)}
+	return d
+}
+
+// sampleFile is a snapshot of sampleState and a change of every kind, and the state they make.
+func sampleFile() ([]byte, *durable) {
+	d := sampleState()
+	b := frame(snapshotPayload("grp", 4, d))
+	d = d.clone()
+	changes := [][]byte{
+		commitPayload("consumer", []offsetEntry{{tp: tp{"t", 2}, committed: committed{offset: 5}}, {tp: tp{"u", 0}, committed: committed{topicID: [16]byte{7}, offset: 6}}}),
+		deletePayload([]tp{{"t", 1}}),
+		purgePayload("u", [16]byte{7}),
+		commitPayload("", []offsetEntry{{tp: tp{"t", 0}, committed: committed{offset: 11, leaderEpoch: 4}}}),
+	}
+	for _, c := range changes {
+		if err := d.apply(c); err != nil {
+			panic(err)
+		}
+		b = append(b, frame(c)...)
+	}
+	return b, d
+}
+
+func sameState(a, b *durable) bool {
+	return a.protocolType == b.protocolType && maps.Equal(a.offsets, b.offsets)
+}
+
+func TestFileRoundTrip(t *testing.T) {
+	b, want := sampleFile()
+	pf, err := parseFile(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pf.groupID != "grp" || pf.epoch != 4 || pf.valid != int64(len(b)) || !sameState(pf.state, want) {
+		t.Fatalf("parsed %q epoch %d valid %d/%d state %+v, want %+v", pf.groupID, pf.epoch, pf.valid, len(b), pf.state, want)
+	}
+	if _, ok := pf.state.offsets[tp{"u", 0}]; ok {
+		t.Fatal("purged offset survived")
+	}
+	g := append(frame(snapshotPayload("grp", 4, pf.state)), frame(deleteGroupPayload())...)
+	pf, err = parseFile(g)
+	if err != nil || len(pf.state.offsets) != 0 || pf.state.protocolType != "" {
+		t.Fatalf("delete-group: %v %+v", err, pf.state)
+	}
+}
+
+func TestTornTailEndsTheFileAtTheLastWholeFrame(t *testing.T) {
+	b, _ := sampleFile()
+	full, _ := parseFile(b)
+	// Every cut inside the last frame, and every single-byte flip in it, ends the file at the
+	// frame before it.
+	last := frame(commitPayload("", []offsetEntry{{tp: tp{"t", 3}, committed: committed{offset: 77}}}))
+	whole := append(bytes.Clone(b), last...)
+	for cut := 1; cut < len(last); cut++ {
+		pf, err := parseFile(whole[:len(b)+cut])
+		if err != nil || pf.valid != int64(len(b)) || !sameState(pf.state, full.state) {
+			t.Fatalf("cut %d: %v valid %d", cut, err, pf.valid)
+		}
+	}
+	for i := range last {
+		flipped := bytes.Clone(whole)
+		flipped[len(b)+i] ^= 0x40
+		pf, err := parseFile(flipped)
+		if err != nil || pf.valid != int64(len(b)) {
+			t.Fatalf("flip at %d: %v valid %d", i, err, pf.valid)
+		}
+	}
+}
+
+func TestIncompleteSnapshotIsReportedAsSuch(t *testing.T) {
+	snap := frame(snapshotPayload("g", 1, sampleState()))
+	for _, b := range [][]byte{nil, snap[:3], snap[:len(snap)-1], frame(commitPayload("", nil))} {
+		if _, err := parseFile(b); !errors.Is(err, errIncomplete) {
+			t.Fatalf("%d bytes: %v, want errIncomplete", len(b), err)
+		}
+	}
+}
+
+func TestUnknownVersionsAndKindsAreRefusedNotSkipped(t *testing.T) {
+	p := snapshotPayload("g", 1, sampleState())
+	p[1] = 2
+	if _, err := parseFile(frame(p)); err == nil || errors.Is(err, errIncomplete) {
+		t.Fatalf("snapshot version 2: %v, want a refusal", err)
+	}
+	b := append(frame(snapshotPayload("g", 1, sampleState())), frame([]byte{99, 1, 2})...)
+	if _, err := parseFile(b); err == nil || errors.Is(err, errIncomplete) {
+		t.Fatalf("frame kind 99: %v, want a refusal", err)
+	}
+}
+
+// FuzzParseFile feeds the loader arbitrary bytes: it must never panic or allocate beyond the
+// input, and whatever it accepts must re-encode to the same state.
+func FuzzParseFile(f *testing.F) {
+	b, _ := sampleFile()
+	f.Add(b)
+	f.Add(frame(snapshotPayload("", 0, newDurable())))
+	f.Add(b[:len(b)/2])
+	f.Fuzz(func(t *testing.T, b []byte) {
+		pf, err := parseFile(b)
+		if err != nil {
+			return
+		}
+		if pf.valid < frameHeaderSize || pf.valid > int64(len(b)) {
+			t.Fatalf("valid %d of %d", pf.valid, len(b))
+		}
+		again, err := parseFile(frame(snapshotPayload(pf.groupID, pf.epoch, pf.state)))
+		if err != nil || !sameState(again.state, pf.state) || again.groupID != pf.groupID || again.epoch != pf.epoch {
+			t.Fatalf("re-encoded state differs: %v", err)
+		}
+		// Bytes after the valid prefix never change what the prefix says.
+		prefix, err := parseFile(b[:pf.valid])
+		if err != nil || !sameState(prefix.state, pf.state) || prefix.valid != pf.valid {
+			t.Fatalf("prefix parses differently: %v", err)
+		}
+	})
+}
+
+// TestFuzzCorpusIsCommitted keeps the seed corpus in testdata/fuzz in step with the format.
+func TestFuzzCorpusIsCommitted(t *testing.T) {
+	ents, err := os.ReadDir(filepath.Join("testdata", "fuzz", "FuzzParseFile"))
+	if err != nil || len(ents) < 3 {
+		t.Fatalf("the seed corpus testdata/fuzz/FuzzParseFile is missing: %v (%d files)", err, len(ents))
+	}
+}

@@ -1,0 +1,76 @@
+package registry
+
+import (
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+)
+
+// Observation is when the operator saw a Lease's current renewTime, on the operator's own
+// clock. Freshness is judged from it, never from renewTime itself, so a broker whose clock is
+// off by minutes is still judged correctly — as the node-lifecycle controller judges node
+// Leases (DESIGN.md "The registry").
+type Observation struct {
+	// RenewTime is the renewTime seen, on the broker's clock: only ever compared with the
+	// next one, never with the operator's clock.
+	RenewTime time.Time
+	// At is when RenewTime was first seen, on the operator's clock.
+	At time.Time
+	// Changed is true when At is a renewal the operator saw happen, false when it is only
+	// the state the operator found when it started watching (after a restart, say).
+	Changed bool
+}
+
+// Observer records an Observation per Lease. The watch handler calls Observe on every Lease
+// event, so a renewal is dated when it arrives even though it triggers no reconcile; the
+// reconciler calls it too, for a renewal its cache shows before the handler ran. Safe for
+// concurrent use.
+type Observer struct {
+	mu   sync.Mutex
+	seen map[string]Observation // by namespace/name; guarded by mu
+}
+
+// Observe records l as seen at now and returns the observation before (had is false the first
+// time l is seen) and the current one. A renewTime equal to the last one changes nothing; any
+// other value — later, or earlier for a new incarnation on another clock — is a renewal seen
+// at now.
+func (o *Observer) Observe(l *coordinationv1.Lease, now time.Time) (prev Observation, had bool, cur Observation) {
+	var renewed time.Time
+	if l.Spec.RenewTime != nil {
+		renewed = l.Spec.RenewTime.Time
+	}
+	key := l.Namespace + "/" + l.Name
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.seen == nil {
+		o.seen = map[string]Observation{}
+	}
+	prev, had = o.seen[key]
+	switch {
+	case !had:
+		cur = Observation{RenewTime: renewed, At: now}
+	case !renewed.Equal(prev.RenewTime):
+		cur = Observation{RenewTime: renewed, At: now, Changed: true}
+	default:
+		return prev, had, prev
+	}
+	o.seen[key] = cur
+	return prev, had, cur
+}
+
+// Forget drops the observation of the Lease namespace/name (it was deleted).
+func (o *Observer) Forget(namespace, name string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.seen, namespace+"/"+name)
+}
+
+// FreshFor is how long after obs a Lease whose leaseDurationSeconds is l's stays fresh; ok is
+// false for a Lease without a duration or a renewTime, which is never fresh.
+func FreshFor(l *coordinationv1.Lease) (d time.Duration, ok bool) {
+	if l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
+		return 0, false
+	}
+	return time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second, true
+}
