@@ -44,8 +44,10 @@ func startDataServer(t *testing.T, fsys storage.FS, selfFenced func() bool) *dat
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	t.Cleanup(func() {
-		srv.Close()
-		<-served
+		_ = srv.Close() // always nil
+		if err := <-served; !errors.Is(err, ErrServerClosed) {
+			t.Errorf("Serve returned %v, want ErrServerClosed", err)
+		}
 		cancel()
 		<-ran
 	})

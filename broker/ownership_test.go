@@ -88,8 +88,13 @@ func TestAStorageErrorTakesThePartitionOfflineAndAFailingVolumeTheBroker(t *test
 	if b.Ready() {
 		t.Fatal("/readyz 200 with a failing volume")
 	}
-	if resp, err := http.Get("http://" + b.HealthAddr + "/healthz"); err != nil || resp.StatusCode != 200 {
-		t.Fatalf("/healthz %v %v: a storage failure must not get the process restarted", resp, err)
+	resp, err := http.Get("http://" + b.HealthAddr + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("/healthz %d: a storage failure must not get the process restarted", resp.StatusCode)
 	}
 	failing.Store(false)
 	brokertest.Eventually(t, "the volume probe to pass again", b.B.Healthy)
@@ -141,8 +146,13 @@ func metric(t *testing.T, b *brokertest.Broker, series string) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
+	body, err := io.ReadAll(resp.Body)
+	if cerr := resp.Body.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`).FindSubmatch(body)
 	if m == nil {
 		return -1

@@ -113,7 +113,7 @@ func (c *Conn) Closed(wait time.Duration) bool {
 	var b [1]byte
 	_, err := c.nc.Read(b[:])
 	var ne net.Error
-	return err != nil && !(errors.As(err, &ne) && ne.Timeout())
+	return err != nil && (!errors.As(err, &ne) || !ne.Timeout())
 }
 
 func isReset(err error) bool {
