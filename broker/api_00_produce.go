@@ -76,7 +76,7 @@ func handleProduce(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error)
 
 	byPartition := map[partitionKey][]*produceJob{}
 	var order []partitionKey
-	notLeader := map[*kmsg.ProduceResponseTopicPartition]hintKey{}
+	var notLeader hintTargets // partitions answered NOT_LEADER_OR_FOLLOWER (KIP-951)
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	for i, rt := range req.Topics {
 		out := &resp.Topics[i]
@@ -113,7 +113,7 @@ func handleProduce(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error)
 			if code != 0 {
 				setProduceError(pr, code, msg)
 				if code == kerr.NotLeaderForPartition.Code {
-					notLeader[pr] = hintKey{t.Name, rp.Partition}
+					notLeader.add(t.Name, rp.Partition, produceLeaderSetter(pr))
 				}
 				continue
 			}
@@ -129,18 +129,22 @@ func handleProduce(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error)
 	if req.TimeoutMillis > 0 {
 		ctx, cancel = context.WithTimeout(rc.ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
 	}
-	rc.beginAppends(storage.Acks(req.Acks), order, byPartition, notLeader)
+	rc.beginAppends(storage.Acks(req.Acks), order, byPartition, &notLeader)
 
 	finish := func() (kmsg.Response, error) {
 		defer cancel()
 		for _, key := range order {
 			for _, j := range byPartition[key] {
-				rc.awaitAppend(ctx, j, notLeader)
+				rc.awaitAppend(ctx, j, &notLeader)
 			}
 		}
 		rc.srv.Metrics.produceLatency(time.Since(start))
 		if req.Version >= 10 && len(notLeader) > 0 {
-			rc.produceLeaderHints(resp, notLeader)
+			for _, e := range notLeader.resolve(rc) {
+				b := kmsg.NewProduceResponseBroker()
+				b.NodeID, b.Host, b.Port, b.Rack = e.id, e.host, e.port, e.rack
+				resp.Brokers = append(resp.Brokers, b)
+			}
 		}
 		return resp, nil
 	}
@@ -168,7 +172,7 @@ func handleProduce(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error)
 // beginAppends writes every job's batch (storage.Log.Begin), the partitions in parallel and
 // a partition named twice in request order, and returns once all are written or refused: so
 // a connection's next request appends after this one. A refused job is answered here.
-func (rc *requestContext) beginAppends(acks storage.Acks, order []partitionKey, byPartition map[partitionKey][]*produceJob, notLeader map[*kmsg.ProduceResponseTopicPartition]hintKey) {
+func (rc *requestContext) beginAppends(acks storage.Acks, order []partitionKey, byPartition map[partitionKey][]*produceJob, notLeader *hintTargets) {
 	begin := func(jobs []*produceJob) {
 		for _, j := range jobs {
 			j.pending, j.err = j.log.Begin(j.records, acks)
@@ -198,7 +202,7 @@ func (rc *requestContext) beginAppends(acks storage.Acks, order []partitionKey, 
 }
 
 // awaitAppend waits for one begun job's acknowledgement and fills its answer.
-func (rc *requestContext) awaitAppend(ctx context.Context, j *produceJob, notLeader map[*kmsg.ProduceResponseTopicPartition]hintKey) {
+func (rc *requestContext) awaitAppend(ctx context.Context, j *produceJob, notLeader *hintTargets) {
 	if j.pending == nil {
 		return // refused by Begin, answered already
 	}
@@ -215,11 +219,11 @@ func (rc *requestContext) awaitAppend(ctx context.Context, j *produceJob, notLea
 
 // answerAppend fills one job's answer from its append's result or error; a
 // NOT_LEADER_OR_FOLLOWER answer is recorded in notLeader for the KIP-951 hints.
-func (rc *requestContext) answerAppend(j *produceJob, res storage.AppendResult, err error, notLeader map[*kmsg.ProduceResponseTopicPartition]hintKey) {
+func (rc *requestContext) answerAppend(j *produceJob, res storage.AppendResult, err error, notLeader *hintTargets) {
 	if code := storageCode(err); code != 0 {
 		setProduceError(j.out, code, err.Error())
 		if code == kerr.NotLeaderForPartition.Code {
-			notLeader[j.out] = hintKey{j.topic, j.out.Partition}
+			notLeader.add(j.topic, j.out.Partition, produceLeaderSetter(j.out))
 		}
 		return
 	}
@@ -306,27 +310,7 @@ func checkTimestamps(b []byte, beforeMax, afterMax, nowMs int64) (int16, string)
 	return 0, ""
 }
 
-// produceLeaderHints fills KIP-951's CurrentLeader of every NOT_LEADER_OR_FOLLOWER partition
-// whose leader the view names and the response lists, and NodeEndpoints with those leaders.
-func (rc *requestContext) produceLeaderHints(resp *kmsg.ProduceResponse, notLeader map[*kmsg.ProduceResponseTopicPartition]hintKey) {
-	hint := rc.leaderHints()
-	var eps hintEndpoints
-	for i := range resp.Topics {
-		for j := range resp.Topics[i].Partitions {
-			pr := &resp.Topics[i].Partitions[j]
-			k, ok := notLeader[pr]
-			if !ok {
-				continue
-			}
-			if h, ok := hint(k); ok {
-				pr.CurrentLeader.LeaderID, pr.CurrentLeader.LeaderEpoch = h.id, h.epoch
-				eps.add(h.at)
-			}
-		}
-	}
-	for _, e := range eps.list {
-		b := kmsg.NewProduceResponseBroker()
-		b.NodeID, b.Host, b.Port, b.Rack = e.id, e.host, e.port, e.rack
-		resp.Brokers = append(resp.Brokers, b)
-	}
+// produceLeaderSetter fills pr's KIP-951 CurrentLeader.
+func produceLeaderSetter(pr *kmsg.ProduceResponseTopicPartition) func(leader, epoch int32) {
+	return func(leader, epoch int32) { pr.CurrentLeader.LeaderID, pr.CurrentLeader.LeaderEpoch = leader, epoch }
 }

@@ -71,11 +71,11 @@ type fetchPart struct {
 type fetchState struct {
 	rc        *requestContext
 	version   int16
-	remaining int  // record bytes the answer may still take
-	total     int  // record bytes in the answer so far
-	anyData   bool // some partition returned records (the first-batch rule is used up)
-	ended     bool // an error that ends the wait at once
-	notLeader map[*kmsg.FetchResponseTopicPartition]hintKey
+	remaining int         // record bytes the answer may still take
+	total     int         // record bytes in the answer so far
+	anyData   bool        // some partition returned records (the first-batch rule is used up)
+	ended     bool        // an error that ends the wait at once
+	notLeader hintTargets // partitions answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH
 }
 
 func handleFetch(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
@@ -91,7 +91,6 @@ func handleFetch(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	f := &fetchState{
 		rc: rc, version: req.Version,
 		remaining: int(max(min(req.MaxBytes, fetchMaxBytes), 0)),
-		notLeader: map[*kmsg.FetchResponseTopicPartition]hintKey{},
 	}
 	parts := f.resolve(req, resp)
 
@@ -122,7 +121,11 @@ func handleFetch(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 		}
 	}
 	if req.Version >= 16 && len(f.notLeader) > 0 {
-		rc.fetchLeaderHints(resp, f.notLeader)
+		for _, e := range f.notLeader.resolve(rc) {
+			b := kmsg.NewFetchResponseBroker()
+			b.NodeID, b.Host, b.Port, b.Rack = e.id, e.host, e.port, e.rack
+			resp.Brokers = append(resp.Brokers, b)
+		}
 	}
 	return resp, nil
 }
@@ -168,7 +171,7 @@ func (f *fetchState) resolve(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) [
 					f.ended = true
 				}
 				if sp.code == kerr.NotLeaderForPartition.Code || sp.code == kerr.FencedLeaderEpoch.Code {
-					f.notLeader[op] = hintKey{t.Name, rp.Partition}
+					f.notLeader.add(t.Name, rp.Partition, func(l, e int32) { op.CurrentLeader.LeaderID, op.CurrentLeader.LeaderEpoch = l, e })
 				}
 				continue
 			}
@@ -237,7 +240,7 @@ func (f *fetchState) readError(p *fetchPart, err error) {
 	setFetchError(p.out, code)
 	p.pending, f.ended = false, true
 	if code == kerr.NotLeaderForPartition.Code {
-		f.notLeader[p.out] = hintKey{p.topic, p.out.Partition}
+		f.notLeader.add(p.topic, p.out.Partition, func(l, e int32) { p.out.CurrentLeader.LeaderID, p.out.CurrentLeader.LeaderEpoch = l, e })
 	}
 }
 
@@ -302,30 +305,4 @@ func hasZstd(b []byte) bool {
 		b = b[size:]
 	}
 	return false
-}
-
-// fetchLeaderHints fills KIP-951's CurrentLeader of every NOT_LEADER_OR_FOLLOWER and
-// FENCED_LEADER_EPOCH partition whose leader the view names and the response lists, and
-// NodeEndpoints with those leaders.
-func (rc *requestContext) fetchLeaderHints(resp *kmsg.FetchResponse, notLeader map[*kmsg.FetchResponseTopicPartition]hintKey) {
-	hint := rc.leaderHints()
-	var eps hintEndpoints
-	for i := range resp.Topics {
-		for j := range resp.Topics[i].Partitions {
-			op := &resp.Topics[i].Partitions[j]
-			k, ok := notLeader[op]
-			if !ok {
-				continue
-			}
-			if h, ok := hint(k); ok {
-				op.CurrentLeader.LeaderID, op.CurrentLeader.LeaderEpoch = h.id, h.epoch
-				eps.add(h.at)
-			}
-		}
-	}
-	for _, e := range eps.list {
-		b := kmsg.NewFetchResponseBroker()
-		b.NodeID, b.Host, b.Port, b.Rack = e.id, e.host, e.port, e.rack
-		resp.Brokers = append(resp.Brokers, b)
-	}
 }

@@ -92,59 +92,56 @@ func storageCode(err error) int16 {
 	return kerr.UnknownServerError.Code
 }
 
-// leaderHint is the KIP-951 answer for a partition that is not served here: the leader and
-// epoch the view gives it, and that leader's endpoint on the request's listener.
-type leaderHint struct {
-	id, epoch int32
-	at        endpoint
-}
-
-// hintKey names a partition that answered NOT_LEADER_OR_FOLLOWER (or FENCED_LEADER_EPOCH).
+// hintKey names a partition: one that answered NOT_LEADER_OR_FOLLOWER (or
+// FENCED_LEADER_EPOCH), for its KIP-951 hint.
 type hintKey struct {
 	topic string
 	index int32
 }
 
-// leaderHints returns a lookup of the current leader of a partition for KIP-951 answers. It
-// reads the view afresh — the request may have waited (an acks=-1 append, a long poll) while
-// the partition moved, and the hint is worth most when it names the newest leader. ok is
-// false when the view names no leader that the answer's broker list holds (unassigned,
-// fenced, or without an address on this listener): the client then refreshes its metadata.
-func (rc *requestContext) leaderHints() func(hintKey) (leaderHint, bool) {
+// hintTarget is one partition answer that gets a KIP-951 hint: set fills its CurrentLeader.
+type hintTarget struct {
+	key hintKey
+	set func(leader, epoch int32)
+}
+
+// hintTargets collects, in the order they are answered, the partitions of one response that
+// get KIP-951 hints. Only the request's own goroutine adds to it.
+type hintTargets []hintTarget
+
+func (h *hintTargets) add(topic string, index int32, set func(leader, epoch int32)) {
+	*h = append(*h, hintTarget{hintKey{topic, index}, set})
+}
+
+// resolve fills every target's CurrentLeader with the leader and epoch the view gives its
+// partition and returns the distinct endpoints of those leaders on the request's listener —
+// the response's NodeEndpoints. It reads the view afresh: the request may have waited (an
+// acks=-1 append, a long poll) while the partition moved, and the hint is worth most when it
+// names the newest leader. A partition whose leader the answer's broker list would not hold
+// (unassigned, fenced, no address on this listener) gets no hint, so the client refreshes its
+// metadata.
+func (h hintTargets) resolve(rc *requestContext) []endpoint {
 	fresh := *rc
 	fresh.view = rc.srv.View.Snapshot()
 	listed := fresh.brokers(false)
-	return func(k hintKey) (leaderHint, bool) {
-		t, ok := fresh.view.Topic(k.topic)
-		if !ok || k.index < 0 || int(k.index) >= len(t.Partitions) {
-			return leaderHint{}, false
+	var eps []endpoint
+	seen := map[int32]bool{}
+	for _, target := range h {
+		t, ok := fresh.view.Topic(target.key.topic)
+		if !ok || target.key.index < 0 || int(target.key.index) >= len(t.Partitions) {
+			continue
 		}
-		p := t.Partitions[k.index]
-		if p.Leader < 0 {
-			return leaderHint{}, false
-		}
+		p := t.Partitions[target.key.index]
 		for _, e := range listed {
-			if e.id == p.Leader {
-				return leaderHint{id: p.Leader, epoch: p.LeaderEpoch, at: e}, true
+			if e.id == p.Leader && p.Leader >= 0 {
+				target.set(p.Leader, p.LeaderEpoch)
+				if !seen[e.id] {
+					seen[e.id] = true
+					eps = append(eps, e)
+				}
+				break
 			}
 		}
-		return leaderHint{}, false
 	}
-}
-
-// hintEndpoints collects the distinct endpoints of hints, in the order first seen: a KIP-951
-// answer's NodeEndpoints.
-type hintEndpoints struct {
-	seen map[int32]bool
-	list []endpoint
-}
-
-func (h *hintEndpoints) add(e endpoint) {
-	if h.seen == nil {
-		h.seen = map[int32]bool{}
-	}
-	if !h.seen[e.id] {
-		h.seen[e.id] = true
-		h.list = append(h.list, e)
-	}
+	return eps
 }
