@@ -306,3 +306,20 @@ func hasZstd(b []byte) bool {
 	}
 	return false
 }
+
+// responseSizeHint is about how many bytes resp encodes to: the record bytes of a Fetch
+// answer plus room for its other fields; a small default for everything else.
+func responseSizeHint(resp kmsg.Response) int {
+	f, ok := resp.(*kmsg.FetchResponse)
+	if !ok {
+		return 512
+	}
+	n := 64
+	for i := range f.Topics {
+		n += 64 + len(f.Topics[i].Topic)
+		for j := range f.Topics[i].Partitions {
+			n += 96 + len(f.Topics[i].Partitions[j].RecordBatches)
+		}
+	}
+	return n
+}
