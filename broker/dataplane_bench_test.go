@@ -112,3 +112,31 @@ func BenchmarkConsumeKgo(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)*1024/1e6/time.Since(start).Seconds(), "MB/s_consumed")
 }
+
+// BenchmarkDrain measures SIGTERM → exit of a broker handing its partitions over to another
+// (in-process, the harness playing the operator with the real balancer): for a topic of 0,
+// 100 and 1000 partitions over two brokers, so the drained broker leads half.
+func BenchmarkDrain(b *testing.B) {
+	for _, partitions := range []int32{0, 100, 1000} {
+		b.Run(fmt.Sprintf("partitions=%d", partitions), func(b *testing.B) {
+			var total time.Duration
+			for range b.N {
+				b.StopTimer()
+				discard := logr.Discard()
+				c := brokertest.Start(b, brokertest.Options{Brokers: 2, Log: &discard})
+				if partitions > 0 {
+					c.CreateTopic("drain", partitions, nil)
+				}
+				b.StartTimer()
+				start := time.Now()
+				c.Drain(0)
+				err, exited := c.Broker(0).Wait(time.Minute)
+				total += time.Since(start)
+				if !exited || err != nil || c.Broker(0).B.Leading() != 0 {
+					b.Fatalf("exited %v with %v, still leading %d", exited, err, c.Broker(0).B.Leading())
+				}
+			}
+			b.ReportMetric(total.Seconds()/float64(b.N), "s_sigterm_to_exit")
+		})
+	}
+}
