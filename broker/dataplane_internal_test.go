@@ -51,7 +51,7 @@ func startDataServer(t *testing.T, fsys storage.FS, selfFenced func() bool) *dat
 		cancel()
 		<-ran
 	})
-	eventually(t, "the partition taken over", parts.TakeoverDone)
+	eventually(t, "the partition taken over", parts.CaughtUp)
 	return &dataServer{srv: srv, parts: parts, addr: ln.Addr().String(), id: id}
 }
 

@@ -202,12 +202,17 @@ func (p *Partitions) Open() int {
 	return int(p.open.Load())
 }
 
-// TakeoverDone reports whether every partition the current view gives this broker has been
-// taken over — served, or failed with a storage error (answered, just not served). Vacuously
-// true when nothing is assigned. A partition queued, taking over, or fenced by a newer epoch
-// than the view shows (waiting for the view to move) is not done, and neither is a view the
-// owner has not acted on yet.
-func (p *Partitions) TakeoverDone() bool {
+// TakeoverDone reports whether every partition the view gives this broker — as the owner
+// last acted on it, a few milliseconds behind a change — has been taken over: served, or
+// failed with a storage error (answered, just not served). Vacuously true when nothing is
+// assigned. A partition queued, taking over, or fenced by a newer epoch than the view shows
+// (waiting for the view to move) is not done. /readyz reads it; it does not blink false at
+// every view change, only while a takeover is really pending.
+func (p *Partitions) TakeoverDone() bool { return p == nil || p.takeoverDone.Load() }
+
+// CaughtUp is TakeoverDone for the current view snapshot: false until the owner has acted on
+// the latest change. Tests wait on it after changing the view.
+func (p *Partitions) CaughtUp() bool {
 	return p == nil || p.takeoverDone.Load() && p.reconciled.Load() == p.cfg.View.Snapshot()
 }
 

@@ -53,6 +53,10 @@ func (b *Broker) stopPartitions(r *running) {
 	r.stopPartitions = nil
 }
 
+// CaughtUp reports whether the broker has acted on its current view and taken over every
+// partition it gives it (Partitions.CaughtUp): what a test waits for after moving a partition.
+func (b *Broker) CaughtUp() bool { return b.partitions.Load().CaughtUp() }
+
 // Leading is how many partition logs this broker holds open: taking over, serving or
 // relinquishing. Zero means it leads nothing.
 func (b *Broker) Leading() int { return b.partitions.Load().Open() }

@@ -320,8 +320,8 @@ func (c *Cluster) Move(topic string, partition, to int32) int32 {
 	return 0
 }
 
-// WaitServed waits until every broker still running is ready: its view synced, and every
-// partition the view gives it taken over (/readyz).
+// WaitServed waits until every broker still running has acted on its current view and taken
+// over every partition it gives it (Broker.CaughtUp), and is ready (/readyz).
 func (c *Cluster) WaitServed() {
 	c.t.Helper()
 	c.mu.Lock()
@@ -331,7 +331,9 @@ func (c *Cluster) WaitServed() {
 		if b.Exited() {
 			continue
 		}
-		Eventually(c.t, fmt.Sprintf("broker %d ready (every assigned partition taken over)", b.ID), func() bool { return b.Exited() || b.Ready() })
+		Eventually(c.t, fmt.Sprintf("broker %d ready (every assigned partition taken over)", b.ID), func() bool {
+			return b.Exited() || b.B.CaughtUp() && b.Ready()
+		})
 	}
 }
 
