@@ -240,3 +240,20 @@ func TestWantedHereFollowsTheView(t *testing.T) {
 		t.Fatalf("without a cluster id: %+v, want nothing (no directory name)", got)
 	}
 }
+
+// TestStorageConfigTakesEveryValueKafkaAccepts: Kafka's smallest segment.bytes,
+// max.message.bytes and index.interval.bytes are below storage's; they are raised to values
+// that answer the same, so a topic with them is served rather than failing its takeover.
+func TestStorageConfigTakesEveryValueKafkaAccepts(t *testing.T) {
+	v := NewMemoryView(Snapshot{ClusterID: testClusterID, Topics: []Topic{{Name: "t", ID: [16]byte{1},
+		ConfigMap: map[string]string{"segment.bytes": "14", "max.message.bytes": "0", "index.interval.bytes": "0", "message.timestamp.type": "LogAppendTime", "retention.ms": "-1"},
+		Partitions: []Partition{{Index: 0, Leader: 0, LeaderEpoch: 1}}}}})
+	s := v.Snapshot()
+	cfg := storageConfig(&s.Topics[0], s)
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("config %+v refused by storage: %v", cfg, err)
+	}
+	if cfg.SegmentBytes != 61 || cfg.MaxMessageBytes != 61 || cfg.IndexIntervalBytes != 1 || !cfg.LogAppendTime || cfg.RetentionMs != -1 {
+		t.Fatalf("config %+v", cfg)
+	}
+}

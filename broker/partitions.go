@@ -278,17 +278,25 @@ func wantedHere(s *Snapshot, self int32, dataDir string) map[partitionKey]want {
 	return out
 }
 
-// storageConfig is the storage side of topic t's effective configuration.
+// batchHeaderBytes is a record batch v2 header: storage's smallest segment.bytes and
+// max.message.bytes (no batch is smaller).
+const batchHeaderBytes = 61
+
+// storageConfig is the storage side of topic t's effective configuration. Kafka accepts a
+// few values below what storage takes (segment.bytes from 14, max.message.bytes and
+// index.interval.bytes from 0); they are raised to storage's minimum, which answers the same:
+// a segment or message limit below a batch header refuses every batch, as Apache's does, and
+// an index interval of 0 indexes every batch, as 1 does.
 func storageConfig(t *Topic, s *Snapshot) storage.Config {
 	c := t.Config
 	return storage.Config{
-		SegmentBytes:           int64(c.SegmentBytes),
+		SegmentBytes:           max(int64(c.SegmentBytes), batchHeaderBytes),
 		SegmentMs:              c.SegmentMs,
 		RetentionMs:            c.RetentionMs,
 		RetentionBytes:         c.RetentionBytes,
-		MaxMessageBytes:        c.MaxMessageBytes,
+		MaxMessageBytes:        max(c.MaxMessageBytes, batchHeaderBytes),
 		LogAppendTime:          c.LogAppendTime(),
-		IndexIntervalBytes:     c.IndexIntervalBytes,
+		IndexIntervalBytes:     max(c.IndexIntervalBytes, 1),
 		ProducerIDExpirationMs: s.Config.ProducerIDExpirationMs,
 	}
 }
@@ -305,6 +313,12 @@ func (p *Partitions) reconcile(ctx context.Context, s *Snapshot) {
 	for key, w := range wanted {
 		o, ok := p.owned[key]
 		if !ok {
+			p.acquire(ctx, key, w, s)
+			continue
+		}
+		if w.cfg != o.cfg && o.cur.log == nil {
+			// Its log never opened (a config storage refused): try again with the new one.
+			p.release(key)
 			p.acquire(ctx, key, w, s)
 			continue
 		}
