@@ -246,7 +246,7 @@ func TestWantedHereFollowsTheView(t *testing.T) {
 // that answer the same, so a topic with them is served rather than failing its takeover.
 func TestStorageConfigTakesEveryValueKafkaAccepts(t *testing.T) {
 	v := NewMemoryView(Snapshot{ClusterID: testClusterID, Topics: []Topic{{Name: "t", ID: [16]byte{1},
-		ConfigMap: map[string]string{"segment.bytes": "14", "max.message.bytes": "0", "index.interval.bytes": "0", "message.timestamp.type": "LogAppendTime", "retention.ms": "-1"},
+		ConfigMap:  map[string]string{"segment.bytes": "14", "max.message.bytes": "0", "index.interval.bytes": "0", "message.timestamp.type": "LogAppendTime", "retention.ms": "-1"},
 		Partitions: []Partition{{Index: 0, Leader: 0, LeaderEpoch: 1}}}}})
 	s := v.Snapshot()
 	cfg := storageConfig(&s.Topics[0], s)
