@@ -212,12 +212,15 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 		e.proxy.close()
 		return nil, fmt.Errorf("forward the apiserver to %s (another paddock dev running? pass --host-address or --host-apiserver-port): %w", cfg.hostAPIServerAddr(), err)
 	}
+	// The node list is complete before the proxy runs: it reads it (runningNodeIPs) from its
+	// own goroutine, and the list never changes afterwards.
+	for i := range cfg.Nodes {
+		e.nodes = append(e.nodes, newNodeAgent(i, e.rt))
+	}
 	e.wg.Add(2)
 	go func() { defer e.wg.Done(); e.proxy.run(e.ctx) }()
 	go func() { defer e.wg.Done(); provision(e.ctx, e.rt) }()
-	for i := range cfg.Nodes {
-		n := newNodeAgent(i, e.rt)
-		e.nodes = append(e.nodes, n)
+	for _, n := range e.nodes {
 		if err := n.start(e.ctx); err != nil {
 			return nil, err
 		}
