@@ -193,3 +193,22 @@ func TestOffsetForLeaderEpoch(t *testing.T) {
 		}
 	})
 }
+
+// TestFetchWithALastFetchedEpochThatEndedEarlierAnswersTheDivergingEpoch: a fetcher whose
+// last fetched epoch ended before its fetch offset here is told where that epoch ends
+// (DivergingEpoch, v12+), with no records; one whose epoch reaches its offset reads on.
+func TestFetchWithALastFetchedEpochThatEndedEarlierAnswersTheDivergingEpoch(t *testing.T) {
+	h := newEpochHistory(t)
+	id := h.c.Topic("t").ID
+	req := fetchReq(16, "t", id, 0, 4)
+	req.Topics[0].Partitions[0].LastFetchedEpoch = 1
+	p := fetchOne(t, h.curC, req)
+	if p.ErrorCode != 0 || p.DivergingEpoch.Epoch != 1 || p.DivergingEpoch.EndOffset != 3 || len(p.RecordBatches) != 0 || p.HighWatermark != 4 {
+		t.Fatalf("answer %+v, want DivergingEpoch (1, 3) and no records", p)
+	}
+	req = fetchReq(16, "t", id, 0, 3)
+	req.Topics[0].Partitions[0].LastFetchedEpoch = 1
+	if p := fetchOne(t, h.curC, req); p.ErrorCode != 0 || p.DivergingEpoch.Epoch != -1 || len(batches(t, p.RecordBatches)) != 1 {
+		t.Fatalf("epoch 1 ends at 3, the fetch offset: answer %+v, want the record at 3", p)
+	}
+}

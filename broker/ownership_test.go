@@ -84,6 +84,9 @@ func TestAStorageErrorTakesThePartitionOfflineAndAFailingVolumeTheBroker(t *test
 			t.Fatalf("produce on a failing disk: %+v, want KAFKA_STORAGE_ERROR", p)
 		}
 	}
+	if f := fetchOne(t, conn, fetchReq(16, "t", tp.ID, 0, 0)); f.ErrorCode != kerr.KafkaStorageError.Code || f.HighWatermark != -1 {
+		t.Fatalf("fetch from the failed partition: %+v, want KAFKA_STORAGE_ERROR", f)
+	}
 	brokertest.Eventually(t, "the broker to report itself unhealthy", func() bool { return !b.B.Healthy() })
 	if b.Ready() {
 		t.Fatal("/readyz 200 with a failing volume")

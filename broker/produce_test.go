@@ -101,6 +101,7 @@ func TestProduceRefusals(t *testing.T) {
 	c := brokertest.Start(t, brokertest.Options{Brokers: 2})
 	c.CreateTopic("t", 2, nil)
 	c.CreateTopic("small", 1, map[string]string{"max.message.bytes": "1000"})
+	c.CreateTopic("tiny-segments", 1, map[string]string{"segment.bytes": "200"})
 	c.CreateTopic("bounded", 1, map[string]string{"message.timestamp.before.max.ms": "60000", "message.timestamp.after.max.ms": "60000"})
 	stamped := func(offset time.Duration) []byte {
 		b := brokertest.Plain([]byte("v"))
@@ -140,6 +141,7 @@ func TestProduceRefusals(t *testing.T) {
 		{"a producer id without a sequence", 10, -1, "t", 0, pidNoSeq, kerr.InvalidRecord},
 		{"a bad CRC", 10, -1, "t", 0, badCRC, kerr.CorruptMessage},
 		{"a batch above max.message.bytes", 10, -1, "small", 0, large, kerr.MessageTooLarge},
+		{"a batch above segment.bytes", 10, -1, "tiny-segments", 0, large, kerr.RecordListTooLarge},
 		{"acks=2", 10, 2, "t", 0, good, kerr.InvalidRequiredAcks},
 		{"acks=-2", 3, -2, "t", 0, good, kerr.InvalidRequiredAcks},
 		{"a timestamp further in the past than message.timestamp.before.max.ms", 10, -1, "bounded", 0, stamped(-10 * time.Minute), kerr.InvalidTimestamp},
@@ -147,7 +149,7 @@ func TestProduceRefusals(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			conn := conn
-			if tt.topic == "small" || tt.topic == "bounded" {
+			if tt.topic == "small" || tt.topic == "bounded" || tt.topic == "tiny-segments" {
 				leader, _ := c.Leader(tt.topic, 0)
 				conn = brokertest.Dial(t, c.Addrs()[leader])
 			}
