@@ -21,8 +21,10 @@ type Options struct {
 // `paddock dev` both call it, so they run the same controllers.
 func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	provisioning := &kafkacluster.Reconciler{
-		Client:  mgr.GetClient(),
-		Options: kafkacluster.Options{DefaultBrokerImage: opts.DefaultBrokerImage},
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder("kafkacluster"),
+		Options:   kafkacluster.Options{DefaultBrokerImage: opts.DefaultBrokerImage},
 	}
 	if err := provisioning.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up kafkacluster controller: %w", err)

@@ -134,6 +134,17 @@ type Storage struct {
 	// +kubebuilder:validation:Enum=ReadWriteMany;ReadWriteOnce;ReadWriteOncePod
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Access Mode",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:ReadWriteMany","urn:alm:descriptor:com.tectonic.ui:select:ReadWriteOnce","urn:alm:descriptor:com.tectonic.ui:select:ReadWriteOncePod","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	AccessMode corev1.PersistentVolumeAccessMode `json:"accessMode,omitempty"`
+
+	// deleteClaim deletes the data claim, and with it every message and committed offset, when
+	// the KafkaCluster is deleted. By default (false, as in Strimzi) the claim outlives the
+	// cluster: it has no owner reference, keeps its labels and the cluster-id annotation, and a
+	// KafkaCluster re-created with the same name adopts it with its data and its clusterID.
+	// Changing it on an existing cluster changes the claim's ownership. Ephemeral storage has
+	// no claim and ignores it.
+	// +optional
+	// +kubebuilder:default=false
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Delete Claim With Cluster",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	DeleteClaim bool `json:"deleteClaim,omitempty"`
 }
 
 // Heartbeat sets how often brokers renew their Lease and how long a silent broker stays alive.
@@ -490,7 +501,7 @@ type KafkaClusterStatus struct {
 // +kubebuilder:printcolumn:name="Topics",type=integer,JSONPath=`.status.topics`,priority=1
 // +kubebuilder:printcolumn:name="Cluster-ID",type=string,JSONPath=`.status.clusterID`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +operator-sdk:csv:customresourcedefinitions:displayName="Kafka Cluster",resources={{StatefulSet,v1,<cluster>-broker},{Service,v1,<cluster>-brokers},{Service,v1,<cluster>-bootstrap},{Service,v1,<cluster>-broker-<id>},{Pod,v1,<cluster>-broker-<id>},{Lease,v1,<cluster>-broker-<id>},{Broker,v1alpha1,<cluster>-<id>},{PodDisruptionBudget,v1,<cluster>-broker},{ServiceAccount,v1,<cluster>-broker},{Role,v1,<cluster>-broker},{RoleBinding,v1,<cluster>-broker}}
+// +operator-sdk:csv:customresourcedefinitions:displayName="Kafka Cluster",resources={{StatefulSet,v1,<cluster>-broker},{Service,v1,<cluster>-brokers},{Service,v1,<cluster>-bootstrap},{Service,v1,<cluster>-broker-<id>},{Pod,v1,<cluster>-broker-<id>},{Lease,v1,<cluster>-broker-<id>},{Broker,v1alpha1,<cluster>-<id>},{PodDisruptionBudget,v1,<cluster>-broker},{ServiceAccount,v1,<cluster>-broker},{Role,v1,<cluster>-broker},{RoleBinding,v1,<cluster>-broker},{PersistentVolumeClaim,v1,<cluster>-data}}
 type KafkaCluster struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -250,7 +250,13 @@ func desiredBrokerServices(cluster *kafkav1alpha1.KafkaCluster) []*corev1.Servic
 }
 
 // desiredDataClaim is the shared ReadWriteMany claim every broker mounts, so any broker can
-// take over any partition. Nil when the cluster's storage is Ephemeral.
+// take over any partition. Nil when the cluster's storage is Ephemeral. Unless
+// spec.storage.deleteClaim is true it has no owner reference, so the garbage collector leaves
+// it, and the data, behind when the cluster is deleted; applying it without one removes the
+// reference an earlier apply set (server-side apply drops what its field owner no longer
+// asks for), and the other way round. It carries status.clusterID (once there is one) so a
+// cluster re-created with the same name adopts it with that id (docs/architecture.md, "The
+// data claim").
 func desiredDataClaim(cluster *kafkav1alpha1.KafkaCluster) *corev1.PersistentVolumeClaim {
 	if cluster.Spec.Storage.Type == kafkav1alpha1.StorageEphemeral {
 		return nil
@@ -259,9 +265,16 @@ func desiredDataClaim(cluster *kafkav1alpha1.KafkaCluster) *corev1.PersistentVol
 	if mode == "" {
 		mode = corev1.ReadWriteMany
 	}
+	meta := childMeta(cluster, kafkav1alpha1.DataClaimName(cluster.Name))
+	if !cluster.Spec.Storage.DeleteClaim {
+		meta.OwnerReferences = nil
+	}
+	if id := cluster.Status.ClusterID; id != "" {
+		meta.Annotations = map[string]string{kafkav1alpha1.AnnotationClusterID: id}
+	}
 	return &corev1.PersistentVolumeClaim{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
-		ObjectMeta: childMeta(cluster, kafkav1alpha1.DataClaimName(cluster.Name)),
+		ObjectMeta: meta,
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes:      []corev1.PersistentVolumeAccessMode{mode},
 			StorageClassName: cluster.Spec.Storage.StorageClassName,

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,14 +36,23 @@ import (
 
 // Reconciler provisions a KafkaCluster: it applies the children the desired*
 // builders describe (server-side apply, field owner paddock-manager, controller owner
-// references, so garbage collection removes them with the cluster) and reports clusterID, replicas, listeners and the Ready/Progressing/Degraded
-// conditions. It owns only those status fields; the registry reconciler writes the rest
-// (docs/architecture.md, "Who writes what"). The one object garbage collection cannot remove
-// is the cluster-scoped node-reader ClusterRoleBinding of a cluster whose listeners
-// advertise their node's address: FinalizerNodeReader holds the cluster until it is deleted.
+// references, so garbage collection removes them with the cluster — except the data claim,
+// which outlives the cluster unless spec.storage.deleteClaim says otherwise) and reports
+// clusterID, replicas, listeners and the Ready/Progressing/Degraded conditions. It owns only
+// those status fields; the registry reconciler writes the rest (docs/architecture.md, "Who
+// writes what"). The one object garbage collection cannot remove is the cluster-scoped
+// node-reader ClusterRoleBinding of a cluster whose listeners advertise their node's address:
+// FinalizerNodeReader holds the cluster until it is deleted.
 type Reconciler struct {
 	client.Client
-	Options Options
+	// APIReader reads the data claim from the API server, not the cache: the manager caches
+	// only claims with paddock's cluster label, and a claim paddock did not make must be seen
+	// to be refused rather than applied over.
+	APIReader client.Reader
+	// Recorder receives an Event on the KafkaCluster when its data claim's fate changes
+	// (retained, owned, adopted). Required.
+	Recorder events.EventRecorder
+	Options  Options
 }
 
 // Options configure the provisioning reconciler.
@@ -58,13 +68,18 @@ type scope struct {
 	cluster *kafkav1alpha1.KafkaCluster
 	// orig is cluster as read, the base of the status merge patch.
 	orig *kafkav1alpha1.KafkaCluster
-	// mintedClusterID is true when this reconcile minted status.clusterID; its write is then
-	// guarded by resourceVersion so a reconcile working from a stale read cannot replace an
-	// id that was already stored.
-	mintedClusterID bool
+	// setClusterID is true when this reconcile set status.clusterID (minted it, or took it
+	// from the data claim); its write is then guarded by resourceVersion so a reconcile
+	// working from a stale read cannot replace an id that was already stored.
+	setClusterID bool
+	// claimClusterID is the cluster id the existing data claim carries, when this cluster may
+	// use the claim; adoptedClusterID is true when status.clusterID was taken from it.
+	claimClusterID   string
+	adoptedClusterID bool
 	// statefulSet, dataClaim and bootstrap are the existing children as read before applying
-	// (nil when absent). Status is computed from them; the effect of this reconcile's apply
-	// comes back as a watch event and the next reconcile reports it.
+	// (nil when absent); dataClaim is read from the API server. Status is computed from them;
+	// the effect of this reconcile's apply comes back as a watch event and the next reconcile
+	// reports it.
 	statefulSet *appsv1.StatefulSet
 	dataClaim   *corev1.PersistentVolumeClaim
 	bootstrap   *corev1.Service
@@ -93,10 +108,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	phases := []phase{
 		r.observeChildren,
 		r.validateSpec,
+		r.checkDataClaim,
 		r.refuseStorageChange,
 		r.grantNodeReads,
 		r.ensureClusterID,
 		r.applyChildren,
+		r.reportDataClaim,
 		r.pruneBrokerServices,
 	}
 	for _, phase := range phases {
@@ -114,7 +131,7 @@ func (r *Reconciler) observeChildren(ctx context.Context, s *scope) error {
 	if s.statefulSet, err = getOptional(ctx, r.Client, c.Namespace, kafkav1alpha1.StatefulSetName(c.Name), &appsv1.StatefulSet{}); err != nil {
 		return err
 	}
-	if s.dataClaim, err = getOptional(ctx, r.Client, c.Namespace, kafkav1alpha1.DataClaimName(c.Name), &corev1.PersistentVolumeClaim{}); err != nil {
+	if s.dataClaim, err = getOptional(ctx, r.APIReader, c.Namespace, kafkav1alpha1.DataClaimName(c.Name), &corev1.PersistentVolumeClaim{}); err != nil {
 		return err
 	}
 	s.bootstrap, err = getOptional(ctx, r.Client, c.Namespace, kafkav1alpha1.BootstrapServiceName(c.Name), &corev1.Service{})
@@ -130,8 +147,22 @@ func (r *Reconciler) validateSpec(_ context.Context, s *scope) error {
 	return nil
 }
 
-// refuseStorageChange refuses a storage change of an existing cluster. Nothing is applied,
-// so the StatefulSet keeps its volume and the claim its size and class.
+// checkDataClaim refuses to provision over a data claim this cluster may not use: one paddock
+// did not make for it, or one holding another cluster's data (dataClaimVerdict). Nothing is
+// applied — the StatefulSet would mount the claim — and the claim is left exactly as it is.
+// The error is not terminal: such a claim can be deleted or fixed without an event this
+// reconciler sees (the manager caches only labelled claims), so the reconcile is retried
+// with backoff until it is.
+func (r *Reconciler) checkDataClaim(_ context.Context, s *scope) error {
+	if s.claimClusterID, s.problem = dataClaimVerdict(s.cluster, s.dataClaim); s.problem != nil {
+		return s.problem
+	}
+	return nil
+}
+
+// refuseStorageChange refuses a storage change of an existing cluster, or a spec that does
+// not match the retained claim it is adopting. Nothing is applied, so the StatefulSet keeps
+// its volume and the claim its size and class.
 func (r *Reconciler) refuseStorageChange(_ context.Context, s *scope) error {
 	if s.problem = storageChange(s.cluster.Spec.Storage, s.statefulSet, s.dataClaim); s.problem != nil {
 		return reconcile.TerminalError(s.problem)
@@ -186,17 +217,23 @@ func (r *Reconciler) setFinalizer(ctx context.Context, cluster *kafkav1alpha1.Ka
 	return nil
 }
 
-// ensureClusterID mints the Kafka cluster id once. It lives in status, so it survives
-// manager restarts; it is never changed once stored.
+// ensureClusterID gives the cluster its Kafka cluster id once: the one its data claim
+// carries, when it has a claim (a re-created cluster adopting its retained data, or a status
+// that was lost), else a new one. It lives in status, so it survives manager restarts, and
+// on the claim, so it survives the cluster; it is never changed once stored.
 func (r *Reconciler) ensureClusterID(_ context.Context, s *scope) error {
 	if s.cluster.Status.ClusterID != "" {
+		return nil
+	}
+	if s.claimClusterID != "" {
+		s.cluster.Status.ClusterID, s.setClusterID, s.adoptedClusterID = s.claimClusterID, true, true
 		return nil
 	}
 	id, err := newClusterID(rand.Reader)
 	if err != nil {
 		return err
 	}
-	s.cluster.Status.ClusterID, s.mintedClusterID = id, true
+	s.cluster.Status.ClusterID, s.setClusterID = id, true
 	return nil
 }
 
@@ -211,6 +248,20 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 	}
 	s.applyErr = errors.Join(errs...)
 	return s.applyErr
+}
+
+// reportDataClaim records an Event on the cluster when this reconcile's apply changed what
+// happens to the data claim when the cluster is deleted, or adopted the claim
+// (dataClaimEvent). It runs only after every child applied.
+func (r *Reconciler) reportDataClaim(_ context.Context, s *scope) error {
+	claim := desiredDataClaim(s.cluster)
+	if claim == nil {
+		return nil
+	}
+	if reason, action, note := dataClaimEvent(s.cluster, s.dataClaim, s.adoptedClusterID); reason != "" {
+		r.Recorder.Eventf(s.cluster, claim, corev1.EventTypeNormal, reason, action, "%s", note)
+	}
+	return nil
 }
 
 // pruneBrokerServices deletes the per-broker Services of brokers the cluster no longer has
@@ -261,7 +312,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, reterr *error) {
 		return
 	}
 	patch := client.MergeFrom(s.orig)
-	if s.mintedClusterID {
+	if s.setClusterID {
 		patch = client.MergeFromWithOptions(s.orig, client.MergeFromWithOptimisticLock{})
 	}
 	if err := r.Status().Patch(ctx, c, patch); err != nil {
@@ -271,8 +322,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, reterr *error) {
 
 // SetupWithManager watches KafkaClusters (spec changes, deletions, and the registry's counts
 // crossing "none alive", so the other status writes of this and the registry reconciler do
-// not retrigger it) and every child it owns — the node-reader binding through its labels — so
-// a child that is changed or deleted is put back.
+// not retrigger it), every child it owns — the node-reader binding through its labels — so a
+// child that is changed or deleted is put back, and data claims by their cluster label, owned
+// or not.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("kafkacluster").
@@ -282,7 +334,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&rbacv1.Role{}).
 		Owns(&rbacv1.RoleBinding{}).
 		Owns(&corev1.Service{}).
-		Owns(&corev1.PersistentVolumeClaim{}).
+		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(claimToCluster)).
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Owns(&appsv1.StatefulSet{}).
 		Complete(r)
@@ -296,6 +348,17 @@ func aliveCrossedZero() predicate.Predicate {
 		cur, okNew := e.ObjectNew.(*kafkav1alpha1.KafkaCluster)
 		return okOld && okNew && noAliveBroker(old.Status.Counts) != noAliveBroker(cur.Status.Counts)
 	}}
+}
+
+// claimToCluster maps a data claim to the cluster its kafka.paddock.dev/cluster label names.
+// A retained claim has no owner reference for Owns to follow, and a change to it (relabelled,
+// re-annotated, deleted) may change what the cluster is allowed to do with it.
+func claimToCluster(_ context.Context, obj client.Object) []reconcile.Request {
+	cluster := obj.GetLabels()[kafkav1alpha1.LabelCluster]
+	if cluster == "" || obj.GetName() != kafkav1alpha1.DataClaimName(cluster) {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: cluster}}}
 }
 
 // deletionStarted passes the update that sets a cluster's deletionTimestamp (which does not
@@ -316,7 +379,7 @@ func bindingToCluster(_ context.Context, obj client.Object) []reconcile.Request 
 }
 
 // getOptional reads namespace/name into obj; nil (no error) when it does not exist.
-func getOptional[T client.Object](ctx context.Context, c client.Client, namespace, name string, obj T) (T, error) {
+func getOptional[T client.Object](ctx context.Context, c client.Reader, namespace, name string, obj T) (T, error) {
 	var none T
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
 		if apierrors.IsNotFound(err) {

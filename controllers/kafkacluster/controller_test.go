@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -54,10 +55,14 @@ func startTestManager() *testManager {
 		HealthProbeBindAddress: "0",
 		// A restarted manager registers the same controller name again in this process.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		Cache:      cache.Options{ByObject: labelledClaimsOnly()},
 	})
 	Expect(err).NotTo(HaveOccurred())
 	writes := &countingClient{Client: mgr.GetClient()}
-	recon := &Reconciler{Client: writes, Options: Options{DefaultBrokerImage: testImage}}
+	recon := &Reconciler{
+		Client: writes, APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("kafkacluster"),
+		Options: Options{DefaultBrokerImage: testImage},
+	}
 	Expect(recon.SetupWithManager(mgr)).To(Succeed())
 
 	mctx, stop := context.WithCancel(context.Background())
@@ -265,15 +270,19 @@ var _ = Describe("KafkaCluster provisioning", Ordered, func() {
 		DeferCleanup(func() { m.Stop() })
 	})
 
-	It("creates every child, owned by the cluster, with the broker pod contract", func(ctx SpecContext) {
+	It("creates every child, owned by the cluster except the retained data claim, with the broker pod contract", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		kc := newCluster(ctx, ns)
 		waitForChildren(ctx, ns, 3)
 
 		for key, obj := range wantChildren(3) {
 			Expect(getChild(ctx, ns, key, obj)).To(Succeed())
-			Expect(metav1.GetControllerOf(obj)).NotTo(BeNil(), key)
-			Expect(metav1.GetControllerOf(obj).UID).To(Equal(kc.UID), key)
+			if key == "PersistentVolumeClaim c-data" {
+				Expect(obj.GetOwnerReferences()).To(BeEmpty(), "the data claim outlives the cluster by default (dataclaim_envtest_test.go)")
+			} else {
+				Expect(metav1.GetControllerOf(obj)).NotTo(BeNil(), key)
+				Expect(metav1.GetControllerOf(obj).UID).To(Equal(kc.UID), key)
+			}
 			Expect(obj.GetLabels()).To(HaveKeyWithValue(kafkav1alpha1.LabelName, "paddock"), key)
 			Expect(obj.GetLabels()).To(HaveKeyWithValue(kafkav1alpha1.LabelInstance, "c"), key)
 			Expect(obj.GetLabels()).To(HaveKeyWithValue(kafkav1alpha1.LabelCluster, "c"), key)

@@ -6,5 +6,10 @@
 // and the Ready/Progressing/Degraded conditions, and no other status field (the registry
 // owns the broker rows).
 //
-// It must never import the broker or another reconciler's package.
+// The data claim outlives its cluster unless spec.storage.deleteClaim is true, and a cluster
+// re-created with the same name adopts it with its clusterID (docs/architecture.md, "The data
+// claim").
+//
+// It must never import the broker or another reconciler's package, and never adopt, rewrite
+// or delete a data claim another cluster's data or another owner may be on.
 package kafkacluster

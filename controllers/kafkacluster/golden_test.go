@@ -39,7 +39,8 @@ func updatingGolden() bool {
 }
 
 // goldenCluster is the cluster the golden files are built from: the sample's
-// defaults (as the apiserver fills them in), with a fixed UID so owner references are stable.
+// defaults (as the apiserver fills them in), with a fixed UID so owner references are stable
+// and the clusterID the reconciler has stored by the time it builds the children.
 func goldenCluster() *kafkav1alpha1.KafkaCluster {
 	return &kafkav1alpha1.KafkaCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "kafka", UID: "0b6f1c8e-6a52-4a43-9f0e-3f1f2d7c5a10"},
@@ -61,7 +62,15 @@ func goldenCluster() *kafkav1alpha1.KafkaCluster {
 				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")},
 			},
 		},
+		Status: kafkav1alpha1.KafkaClusterStatus{ClusterID: "cZ4mKx7zQd2cWq0b3nT9fA"},
 	}
+}
+
+// goldenDeleteClaimCluster deletes its data claim with it.
+func goldenDeleteClaimCluster() *kafkav1alpha1.KafkaCluster {
+	c := goldenCluster()
+	c.Spec.Storage.DeleteClaim = true
+	return c
 }
 
 // goldenExternalCluster adds a NodePort listener (its advertisedHost mode is ignored: it
@@ -91,7 +100,7 @@ func goldenEphemeralCluster() *kafkav1alpha1.KafkaCluster {
 var goldenOptions = Options{DefaultBrokerImage: "ghcr.io/paddock-dev/paddock:v0.1.0"}
 
 func TestGolden(t *testing.T) {
-	def, ext, eph := goldenCluster(), goldenExternalCluster(), goldenEphemeralCluster()
+	def, ext, eph, owned := goldenCluster(), goldenExternalCluster(), goldenEphemeralCluster(), goldenDeleteClaimCluster()
 	cases := map[string]client.Object{
 		"serviceaccount":             desiredServiceAccount(def),
 		"role":                       desiredRole(def),
@@ -100,6 +109,7 @@ func TestGolden(t *testing.T) {
 		"service-bootstrap":          desiredBootstrapService(def),
 		"service-broker-1":           desiredBrokerServices(def)[1],
 		"pvc-data":                   desiredDataClaim(def),
+		"deleteclaim-pvc-data":       desiredDataClaim(owned),
 		"pdb":                        desiredPodDisruptionBudget(def),
 		"statefulset":                desiredStatefulSet(def, goldenOptions),
 		"external-service-bootstrap": desiredBootstrapService(ext),

@@ -59,24 +59,25 @@ func checkSpec(cluster *kafkav1alpha1.KafkaCluster, opts Options) *specProblem {
 // between a claim and an emptyDir would lose it. The existing storage is read from the
 // objects themselves — the StatefulSet's data volume says which type, the claim says its
 // class, access mode and size — so the check needs no memory of its own. sts and claim are
-// nil when they do not exist yet; a cluster with no StatefulSet has no storage to protect.
+// nil when they do not exist yet. A claim without a StatefulSet is a retained claim being
+// adopted (or one whose StatefulSet is being put back): the spec must match it too, or the
+// apply would try to resize or reclassify it.
 func storageChange(want kafkav1alpha1.Storage, sts *appsv1.StatefulSet, claim *corev1.PersistentVolumeClaim) *specProblem {
-	if sts == nil {
-		return nil
+	advice := "storage of an existing cluster cannot change, set it back (the brokers keep their current volume)"
+	if sts == nil && claim != nil {
+		advice = fmt.Sprintf("the existing claim %s is kept as it is: make spec.storage match it, or delete the claim (and its data) to start empty", claim.Name)
 	}
 	refuse := func(format string, args ...any) *specProblem {
-		return &specProblem{
-			Reason:  kafkav1alpha1.ReasonStorageImmutable,
-			Message: fmt.Sprintf(format, args...) + "; storage of an existing cluster cannot change, set it back (the brokers keep their current volume)",
-		}
+		return &specProblem{Reason: kafkav1alpha1.ReasonStorageImmutable, Message: fmt.Sprintf(format, args...) + "; " + advice}
 	}
 	wantType := want.Type
 	if wantType == "" {
 		wantType = kafkav1alpha1.StoragePersistentClaim
 	}
-	haveType := storageTypeOf(sts)
-	if haveType != "" && haveType != wantType {
-		return refuse("storage.type changed from %s to %s", haveType, wantType)
+	if sts != nil {
+		if haveType := storageTypeOf(sts); haveType != "" && haveType != wantType {
+			return refuse("storage.type changed from %s to %s", haveType, wantType)
+		}
 	}
 	if wantType != kafkav1alpha1.StoragePersistentClaim || claim == nil {
 		return nil
