@@ -95,10 +95,10 @@ func currentValue(name string, topic, cluster map[string]string) string {
 
 // editList appends (APPEND) or removes (SUBTRACT) op's comma-separated items to or from list.
 func editList(list string, op kmsg.IncrementalAlterConfigsRequestResourceConfig) string {
-	items := splitItems(list)
+	items := kafkaconfig.SplitList(list)
 	var change []string
 	if op.Value != nil {
-		change = splitItems(*op.Value)
+		change = kafkaconfig.SplitList(*op.Value)
 	}
 	for _, item := range change {
 		i := slices.Index(items, item)
@@ -110,14 +110,4 @@ func editList(list string, op kmsg.IncrementalAlterConfigsRequestResourceConfig)
 		}
 	}
 	return strings.Join(items, ",")
-}
-
-func splitItems(s string) []string {
-	var out []string
-	for _, item := range strings.Split(s, ",") {
-		if item = strings.TrimSpace(item); item != "" {
-			out = append(out, item)
-		}
-	}
-	return out
 }

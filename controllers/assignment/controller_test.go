@@ -35,8 +35,10 @@ var _ = Describe("Assignment", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		writes = testenv.NewCountingClient(mgr.GetClient())
 		Expect((&Reconciler{Client: writes, Recorder: mgr.GetEventRecorder("assignment")}).SetupWithManager(mgr)).To(Succeed())
-		Expect((&kafkacluster.Reconciler{Client: mgr.GetClient(), Options: kafkacluster.Options{DefaultBrokerImage: "paddock:test"}}).
-			SetupWithManager(mgr)).To(Succeed())
+		Expect((&kafkacluster.Reconciler{
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("kafkacluster"),
+			Options: kafkacluster.Options{DefaultBrokerImage: "paddock:test"},
+		}).SetupWithManager(mgr)).To(Succeed())
 		mgrCtx, stop := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() {

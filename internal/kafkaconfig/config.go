@@ -87,13 +87,14 @@ func normalize(k Key, value string) (string, error) {
 		}
 		return v, nil
 	case List:
-		return strings.Join(splitList(v), ","), nil
+		return strings.Join(SplitList(v), ","), nil
 	}
 	return v, nil
 }
 
-// splitList splits a comma-separated list, trimming items and dropping empty ones.
-func splitList(v string) []string {
+// SplitList splits a comma-separated list value the way Kafka reads a LIST config: items
+// trimmed, empty ones dropped.
+func SplitList(v string) []string {
 	var out []string
 	for _, item := range strings.Split(v, ",") {
 		if item = strings.TrimSpace(item); item != "" {

@@ -232,7 +232,7 @@ func noTieredStorage(v string) error {
 }
 
 func cleanupPolicy(v string) error {
-	for _, p := range splitList(v) {
+	for _, p := range SplitList(v) {
 		switch p {
 		case "delete":
 		case "compact":
@@ -241,7 +241,7 @@ func cleanupPolicy(v string) error {
 			return fmt.Errorf("%q is not a cleanup policy (delete, compact)", p)
 		}
 	}
-	if len(splitList(v)) == 0 {
+	if len(SplitList(v)) == 0 {
 		return fmt.Errorf("must name a policy; only delete is accepted")
 	}
 	return nil

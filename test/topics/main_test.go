@@ -39,7 +39,10 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "topics:", err)
 		return 1
 	}
-	provisioning := &kafkacluster.Reconciler{Client: mgr.GetClient(), Options: kafkacluster.Options{DefaultBrokerImage: "paddock:test"}}
+	provisioning := &kafkacluster.Reconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("kafkacluster"),
+		Options: kafkacluster.Options{DefaultBrokerImage: "paddock:test"},
+	}
 	if err := provisioning.SetupWithManager(mgr); err != nil {
 		fmt.Fprintln(os.Stderr, "topics:", err)
 		return 1
