@@ -114,6 +114,10 @@ bench-balance: ## Benchmark the partition balancer (100 brokers, 10,000 partitio
 bench-storage: ## Run the broker/storage benchmarks (group commit vs plain fsync loops, reads) for BENCHTIME each.
 	go test -run='^$$' -bench=. -benchtime=$(BENCHTIME) ./broker/storage/
 
+.PHONY: bench-dataplane
+bench-dataplane: ## Benchmark kgo produce (acks=all, 1 KiB records; pipelined and not), consume, and SIGTERM-to-exit drains (0, 100, 1000 partitions) on in-process brokers, for BENCHTIME each.
+	go test -run='^$$' -bench='BenchmarkProduceKgo|BenchmarkConsumeKgo|BenchmarkDrain' -benchtime=$(BENCHTIME) ./broker/
+
 .PHONY: test-update-golden
 test-update-golden: ## Regenerate golden files for the child-object builders (controllers/kafkacluster/testdata/golden).
 	go test ./controllers/kafkacluster/ -run Golden -args -update

@@ -11,7 +11,8 @@ import (
 
 // handler answers one decoded request. A protocol error belongs in the response (an error
 // code); a returned Go error means the request cannot be answered and the connection is
-// closed.
+// closed. A nil response with a nil error means the request gets no answer (Produce with
+// acks=0).
 type handler func(rc *requestContext, req kmsg.Request) (kmsg.Response, error)
 
 // api is one served API key and the version range it is implemented for.
@@ -58,4 +59,7 @@ type requestContext struct {
 	// selfReachable is false while this broker has no address on listener yet (an external
 	// listener whose node or load-balancer address is not known): answers leave it out.
 	selfReachable bool
+	// later, set by answerLater, computes the answer after the handler returned
+	// (pipeline.go).
+	later func() (kmsg.Response, error)
 }

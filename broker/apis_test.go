@@ -464,8 +464,9 @@ func TestApiVersionsAdvertisesExactlyTheHandlerTable(t *testing.T) {
 	for _, k := range resp.ApiKeys {
 		got = append(got, kr{k.ApiKey, k.MinVersion, k.MaxVersion})
 	}
-	// Apache 3.7's ranges (REFERENCE.md) for every key served; DescribeCluster goes to v2.
-	want := []kr{{3, 0, 12}, {10, 0, 4}, {18, 0, 3}, {19, 0, 7}, {20, 0, 6}, {32, 0, 4}, {33, 0, 2}, {37, 0, 3}, {44, 0, 1}, {60, 0, 2}}
+	// Apache 3.7's ranges (REFERENCE.md) for every key served; DescribeCluster goes to v2,
+	// Produce starts at 3 and Fetch at 4 (record batches v2 only, DATAPLANE.md §1.3).
+	want := []kr{{0, 3, 10}, {1, 4, 16}, {2, 0, 8}, {3, 0, 12}, {10, 0, 4}, {18, 0, 3}, {19, 0, 7}, {20, 0, 6}, {22, 0, 4}, {23, 0, 4}, {32, 0, 4}, {33, 0, 2}, {37, 0, 3}, {44, 0, 1}, {60, 0, 2}}
 	if !slices.Equal(got, want) || resp.ErrorCode != 0 {
 		t.Fatalf("api keys %v (error %d), want %v", got, resp.ErrorCode, want)
 	}

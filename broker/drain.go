@@ -10,8 +10,9 @@ import (
 
 // drain is what a broker does between SIGTERM and closing its listeners (DESIGN.md
 // "Draining"): it marks itself draining and writes a draining beat at once, then keeps serving
-// until the view gives it no partition and no group (drained) and for one more heartbeat
-// interval — so clients still connected here get their next FindCoordinator/Metadata answer
+// until the view gives it no partition and no group (drained) and every partition log it held
+// has been relinquished (Leading() == 0: its last appends acknowledged, its checkpoint
+// written, its files closed), and for one more heartbeat interval — so clients still connected here get their next FindCoordinator/Metadata answer
 // from a live broker, pointing at the new owners, instead of a refused connection — or until
 // DrainTimeout passes. It returns only once the draining beat was written: the registry must
 // learn about the drain before the listeners go, even when the view had nothing to move.
@@ -32,19 +33,22 @@ func (b *Broker) drain(ctx context.Context, signals <-chan os.Signal) error {
 wait:
 	for {
 		updated := b.View.Updated() // taken before the check, so no change slips between
+		released := b.partitionsChanged()
 		snap := b.View.Snapshot()
-		if lingered == nil && drained(snap, b.Config.Identity.ID) {
-			b.Log.Info("Drained: the cluster view gives this broker no partition and no group")
+		if lingered == nil && drained(snap, b.Config.Identity.ID) && b.Leading() == 0 {
+			b.Log.Info("Drained: the cluster view gives this broker no partition and no group, and it leads none")
 			lingered = time.After(min(b.Config.HeartbeatInterval, max(time.Until(deadline), 0)))
 		}
 		select {
 		case <-updated:
+		case <-released:
 		case <-lingered:
 			break wait
 		case <-timeout.C:
 			if lingered == nil {
 				partitions, groups := workHere(snap, b.Config.Identity.ID)
-				b.Log.Info("Drain timeout; closing with work still assigned", "partitions", partitions, "coordinatesGroups", groups)
+				b.metrics.drainTimedOut()
+				b.Log.Info("Drain timeout; closing with work still assigned", "partitions", partitions, "coordinatesGroups", groups, "partitionLogsOpen", b.Leading())
 			}
 			break wait
 		case sig := <-signals:
@@ -112,4 +116,13 @@ func workHere(s *Snapshot, self int32) (partitions int, coordinatesGroups bool) 
 func drained(s *Snapshot, self int32) bool {
 	partitions, groups := workHere(s, self)
 	return partitions == 0 && !groups
+}
+
+// partitionsChanged is closed at the next change of the partitions held here (never, without
+// a partition manager).
+func (b *Broker) partitionsChanged() <-chan struct{} {
+	if p := b.partitions.Load(); p != nil {
+		return p.Changed()
+	}
+	return nil
 }

@@ -135,6 +135,9 @@ func skipTags(b []byte) ([]byte, error) {
 // appendResponse appends a complete response frame: size, correlation id, the header tag
 // byte when the response header has one (responseHeaderTagged), then the body.
 func appendResponse(dst []byte, correlationID int32, resp kmsg.Response) []byte {
+	if dst == nil {
+		dst = make([]byte, 0, responseSizeHint(resp)) // one allocation for a large Fetch, not a doubling series
+	}
 	start := len(dst)
 	dst = append(dst, 0, 0, 0, 0)
 	dst = binary.BigEndian.AppendUint32(dst, uint32(correlationID))

@@ -10,6 +10,7 @@ import (
 // healthReport is the /healthz and /readyz body.
 type healthReport struct {
 	Healthy        bool `json:"healthy"`
+	StorageHealthy bool `json:"storageHealthy"`
 	Ready          bool `json:"ready"`
 	ListenersBound bool `json:"listenersBound"`
 	// NoAddress names each listener the broker cannot advertise yet, and why; the broker is
@@ -24,18 +25,20 @@ type healthReport struct {
 }
 
 func (b *Broker) healthReport() healthReport {
+	parts := b.partitions.Load()
 	r := healthReport{
-		Healthy:            b.liveness.Healthy(),
+		Healthy:            b.Healthy(),
+		StorageHealthy:     parts.StorageHealthy(),
 		ListenersBound:     b.listenersBound.Load(),
 		ViewSynced:         b.View.Snapshot().Synced,
 		Draining:           b.draining.Load(),
 		LastTickAgeSeconds: b.liveness.Age().Seconds(),
 		BrokerID:           b.Config.Identity.ID,
 		NoAddress:          b.Addresses.Missing(),
-		// Takeover of assigned partitions is vacuously done: this broker serves no partition
-		// data yet. When storage lands, this becomes "every partition the view assigns here
-		// has been opened and recovered".
-		TakeoverDone: true,
+		// Every partition the view assigns here has been taken over (served, or answered
+		// KAFKA_STORAGE_ERROR after a storage failure); vacuously true without any, or
+		// without a data directory.
+		TakeoverDone: parts.TakeoverDone(),
 	}
 	r.HeartbeatAgeSeconds = b.Heartbeat.Age().Seconds()
 	r.Ready = r.ListenersBound && r.Healthy && r.ViewSynced && r.TakeoverDone && len(r.NoAddress) == 0
@@ -43,8 +46,8 @@ func (b *Broker) healthReport() healthReport {
 }
 
 // healthHandler serves /healthz (liveness: 503 once the request path is wedged), /readyz
-// (listeners bound ∧ healthy ∧ first view read ∧ takeover done ∧ an address on every
-// listener) and /metrics. It runs on its
+// (listeners bound ∧ healthy — request path and storage — ∧ first view read ∧ every assigned
+// partition taken over ∧ an address on every listener) and /metrics. It runs on its
 // own port and goroutines and reads only atomics and the view pointer, so a wedged request
 // path makes the probes fail instead of hang.
 func (b *Broker) healthHandler() http.Handler {
@@ -59,8 +62,10 @@ func (b *Broker) healthHandler() http.Handler {
 		}
 	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		// Liveness only: a storage failure makes the broker unhealthy in its heartbeat (its
+		// partitions move away) and unready, but restarting it would not mend the volume.
 		r := b.healthReport()
-		write(w, r.Healthy, r)
+		write(w, b.liveness.Healthy(), r)
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		r := b.healthReport()

@@ -34,13 +34,15 @@ const usageHeader = `Usage: paddock broker [flags]
 
 Runs one paddock broker: a Kafka-wire-compatible server (ApiVersions, Metadata,
 DescribeCluster 0-2, FindCoordinator, CreateTopics, DeleteTopics, CreatePartitions,
-DescribeConfigs, AlterConfigs, IncrementalAlterConfigs) answering from its KafkaCluster's
-registry and KafkaTopics, which it watches through informers; the admin APIs write
-KafkaTopics, and the lowest-id alive broker removes deleted topics' data from --data-dir;
-a heartbeat Lease <cluster>-broker-<id>; and /healthz, /readyz, /metrics on --health-port.
+DescribeConfigs, AlterConfigs, IncrementalAlterConfigs, Produce, Fetch, ListOffsets,
+OffsetForLeaderEpoch, InitProducerId) answering from its KafkaCluster's registry and
+KafkaTopics, which it watches through informers; it takes over the partitions they give it
+on the shared volume --data-dir and serves their logs; the admin APIs write KafkaTopics, and
+the lowest-id alive broker removes deleted topics' data from --data-dir; a heartbeat Lease
+<cluster>-broker-<id>; and /healthz, /readyz, /metrics on --health-port.
 SIGTERM or SIGINT starts a drain: a draining heartbeat at once, serving until the registry
-moves this broker's partitions and groups away (or --drain-timeout), then exit 0. A second
-signal exits at once.
+moves this broker's partitions and groups away and every partition log is relinquished (or
+--drain-timeout), then exit 0. A second signal exits at once.
 
 Environment (downward API): POD_NAME (<cluster>-broker-<id>; the id is that ordinal, read
 as the registry reads it), POD_NAMESPACE, POD_UID, POD_IP (PodIP listeners), NODE_NAME.

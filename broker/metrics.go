@@ -17,6 +17,9 @@ type Metrics struct {
 	errors      *prometheus.CounterVec
 	connections prometheus.Gauge
 
+	// dp are the data plane's series (metrics_dataplane.go).
+	dp dataPlaneMetrics
+
 	// byKey caches the request counter of every advertised key and version, so the request
 	// path does no label lookup. Written only by NewMetrics.
 	byKey map[int16][]prometheus.Counter
@@ -55,6 +58,7 @@ func NewMetrics(heartbeatAge func() float64, draining func() bool) *Metrics {
 			return 0
 		}),
 	)
+	m.dp = newDataPlaneMetrics(m.Registry)
 	for key, a := range apis {
 		cs := make([]prometheus.Counter, a.max+1)
 		for v := a.min; v <= a.max; v++ {

@@ -45,11 +45,20 @@ type Broker struct {
 	// the heartbeat and /readyz read it. NewBroker makes it from the config; WatchAddresses
 	// keeps its external listeners' addresses current.
 	Addresses *Addresses
+	// StorageFS is the file system the partition logs use (storage.OSFS when nil; tests
+	// inject faults through storage.FaultFS).
+	StorageFS storage.FS
+	// PipelineDepth is the wire server's Server.PipelineDepth (0: the default).
+	PipelineDepth int
 
 	liveness       *Liveness
 	metrics        *Metrics
 	draining       atomic.Bool
 	listenersBound atomic.Bool
+	// partitions holds the partition logs this broker leads (nil without --data-dir); set by
+	// start (run_dataplane.go).
+	partitions atomic.Pointer[Partitions]
+	started    time.Time // when start ran: the self-fence clock before the first beat
 }
 
 // NewBroker returns a broker for cfg answering from view. Set Heartbeat before Run to renew
@@ -65,8 +74,11 @@ func NewBroker(cfg Config, view View, log logr.Logger) *Broker {
 	return b
 }
 
-// Healthy is the heartbeat's healthy bit: the request path ticked within WedgedAfter.
-func (b *Broker) Healthy() bool { return b.liveness.Healthy() }
+// Healthy is the heartbeat's healthy bit: the request path ticked within WedgedAfter, and
+// the data volume takes writes (no storage failure the volume probe confirms).
+func (b *Broker) Healthy() bool {
+	return b.liveness.Healthy() && b.partitions.Load().StorageHealthy()
+}
 
 // Draining is the heartbeat's draining bit: true from the first SIGTERM on.
 func (b *Broker) Draining() bool { return b.draining.Load() }
@@ -134,11 +146,15 @@ type running struct {
 	// stopBackground ends the heartbeat loop and the idle ticks. They live until Run returns —
 	// through the drain, so the draining flag keeps being renewed until the listeners close.
 	stopBackground context.CancelFunc
+	// stopPartitions ends the partition manager (every log relinquished) and waits for it;
+	// nil without one.
+	stopPartitions func()
 }
 
 // start serves the wire protocol on every Kafka listener and the health endpoints on theirs,
 // and starts the heartbeat and the idle liveness ticks.
 func (b *Broker) start(lns *bound) *running {
+	b.started = time.Now()
 	r := &running{
 		wire: &Server{
 			View:          b.View,
@@ -148,10 +164,13 @@ func (b *Broker) start(lns *bound) *running {
 			Metrics:       b.metrics,
 			Liveness:      b.liveness,
 			Admin:         b.Admin,
+			SelfFenced:    b.selfFenced,
+			PipelineDepth: b.PipelineDepth,
 		},
 		health:   &http.Server{Handler: b.healthHandler(), ReadHeaderTimeout: 5 * time.Second},
 		serveErr: make(chan error, len(lns.kafka)+1),
 	}
+	b.startPartitions(r)
 	addrs := make([]net.Addr, len(lns.kafka))
 	for i, ln := range lns.kafka {
 		l := b.Config.Listeners[i]
@@ -210,6 +229,7 @@ func (b *Broker) closeNow(r *running) {
 	b.listenersBound.Store(false)
 	_ = r.wire.Close()   // always nil
 	_ = r.health.Close() // the probes' connections carry nothing worth keeping
+	b.stopPartitions(r)
 }
 
 // shutdown closes the listeners after a drain: answers in flight are flushed for up to
@@ -221,6 +241,7 @@ func (b *Broker) shutdown(r *running) {
 	if err := r.wire.Shutdown(ctx); err != nil {
 		b.Log.Info("Connections closed hard after the shutdown grace", "reason", err.Error())
 	}
+	b.stopPartitions(r)
 	if err := r.health.Shutdown(ctx); err != nil {
 		b.Log.Info("Health server closed hard after the shutdown grace", "reason", err.Error())
 	}

@@ -52,10 +52,28 @@ type Server struct {
 	// (CreateTopics, DeleteTopics, CreatePartitions, the AlterConfigs APIs, Metadata
 	// auto-creation). Without it those requests are answered with an error.
 	Admin *Admin
+	// Partitions, when not nil, holds the partition logs this broker leads (partitions.go):
+	// Produce, Fetch, ListOffsets and OffsetForLeaderEpoch reach their logs through it.
+	// Without it every partition answers NOT_LEADER_OR_FOLLOWER.
+	Partitions *Partitions
+	// ProducerIDs, when not nil, allocates InitProducerId's producer ids on the shared volume.
+	ProducerIDs *ProducerIDSource
+	// SelfFenced, when set, reports that this broker has not renewed its heartbeat Lease for
+	// a whole session timeout: it has probably been declared dead, so Produce stops
+	// acknowledging appends (NOT_LEADER_OR_FOLLOWER). The storage fence stays the guarantee.
+	SelfFenced func() bool
+	// PipelineDepth bounds the deferred answers one connection computes at once
+	// (pipeline.go): 0 means maxDeferred; a negative value turns pipelining off, so every
+	// answer is computed before the next request is read, as Apache does.
+	PipelineDepth int
 
 	inShutdown atomic.Bool
-	closeOnce  sync.Once
-	hardClose  chan struct{} // closed by Close; made by init
+	// stopping is closed when Shutdown or Close begins, so handlers that wait (a long-polling
+	// Fetch) answer at once with what they have. Made by init.
+	stopping     chan struct{}
+	stoppingOnce sync.Once
+	closeOnce    sync.Once
+	hardClose    chan struct{} // closed by Close; made by init
 	// base is the parent of every request's context: Close cancels it, so a handler waiting
 	// on the API server or the view returns at once. Made by init.
 	base       context.Context
@@ -73,6 +91,7 @@ type Server struct {
 func (s *Server) init() {
 	s.initOnce.Do(func() {
 		s.hardClose = make(chan struct{})
+		s.stopping = make(chan struct{})
 		s.base, s.cancelBase = context.WithCancel(context.Background())
 		s.autoCreate = newAutoCreator()
 		s.listeners = map[net.Listener]struct{}{}
@@ -147,8 +166,9 @@ func (s *Server) Serve(ln net.Listener) error {
 			srv:      s,
 			nc:       nc,
 			listener: listener,
-			out:      make(chan []byte, responseQueue),
+			out:      make(chan *answer, responseQueue),
 			dead:     make(chan struct{}),
+			slots:    make(chan struct{}, max(s.pipelineDepth(), 1)),
 			log:      s.Log.WithValues("remote", nc.RemoteAddr().String(), "local", nc.LocalAddr().String()),
 		}
 		if !s.trackConn(c) {
@@ -217,6 +237,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.init()
 	s.mu.Lock()
 	s.inShutdown.Store(true)
+	s.stoppingOnce.Do(func() { close(s.stopping) })
 	s.closeListenersLocked()
 	for c := range s.conns {
 		// Wakes the reader from its read; it sees inShutdown and stops reading requests. An
@@ -245,6 +266,7 @@ func (s *Server) Close() error {
 	s.init()
 	s.mu.Lock()
 	s.inShutdown.Store(true)
+	s.stoppingOnce.Do(func() { close(s.stopping) })
 	s.closeOnce.Do(func() {
 		close(s.hardClose)
 		s.cancelBase()
@@ -267,7 +289,8 @@ func (s *Server) closeListenersLocked() {
 }
 
 // conn is one client connection: a reader goroutine that decodes and handles requests in
-// order and a writer goroutine that writes their responses in the same order.
+// order and a writer goroutine that writes their responses in the same order (some computed
+// by deferred handlers meanwhile: pipeline.go).
 type conn struct {
 	srv *Server
 	nc  net.Conn
@@ -276,11 +299,14 @@ type conn struct {
 	listener listenerSource
 	log      logr.Logger
 
-	// out carries encoded responses from reader to writer. Only the reader sends and closes.
-	out chan []byte
+	// out carries the answers from reader to writer, in request order. Only the reader
+	// sends and closes.
+	out chan *answer
 	// dead is closed by the writer when it stops early (write failed), so the reader never
 	// blocks on out again.
 	dead chan struct{}
+	// slots bounds the deferred answers being computed (maxDeferred).
+	slots chan struct{}
 }
 
 // serve runs the reader on this goroutine and the writer on another; both end when the
@@ -303,19 +329,19 @@ func (c *conn) serve() {
 			c.readFailed(err)
 			return
 		}
-		resp, err := c.handle(buf)
+		a := c.handle(buf)
 		if cap(buf) > retainFrameBytes {
 			buf = nil // one huge request must not pin its buffer for the connection's life
 		}
-		if err != nil {
-			c.log.Info("Closing connection", "reason", err.Error())
+		if a.ready == nil && a.err != nil {
+			c.log.Info("Closing connection", "reason", a.err.Error())
 			return
 		}
-		if resp == nil {
+		if a.ready == nil && a.b == nil {
 			continue
 		}
 		select {
-		case c.out <- resp:
+		case c.out <- a:
 		case <-c.dead:
 			return
 		case <-c.srv.hardClose:
@@ -338,35 +364,43 @@ func (c *conn) readFailed(err error) {
 	}
 }
 
-// handle decodes and answers one frame. It returns the encoded response (nil when the request
-// gets none), or an error that closes the connection. A handler panic is recovered here and
-// closes only this connection.
-func (c *conn) handle(frame []byte) (out []byte, err error) {
+// handle decodes and answers one frame. It returns the answer: the encoded response (none
+// when the request gets none), one a deferred handler computes later (pipeline.go), or an
+// error that closes the connection. A handler panic is recovered here and closes only this
+// connection.
+func (c *conn) handle(frame []byte) (a *answer) {
 	h, req, err := decodeRequest(frame)
 	if err != nil {
 		if resp, ok := apiVersionsFallback(h, err); ok {
 			c.srv.Metrics.request(h.Key, h.Version)
-			return appendResponse(nil, h.CorrelationID, resp), nil
+			return &answer{b: appendResponse(nil, h.CorrelationID, resp)}
 		}
 		c.srv.Metrics.connError(errorReason(err))
-		return nil, fmt.Errorf("request key %d v%d correlation %d: %w", h.Key, h.Version, h.CorrelationID, err)
+		return &answer{err: fmt.Errorf("request key %d v%d correlation %d: %w", h.Key, h.Version, h.CorrelationID, err)}
 	}
 	defer func() {
 		if r := recover(); r != nil {
 			c.srv.Metrics.connError("panic")
 			c.log.Error(fmt.Errorf("%v", r), "Handler panicked", "key", h.Key, "version", h.Version, "stack", string(debug.Stack()))
-			out, err = nil, fmt.Errorf("%s v%d handler panicked: %v", kmsg.NameForKey(h.Key), h.Version, r)
+			a = &answer{err: fmt.Errorf("%s v%d handler panicked: %v", kmsg.NameForKey(h.Key), h.Version, r)}
 		}
 	}()
-	resp, err := c.srv.dispatch(c.srv.newRequestContext(c.listener), h, req)
+	rc := c.srv.newRequestContext(c.listener)
+	resp, err := c.srv.dispatch(rc, h, req)
 	if err != nil {
 		c.srv.Metrics.connError("handler")
-		return nil, err
+		return &answer{err: err}
 	}
 	if h.ClientID == nil || *h.ClientID != probeClientID {
 		c.srv.Metrics.request(h.Key, h.Version)
 	}
-	return appendResponse(nil, h.CorrelationID, resp), nil
+	switch {
+	case rc.later != nil:
+		return c.deferAnswer(h, rc.later)
+	case resp == nil:
+		return &answer{} // the request gets no answer (Produce with acks=0)
+	}
+	return &answer{b: appendResponse(nil, h.CorrelationID, resp)}
 }
 
 // newRequestContext is the context of one request arriving on listener: a snapshot of the
@@ -403,27 +437,50 @@ func errorReason(err error) string {
 	}
 }
 
-// writeLoop writes responses in the order the reader queued them, then closes the connection
-// once the reader is done (out closed) or a write fails.
+// writeLoop writes answers in the order the reader queued them, waiting for each deferred
+// one in turn, then closes the connection once the reader is done (out closed), a write
+// fails, or a deferred answer is an error.
 func (c *conn) writeLoop() {
 	defer c.srv.wg.Done()
 	defer c.srv.untrackConn(c)
 	defer func() { _ = c.nc.Close() }() // the reader is done, or a write failed
-	for b := range c.out {
+	for a := range c.out {
+		if a.ready != nil {
+			select {
+			case <-a.ready:
+			case <-c.srv.hardClose:
+				c.stopWriting()
+				return
+			}
+		}
+		if a.err != nil {
+			c.log.Info("Closing connection", "reason", a.err.Error())
+			c.stopWriting()
+			return
+		}
+		if a.b == nil {
+			continue
+		}
 		err := c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
 		if err == nil {
-			_, err = c.nc.Write(b)
+			_, err = c.nc.Write(a.b)
 		}
 		if err != nil {
 			if !c.srv.inShutdown.Load() {
 				c.log.Info("Closing connection", "reason", "write: "+err.Error())
 			}
-			close(c.dead)
-			// Unblock a reader waiting in Read; it then sees dead and stops.
-			_ = c.nc.Close()
-			for range c.out {
-			}
+			c.stopWriting()
 			return
 		}
+	}
+}
+
+// stopWriting ends the writer early: the reader must never block on out again, and is woken
+// from its read by the close. Answers still queued are dropped; deferred ones finish on
+// their own goroutines.
+func (c *conn) stopWriting() {
+	close(c.dead)
+	_ = c.nc.Close() // unblocks a reader waiting in Read; it then sees dead and stops
+	for range c.out {
 	}
 }

@@ -44,7 +44,7 @@ func TestUnknownKeyClosesOnlyThatConnection(t *testing.T) {
 func TestKnownKeyWithoutHandlerClosesConnection(t *testing.T) {
 	tc := newTestCluster(t, 1)
 	c := dialKafka(t, tc.addrs[0])
-	_, _ = c.Write(appendRequestFrame(nil, kmsg.NewPtrProduceRequest(), 1)) // kmsg knows Produce; we do not serve it yet
+	_, _ = c.Write(appendRequestFrame(nil, kmsg.NewPtrAlterReplicaLogDirsRequest(), 1)) // kmsg knows AlterReplicaLogDirs; paddock does not serve it
 	expectClosed(t, c)
 	expectServing(t, tc.addrs[0])
 }

@@ -220,19 +220,48 @@ func (l *Log) servingLocked() error {
 // ErrNotLeader, *FencedError or *StorageError; after a storage error nothing more is ever
 // acknowledged. If ctx ends while waiting, Append returns ctx.Err(): the batch may still
 // become durable (as a Produce timeout in Kafka).
+//
+// Append is Begin followed by the returned PendingAppend's Wait.
 func (l *Log) Append(ctx context.Context, batch []byte, acks Acks) (AppendResult, error) {
+	p, err := l.Begin(batch, acks)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	return p.Result, p.Wait(ctx)
+}
+
+// PendingAppend is an append that Begin has written (or recognised as a retry) and whose
+// acknowledgement may still wait for durability.
+type PendingAppend struct {
+	// Result is what the answer reports once Wait returns nil.
+	Result AppendResult
+
+	l    *Log
+	acks Acks
+	r    *round // the round that covers the write
+	seq  uint64 // the write's number (acks=1 check coalescing)
+	done bool   // nothing to wait for (a retry of a batch already durable, acks=-1)
+}
+
+// Begin is the first half of Append: it validates batch, checks idempotence, assigns and
+// stamps the offsets and writes the batch at the end of the active segment — everything
+// Append does before it waits — so appends begun one after the other are in the log in that
+// order even when their waits overlap (a connection's pipelined Produce requests). Errors
+// are Append's; nothing was written when Begin fails. The caller must Wait before it
+// acknowledges anything.
+func (l *Log) Begin(batch []byte, acks Acks) (*PendingAppend, error) {
 	if acks != AcksNone && acks != AcksLeader && acks != AcksAll {
-		return AppendResult{}, fmt.Errorf("%w: acks=%d", ErrInvalidRequiredAcks, acks)
+		return nil, fmt.Errorf("%w: acks=%d", ErrInvalidRequiredAcks, acks)
 	}
 	l.mu.Lock()
 	if err := l.servingLocked(); err != nil {
 		l.mu.Unlock()
-		return AppendResult{}, err
+		return nil, err
 	}
 	h, err := validateClientBatch(batch, &l.cfg)
 	if err != nil {
 		l.mu.Unlock()
-		return AppendResult{}, err
+		return nil, err
 	}
 	now := l.opts.Now()
 	for l.rollWanted || l.needsRollLocked(int64(len(batch)), now) {
@@ -241,17 +270,17 @@ func (l *Log) Append(ctx context.Context, batch []byte, acks Acks) (AppendResult
 		l.cond.Wait()
 		if err := l.servingLocked(); err != nil {
 			l.mu.Unlock()
-			return AppendResult{}, err
+			return nil, err
 		}
 	}
 	if h.idempotent() {
 		dup, err := l.producers.check(h)
 		if err != nil {
 			l.mu.Unlock()
-			return AppendResult{}, err
+			return nil, err
 		}
 		if dup != nil {
-			return l.ackDuplicateLocked(ctx, dup, acks) // unlocks
+			return l.duplicateLocked(dup, acks), nil // unlocks
 		}
 	}
 	appendTime := int64(-1)
@@ -267,7 +296,7 @@ func (l *Log) Append(ctx context.Context, batch []byte, acks Acks) (AppendResult
 		l.failLocked(l.classify(storageErr("append", err)))
 		err := l.stopErr
 		l.mu.Unlock()
-		return AppendResult{}, err
+		return nil, err
 	}
 	if l.activeIdx.batches == 0 {
 		l.activeSince = now
@@ -278,11 +307,22 @@ func (l *Log) Append(ctx context.Context, batch []byte, acks Acks) (AppendResult
 		l.producers.apply(h)
 	}
 	l.writes++
-	seq, r := l.writes, l.pending
-	res := AppendResult{BaseOffset: base, LastOffset: h.lastOffset(), LogAppendTime: appendTime, LogStartOffset: l.logStart}
+	p := &PendingAppend{
+		Result: AppendResult{BaseOffset: base, LastOffset: h.lastOffset(), LogAppendTime: appendTime, LogStartOffset: l.logStart},
+		l:      l, acks: acks, r: l.pending, seq: l.writes,
+	}
 	l.kickFlusher()
 	l.mu.Unlock()
-	return res, l.awaitAck(ctx, acks, r, seq)
+	return p, nil
+}
+
+// Wait returns nil once the append's acks is satisfied (see Append), else the error that
+// prevents it, or ctx.Err() if ctx ends first.
+func (p *PendingAppend) Wait(ctx context.Context) error {
+	if p.done {
+		return nil
+	}
+	return p.l.awaitAck(ctx, p.acks, p.r, p.seq)
 }
 
 // needsRollLocked: the active segment is not empty and the batch would take it past
@@ -295,23 +335,20 @@ func (l *Log) needsRollLocked(size int64, now time.Time) bool {
 	return x.size+size > l.cfg.SegmentBytes || now.Sub(l.activeSince).Milliseconds() >= l.cfg.SegmentMs
 }
 
-// ackDuplicateLocked answers a retried batch with its original offsets, once those satisfy
+// duplicateLocked answers a retried batch with its original offsets, once those satisfy
 // acks: a retry of an append that is not durable yet waits for it as the original does.
-func (l *Log) ackDuplicateLocked(ctx context.Context, dup *batchMeta, acks Acks) (AppendResult, error) {
+func (l *Log) duplicateLocked(dup *batchMeta, acks Acks) *PendingAppend {
 	res := AppendResult{BaseOffset: dup.firstOffset, LastOffset: dup.lastOffset, LogAppendTime: -1, LogStartOffset: l.logStart, Duplicate: true}
 	if l.cfg.LogAppendTime {
 		res.LogAppendTime = dup.timestamp
 	}
 	durable := dup.lastOffset < l.hw
-	seq, r := l.writes, l.pending
+	p := &PendingAppend{Result: res, l: l, acks: acks, r: l.pending, seq: l.writes, done: durable && acks == AcksAll}
 	if !durable {
 		l.kickFlusher()
 	}
 	l.mu.Unlock()
-	if durable && acks == AcksAll {
-		return res, nil
-	}
-	return res, l.awaitAck(ctx, acks, r, seq)
+	return p
 }
 
 // awaitAck waits until acks is satisfied for a write that was the seq-th and is covered by

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/paddock-dev/paddock/broker/storage"
@@ -70,22 +71,18 @@ func TestDeleteTopicsByNameAndByIDRemovesTheTopicAndItsData(t *testing.T) {
 		}
 		ids[name] = r.ID
 	}
-	// Stand-ins for the partition data the leaders would have written.
+	// Real partition data: one record into every partition, written by its leader.
 	clusterID := c.clusterID()
+	producer := c.kgo(kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	dirs := map[string]string{}
 	for name, id := range ids {
 		dirs[name] = filepath.Dir(storage.PartitionDir(c.dataDir, clusterID, name, id, 0))
 		for p := range int32(2) {
-			pdir := storage.PartitionDir(c.dataDir, clusterID, name, id, p)
-			f, err := storage.OpenFence(storage.OSFS{}, filepath.Join(pdir, "fence"))
-			if err != nil {
-				t.Fatal(err)
+			if err := producer.ProduceSync(ctx, &kgo.Record{Topic: name, Partition: p, Value: []byte("data")}).FirstErr(); err != nil {
+				t.Fatalf("produce to %s/%d: %v", name, p, err)
 			}
-			if err := f.Claim(1); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(pdir, "00000000000000000000-0000000001.log"), []byte("data"), 0o644); err != nil {
-				t.Fatal(err)
+			if _, err := os.Stat(storage.PartitionDir(c.dataDir, clusterID, name, id, p)); err != nil {
+				t.Fatalf("%s/%d has no data directory after a produce: %v", name, p, err)
 			}
 		}
 	}

@@ -1,0 +1,325 @@
+package broker
+
+import (
+	"encoding/binary"
+	"reflect"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/paddock-dev/paddock/broker/storage"
+)
+
+// Fetch (key 1), versions 4–16 (DATAPLANE.md §4; docs/dataplane.md, "Fetch").
+//
+// Versions 0–3 read the old message formats, which paddock does not store; Apache 3.7 offers
+// 0–16. v13+ name topics by id: an unknown id → UNKNOWN_TOPIC_ID (below v13 an unknown name
+// → UNKNOWN_TOPIC_OR_PARTITION).
+//
+// Per partition, in Apache's order: an unknown topic or partition index is answered with its
+// error and does not end the wait; CurrentLeaderEpoch (v9+, -1 = none) below the view's
+// epoch → FENCED_LEADER_EPOCH, above → UNKNOWN_LEADER_EPOCH; not led or not taken over here →
+// NOT_LEADER_OR_FOLLOWER (KAFKA_STORAGE_ERROR when a storage error took it offline); a
+// LastFetchedEpoch (v12+) whose epoch ended before the fetch offset → DivergingEpoch; a fetch
+// offset below the log start or past the log end → OFFSET_OUT_OF_RANGE. Any of these but
+// the unknown topic/partition ends the wait. Error partitions carry high watermark, last
+// stable offset and log start -1; v16 adds CurrentLeader and the response NodeEndpoints for
+// NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH (KIP-951).
+//
+// Records are whole stored batches, below the high watermark only (a consumer never reads a
+// record that a takeover could lose), passed from the log file into the response as bytes:
+// never decoded. The last stable offset is the high watermark at both isolation levels (no
+// transactions yet); aborted transactions are an empty list under READ_COMMITTED and null
+// otherwise. zstd batches to Fetch < 10 → UNSUPPORTED_COMPRESSION_TYPE.
+//
+// Sizes: the response holds at most min(max_bytes, fetch.max.bytes = 55 MiB) of records and
+// each partition at most its partition_max_bytes, except that the first partition with data
+// returns its first batch whole even when it is larger than both (so a consumer always makes
+// progress); a later partition whose first batch does not fit returns nothing.
+//
+// Waiting: the answer goes at once when max_wait_ms ≤ 0, when no partition is served, when
+// an error above ends the wait, or when min_bytes (capped by the size limit) are there;
+// otherwise the handler waits on the high-watermark channels of the partitions that had no
+// data (storage closes them when a durable append moves the high watermark, or the log
+// stops), re-reads the partitions that moved, and answers at min_bytes or max_wait_ms — never
+// polling. A broker shutting down ends every wait at once.
+//
+// Sessions (KIP-227) are not kept: a full fetch (session epoch 0 or -1) is answered with
+// session id 0, which clients read as "no session" (Apache does the same when its session
+// cache is full); an incremental fetch → FETCH_SESSION_ID_NOT_FOUND, so the client falls back
+// to full fetches. Forgotten topics are ignored (nothing is remembered).
+func init() { register(1, 4, 16, handleFetch) }
+
+// fetchMaxBytes is Apache's fetch.max.bytes: the most record bytes one answer carries.
+const fetchMaxBytes = 55 << 20
+
+// fetchPart is one requested partition that is served here.
+type fetchPart struct {
+	topic    string
+	log      *storage.Log
+	offset   int64
+	maxBytes int32
+	out      *kmsg.FetchResponseTopicPartition
+	// pending: served but without data so far; read again when hw (the channel taken before
+	// its last read) is closed.
+	pending bool
+	hw      <-chan struct{}
+}
+
+// fetchState is one Fetch in progress.
+type fetchState struct {
+	rc        *requestContext
+	version   int16
+	remaining int         // record bytes the answer may still take
+	total     int         // record bytes in the answer so far
+	anyData   bool        // some partition returned records (the first-batch rule is used up)
+	ended     bool        // an error that ends the wait at once
+	notLeader hintTargets // partitions answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH
+}
+
+func handleFetch(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
+	start := time.Now()
+	defer func() { rc.srv.Metrics.fetchLatency(time.Since(start)) }()
+	req := kreq.(*kmsg.FetchRequest)
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	resp.SessionID = 0
+	if req.SessionEpoch != 0 && req.SessionEpoch != -1 {
+		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		return resp, nil
+	}
+	f := &fetchState{
+		rc: rc, version: req.Version,
+		remaining: int(max(min(req.MaxBytes, fetchMaxBytes), 0)),
+	}
+	parts := f.resolve(req, resp)
+
+	minBytes := min(int(max(req.MinBytes, 0)), f.remaining)
+	var timer *time.Timer
+	for {
+		for _, p := range parts {
+			if p.pending && closedOrNil(p.hw) {
+				f.read(p)
+			}
+		}
+		if f.ended || f.total >= minBytes || f.remaining <= 0 || req.MaxWaitMillis <= 0 || !anyPending(parts) {
+			break
+		}
+		if timer == nil {
+			timer = time.NewTimer(time.Until(start.Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)))
+			defer timer.Stop()
+		}
+		if !f.wait(parts, timer.C) {
+			// Time is up (or the broker is stopping): one last look, as Apache completes a
+			// delayed fetch by reading again.
+			for _, p := range parts {
+				if p.pending && closedOrNil(p.hw) {
+					f.read(p)
+				}
+			}
+			break
+		}
+	}
+	if req.Version >= 16 && len(f.notLeader) > 0 {
+		for _, e := range f.notLeader.resolve(rc) {
+			b := kmsg.NewFetchResponseBroker()
+			b.NodeID, b.Host, b.Port, b.Rack = e.id, e.host, e.port, e.rack
+			resp.Brokers = append(resp.Brokers, b)
+		}
+	}
+	return resp, nil
+}
+
+// resolve builds the answer's topics and partitions, answering every partition that is not
+// served here, and returns the served ones.
+func (f *fetchState) resolve(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) []*fetchPart {
+	rc := f.rc
+	var parts []*fetchPart
+	resp.Topics = make([]kmsg.FetchResponseTopic, len(req.Topics))
+	for i, rt := range req.Topics {
+		ot := &resp.Topics[i]
+		*ot = kmsg.NewFetchResponseTopic()
+		ot.Topic, ot.TopicID = rt.Topic, rt.TopicID
+		var (
+			t     *Topic
+			known bool
+		)
+		unknown := kerr.UnknownTopicOrPartition.Code
+		if req.Version >= 13 {
+			t, known = rc.view.TopicByID(rt.TopicID)
+			unknown = kerr.UnknownTopicID.Code
+		} else {
+			t, known = rc.view.Topic(rt.Topic)
+		}
+		ot.Partitions = make([]kmsg.FetchResponseTopicPartition, len(rt.Partitions))
+		for j, rp := range rt.Partitions {
+			op := &ot.Partitions[j]
+			*op = kmsg.NewFetchResponseTopicPartition()
+			op.Partition = rp.Partition
+			if !known {
+				setFetchError(op, unknown)
+				continue
+			}
+			current := int32(-1)
+			if req.Version >= 9 {
+				current = rp.CurrentLeaderEpoch
+			}
+			sp := rc.partition(t, rp.Partition, current)
+			if sp.code != 0 {
+				setFetchError(op, sp.code)
+				if sp.code != kerr.UnknownTopicOrPartition.Code {
+					f.ended = true
+				}
+				if sp.code == kerr.NotLeaderForPartition.Code || sp.code == kerr.FencedLeaderEpoch.Code {
+					f.notLeader.add(t.Name, rp.Partition, func(l, e int32) { op.CurrentLeader.LeaderID, op.CurrentLeader.LeaderEpoch = l, e })
+				}
+				continue
+			}
+			p := &fetchPart{topic: t.Name, log: sp.log, offset: rp.FetchOffset, maxBytes: rp.PartitionMaxBytes, out: op, pending: true}
+			if req.IsolationLevel == 1 {
+				op.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+			}
+			if req.Version >= 12 && rp.LastFetchedEpoch >= 0 && f.diverged(p, rp.LastFetchedEpoch) {
+				continue
+			}
+			parts = append(parts, p)
+		}
+	}
+	return parts
+}
+
+// diverged applies the LastFetchedEpoch check (Partition.fetchRecords): when the fetcher's
+// last epoch ended before its fetch offset here (or is unknown below it), the answer is the
+// DivergingEpoch to truncate to, with no records, and the wait ends.
+func (f *fetchState) diverged(p *fetchPart, lastFetched int32) bool {
+	epoch, end, err := p.log.EpochEndOffset(lastFetched)
+	if err != nil {
+		f.readError(p, err)
+		return true
+	}
+	if end >= p.offset && epoch >= lastFetched {
+		return false
+	}
+	p.out.DivergingEpoch.Epoch, p.out.DivergingEpoch.EndOffset = epoch, end
+	if o, err := p.log.Offsets(); err == nil {
+		p.out.HighWatermark, p.out.LastStableOffset, p.out.LogStartOffset = o.HighWatermark, o.HighWatermark, o.LogStart
+	}
+	p.pending, f.ended = false, true
+	return true
+}
+
+// read reads p once, taking its high-watermark channel first so an append after the read
+// always wakes the wait.
+func (f *fetchState) read(p *fetchPart) {
+	_, p.hw = p.log.HighWatermark()
+	limit := min(int(max(p.maxBytes, 0)), f.remaining)
+	res, err := p.log.Read(p.offset, limit, !f.anyData)
+	if err != nil {
+		f.readError(p, err)
+		return
+	}
+	p.out.HighWatermark, p.out.LastStableOffset, p.out.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
+	if len(res.Records) == 0 {
+		return
+	}
+	p.pending = false
+	if f.version < 10 && hasZstd(res.Records) {
+		setFetchError(p.out, kerr.UnsupportedCompressionType.Code)
+		f.ended = true
+		return
+	}
+	p.out.RecordBatches = res.Records
+	f.anyData = true
+	f.total += len(res.Records)
+	f.remaining -= len(res.Records)
+	f.rc.srv.Metrics.bytesOut(p.topic, len(res.Records))
+}
+
+func (f *fetchState) readError(p *fetchPart, err error) {
+	code := storageCode(err)
+	setFetchError(p.out, code)
+	p.pending, f.ended = false, true
+	if code == kerr.NotLeaderForPartition.Code {
+		f.notLeader.add(p.topic, p.out.Partition, func(l, e int32) { p.out.CurrentLeader.LeaderID, p.out.CurrentLeader.LeaderEpoch = l, e })
+	}
+}
+
+// wait blocks until a pending partition's high watermark moves (true), or until timeout
+// fires, the broker stops or the server closes (false).
+func (f *fetchState) wait(parts []*fetchPart, timeout <-chan time.Time) bool {
+	cases := make([]reflect.SelectCase, 0, len(parts)+3)
+	cases = append(cases,
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timeout)},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(f.rc.srv.stopping)},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(f.rc.ctx.Done())},
+	)
+	for _, p := range parts {
+		if p.pending {
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(p.hw)})
+		}
+	}
+	chosen, _, _ := reflect.Select(cases)
+	return chosen >= 3
+}
+
+func anyPending(parts []*fetchPart) bool {
+	for _, p := range parts {
+		if p.pending {
+			return true
+		}
+	}
+	return false
+}
+
+// closedOrNil is true for a channel that is closed, and for nil (never read yet).
+func closedOrNil(ch <-chan struct{}) bool {
+	if ch == nil {
+		return true
+	}
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+func setFetchError(op *kmsg.FetchResponseTopicPartition, code int16) {
+	op.ErrorCode = code
+	op.HighWatermark, op.LastStableOffset, op.LogStartOffset = -1, -1, -1
+	op.RecordBatches = nil
+	op.AbortedTransactions = nil
+}
+
+// hasZstd reports whether any batch in b (whole stored batches) is zstd-compressed: only the
+// headers are looked at.
+func hasZstd(b []byte) bool {
+	for len(b) >= batchAttributesOffset+2 {
+		if binary.BigEndian.Uint16(b[batchAttributesOffset:])&codecMask == codecZstd {
+			return true
+		}
+		size := batchOverhead + int(int32(binary.BigEndian.Uint32(b[batchLengthOffset:])))
+		if size <= batchOverhead || size > len(b) {
+			return false
+		}
+		b = b[size:]
+	}
+	return false
+}
+
+// responseSizeHint is about how many bytes resp encodes to: the record bytes of a Fetch
+// answer plus room for its other fields; a small default for everything else.
+func responseSizeHint(resp kmsg.Response) int {
+	f, ok := resp.(*kmsg.FetchResponse)
+	if !ok {
+		return 512
+	}
+	n := 64
+	for i := range f.Topics {
+		n += 64 + len(f.Topics[i].Topic)
+		for j := range f.Topics[i].Partitions {
+			n += 96 + len(f.Topics[i].Partitions[j].RecordBatches)
+		}
+	}
+	return n
+}

@@ -1,0 +1,107 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/paddock-dev/paddock/broker/storage"
+)
+
+// InitProducerId (key 22), versions 0–4 (Apache 3.7 parity; DATAPLANE.md §3).
+//
+// Idempotent producers (null transactional id): a new producer id every time, epoch 0 —
+// also when the request names an existing producer id and epoch (v3+, KIP-360), as Apache's
+// coordinator does for a null transactional id. Ids come from storage.ProducerIDs on the
+// shared volume (<data>/<clusterID>/producer-ids/, blocks claimed and made durable before
+// any id in them is handed out), so they are unique across brokers and restarts. The
+// allocator is opened on first use, once the view knows the cluster id; until then the
+// answer is COORDINATOR_NOT_AVAILABLE (retriable). A volume failure answers
+// KAFKA_STORAGE_ERROR (retriable).
+//
+// Checks, in Apache's order (KafkaApis.handleInitProducerIdRequest, then
+// TransactionCoordinator.handleInitProducerId): exactly one of producer id and epoch is -1 →
+// INVALID_REQUEST; a null transactional id → a new id; an empty one → INVALID_REQUEST;
+// transaction_timeout_ms ≤ 0 or above transaction.max.timeout.ms (900000) →
+// INVALID_TRANSACTION_TIMEOUT.
+//
+// Transactions are not supported yet: any other transactional id is answered at once with
+// UNSUPPORTED_FOR_MESSAGE_FORMAT (43, not retriable: "the broker does not support the
+// request"), which clients surface as a fatal error instead of retrying; the broker logs
+// why. (FindCoordinator for a transaction key answers COORDINATOR_NOT_AVAILABLE, so a
+// client that asks for its transaction coordinator first retries until its own timeout.)
+func init() { register(22, 0, 4, handleInitProducerID) }
+
+// transactionMaxTimeoutMs is Apache's transaction.max.timeout.ms default.
+const transactionMaxTimeoutMs = 900000
+
+func handleInitProducerID(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.InitProducerIDRequest)
+	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
+	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	switch {
+	case (req.ProducerID == -1) != (req.ProducerEpoch == -1):
+		resp.ErrorCode = kerr.InvalidRequest.Code
+	case req.TransactionalID == nil:
+		id, err := rc.srv.ProducerIDs.next(rc.view.ClusterID)
+		switch {
+		case errors.Is(err, errNoClusterID):
+			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		case err != nil:
+			rc.srv.Log.Error(err, "InitProducerId: no producer id allocated")
+			resp.ErrorCode = kerr.KafkaStorageError.Code
+		default:
+			resp.ProducerID, resp.ProducerEpoch = id, 0
+		}
+	case *req.TransactionalID == "":
+		resp.ErrorCode = kerr.InvalidRequest.Code
+	case req.TransactionTimeoutMillis <= 0 || req.TransactionTimeoutMillis > transactionMaxTimeoutMs:
+		resp.ErrorCode = kerr.InvalidTransactionTimeout.Code
+	default:
+		rc.srv.Log.Info("InitProducerId for a transactional id refused: paddock does not support transactions yet", "transactionalID", *req.TransactionalID)
+		resp.ErrorCode = kerr.UnsupportedForMessageFormat.Code
+	}
+	return resp, nil
+}
+
+// errNoClusterID: the view has no cluster id yet, so the allocator's directory has no name.
+var errNoClusterID = errors.New("the cluster id is not known yet")
+
+// ProducerIDSource opens the cluster's producer-id allocator on first use: its directory
+// (storage.ProducerIDsDir) is named by the cluster id, which the view learns from the
+// KafkaCluster status. Safe for concurrent use; a nil source has no volume and fails.
+type ProducerIDSource struct {
+	DataDir string
+	FS      storage.FS
+
+	mu        sync.Mutex
+	clusterID string               // guarded by mu
+	ids       *storage.ProducerIDs // guarded by mu
+}
+
+// next returns a producer id no one has been given before.
+func (s *ProducerIDSource) next(clusterID string) (int64, error) {
+	if s == nil {
+		return 0, fmt.Errorf("this broker has no data volume for producer ids")
+	}
+	if clusterID == "" {
+		return 0, errNoClusterID
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ids == nil || s.clusterID != clusterID {
+		fsys := s.FS
+		if fsys == nil {
+			fsys = storage.OSFS{}
+		}
+		ids, err := storage.OpenProducerIDs(fsys, storage.ProducerIDsDir(s.DataDir, clusterID), 0)
+		if err != nil {
+			return 0, err
+		}
+		s.ids, s.clusterID = ids, clusterID
+	}
+	return s.ids.Next()
+}

@@ -1,0 +1,82 @@
+package broker
+
+import (
+	"context"
+	"time"
+
+	"github.com/paddock-dev/paddock/broker/storage"
+)
+
+// startPartitions starts the partition manager that follows the view (partitions.go) and
+// plugs it and the producer-id source into the wire server, before the first Serve. Without
+// --data-dir the broker serves no partition data: every partition answers
+// NOT_LEADER_OR_FOLLOWER and InitProducerId a storage error.
+func (b *Broker) startPartitions(r *running) {
+	if b.Config.DataDir == "" {
+		return
+	}
+	fsys := b.StorageFS
+	if fsys == nil {
+		fsys = storage.OSFS{}
+	}
+	fsys = timedFS{FS: fsys, m: b.metrics}
+	p := NewPartitions(PartitionsConfig{
+		Self: b.Config.Identity.ID, DataDir: b.Config.DataDir, View: b.View, FS: fsys,
+		Metrics: b.metrics, Log: b.Log.WithName("partitions"),
+	})
+	b.partitions.Store(p)
+	r.wire.Partitions = p
+	r.wire.ProducerIDs = &ProducerIDSource{DataDir: b.Config.DataDir, FS: fsys}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.Run(ctx)
+	}()
+	r.stopPartitions = func() {
+		cancel()
+		<-done
+	}
+}
+
+// stopPartitions relinquishes every partition still held (a drain that timed out, or a hard
+// stop) and waits until every log is closed. Called once the listeners are closed, so no
+// request is still appending.
+func (b *Broker) stopPartitions(r *running) {
+	if r.stopPartitions == nil {
+		return
+	}
+	if n := b.Leading(); n > 0 {
+		b.Log.Info("Relinquishing the partitions still held", "partitions", n)
+	}
+	r.stopPartitions()
+	r.stopPartitions = nil
+}
+
+// CaughtUp reports whether the broker has acted on its current view and taken over every
+// partition it gives it (Partitions.CaughtUp): what a test waits for after moving a partition.
+func (b *Broker) CaughtUp() bool { return b.partitions.Load().CaughtUp() }
+
+// Leading is how many partition logs this broker holds open: taking over, serving or
+// relinquishing. Zero means it leads nothing.
+func (b *Broker) Leading() int { return b.partitions.Load().Open() }
+
+// selfFenced reports that the broker has not renewed its heartbeat Lease for a whole session
+// timeout (counted from the broker's start until the first renewal): the operator has
+// probably declared it dead and moved its partitions, so it stops acknowledging appends.
+// Without a heartbeat (tests on an in-memory view) it never is.
+func (b *Broker) selfFenced() bool {
+	hb := b.Heartbeat
+	if hb == nil {
+		return false
+	}
+	age := hb.Age()
+	if age < 0 {
+		age = time.Since(b.started)
+	}
+	return leaseExpired(age, hb.SessionTimeout)
+}
+
+// leaseExpired is the self-fence rule: a Lease last renewed age ago has expired once a whole
+// session timeout has passed.
+func leaseExpired(age, sessionTimeout time.Duration) bool { return age >= sessionTimeout }
