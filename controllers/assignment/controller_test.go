@@ -301,7 +301,14 @@ var _ = Describe("Assignment", Ordered, func() {
 		for _, name := range []string{"a", "b", "c"} {
 			assigned(ctx, ns, name, 5, 0, 1, 2)
 		}
-		Eventually(func() int64 { return readCluster(ctx, ns, c).Status.CoordinatorEpoch }).Should(Equal(int64(1)))
+		// Steady means every write the new topics cause has landed, the cluster's counts too
+		// (a conflicting status patch is retried, and would count below).
+		Eventually(func(g Gomega) {
+			st := readCluster(ctx, ns, c).Status
+			g.Expect(st.CoordinatorEpoch).To(Equal(int64(1)))
+			g.Expect(st.Topics).To(Equal(int32(3)))
+			g.Expect(st.Partitions).To(Equal(int32(15)))
+		}).Should(Succeed())
 
 		before := writes.Writes(ns)
 		// Things that must not cause a write: the same rows again with a new lastSeen and
