@@ -285,7 +285,21 @@ func TestEnvironmentRunsAStatefulSetLikeAKubelet(t *testing.T) {
 			{"a name outside the cluster's zones is refused, never forwarded", "example.com.", dnsmessage.TypeA, dnsmessage.RCodeRefused, nil},
 		} {
 			t.Run(tc.rule, func(t *testing.T) {
-				rcode, answers, ttls, err := queryDNS(ctx, tc.name, tc.qtype)
+				// CoreDNS follows the Services and EndpointSlices through its own watches,
+				// a moment behind the readiness the test waited for: ask again until the
+				// answer is complete (or 10 s have passed; then the last answer fails).
+				var (
+					rcode   dnsmessage.RCode
+					answers []string
+					ttls    []uint32
+					err     error
+				)
+				for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+					rcode, answers, ttls, err = queryDNS(ctx, tc.name, tc.qtype)
+					if err == nil && rcode == tc.rcode && slices.Equal(answers, tc.want) || time.Now().After(deadline) {
+						break
+					}
+				}
 				if err != nil {
 					t.Fatal(err)
 				}
