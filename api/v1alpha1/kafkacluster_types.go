@@ -399,6 +399,13 @@ type CoordinatorBrokers struct {
 	// +optional
 	// +listType=atomic
 	Alive []int32 `json:"alive,omitempty"`
+	// epochs are the registered brokers' epochs (their rows' epoch, one per incarnation), in
+	// registered's order. A broker that restarted is a new claimer of its groups, which the
+	// fence refuses at an epoch its previous incarnation claimed: its restart needs a new
+	// coordinator epoch even though no set changed.
+	// +optional
+	// +listType=atomic
+	Epochs []int64 `json:"epochs,omitempty"`
 }
 
 // ListenerStatus is where clients find a listener.
@@ -456,13 +463,14 @@ type KafkaClusterStatus struct {
 
 	// coordinatorEpoch fences group coordinators as a leader epoch fences a partition. The
 	// assignment reconciler bumps it, and never lowers it, whenever the registered or the
-	// alive set of brokers changes: whenever a group's coordinator may have moved.
+	// alive set of brokers changes — whenever a group's coordinator may have moved — and
+	// whenever a registered broker restarted (its row's epoch changed).
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Coordinator Epoch"
 	CoordinatorEpoch int64 `json:"coordinatorEpoch,omitempty"`
 
-	// coordinatorBrokers are the registered and alive broker ids coordinatorEpoch was set
-	// for. A broker whose status.brokers give other sets reads a registry change the epoch
+	// coordinatorBrokers are the registered and alive broker ids (and the registered
+	// brokers' epochs) coordinatorEpoch was set for. A broker whose status.brokers give other sets reads a registry change the epoch
 	// has not caught up with yet.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Coordinator Brokers"

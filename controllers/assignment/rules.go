@@ -174,31 +174,36 @@ func setConditions(st *kafkav1alpha1.KafkaTopicStatus, f topicFacts) {
 	meta.SetStatusCondition(&st.Conditions, degradedCondition(f))
 }
 
-// coordinatorBrokers are the registered and alive ids of the rows, sorted.
+// coordinatorBrokers are the registered and alive ids of the rows, sorted, and the
+// registered brokers' epochs in the same order.
 func coordinatorBrokers(rows []kafkav1alpha1.BrokerRow) kafkav1alpha1.CoordinatorBrokers {
+	sorted := slices.SortedFunc(slices.Values(rows), func(a, b kafkav1alpha1.BrokerRow) int { return cmp.Compare(a.ID, b.ID) })
 	var cb kafkav1alpha1.CoordinatorBrokers
-	for _, row := range rows {
+	for _, row := range sorted {
 		cb.Registered = append(cb.Registered, row.ID)
+		cb.Epochs = append(cb.Epochs, row.Epoch)
 		if row.Health == kafkav1alpha1.BrokerAlive {
 			cb.Alive = append(cb.Alive, row.ID)
 		}
 	}
-	slices.Sort(cb.Registered)
-	slices.Sort(cb.Alive)
 	return cb
 }
 
 // nextCoordinatorEpoch is the coordinator epoch for the sets the rows give: the stored epoch
-// when the stored sets are the same, else one more (DESIGN.md "Coordinator epoch": bumped,
-// never lowered, whenever the registered or alive set changes). No sets stored counts as
-// empty sets, so a cluster gets epoch 1 when its first broker registers.
+// when the stored sets and epochs are the same, else one more (DESIGN.md "Coordinator epoch":
+// bumped, never lowered, whenever the registered or alive set changes). A registered broker's
+// new epoch — it restarted — bumps it too: the restarted process cannot claim its groups'
+// fences at the epoch its previous incarnation claimed them at, so without a new epoch its
+// groups would answer NOT_COORDINATOR until some set changed (docs/groups.md). No sets stored
+// counts as empty sets, so a cluster gets epoch 1 when its first broker registers; sets
+// stored before epochs were recorded get one bump.
 func nextCoordinatorEpoch(epoch int64, stored *kafkav1alpha1.CoordinatorBrokers, rows []kafkav1alpha1.BrokerRow) (int64, *kafkav1alpha1.CoordinatorBrokers) {
 	now := coordinatorBrokers(rows)
 	var before kafkav1alpha1.CoordinatorBrokers
 	if stored != nil {
 		before = *stored
 	}
-	if slices.Equal(before.Registered, now.Registered) && slices.Equal(before.Alive, now.Alive) {
+	if slices.Equal(before.Registered, now.Registered) && slices.Equal(before.Alive, now.Alive) && slices.Equal(before.Epochs, now.Epochs) {
 		return epoch, stored
 	}
 	return epoch + 1, &now

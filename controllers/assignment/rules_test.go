@@ -20,7 +20,7 @@ func rows(healths ...kafkav1alpha1.BrokerHealth) []kafkav1alpha1.BrokerRow {
 	return out
 }
 
-func TestTheCoordinatorEpochGrowsWheneverTheRegisteredOrAliveSetChanges(t *testing.T) {
+func TestTheCoordinatorEpochGrowsWheneverTheRegisteredOrAliveSetChangesOrABrokerRestarts(t *testing.T) {
 	const A, D, X = kafkav1alpha1.BrokerAlive, kafkav1alpha1.BrokerDead, kafkav1alpha1.BrokerDraining
 	epoch, sets := int64(0), (*kafkav1alpha1.CoordinatorBrokers)(nil)
 	for _, step := range []struct {
@@ -31,14 +31,24 @@ func TestTheCoordinatorEpochGrowsWheneverTheRegisteredOrAliveSetChanges(t *testi
 		{"no broker yet: nothing to fence", nil, 0},
 		{"the first brokers register", rows(A, A, A), 1},
 		{"the same sets again", rows(A, A, A), 1},
-		{"a row's epoch or address changes nothing", func() []kafkav1alpha1.BrokerRow { r := rows(A, A, A); r[1].Epoch, r[1].Host = 9, "x"; return r }(), 1},
-		{"one dies", rows(A, D, A), 2},
-		{"dead turning draining keeps the alive set", rows(A, X, A), 2},
-		{"it comes back", rows(A, A, A), 3},
-		{"one is deregistered", rows(A, A), 4},
-		{"all gone", nil, 5},
+		{"a row's address or state changes nothing", func() []kafkav1alpha1.BrokerRow {
+			r := rows(A, A, A)
+			r[1].Host, r[1].State = "x", kafkav1alpha1.BrokerFenced
+			return r
+		}(), 1},
+		{"the rows in another order change nothing", func() []kafkav1alpha1.BrokerRow { r := rows(A, A, A); r[0], r[2] = r[2], r[0]; return r }(), 1},
+		{"one restarts inside the session timeout (alive throughout, a new epoch)", func() []kafkav1alpha1.BrokerRow { r := rows(A, A, A); r[1].Epoch = 2; return r }(), 2},
+		{"it stays at that epoch", func() []kafkav1alpha1.BrokerRow { r := rows(A, A, A); r[1].Epoch = 2; return r }(), 2},
+		{"one dies", rows(A, D, A), 3},
+		{"dead turning draining keeps the alive set", rows(A, X, A), 3},
+		{"it comes back", rows(A, A, A), 4},
+		{"one is deregistered", rows(A, A), 5},
+		{"all gone", nil, 6},
 	} {
 		epoch, sets = nextCoordinatorEpoch(epoch, sets, step.rows)
+		if sets != nil && len(sets.Epochs) != len(sets.Registered) {
+			t.Fatalf("%s: %d epochs for %d registered brokers", step.what, len(sets.Epochs), len(sets.Registered))
+		}
 		if epoch != step.want {
 			t.Fatalf("%s: epoch %d, want %d", step.what, epoch, step.want)
 		}
