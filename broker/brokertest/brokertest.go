@@ -210,9 +210,11 @@ func (c *Cluster) publishLocked() {
 		now.Registered = append(now.Registered, r.ID)
 		if r.Health == v1alpha1.BrokerAlive {
 			now.Alive = append(now.Alive, r.ID)
+			now.AliveEpochs = append(now.AliveEpochs, r.Epoch)
 		}
 	}
-	if c.coordinatorBrokers == nil || !slices.Equal(now.Registered, c.coordinatorBrokers.Registered) || !slices.Equal(now.Alive, c.coordinatorBrokers.Alive) {
+	if c.coordinatorBrokers == nil || !slices.Equal(now.Registered, c.coordinatorBrokers.Registered) ||
+		!slices.Equal(now.Alive, c.coordinatorBrokers.Alive) || !slices.Equal(now.AliveEpochs, c.coordinatorBrokers.AliveEpochs) {
 		c.coordinatorEpoch++
 		c.coordinatorBrokers = &now
 	}
