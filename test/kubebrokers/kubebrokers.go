@@ -17,6 +17,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -106,6 +107,11 @@ type Cluster struct {
 	DataDir            string
 	// Rows are the registry rows SetRows writes.
 	Rows []v1alpha1.BrokerRow
+
+	opts     Options
+	identity *rest.Config
+	kube     client.Client
+	stops    []func() // stops[i] ends broker i's process and waits for it
 }
 
 // NewCluster creates the cluster with spec.config, waits for the provisioning reconciler to
@@ -134,20 +140,17 @@ func NewCluster(t *testing.T, n int, opts Options) *Cluster {
 		return Env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: v1alpha1.StatefulSetName(ClusterName)}, &rbacv1.RoleBinding{}) == nil
 	})
 
-	c := &Cluster{T: t, NS: ns, DataDir: t.TempDir()}
-	brokerCfg := brokerIdentity(ns)
-	kube, err := client.New(brokerCfg, client.Options{Scheme: Env.Scheme})
-	if err != nil {
+	c := &Cluster{T: t, NS: ns, DataDir: t.TempDir(), opts: opts, identity: brokerIdentity(ns)}
+	if c.kube, err = client.New(c.identity, client.Options{Scheme: Env.Scheme}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range int32(n) {
-		addr, health := c.startBroker(t, brokerCfg, kube, i, opts)
-		host, port, _ := net.SplitHostPort(addr)
-		p, _ := strconv.Atoi(port)
+		addr, health, stop := c.startBroker(t, i)
 		c.Addrs = append(c.Addrs, addr)
 		c.HealthAddrs = append(c.HealthAddrs, health)
-		c.Rows = append(c.Rows, v1alpha1.BrokerRow{ID: i, Host: host, Port: int32(p), State: v1alpha1.BrokerServing, Health: v1alpha1.BrokerAlive, Epoch: 1,
-			Listeners: []v1alpha1.ListenerAddress{{Name: "kafka", Host: host, Port: int32(p)}}})
+		c.stops = append(c.stops, stop)
+		c.Rows = append(c.Rows, v1alpha1.BrokerRow{ID: i, State: v1alpha1.BrokerServing, Health: v1alpha1.BrokerAlive, Epoch: 1})
+		c.setAddress(i, addr)
 	}
 	c.SetRows()
 	for id := range n {
@@ -168,11 +171,35 @@ func brokerIdentity(ns string) *rest.Config {
 	return cfg
 }
 
-// startBroker runs broker id in-process until the test ends and returns its Kafka and
-// health addresses.
-func (c *Cluster) startBroker(t *testing.T, cfg *rest.Config, kube client.Client, id int32, opts Options) (string, string) {
+// setAddress points broker id's row at addr.
+func (c *Cluster) setAddress(id int32, addr string) {
+	host, port, _ := net.SplitHostPort(addr)
+	p, _ := strconv.Atoi(port)
+	r := &c.Rows[id]
+	r.Host, r.Port = host, int32(p)
+	r.Listeners = []v1alpha1.ListenerAddress{{Name: "kafka", Host: host, Port: int32(p)}}
+}
+
+// RestartBroker plays a broker process restarting before the registry declared it dead
+// (kill -9, then the container restarts): broker id's process stops at once — no drain,
+// its group fences and partition claims left as they were — and a new process with the same
+// id starts on the same data directory, on new ports; its registry row stays Alive with the
+// next epoch (the Lease's leaseTransitions) and the new address.
+func (c *Cluster) RestartBroker(id int32) {
+	c.T.Helper()
+	c.stops[id]()
+	addr, health, stop := c.startBroker(c.T, id)
+	c.Addrs[id], c.HealthAddrs[id], c.stops[id] = addr, health, stop
+	c.Rows[id].Epoch++
+	c.setAddress(id, addr)
+	c.SetRows()
+}
+
+// startBroker runs broker id in-process until the test ends (or stop) and returns its
+// Kafka and health addresses.
+func (c *Cluster) startBroker(t *testing.T, id int32) (kafkaAddr, healthAddr string, stop func()) {
 	t.Helper()
-	view, err := broker.NewInformerView(cfg, Env.Scheme, c.NS, ClusterName, testr.New(t).WithName("view"))
+	view, err := broker.NewInformerView(c.identity, Env.Scheme, c.NS, ClusterName, testr.New(t).WithName("view"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,26 +217,30 @@ func (c *Cluster) startBroker(t *testing.T, cfg *rest.Config, kube client.Client
 		Identity: broker.Identity{ID: id, Pod: fmt.Sprintf("c-broker-%d", id), Namespace: c.NS},
 	}
 	b := broker.NewBroker(bc, view, testr.New(t).WithValues("broker", id))
-	b.Admin = &broker.Admin{Client: kube, Namespace: c.NS, Cluster: ClusterName}
-	b.GroupConfig = opts.GroupConfig
+	b.Admin = &broker.Admin{Client: c.kube, Namespace: c.NS, Cluster: ClusterName}
+	b.GroupConfig = c.opts.GroupConfig
 	type addrs struct{ kafka, health string }
 	listening := make(chan addrs, 1)
 	b.OnListening = func(kafka []net.Addr, health net.Addr) { listening <- addrs{kafka[0].String(), health.String()} }
 	result := make(chan error, 1)
 	go func() { result <- b.Run(ctx, make(chan os.Signal)) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-result; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("broker %d stopped: %v", id, err)
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-result; err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("broker %d stopped: %v", id, err)
+			}
+		})
+	}
+	t.Cleanup(stop)
 	select {
 	case a := <-listening:
-		return a.kafka, a.health
+		return a.kafka, a.health, stop
 	case err := <-result:
 		t.Fatalf("broker %d stopped at start: %v", id, err)
 	}
-	return "", ""
+	return "", "", nil
 }
 
 // SetRows writes the cluster's registry rows (status.brokers and counts), standing in for
