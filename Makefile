@@ -39,6 +39,9 @@ RACE_PKGS := ./internal/... ./broker/...
 OTHER_PKGS = $(shell go list ./... | grep -Ev '^$(shell go list -m)/(internal|broker)(/|$$)')
 FUZZTIME ?= 20s
 BENCHTIME ?= 2s
+# Records (1 KiB each) per server and direction in `make bench`; kfake keeps them all in memory.
+BENCH_RECORDS ?= 200000
+BENCH_COUNT ?= 3
 
 ##@ General
 
@@ -117,6 +120,11 @@ bench-storage: ## Run the broker/storage benchmarks (group commit vs plain fsync
 .PHONY: bench-dataplane
 bench-dataplane: ## Benchmark kgo produce (acks=all, 1 KiB records; pipelined and not), consume, and SIGTERM-to-exit drains (0, 100, 1000 partitions) on in-process brokers, for BENCHTIME each.
 	go test -run='^$$' -bench='BenchmarkProduceKgo|BenchmarkConsumeKgo|BenchmarkDrain' -benchtime=$(BENCHTIME) ./broker/
+
+.PHONY: bench
+bench: ## In one run: the plain write+fdatasync loop (the disk bound), then kgo produce (acks=all, 1 KiB, 16 partitions) and consume through one broker and through franz-go's kfake; prints the ratios (hack/benchreport).
+	{ go test -run='^$$' -bench='^BenchmarkSyncLoop$$' -benchtime=$(BENCHTIME) -count=$(BENCH_COUNT) ./broker/storage/ && \
+	  go test -run='^$$' -bench='^BenchmarkCompare$$' -benchtime=$(BENCH_RECORDS)x -count=$(BENCH_COUNT) ./broker/; } | tee /dev/stderr | go run ./hack/benchreport
 
 .PHONY: test-update-golden
 test-update-golden: ## Regenerate golden files for the child-object builders (controllers/kafkacluster/testdata/golden).
