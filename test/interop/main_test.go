@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/broker"
@@ -44,6 +45,8 @@ func TestMain(m *testing.M) {
 // run starts the control plane, the manager (assignment and provisioning reconcilers) and
 // the shared cluster, runs the tests and stops everything.
 func run(m *testing.M) int {
+	ctrllog.SetLogger(logr.New(filterSink{LogSink: funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{}).GetSink(),
+		verbose: os.Getenv("INTEROP_LOG") == "1"}))
 	env, err := testenv.Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "interop:", err)
