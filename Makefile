@@ -90,7 +90,7 @@ verify: $(CONTROLLER_GEN) $(KUSTOMIZE) lint verify-imports ## Fail if generated 
 ##@ Test
 
 .PHONY: test
-test: manifests generate k8s-bins coredns kubectl kcat ## Run every test: unit (with -race), envtest, broker, fuzz (bounded) and e2e.
+test: manifests generate k8s-bins coredns kubectl kcat kafkajs ## Run every test: unit (with -race), envtest, broker, client interop, fuzz (bounded) and e2e.
 	go test -race $(GO_TEST_FLAGS) $(RACE_PKGS)
 	go test $(GO_TEST_FLAGS) $(OTHER_PKGS)
 	go -C hack/bundle test $(GO_TEST_FLAGS) ./...
@@ -206,6 +206,14 @@ $(GOLANGCI_LINT): | $(LOCALBIN)
 .PHONY: kcat
 kcat: ## Install kcat (the e2e suite's CLI Kafka client) with apt-get when it is missing.
 	hack/install-kcat.sh >/dev/null
+
+.PHONY: kafkajs
+kafkajs: ## Install kafkajs for test/interop (npm ci from test/interop/js/package-lock.json; nodejs and npm with apt-get when missing).
+	hack/install-kafkajs.sh >/dev/null
+
+.PHONY: interop
+interop: k8s-bins kcat kafkajs ## Run only the client interop suite (test/interop: sarama, kafka-go, kcat, kafkajs).
+	go test $(GO_TEST_FLAGS) ./test/interop/...
 
 .PHONY: controller-gen kustomize golangci-lint
 controller-gen: $(CONTROLLER_GEN) ## Install controller-gen into bin/.

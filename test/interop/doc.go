@@ -9,5 +9,7 @@
 // ServiceAccount (impersonated), on one shared data directory. One two-broker cluster serves
 // the whole package; each test makes its own topic.
 //
-// It must never skip: missing Kubernetes binaries, kcat or node fail it.
+// It must never skip: missing Kubernetes binaries, kcat, node or kafkajs fail it (`make
+// interop` installs kcat and kafkajs; `make kafkajs` runs hack/install-kafkajs.sh, npm ci from
+// js/package-lock.json).
 package interop

@@ -25,6 +25,7 @@ import (
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/broker"
+	"github.com/paddock-dev/paddock/broker/groups"
 	"github.com/paddock-dev/paddock/controllers/assignment"
 	"github.com/paddock-dev/paddock/controllers/kafkacluster"
 	"github.com/paddock-dev/paddock/internal/testenv"
@@ -203,6 +204,8 @@ func startBroker(ctx context.Context, cfg *rest.Config, env *testenv.Env, kube c
 		Identity: broker.Identity{ID: id, Pod: fmt.Sprintf("c-broker-%d", id), Namespace: ns},
 	}, view, log)
 	b.Admin = &broker.Admin{Client: kube, Namespace: ns, Cluster: clusterName}
+	// Consumer groups start without group.initial.rebalance.delay.ms's 3 s wait.
+	b.GroupConfig = func(c *groups.Config) { c.InitialRebalanceDelay = 100 * time.Millisecond }
 	listening := make(chan string, 1)
 	b.OnListening = func(kafka []net.Addr, _ net.Addr) { listening <- kafka[0].String() }
 	result := make(chan error, 1)
