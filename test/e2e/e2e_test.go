@@ -76,9 +76,11 @@ func TestFencingScenarios(t *testing.T) {
 		{"8 identities", identities},
 		{"9 from outside", fromOutside},
 		{"10 topics", topics},
+		{"13 drain timing", drainTiming},
 		{"2 crash", crash},
 		{"3 graceful", graceful},
 		{"7 operator down", operatorDown},
+		{"11 no acknowledged record lost", noLoss},
 		{"5 rolling restart", rollingRestart},
 		{"6 node loss", nodeLoss},
 		{"4 scale-down", scaleDown},
@@ -514,13 +516,17 @@ func (d *dialLog) lastOK(id int32, since time.Time) (dial, bool) {
 	return dial{}, false
 }
 
-func (d *dialLog) failedSince(t time.Time) []string {
+func (d *dialLog) failedSince(t time.Time) []string { return d.failedBetween(t, time.Time{}) }
+
+// failedBetween lists the dials that failed at from or later and, with a non-zero to, not
+// after to.
+func (d *dialLog) failedBetween(from, to time.Time) []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var out []string
 	for _, dl := range d.dials {
-		if dl.err != nil && !dl.at.Before(t) {
-			out = append(out, fmt.Sprintf("broker %d at %s: %v", dl.id, dl.host, dl.err))
+		if dl.err != nil && !dl.at.Before(from) && (to.IsZero() || !dl.at.After(to)) {
+			out = append(out, fmt.Sprintf("%s broker %d at %s: %v", dl.at.Format("15:04:05.000"), dl.id, dl.host, dl.err))
 		}
 	}
 	return out
