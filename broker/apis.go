@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"net"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -59,7 +60,17 @@ type requestContext struct {
 	// selfReachable is false while this broker has no address on listener yet (an external
 	// listener whose node or load-balancer address is not known): answers leave it out.
 	selfReachable bool
-	// later, set by answerLater, computes the answer after the handler returned
-	// (pipeline.go).
+	// later, set by answerLater or answerLaterAlone, computes the answer after the handler
+	// returned (pipeline.go); alone, set by answerLaterAlone, holds the connection's next
+	// request until that answer is computed.
 	later func() (kmsg.Response, error)
+	alone bool
+	// connCtx ends when ctx does or when the connection's reader stops (the client went
+	// away): what a request that waits for other clients (a JoinGroup waiting for its
+	// rebalance) waits on.
+	connCtx context.Context
+	// clientID is the request header's client id ("" when null); remote the client's
+	// address.
+	clientID string
+	remote   net.Addr
 }

@@ -8,11 +8,16 @@ import (
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 )
 
+// drainPoll is how often the drain looks at the groups still held once the view gives this
+// broker no more.
+const drainPoll = 50 * time.Millisecond
+
 // drain is what a broker does between SIGTERM and closing its listeners (DESIGN.md
 // "Draining"): it marks itself draining and writes a draining beat at once, then keeps serving
-// until the view gives it no partition and no group (drained) and every partition log it held
+// until the view gives it no partition and no group (drained), every partition log it held
 // has been relinquished (Leading() == 0: its last appends acknowledged, its checkpoint
-// written, its files closed), and for one more heartbeat interval — so clients still connected here get their next FindCoordinator/Metadata answer
+// written, its files closed) and it holds no group any more (Groups.Owned() == 0: waiting
+// joins answered NOT_COORDINATOR, in-flight commits finished), and for one more heartbeat interval — so clients still connected here get their next FindCoordinator/Metadata answer
 // from a live broker, pointing at the new owners, instead of a refused connection — or until
 // DrainTimeout passes. It returns only once the draining beat was written: the registry must
 // learn about the drain before the listeners go, even when the view had nothing to move.
@@ -35,20 +40,27 @@ wait:
 		updated := b.View.Updated() // taken before the check, so no change slips between
 		released := b.partitionsChanged()
 		snap := b.View.Snapshot()
+		var poll <-chan time.Time // groups unload on their own goroutines, with no signal: poll
 		if lingered == nil && drained(snap, b.Config.Identity.ID) && b.Leading() == 0 {
-			b.Log.Info("Drained: the cluster view gives this broker no partition and no group, and it leads none")
-			lingered = time.After(min(b.Config.HeartbeatInterval, max(time.Until(deadline), 0)))
+			if held := b.groups.Owned(); held > 0 {
+				poll = time.After(drainPoll)
+			} else {
+				b.Log.Info("Drained: the cluster view gives this broker no partition and no group, and it leads and coordinates none")
+				lingered = time.After(min(b.Config.HeartbeatInterval, max(time.Until(deadline), 0)))
+			}
 		}
 		select {
 		case <-updated:
 		case <-released:
+		case <-poll:
 		case <-lingered:
 			break wait
 		case <-timeout.C:
 			if lingered == nil {
 				partitions, groups := workHere(snap, b.Config.Identity.ID)
 				b.metrics.drainTimedOut()
-				b.Log.Info("Drain timeout; closing with work still assigned", "partitions", partitions, "coordinatesGroups", groups, "partitionLogsOpen", b.Leading())
+				b.Log.Info("Drain timeout; closing with work still assigned", "partitions", partitions, "coordinatesGroups", groups,
+					"partitionLogsOpen", b.Leading(), "groupsHeld", b.groups.Owned())
 			}
 			break wait
 		case sig := <-signals:
@@ -96,10 +108,12 @@ func (b *Broker) writeDrainingBeat() {
 // workHere says what the view still gives this broker: partitions it leads, and whether it
 // can still be picked as a group coordinator.
 //
-// Groups follow coordinator.Pick over the registry, which only ever picks an Alive broker; so
-// "no group coordinated here" is exactly "the registry no longer lists this broker Alive" —
-// the registry has seen the draining beat and every group has a new coordinator.
-func workHere(s *Snapshot, self int32) (partitions int, coordinatesGroups bool) {
+// Groups follow coordinator.Pick, which only ever picks an Alive broker; so "no group
+// coordinated here" is exactly "the registry no longer lists this broker Alive" — the
+// registry has seen the draining beat — and "the coordinator epoch was bumped for an alive
+// set without it" (status.coordinatorBrokers), so every group has a new coordinator at an
+// epoch that fences this one.
+func workHere(s *Snapshot, self int32) (partitions int, groups bool) {
 	for _, t := range s.Topics {
 		for _, p := range t.Partitions {
 			if p.Leader == self {
@@ -108,7 +122,7 @@ func workHere(s *Snapshot, self int32) (partitions int, coordinatesGroups bool) 
 		}
 	}
 	row, ok := s.Row(self)
-	return partitions, ok && row.Health == v1alpha1.BrokerAlive
+	return partitions, ok && row.Health == v1alpha1.BrokerAlive || coordinatesGroups(s, self)
 }
 
 // drained is true once the view gives this broker no partition and no group: the broker may

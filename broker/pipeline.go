@@ -39,6 +39,17 @@ func (rc *requestContext) answerLater(fn func() (kmsg.Response, error)) {
 	rc.later = fn
 }
 
+// answerLaterAlone is answerLater for a request whose answer waits on other clients (a
+// JoinGroup waiting for its rebalance, a SyncGroup waiting for the leader's assignment): the
+// connection still reads its next request — so a client that goes away is noticed and
+// rc.connCtx ends — but handles it only once this answer is computed. Every request's effect
+// thus follows the previous one's, as on an Apache broker, which reads nothing more from a
+// connection until it has answered its request (the channel is muted meanwhile). fn must
+// end when rc.connCtx does.
+func (rc *requestContext) answerLaterAlone(fn func() (kmsg.Response, error)) {
+	rc.later, rc.alone = fn, true
+}
+
 func (s *Server) pipelineDepth() int {
 	if s.PipelineDepth == 0 {
 		return maxDeferred

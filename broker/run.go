@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/paddock-dev/paddock/broker/groups"
 	"github.com/paddock-dev/paddock/broker/storage"
 )
 
@@ -50,6 +51,9 @@ type Broker struct {
 	StorageFS storage.FS
 	// PipelineDepth is the wire server's Server.PipelineDepth (0: the default).
 	PipelineDepth int
+	// GroupConfig, when set, adjusts the group coordinator's configuration
+	// (groups.DefaultConfig) before it starts: tests shorten the initial rebalance delay.
+	GroupConfig func(*groups.Config)
 
 	liveness       *Liveness
 	metrics        *Metrics
@@ -58,7 +62,10 @@ type Broker struct {
 	// partitions holds the partition logs this broker leads (nil without --data-dir); set by
 	// start (run_dataplane.go).
 	partitions atomic.Pointer[Partitions]
-	started    time.Time // when start ran: the self-fence clock before the first beat
+	// groups is the group coordinator (nil without --data-dir); set by start.
+	groups       *Groups
+	groupMetrics *groups.Metrics
+	started      time.Time // when start ran: the self-fence clock before the first beat
 }
 
 // NewBroker returns a broker for cfg answering from view. Set Heartbeat before Run to renew
@@ -71,6 +78,10 @@ func NewBroker(cfg Config, view View, log logr.Logger) *Broker {
 		}
 		return -1
 	}, b.draining.Load)
+	b.groupMetrics = groups.NewMetrics()
+	if err := b.groupMetrics.Register(b.metrics.Registry); err != nil {
+		panic(fmt.Sprintf("broker: register the group coordinator's metrics: %v", err)) // a fresh registry: a name clash is a bug
+	}
 	return b
 }
 
@@ -149,6 +160,9 @@ type running struct {
 	// stopPartitions ends the partition manager (every log relinquished) and waits for it;
 	// nil without one.
 	stopPartitions func()
+	// stopGroups closes the group coordinator (its waiting requests answered NOT_COORDINATOR)
+	// and waits for it; nil without one.
+	stopGroups func()
 }
 
 // start serves the wire protocol on every Kafka listener and the health endpoints on theirs,
@@ -171,6 +185,7 @@ func (b *Broker) start(lns *bound) *running {
 		serveErr: make(chan error, len(lns.kafka)+1),
 	}
 	b.startPartitions(r)
+	b.startGroups(r)
 	addrs := make([]net.Addr, len(lns.kafka))
 	for i, ln := range lns.kafka {
 		l := b.Config.Listeners[i]
@@ -230,6 +245,7 @@ func (b *Broker) closeNow(r *running) {
 	b.listenersBound.Store(false)
 	_ = r.wire.Close()   // always nil
 	_ = r.health.Close() // the probes' connections carry nothing worth keeping
+	b.stopGroups(r)
 	b.stopPartitions(r)
 }
 
@@ -239,6 +255,10 @@ func (b *Broker) shutdown(r *running) {
 	b.listenersBound.Store(false)
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
+	// The coordinator first: a JoinGroup still waiting (a drain that timed out) is answered
+	// NOT_COORDINATOR now, so the client looks for the new coordinator instead of holding
+	// its connection until the grace ends.
+	b.stopGroups(r)
 	if err := r.wire.Shutdown(ctx); err != nil {
 		b.Log.Info("Connections closed hard after the shutdown grace", "reason", err.Error())
 	}

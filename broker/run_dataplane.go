@@ -84,3 +84,44 @@ func (b *Broker) selfFenced() bool {
 // leaseExpired is the self-fence rule: a Lease last renewed age ago has expired once a whole
 // session timeout has passed.
 func leaseExpired(age, sessionTimeout time.Duration) bool { return age >= sessionTimeout }
+
+// startGroups starts the group coordinator that follows the view (group_coordinator.go) and
+// plugs it into the wire server, before the first Serve. Without --data-dir there is no
+// volume for committed offsets: every group request answers COORDINATOR_NOT_AVAILABLE.
+func (b *Broker) startGroups(r *running) {
+	if b.Config.DataDir == "" {
+		return
+	}
+	g := &Groups{
+		Self: b.Config.Identity.ID, DataDir: b.Config.DataDir, View: b.View, FS: b.StorageFS,
+		Metrics: b.groupMetrics, Configure: b.GroupConfig, Log: b.Log.WithName("groups"),
+	}
+	b.groups = g
+	r.wire.Groups = g
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		g.Run(ctx)
+	}()
+	r.stopGroups = func() {
+		cancel()
+		<-done
+	}
+}
+
+// stopGroups closes the group coordinator, once.
+func (b *Broker) stopGroups(r *running) {
+	if r.stopGroups == nil {
+		return
+	}
+	if n := b.groups.Owned(); n > 0 {
+		b.Log.Info("Closing the group coordinator with groups still held", "groups", n)
+	}
+	r.stopGroups()
+	r.stopGroups = nil
+}
+
+// CoordinatesGroups is how many groups this broker's coordinator holds (loading, serving or
+// unloading): zero once the view gave them all away and their last requests finished.
+func (b *Broker) CoordinatesGroups() int { return b.groups.Owned() }

@@ -62,6 +62,9 @@ type Server struct {
 	// a whole session timeout: it has probably been declared dead, so Produce stops
 	// acknowledging appends (NOT_LEADER_OR_FOLLOWER). The storage fence stays the guarantee.
 	SelfFenced func() bool
+	// Groups, when not nil, is the group coordinator (group_coordinator.go) the group APIs
+	// reach; without it, or before it runs, they answer COORDINATOR_NOT_AVAILABLE.
+	Groups *Groups
 	// PipelineDepth bounds the deferred answers one connection computes at once
 	// (pipeline.go): 0 means maxDeferred; a negative value turns pipelining off, so every
 	// answer is computed before the next request is read, as Apache does.
@@ -162,7 +165,10 @@ func (s *Server) Serve(ln net.Listener) error {
 			continue
 		}
 		backoff = 0
+		ctx, cancel := context.WithCancel(s.base)
 		c := &conn{
+			ctx:      ctx,
+			cancel:   cancel,
 			srv:      s,
 			nc:       nc,
 			listener: listener,
@@ -172,6 +178,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			log:      s.Log.WithValues("remote", nc.RemoteAddr().String(), "local", nc.LocalAddr().String()),
 		}
 		if !s.trackConn(c) {
+			cancel()
 			_ = nc.Close() // accepted after shutdown began: never served
 			return ErrServerClosed
 		}
@@ -307,6 +314,14 @@ type conn struct {
 	dead chan struct{}
 	// slots bounds the deferred answers being computed (maxDeferred).
 	slots chan struct{}
+	// ctx ends when the reader stops (or the server closes): requests' connCtx. Made by
+	// Serve; cancel ends it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// alone is the ready channel of the last answer computed alone (answerLaterAlone) and
+	// not yet known to be done: the reader handles no request before it is closed. Only the
+	// reader uses it.
+	alone chan struct{}
 }
 
 // serve runs the reader on this goroutine and the writer on another; both end when the
@@ -315,6 +330,7 @@ func (c *conn) serve() {
 	go c.writeLoop()
 	defer c.srv.wg.Done()
 	defer close(c.out)
+	defer c.cancel() // a request waiting for other clients stops waiting for a gone one
 
 	maxBytes := c.srv.MaxFrameBytes
 	if maxBytes <= 0 {
@@ -328,6 +344,16 @@ func (c *conn) serve() {
 		if err != nil {
 			c.readFailed(err)
 			return
+		}
+		if c.alone != nil {
+			select {
+			case <-c.alone:
+				c.alone = nil
+			case <-c.dead:
+				return
+			case <-c.srv.hardClose:
+				return
+			}
 		}
 		a := c.handle(buf)
 		if cap(buf) > retainFrameBytes {
@@ -386,6 +412,10 @@ func (c *conn) handle(frame []byte) (a *answer) {
 		}
 	}()
 	rc := c.srv.newRequestContext(c.listener)
+	rc.connCtx, rc.remote = c.ctx, c.nc.RemoteAddr()
+	if h.ClientID != nil {
+		rc.clientID = *h.ClientID
+	}
 	resp, err := c.srv.dispatch(rc, h, req)
 	if err != nil {
 		c.srv.Metrics.connError("handler")
@@ -396,7 +426,11 @@ func (c *conn) handle(frame []byte) (a *answer) {
 	}
 	switch {
 	case rc.later != nil:
-		return c.deferAnswer(h, rc.later)
+		a := c.deferAnswer(h, rc.later)
+		if rc.alone && a.ready != nil {
+			c.alone = a.ready
+		}
+		return a
 	case resp == nil:
 		return &answer{} // the request gets no answer (Produce with acks=0)
 	}
@@ -409,7 +443,7 @@ func (s *Server) newRequestContext(listener listenerSource) *requestContext {
 	s.init()
 	addr, reachable := listener.current()
 	addr.Name = listener.name
-	return &requestContext{ctx: s.base, srv: s, view: s.View.Snapshot(), self: s.Self, listener: addr, selfReachable: reachable}
+	return &requestContext{ctx: s.base, connCtx: s.base, srv: s, view: s.View.Snapshot(), self: s.Self, listener: addr, selfReachable: reachable}
 }
 
 // dispatch is the one path every request takes, a client's or the liveness probe's: it runs

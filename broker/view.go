@@ -41,6 +41,12 @@ type Snapshot struct {
 	// Deleting are the cluster's KafkaTopics being deleted, sorted by name. They are not
 	// served; one broker removes their data (topic_removal.go).
 	Deleting []DeletingTopic
+	// CoordinatorEpoch is status.coordinatorEpoch and CoordinatorBrokers the registered and
+	// alive ids it was set for (status.coordinatorBrokers; nil until set): the group
+	// coordinator's fence epoch and the coordinator rule's inputs at that epoch
+	// (group_coordinator.go).
+	CoordinatorEpoch   int64
+	CoordinatorBrokers *v1alpha1.CoordinatorBrokers
 
 	// registered and alive are the ids of Brokers and of those whose health is Alive, sorted:
 	// the coordinator rule's inputs, computed once per snapshot (by normalize) rather than
@@ -223,6 +229,11 @@ func (v *MemoryView) Set(s Snapshot) {
 		Config:    kafkaconfig.ResolveCluster(s.ConfigMap),
 		Topics:    make([]Topic, len(s.Topics)),
 		Deleting:  slices.Clone(s.Deleting),
+
+		CoordinatorEpoch: s.CoordinatorEpoch,
+	}
+	if s.CoordinatorBrokers != nil {
+		c.CoordinatorBrokers = s.CoordinatorBrokers.DeepCopy()
 	}
 	for i, t := range s.Topics {
 		t.Partitions = slices.Clone(t.Partitions)

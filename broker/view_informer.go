@@ -124,6 +124,10 @@ func snapshotFrom(cluster string, kc *v1alpha1.KafkaCluster, topics []v1alpha1.K
 		s.ClusterID = kc.Status.ClusterID
 		s.Brokers = append(s.Brokers, kc.Status.Brokers...)
 		s.ConfigMap = kc.Spec.Config
+		s.CoordinatorEpoch = kc.Status.CoordinatorEpoch
+		if kc.Status.CoordinatorBrokers != nil {
+			s.CoordinatorBrokers = kc.Status.CoordinatorBrokers.DeepCopy()
+		}
 	}
 	s.Config = kafkaconfig.ResolveCluster(s.ConfigMap)
 	var live []*v1alpha1.KafkaTopic

@@ -30,6 +30,7 @@ import (
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/broker"
+	"github.com/paddock-dev/paddock/broker/groups"
 	"github.com/paddock-dev/paddock/broker/storage"
 	"github.com/paddock-dev/paddock/internal/balance"
 )
@@ -54,6 +55,9 @@ type Options struct {
 	// PipelineDepth is every broker's Broker.PipelineDepth (0: the default; negative: no
 	// pipelining, for comparisons).
 	PipelineDepth int
+	// GroupConfig, when set, is every broker's Broker.GroupConfig (tests shorten the group
+	// coordinator's initial rebalance delay).
+	GroupConfig func(*groups.Config)
 	// Log receives the brokers' logs (default testr on t; logr.Discard() for benchmarks).
 	Log *logr.Logger
 }
@@ -69,6 +73,11 @@ type Cluster struct {
 	brokers []*Broker
 	rows    []v1alpha1.BrokerRow
 	topics  []broker.Topic // the operator's truth, published to every view not lagging
+	// coordinatorEpoch and coordinatorBrokers are status.coordinatorEpoch and
+	// status.coordinatorBrokers as the assignment reconciler keeps them: bumped whenever
+	// the registered or alive set changes, and when a registered broker restarts.
+	coordinatorEpoch   int64
+	coordinatorBrokers *v1alpha1.CoordinatorBrokers
 }
 
 // Broker is one in-process broker of a Cluster.
@@ -145,6 +154,7 @@ func (c *Cluster) startBroker(id int32) {
 		b.StorageFS = c.opts.StorageFS(id)
 	}
 	b.PipelineDepth = c.opts.PipelineDepth
+	b.GroupConfig = c.opts.GroupConfig
 	hb := &Broker{ID: id, B: b, View: view, signals: make(chan os.Signal, 2), result: make(chan error, 1), exited: make(chan struct{})}
 	listening := make(chan struct{})
 	b.OnListening = func(kafka []net.Addr, health net.Addr) {
@@ -195,7 +205,19 @@ func (c *Cluster) Broker(id int32) *Broker {
 
 // publishLocked puts the operator's truth into every view that is not lagging.
 func (c *Cluster) publishLocked() {
-	s := broker.Snapshot{ClusterID: ClusterID, Brokers: c.rows, ConfigMap: c.opts.ClusterConfig, Topics: c.topics}
+	var now v1alpha1.CoordinatorBrokers
+	for _, r := range c.rows {
+		now.Registered = append(now.Registered, r.ID)
+		if r.Health == v1alpha1.BrokerAlive {
+			now.Alive = append(now.Alive, r.ID)
+		}
+	}
+	if c.coordinatorBrokers == nil || !slices.Equal(now.Registered, c.coordinatorBrokers.Registered) || !slices.Equal(now.Alive, c.coordinatorBrokers.Alive) {
+		c.coordinatorEpoch++
+		c.coordinatorBrokers = &now
+	}
+	s := broker.Snapshot{ClusterID: ClusterID, Brokers: c.rows, ConfigMap: c.opts.ClusterConfig, Topics: c.topics,
+		CoordinatorEpoch: c.coordinatorEpoch, CoordinatorBrokers: c.coordinatorBrokers}
 	for _, b := range c.brokers {
 		if !b.lagging {
 			b.View.Set(s)

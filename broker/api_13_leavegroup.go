@@ -1,0 +1,22 @@
+package broker
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// LeaveGroup (key 13), the versions broker/groups serves (docs/groups.md): the coordinator applies
+// every rule; this handler only routes. Answered in place: a leave completes at once (the rebalance
+// it starts goes on without it).
+func init() { registerGroupAPI(13, handleLeaveGroup) }
+
+func handleLeaveGroup(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
+	c := rc.srv.Groups.Coordinator()
+	if c == nil {
+		return groupsUnavailable(kreq), nil
+	}
+	resp, err := c.LeaveGroup(rc.ctx, kreq.(*kmsg.LeaveGroupRequest))
+	if err != nil {
+		return nil, err
+	}
+	return resp, nil
+}

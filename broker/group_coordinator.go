@@ -1,0 +1,305 @@
+package broker
+
+import (
+	"context"
+	"math"
+	"net"
+	"sync/atomic"
+
+	"github.com/go-logr/logr"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/paddock-dev/paddock/broker/groups"
+	"github.com/paddock-dev/paddock/broker/storage"
+	"github.com/paddock-dev/paddock/internal/coordinator"
+)
+
+// Groups is the broker's group coordinator (broker/groups, docs/groups.md) wired to the
+// cluster view: it creates the Coordinator once the view gives the cluster id (its files live
+// under storage.GroupsDir(data, clusterID)), hands it every new coordinator epoch with the
+// coordinator rule (SetView), purges the offsets of deleted topics, and closes it at exit.
+// The group API handlers (api_08 … api_47) reach the Coordinator through Coordinator; before
+// it exists they answer COORDINATOR_NOT_AVAILABLE.
+type Groups struct {
+	// Self is this broker's id; DataDir the shared volume; View the cluster view.
+	Self    int32
+	DataDir string
+	View    View
+	// FS is the groups' file system (storage.OSFS when nil).
+	FS storage.FS
+	// Metrics are the coordinator's series; registered by the broker on its registry.
+	Metrics *groups.Metrics
+	// Configure, when set, adjusts the coordinator's configuration (from
+	// groups.DefaultConfig) before it is created: tests shorten the initial rebalance delay.
+	Configure func(*groups.Config)
+	Log       logr.Logger
+
+	cur atomic.Pointer[groups.Coordinator]
+}
+
+// Coordinator is the running coordinator, nil until the view gave the cluster id (or
+// without a data directory).
+func (g *Groups) Coordinator() *groups.Coordinator {
+	if g == nil {
+		return nil
+	}
+	return g.cur.Load()
+}
+
+// Owned is how many groups this broker still holds (groups.Coordinator.Owned); 0 before the
+// coordinator exists.
+func (g *Groups) Owned() int {
+	if c := g.Coordinator(); c != nil {
+		return c.Owned()
+	}
+	return 0
+}
+
+// Run follows the view until ctx ends, then closes the coordinator (its waiting requests
+// are answered NOT_COORDINATOR). It returns when the coordinator is closed.
+func (g *Groups) Run(ctx context.Context) {
+	defer func() {
+		if c := g.cur.Load(); c != nil {
+			_ = c.Close() // always nil
+		}
+	}()
+	purged := map[topicIncarnation]bool{}
+	var last *Snapshot
+	for {
+		updated := g.View.Updated() // taken before reading, so no change slips between
+		s := g.View.Snapshot()
+		c := g.cur.Load()
+		if c == nil && s.Synced && s.ClusterID != "" {
+			var err error
+			if c, err = g.start(s.ClusterID); err != nil {
+				g.Log.Error(err, "Group coordinator not started; groups answer COORDINATOR_NOT_AVAILABLE until a view change lets it start")
+			}
+		}
+		if c != nil {
+			if epoch, owns, ok := coordinatorView(s, g.Self); ok {
+				c.SetView(epoch, owns)
+			}
+			g.purge(ctx, c, last, s, purged)
+			last = s
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-updated:
+		}
+	}
+}
+
+func (g *Groups) start(clusterID string) (*groups.Coordinator, error) {
+	cfg := groups.DefaultConfig()
+	cfg.Dir = storage.GroupsDir(g.DataDir, clusterID)
+	cfg.Topics = viewTopics{g.View}
+	cfg.FS = g.FS
+	cfg.Metrics = g.Metrics
+	cfg.Log = g.Log
+	if g.Configure != nil {
+		g.Configure(&cfg)
+	}
+	c, err := groups.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	g.cur.Store(c)
+	g.Log.Info("Group coordinator started", "dir", cfg.Dir)
+	return c, nil
+}
+
+// topicIncarnation is one topic's name and id: what a purge removes.
+type topicIncarnation struct {
+	name string
+	id   [16]byte
+}
+
+// purge removes, from the groups held here, the offsets of every topic incarnation the view
+// shows deleted (being deleted, or served in the last view and gone from this one), once per
+// incarnation. A purge that fails is logged; the offsets stay hidden once a topic of that
+// name with another id exists (docs/groups.md, "Deleted topics").
+func (g *Groups) purge(ctx context.Context, c *groups.Coordinator, last, s *Snapshot, done map[topicIncarnation]bool) {
+	var gone []topicIncarnation
+	for _, d := range s.Deleting {
+		gone = append(gone, topicIncarnation{d.Name, d.ID})
+	}
+	if last != nil {
+		for _, t := range last.Topics {
+			if now, ok := s.Topic(t.Name); !ok || now.ID != t.ID {
+				gone = append(gone, topicIncarnation{t.Name, t.ID})
+			}
+		}
+	}
+	for _, ti := range gone {
+		if done[ti] {
+			continue
+		}
+		done[ti] = true
+		if err := c.PurgeTopic(ctx, ti.name, ti.id); err != nil && ctx.Err() == nil {
+			g.Log.Error(err, "Purging a deleted topic's committed offsets failed", "topic", ti.name)
+		}
+	}
+}
+
+// coordinatorView is what SetView needs from a snapshot: status.coordinatorEpoch and the
+// coordinator rule over the broker sets that epoch was set for (status.coordinatorBrokers),
+// so that every epoch has exactly one owner per group. ok is false while the operator has
+// not set an epoch yet (the coordinator then answers COORDINATOR_NOT_AVAILABLE).
+//
+// FindCoordinator applies the same rule (coordinator.Pick) to the registry rows themselves;
+// the two differ only between a registry change and the epoch bump that follows it, when a
+// client sent to the new coordinator is answered NOT_COORDINATOR and asks again.
+func coordinatorView(s *Snapshot, self int32) (epoch int32, owns func(string) bool, ok bool) {
+	if s.CoordinatorEpoch <= 0 || s.CoordinatorBrokers == nil {
+		return 0, nil, false
+	}
+	registered, alive := s.CoordinatorBrokers.Registered, s.CoordinatorBrokers.Alive
+	owns = func(group string) bool {
+		id, ok := coordinator.Pick(group, registered, alive)
+		return ok && id == self
+	}
+	return int32(min(s.CoordinatorEpoch, math.MaxInt32)), owns, true
+}
+
+// coordinatesGroups reports whether the snapshot's coordinator rule can still pick this
+// broker for some group: it is in the alive set the coordinator epoch was set for.
+func coordinatesGroups(s *Snapshot, self int32) bool {
+	if s.CoordinatorBrokers == nil {
+		return false
+	}
+	for _, id := range s.CoordinatorBrokers.Alive {
+		if id == self {
+			return true
+		}
+	}
+	return false
+}
+
+// viewTopics is the coordinator's view of the topics (groups.Topics), read from the
+// current snapshot at each call.
+type viewTopics struct{ view View }
+
+func (v viewTopics) Topic(name string) (id [16]byte, partitions int32, ok bool) {
+	t, ok := v.view.Snapshot().Topic(name)
+	if !ok {
+		return id, 0, false
+	}
+	return t.ID, int32(len(t.Partitions)), true
+}
+
+// groupClient is the request's client as the coordinator records it: the header's client id
+// and "/<ip>", as Apache prints a member's host.
+func (rc *requestContext) groupClient() groups.Client {
+	cl := groups.Client{ID: rc.clientID}
+	if rc.remote != nil {
+		host := rc.remote.String()
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		cl.Host = "/" + host
+	}
+	return cl
+}
+
+// groupsUnavailable answers a group request while no coordinator runs here (no data
+// directory, or the cluster id is not known yet): COORDINATOR_NOT_AVAILABLE wherever the
+// response has a place for it, as the coordinator itself answers before its first view.
+func groupsUnavailable(kreq kmsg.Request) kmsg.Response {
+	code := kerr.CoordinatorNotAvailable.Code
+	switch req := kreq.(type) {
+	case *kmsg.JoinGroupRequest:
+		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+		resp.ErrorCode, resp.Generation, resp.MemberID = code, -1, req.MemberID
+		if req.Version < 7 {
+			resp.Protocol = new(string)
+		}
+		return resp
+	case *kmsg.SyncGroupRequest:
+		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+		resp.ErrorCode = code
+		return resp
+	case *kmsg.HeartbeatRequest:
+		resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+		resp.ErrorCode = code
+		return resp
+	case *kmsg.LeaveGroupRequest:
+		resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+		resp.ErrorCode = code
+		return resp
+	case *kmsg.OffsetCommitRequest:
+		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+		for _, t := range req.Topics {
+			rt := kmsg.NewOffsetCommitResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp
+	case *kmsg.OffsetFetchRequest:
+		resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+		if req.Version >= 8 {
+			for _, g := range req.Groups {
+				rg := kmsg.NewOffsetFetchResponseGroup()
+				rg.Group, rg.ErrorCode = g.Group, code
+				resp.Groups = append(resp.Groups, rg)
+			}
+			return resp
+		}
+		if req.Version >= 2 {
+			resp.ErrorCode = code
+			return resp
+		}
+		for _, t := range req.Topics {
+			rt := kmsg.NewOffsetFetchResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetFetchResponseTopicPartition()
+				rp.Partition, rp.Offset, rp.LeaderEpoch, rp.ErrorCode = p, -1, -1, code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp
+	case *kmsg.DescribeGroupsRequest:
+		resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
+		for _, id := range req.Groups {
+			rg := kmsg.NewDescribeGroupsResponseGroup()
+			rg.Group, rg.ErrorCode = id, code
+			resp.Groups = append(resp.Groups, rg)
+		}
+		return resp
+	case *kmsg.ListGroupsRequest:
+		resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+		resp.ErrorCode = code
+		return resp
+	case *kmsg.DeleteGroupsRequest:
+		resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+		for _, id := range req.Groups {
+			rg := kmsg.NewDeleteGroupsResponseGroup()
+			rg.Group, rg.ErrorCode = id, code
+			resp.Groups = append(resp.Groups, rg)
+		}
+		return resp
+	case *kmsg.OffsetDeleteRequest:
+		resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+		resp.ErrorCode = code
+		return resp
+	}
+	panic("broker: groupsUnavailable for a request that is not a group API")
+}
+
+// registerGroupAPI registers a group API key at the version range broker/groups
+// implements, so what ApiVersions advertises is exactly what the coordinator serves.
+func registerGroupAPI(key int16, h handler) {
+	lo, hi, ok := groups.VersionRange(key)
+	if !ok {
+		panic("broker: broker/groups does not serve api key " + kmsg.NameForKey(key))
+	}
+	register(key, lo, hi, h)
+}

@@ -1,0 +1,206 @@
+package broker_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/paddock-dev/paddock/broker/brokertest"
+	"github.com/paddock-dev/paddock/broker/groups"
+	"github.com/paddock-dev/paddock/internal/coordinator"
+)
+
+// fastGroups shortens the initial rebalance delay so group tests do not wait 3 s per group.
+func fastGroups(cfg *groups.Config) { cfg.InitialRebalanceDelay = 100 * time.Millisecond }
+
+// TestKgoGroupConsumerCommitsAndResumesAtTheCommittedOffset: a kgo group consumer on two
+// brokers reads half of a produced topic and commits; a new consumer of the same group
+// resumes exactly after the committed records, and OffsetFetch shows the commit.
+func TestKgoGroupConsumerCommitsAndResumesAtTheCommittedOffset(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 2, GroupConfig: fastGroups})
+	c.CreateTopic("gw", 3, nil)
+	ctx := testCtx(t)
+	var recs []*kgo.Record
+	for i := range 60 {
+		recs = append(recs, &kgo.Record{Value: []byte(fmt.Sprint(i)), Partition: int32(i % 3)})
+	}
+	if err := c.Client(kgo.DefaultProduceTopic("gw"), kgo.RecordPartitioner(kgo.ManualPartitioner())).ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+
+	consume := func(n int) map[string]bool {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.ConsumerGroup("gw-group"), kgo.ConsumeTopics("gw"),
+			kgo.DisableAutoCommit(), kgo.FetchMaxWait(200*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		seen := map[string]bool{}
+		for len(seen) < n {
+			fs := cl.PollRecords(ctx, n-len(seen))
+			if err := ctx.Err(); err != nil {
+				t.Fatalf("consumed %d of %d: %v", len(seen), n, err)
+			}
+			fs.EachError(func(topic string, p int32, err error) { t.Logf("fetch %s/%d: %v", topic, p, err) })
+			fs.EachRecord(func(r *kgo.Record) { seen[string(r.Value)] = true })
+			start := time.Now()
+			if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+				t.Fatalf("commit: %v", err)
+			}
+			t.Logf("commit of %d records took %v", fs.NumRecords(), time.Since(start))
+		}
+		return seen
+	}
+	first := consume(30)
+	rest := consume(60 - len(first))
+	for v := range rest {
+		if first[v] {
+			t.Errorf("record %s read again after its offset was committed", v)
+		}
+	}
+	if len(first)+len(rest) != 60 {
+		t.Fatalf("read %d+%d records, want 60", len(first), len(rest))
+	}
+}
+
+// TestJoinGroupIsAnsweredAloneOnItsConnection: a JoinGroup that waits for its rebalance
+// holds the connection's next request (pipelined behind it) until it is answered, and the
+// answers come back in request order — Apache's per-connection ordering.
+func TestJoinGroupIsAnsweredAloneOnItsConnection(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 1, GroupConfig: func(cfg *groups.Config) {
+		cfg.InitialRebalanceDelay = 500 * time.Millisecond
+	}})
+	conn := brokertest.Dial(t, c.Addrs()[0])
+	waitGroupsServed(t, conn)
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Version, join.Group, join.MemberID, join.ProtocolType = 3, "alone", "", "consumer"
+	join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = 10000, 10000
+	pr := kmsg.NewJoinGroupRequestProtocol()
+	pr.Name, pr.Metadata = "range", []byte{0, 1}
+	join.Protocols = append(join.Protocols, pr)
+	joinCorr, err := conn.Send(join)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := kmsg.NewPtrDescribeGroupsRequest()
+	list.Version, list.Groups = 3, []string{"alone"}
+	listCorr, err := conn.Send(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	jr, err := conn.Read(join, joinCorr)
+	if err != nil {
+		t.Fatalf("join: %v", err)
+	}
+	waited := time.Since(start)
+	if code := jr.(*kmsg.JoinGroupResponse).ErrorCode; code != 0 {
+		t.Fatalf("join answered %v", kerr.ErrorForCode(code))
+	}
+	lr, err := conn.Read(list, listCorr)
+	if err != nil {
+		t.Fatalf("describe: %v", err)
+	}
+	// The describe was handled only after the join completed: it sees the rebalance's join
+	// phase over (CompletingRebalance, waiting for the leader's SyncGroup), not the
+	// PreparingRebalance it would see had it run while the join waited.
+	described := lr.(*kmsg.DescribeGroupsResponse).Groups
+	if len(described) != 1 || described[0].State != "CompletingRebalance" {
+		t.Fatalf("DescribeGroups behind the join answered %+v, want the group CompletingRebalance", described)
+	}
+	t.Logf("join waited %v for the initial rebalance delay", waited)
+}
+
+// TestGroupsAnswerNotCoordinatorOnTheOtherBroker: a group request to a broker the
+// coordinator rule does not pick answers NOT_COORDINATOR; FindCoordinator's broker serves it.
+func TestGroupsAnswerNotCoordinatorOnTheOtherBroker(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 2, GroupConfig: fastGroups})
+	c.CreateTopic("nc", 1, nil)
+	owner, _ := coordinator.Pick("g-nc", []int32{0, 1}, []int32{0, 1})
+	other := 1 - owner
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Version, req.Group = 5, "g-nc"
+	rt := kmsg.NewOffsetFetchRequestTopic()
+	rt.Topic, rt.Partitions = "nc", []int32{0}
+	req.Topics = append(req.Topics, rt)
+	conn := brokertest.Dial(t, c.Addrs()[other])
+	waitGroupsServed(t, conn)
+	got := conn.Request(req).(*kmsg.OffsetFetchResponse)
+	if got.ErrorCode != kerr.NotCoordinator.Code {
+		t.Fatalf("broker %d (not the coordinator) answered %v, want NOT_COORDINATOR", other, kerr.ErrorForCode(got.ErrorCode))
+	}
+	brokertest.Eventually(t, "the coordinator serving the group", func() bool {
+		got := brokertest.Dial(t, c.Addrs()[owner]).Request(req).(*kmsg.OffsetFetchResponse)
+		return got.ErrorCode == 0 && len(got.Topics) == 1 && got.Topics[0].Partitions[0].Offset == -1
+	})
+}
+
+// TestDrainWaitsUntilTheBrokerCoordinatesNoGroup: a draining broker that coordinates a group
+// with a member hands it over (the member's client follows it to the other broker and
+// commits there) and exits only once it holds no group.
+func TestDrainWaitsUntilTheBrokerCoordinatesNoGroup(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 2, GroupConfig: fastGroups})
+	c.CreateTopic("dr", 2, nil)
+	group := ""
+	for i := 0; ; i++ {
+		group = fmt.Sprintf("dr-%d", i)
+		if id, _ := coordinator.Pick(group, []int32{0, 1}, []int32{0, 1}); id == 1 {
+			break
+		}
+	}
+	ctx := testCtx(t)
+	if err := c.Client(kgo.DefaultProduceTopic("dr")).ProduceSync(ctx, &kgo.Record{Value: []byte("a")}, &kgo.Record{Value: []byte("b")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	cl := c.Client(kgo.ConsumerGroup(group), kgo.ConsumeTopics("dr"), kgo.DisableAutoCommit(), kgo.FetchMaxWait(200*time.Millisecond))
+	n := 0
+	for n < 2 {
+		n += cl.PollFetches(ctx).NumRecords()
+		if ctx.Err() != nil {
+			t.Fatal(ctx.Err())
+		}
+	}
+	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatalf("commit on broker 1: %v", err)
+	}
+	brokertest.Eventually(t, "broker 1 holding the group", func() bool { return c.Broker(1).B.CoordinatesGroups() > 0 })
+	c.Drain(1)
+	if err, ok := c.Broker(1).Wait(30 * time.Second); !ok || err != nil {
+		t.Fatalf("drain: exited=%v err=%v", ok, err)
+	}
+	if n := c.Broker(1).B.CoordinatesGroups(); n != 0 {
+		t.Fatalf("broker 1 exited holding %d groups", n)
+	}
+	adm := kmsg.NewPtrOffsetFetchRequest()
+	adm.Version, adm.Group = 5, group
+	conn := brokertest.Dial(t, c.Addrs()[0])
+	var resp *kmsg.OffsetFetchResponse
+	brokertest.Eventually(t, "broker 0 serving the group's offsets", func() bool {
+		resp = conn.Request(adm).(*kmsg.OffsetFetchResponse)
+		return resp.ErrorCode == 0
+	})
+	total := int64(0)
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			total += p.Offset
+		}
+	}
+	if total != 2 {
+		t.Fatalf("broker 0 (the new coordinator) shows %+v, want the 2 committed records", resp)
+	}
+}
+
+// waitGroupsServed waits until the broker on conn has a group coordinator that has seen a
+// coordinator epoch (ListGroups answers without error).
+func waitGroupsServed(t *testing.T, conn *brokertest.Conn) {
+	t.Helper()
+	brokertest.Eventually(t, "the group coordinator serving", func() bool {
+		req := kmsg.NewPtrListGroupsRequest()
+		req.Version = 3
+		return conn.Request(req).(*kmsg.ListGroupsResponse).ErrorCode == 0
+	})
+}
