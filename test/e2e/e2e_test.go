@@ -62,7 +62,7 @@ func TestFencingScenarios(t *testing.T) {
 	}
 	kc := devcluster.SampleCluster(s.namespace, s.name, 3, env.HostAddress())
 	kc.Spec.DrainTimeout = &metav1.Duration{Duration: 20 * time.Second}
-	// A lost node's broker is replaced 15 s after its Node turns NotReady (scenario 13).
+	// A lost node's broker is replaced 15 s after its Node turns NotReady (scenario 14).
 	kc.Spec.NodeLossTimeout = &metav1.Duration{Duration: 15 * time.Second}
 	kc.Spec.Listeners = append(kc.Spec.Listeners, kafkav1alpha1.Listener{Name: nodesListener, Port: 9095, Type: kafkav1alpha1.ListenerNodePort})
 	applied := time.Now()
@@ -85,7 +85,7 @@ func TestFencingScenarios(t *testing.T) {
 		{"11 no acknowledged record lost", noLoss},
 		{"5 rolling restart", rollingRestart},
 		{"6 node loss", nodeLoss},
-		{"13 node never returns", nodeNeverReturns},
+		{"14 node never returns", nodeNeverReturns},
 		{"4 scale-down", scaleDown},
 	}
 	for _, sc := range scenarios {

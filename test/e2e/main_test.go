@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"testing"
 	"text/tabwriter"
@@ -45,11 +44,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// measurement is one delay a scenario measured, or a count it printed (value).
+// measurement is one delay a scenario measured.
 type measurement struct {
 	scenario, what string
 	took           time.Duration
-	value          string
 }
 
 // tally is one number a scenario counted (records acknowledged, lost, ...).
@@ -80,15 +78,6 @@ func measure(t *testing.T, scenario, what string, took time.Duration) {
 	measurements = append(measurements, measurement{scenario: scenario, what: what, took: took})
 }
 
-// count records a number a scenario measured (not a delay) for the summary table.
-func count(t *testing.T, scenario, what string, n int) {
-	t.Helper()
-	t.Logf("%s: %s = %d", scenario, what, n)
-	measurementsMu.Lock()
-	defer measurementsMu.Unlock()
-	measurements = append(measurements, measurement{scenario: scenario, what: what, value: strconv.Itoa(n)})
-}
-
 func printSummary() {
 	measurementsMu.Lock()
 	defer measurementsMu.Unlock()
@@ -99,11 +88,7 @@ func printSummary() {
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "SCENARIO\tMEASURED\tDELAY")
 	for _, m := range measurements {
-		value := m.took.Round(time.Millisecond).String()
-		if m.value != "" {
-			value = m.value
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\n", m.scenario, m.what, value)
+		fmt.Fprintf(w, "%s\t%s\t%s\n", m.scenario, m.what, m.took.Round(time.Millisecond))
 	}
 	if err := w.Flush(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: print the summary:", err)
