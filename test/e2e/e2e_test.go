@@ -33,7 +33,7 @@ func TestFencingScenarios(t *testing.T) {
 	if _, err := exec.LookPath("kcat"); err != nil {
 		t.Fatal("kcat is not installed: run `make kcat` (hack/install-kcat.sh); the e2e suite does not run without it")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 16*time.Minute)
 	defer cancel()
 	cfg := devcluster.DefaultConfig()
 	cfg.Dir = filepath.Join(t.TempDir(), "dev")
@@ -62,6 +62,8 @@ func TestFencingScenarios(t *testing.T) {
 	}
 	kc := devcluster.SampleCluster(s.namespace, s.name, 3, env.HostAddress())
 	kc.Spec.DrainTimeout = &metav1.Duration{Duration: 20 * time.Second}
+	// A lost node's broker is replaced 15 s after its Node turns NotReady (scenario 14).
+	kc.Spec.NodeLossTimeout = &metav1.Duration{Duration: 15 * time.Second}
 	kc.Spec.Listeners = append(kc.Spec.Listeners, kafkav1alpha1.Listener{Name: nodesListener, Port: 9095, Type: kafkav1alpha1.ListenerNodePort})
 	applied := time.Now()
 	if err := s.c.Create(ctx, kc); err != nil {
@@ -84,6 +86,7 @@ func TestFencingScenarios(t *testing.T) {
 		{"12 group coordinator moves", groupCoordinatorMoves},
 		{"5 rolling restart", rollingRestart},
 		{"6 node loss", nodeLoss},
+		{"14 node never returns", nodeNeverReturns},
 		{"4 scale-down", scaleDown},
 	}
 	for _, sc := range scenarios {

@@ -75,7 +75,7 @@ func measure(t *testing.T, scenario, what string, took time.Duration) {
 	t.Logf("%s: %s = %s", scenario, what, took.Round(time.Millisecond))
 	measurementsMu.Lock()
 	defer measurementsMu.Unlock()
-	measurements = append(measurements, measurement{scenario, what, took})
+	measurements = append(measurements, measurement{scenario: scenario, what: what, took: took})
 }
 
 func printSummary() {
