@@ -156,6 +156,7 @@ func (f *fetchState) resolve(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) [
 			op := &ot.Partitions[j]
 			*op = kmsg.NewFetchResponseTopicPartition()
 			op.Partition = rp.Partition
+			op.RecordBatches = noRecords
 			if !known {
 				setFetchError(op, unknown)
 				continue
@@ -287,9 +288,15 @@ func closedOrNil(ch <-chan struct{}) bool {
 func setFetchError(op *kmsg.FetchResponseTopicPartition, code int16) {
 	op.ErrorCode = code
 	op.HighWatermark, op.LastStableOffset, op.LogStartOffset = -1, -1, -1
-	op.RecordBatches = nil
+	op.RecordBatches = noRecords
 	op.AbortedTransactions = nil
 }
+
+// noRecords is a partition answer's records when it has none: empty, never null. Below v12 a
+// nil slice would be written as size -1, which Apache never sends (MemoryRecords.EMPTY) and
+// librdkafka refuses ("invalid MessageSetSize -1", the whole answer dropped), so a kcat or
+// confluent-kafka consumer polling at the high watermark never saw its partition's end.
+var noRecords = []byte{}
 
 // hasZstd reports whether any batch in b (whole stored batches) is zstd-compressed: only the
 // headers are looked at.
