@@ -41,6 +41,10 @@ type Heartbeat struct {
 	// no broker names this one there. Broker sets it to its Addresses before the first beat;
 	// nil announces nothing.
 	Listeners func() []v1alpha1.ListenerAddress
+	// Claims returns the partitions whose fence the broker holds, read at each beat and
+	// announced on the Lease (AnnotationClaimed, as FormatClaims writes them) for the
+	// recovery reconciler. Broker sets it before the first beat; nil announces nothing.
+	Claims func() []v1alpha1.PartitionClaim
 
 	mu    sync.Mutex
 	lease *coordinationv1.Lease // last lease written; nil forces a fresh read. Guarded by mu.
@@ -263,5 +267,9 @@ func (h *Heartbeat) renew(l *coordinationv1.Lease) {
 		// Written even when empty: "no address on any listener" must replace an older
 		// announcement, not leave it standing.
 		l.Annotations[v1alpha1.AnnotationListeners] = v1alpha1.FormatListeners(h.Listeners())
+	}
+	if h.Claims != nil {
+		// Written even when empty too: a broker that claims nothing must say so.
+		l.Annotations[v1alpha1.AnnotationClaimed] = v1alpha1.FormatClaims(h.Claims())
 	}
 }

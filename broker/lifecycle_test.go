@@ -67,6 +67,8 @@ func TestHeartbeatLeaseFollowsTheContract(t *testing.T) {
 		{Name: "external", Host: "10.1.2.3", Port: 9094},
 	}
 	hb.Listeners = func() []v1alpha1.ListenerAddress { return announced }
+	claims := []v1alpha1.PartitionClaim{{TopicID: "AAAAAAAAAAAAAAAAAAAAAA", Partition: 3, Epoch: 7}}
+	hb.Claims = func() []v1alpha1.PartitionClaim { return claims }
 	ctx := testCtx(t)
 	if err := hb.Beat(ctx); err != nil {
 		t.Fatalf("first beat: %v", err)
@@ -101,6 +103,9 @@ func TestHeartbeatLeaseFollowsTheContract(t *testing.T) {
 	}
 	if got := v1alpha1.ParseListeners(l.Annotations[v1alpha1.AnnotationListeners]); !slices.Equal(got, announced) {
 		t.Errorf("the Lease announces listeners %+v, want every listener's advertised address %+v", got, announced)
+	}
+	if got, want := l.Annotations[v1alpha1.AnnotationClaimed], v1alpha1.FormatClaims(claims); got != want {
+		t.Errorf("the Lease announces claims %q, want %q", got, want)
 	}
 
 	t.Run("renewed on every beat, same incarnation keeps its epoch", func(t *testing.T) {

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/broker/storage"
 )
 
@@ -214,6 +216,27 @@ func (p *Partitions) TakeoverDone() bool { return p == nil || p.takeoverDone.Loa
 // the latest change. Tests wait on it after changing the view.
 func (p *Partitions) CaughtUp() bool {
 	return p == nil || p.takeoverDone.Load() && p.reconciled.Load() == p.cfg.View.Snapshot()
+}
+
+// Claims lists the partitions whose fence this broker holds at the epoch the view gave it:
+// taken over (serving), or found claimed at a newer epoch (fenced — a newer leader holds it,
+// which fences older epochs just as well). The heartbeat announces them on the Lease
+// (v1alpha1.AnnotationClaimed) for the recovery reconciler: a partition still taking over,
+// or failed, is not claimed. Nil on a nil Partitions.
+func (p *Partitions) Claims() []v1alpha1.PartitionClaim {
+	if p == nil {
+		return nil
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	out := make([]v1alpha1.PartitionClaim, 0, len(p.led))
+	for key, l := range p.led {
+		if l.phase == phaseServing || l.phase == phaseFenced {
+			out = append(out, v1alpha1.PartitionClaim{
+				TopicID: base64.RawURLEncoding.EncodeToString(key.topicID[:]), Partition: key.index, Epoch: l.epoch})
+		}
+	}
+	return out
 }
 
 // StorageHealthy is false while the data volume fails the broker's probe after a storage

@@ -212,6 +212,7 @@ func (b *Broker) start(lns *bound) *running {
 	go r.wire.RunIdleTicks(bg, idleTickPeriod)
 	if b.Heartbeat != nil {
 		b.Heartbeat.Listeners = b.Addresses.Known
+		b.Heartbeat.Claims = b.Claims
 		go b.Heartbeat.Run(bg)
 	}
 	if b.Admin != nil {

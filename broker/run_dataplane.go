@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/broker/storage"
 )
 
@@ -56,6 +57,9 @@ func (b *Broker) stopPartitions(r *running) {
 // CaughtUp reports whether the broker has acted on its current view and taken over every
 // partition it gives it (Partitions.CaughtUp): what a test waits for after moving a partition.
 func (b *Broker) CaughtUp() bool { return b.partitions.Load().CaughtUp() }
+
+// Claims lists the partitions whose fence this broker holds (Partitions.Claims).
+func (b *Broker) Claims() []v1alpha1.PartitionClaim { return b.partitions.Load().Claims() }
 
 // Leading is how many partition logs this broker holds open: taking over, serving or
 // relinquishing. Zero means it leads nothing.

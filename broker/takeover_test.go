@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/broker/brokertest"
 )
 
@@ -277,4 +278,36 @@ func TestASIGTERMedBrokerHandsItsPartitionsOverAndExitsZero(t *testing.T) {
 		t.Errorf("%d records failed; first: %v", len(l.failed), l.failed[0])
 	}
 	checkNothingLost(t, c, "t", l)
+}
+
+// TestABrokerClaimsExactlyThePartitionsItTookOver: what a broker announces on its Lease
+// (kafka.paddock.dev/claimed) is the digest of the partitions the assignment gives it, at
+// their epochs, once it has taken them over — and it follows a move, which the recovery
+// reconciler waits for before deleting a lost broker's pod.
+func TestABrokerClaimsExactlyThePartitionsItTookOver(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 2})
+	c.CreateTopic("t", 4, nil)
+	c.WaitServed()
+	assigned := func(id int32) string {
+		tp := c.Topic("t")
+		var claims []v1alpha1.PartitionClaim
+		for _, p := range tp.Partitions {
+			if p.Leader == id {
+				claims = append(claims, v1alpha1.PartitionClaim{TopicID: brokertest.TopicID(tp.ID), Partition: p.Index, Epoch: p.LeaderEpoch})
+			}
+		}
+		return v1alpha1.FormatClaims(claims)
+	}
+	for id := range int32(2) {
+		if got, want := v1alpha1.FormatClaims(c.Broker(id).B.Claims()), assigned(id); got != want {
+			t.Fatalf("broker %d claims %s, the assignment gives it %s", id, got, want)
+		}
+	}
+	from, _ := c.Leader("t", 0)
+	c.Move("t", 0, 1-from)
+	c.WaitServed()
+	brokertest.Eventually(t, "the new leader's claims follow the move", func() bool {
+		return v1alpha1.FormatClaims(c.Broker(1-from).B.Claims()) == assigned(1-from) &&
+			v1alpha1.FormatClaims(c.Broker(from).B.Claims()) == assigned(from)
+	})
 }

@@ -15,6 +15,11 @@ package controllers
 // cluster. The manager reads Nodes itself, which is what lets it create that role and bind
 // it; create cannot be limited by name, the role's other verbs are. The bindings carry
 // cluster labels and are watched like the other children.
+//
+// The recovery reconciler (docs/recovery.md) deletes broker pods — force-deleting the pod of
+// a broker whose node is lost — and zombie claims (persistentvolumeclaims delete, above), and
+// reads, only for a broker pod the scheduler cannot place, the claim's volume and
+// StorageClass.
 
 // +kubebuilder:rbac:groups=kafka.paddock.dev,resources=kafkaclusters;brokers;kafkatopics,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=kafka.paddock.dev,resources=kafkaclusters/status;brokers/status;kafkatopics/status,verbs=get;update;patch
@@ -22,6 +27,9 @@ package controllers
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=services;serviceaccounts;persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods;nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=delete
+// +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch;delete

@@ -7,6 +7,7 @@ import (
 
 	"github.com/paddock-dev/paddock/controllers/assignment"
 	"github.com/paddock-dev/paddock/controllers/kafkacluster"
+	"github.com/paddock-dev/paddock/controllers/recovery"
 	"github.com/paddock-dev/paddock/controllers/registry"
 )
 
@@ -36,6 +37,10 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	leaders := &assignment.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("assignment")}
 	if err := leaders.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up assignment controller: %w", err)
+	}
+	lost := &recovery.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("recovery")}
+	if err := lost.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up recovery controller: %w", err)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ const (
 	DefaultHeartbeatInterval       = time.Second
 	DefaultSessionTimeout          = 6 * time.Second
 	DefaultDrainTimeout            = 60 * time.Second
+	DefaultNodeLossTimeout         = 90 * time.Second
 	DefaultRackTopologyKey         = "topology.kubernetes.io/zone"
 	DefaultStorageSize             = "10Gi"
 )
@@ -40,6 +41,14 @@ func (s *KafkaClusterSpec) DrainTimeoutOrDefault() time.Duration {
 		return DefaultDrainTimeout
 	}
 	return s.DrainTimeout.Duration
+}
+
+// NodeLossTimeoutOrDefault is spec.nodeLossTimeout, or its default.
+func (s *KafkaClusterSpec) NodeLossTimeoutOrDefault() time.Duration {
+	if s.NodeLossTimeout == nil {
+		return DefaultNodeLossTimeout
+	}
+	return s.NodeLossTimeout.Duration
 }
 
 // StorageSize is spec.storage.size, or its default.

@@ -227,6 +227,18 @@ type KafkaClusterSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Drain Timeout",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	DrainTimeout *metav1.Duration `json:"drainTimeout,omitempty"`
 
+	// nodeLossTimeout is how long a broker's node must have been NotReady (or Unknown) before
+	// the operator force-deletes the broker's pod so the StatefulSet can recreate it on
+	// another node — and only once the broker's heartbeat has expired and every partition it
+	// led has been claimed by its new leader (docs/recovery.md). The node taint
+	// node.kubernetes.io/out-of-service cuts it short. The annotation
+	// kafka.paddock.dev/auto-recover: "false" turns recovery off.
+	// +optional
+	// +kubebuilder:default="90s"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('24h')",message="nodeLossTimeout must be between 1s and 24h"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Node Loss Timeout",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	NodeLossTimeout *metav1.Duration `json:"nodeLossTimeout,omitempty"`
+
 	// rack spreads brokers over zones and reports each broker's zone as its rack.
 	// +optional
 	// +kubebuilder:default={}
@@ -399,6 +411,13 @@ type CoordinatorBrokers struct {
 	// +optional
 	// +listType=atomic
 	Alive []int32 `json:"alive,omitempty"`
+	// aliveEpochs are the alive brokers' incarnations (their registry rows' epochs), in the
+	// order of alive. A broker that restarts before it is declared dead keeps both sets but
+	// not its epoch; its new process must not inherit the group fences its old one claimed,
+	// so the coordinator epoch is bumped for it too.
+	// +optional
+	// +listType=atomic
+	AliveEpochs []int64 `json:"aliveEpochs,omitempty"`
 }
 
 // ListenerStatus is where clients find a listener.
@@ -456,7 +475,8 @@ type KafkaClusterStatus struct {
 
 	// coordinatorEpoch fences group coordinators as a leader epoch fences a partition. The
 	// assignment reconciler bumps it, and never lowers it, whenever the registered or the
-	// alive set of brokers changes: whenever a group's coordinator may have moved.
+	// alive set of brokers changes — whenever a group's coordinator may have moved — and
+	// whenever an alive broker restarted (a new incarnation).
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Coordinator Epoch"
 	CoordinatorEpoch int64 `json:"coordinatorEpoch,omitempty"`

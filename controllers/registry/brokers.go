@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -44,7 +45,7 @@ func (r *Reconciler) syncBroker(ctx context.Context, s *scope, i int) error {
 		}
 	}
 	key := client.ObjectKeyFromObject(b)
-	cur := r.written.current(key, b.Status)
+	cur := r.written.current(key, registryOwned(b.Status))
 	var written *kafkav1alpha1.BrokerRow
 	if cur.State != "" {
 		written = cur.BrokerRow.DeepCopy()
@@ -138,6 +139,21 @@ func (r *Reconciler) recordTransition(ctx context.Context, b *kafkav1alpha1.Brok
 	log.FromContext(ctx).Info("Broker changed", "broker", b.Status.ID, "transition", transition, "reason", cond.Reason)
 	r.Recorder.Eventf(b, nil, eventType, transition, actionReport, "Broker %d is %s (%s): %s",
 		b.Status.ID, transition, cond.Reason, cond.Message)
+}
+
+// registryOwned is the part of a Broker's status the registry writes: all of it but the
+// conditions of other writers (the recovery reconciler's BrokerRecovery, applied under its
+// own field manager). The registry compares, remembers and applies only this part, so
+// server-side apply leaves the other conditions alone.
+func registryOwned(st kafkav1alpha1.BrokerStatus) kafkav1alpha1.BrokerStatus {
+	own := *st.DeepCopy()
+	own.Conditions = slices.DeleteFunc(own.Conditions, func(c metav1.Condition) bool {
+		return c.Type != kafkav1alpha1.ConditionReady && c.Type != kafkav1alpha1.ConditionAlive
+	})
+	if len(own.Conditions) == 0 {
+		own.Conditions = nil
+	}
+	return own
 }
 
 // desiredBroker is broker id's object without status (status is a subresource, written

@@ -250,6 +250,9 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 	if err := writeShell(cfg.Dir); err != nil {
 		return nil, fmt.Errorf("write %s: %w", e.ShellPath(), err)
 	}
+	if err := e.serveControl(e.ctx); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -289,6 +292,7 @@ func (e *Env) openLog(name string) (*os.File, error) {
 func (e *Env) Stop() {
 	for _, n := range e.nodes {
 		n.stop()
+		n.killFrozen()
 	}
 	e.cancel()
 	e.wg.Wait()
@@ -349,7 +353,8 @@ func (e *Env) Nodes() []string {
 	return names
 }
 
-// StopNode is a node loss: its Lease stops being renewed and its processes are killed.
+// StopNode is a node loss: its Lease stops being renewed and its processes are killed
+// (StopNodeMode NodeFreeze keeps them, frozen).
 func (e *Env) StopNode(name string) error {
 	n, err := e.node(name)
 	if err != nil {

@@ -54,6 +54,9 @@ runs in a private network namespace; the apiserver and every nodePort are forwar
 --host-address, so kubectl and Kafka clients work from the host's terminal, and
 .paddock/dev/shell enters the private network itself. Ctrl-C stops everything.
 
+From another terminal, 'paddock dev node list|stop|thaw|start' loses and brings back nodes
+of the running environment ('paddock dev node help').
+
 Flags:`)
 		fs.PrintDefaults()
 	}
@@ -62,6 +65,9 @@ Flags:`)
 			return 0
 		}
 		return 2
+	}
+	if fs.Arg(0) == "node" {
+		return nodeMain(cfg.Dir, fs.Args()[1:], os.Stdout, os.Stderr)
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "paddock dev: unexpected arguments %q\n", fs.Args())
@@ -176,8 +182,10 @@ and names resolve through the cluster DNS (%s) as in a pod of the default namesp
 	}
 	fmt.Printf(`
 Crash a broker with: kill -9 $(cat %s)
+Lose a node for good, its broker frozen alive (a zombie): paddock dev node stop %s --freeze
+  (paddock dev node list shows the nodes; node thaw resumes the zombie, node start brings it back)
 Who did what: %s (the apiserver's audit log).
-`, rel(filepath.Join(env.Dir(), "run", metav1.NamespaceDefault, sampleName+"-broker-0.pid")), rel(env.AuditLogPath()))
+`, rel(filepath.Join(env.Dir(), "run", metav1.NamespaceDefault, sampleName+"-broker-0.pid")), NodeName(cfg.Nodes-1), rel(env.AuditLogPath()))
 
 	ticker := time.NewTicker(time.Second)
 	defer ticker.Stop()

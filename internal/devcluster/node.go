@@ -41,6 +41,11 @@ type nodeAgent struct {
 	cancel  context.CancelFunc       // guarded by mu; nil while stopped
 	done    chan struct{}            // guarded by mu; closed when every goroutine has returned
 	workers map[types.UID]*podWorker // guarded by mu
+	// freeze is set while the agent stops with its processes frozen rather than killed;
+	// frozen keeps those processes until they are adopted or killed (frozen.go). Both
+	// guarded by mu.
+	freeze bool
+	frozen map[types.UID]*frozenPod
 }
 
 func newNodeAgent(index int, rt *podRuntime) *nodeAgent {
@@ -66,6 +71,12 @@ func (n *nodeAgent) start(ctx context.Context) error {
 	if n.cancel != nil {
 		return nil
 	}
+	n.mu.Unlock()
+	n.settleFrozen(ctx)
+	n.mu.Lock()
+	if n.cancel != nil {
+		return nil
+	}
 	if err := n.register(ctx); err != nil {
 		return err
 	}
@@ -84,16 +95,23 @@ func (n *nodeAgent) start(ctx context.Context) error {
 
 // stop is a node loss: heartbeats stop and every process of the node is killed at once.
 // It returns when the processes are gone.
-func (n *nodeAgent) stop() {
+func (n *nodeAgent) stop() { n.halt(false) }
+
+// halt stops the agent; with freeze its processes are stopped with SIGSTOP and kept
+// (frozen.go) instead of killed. It returns when every worker has ended.
+func (n *nodeAgent) halt(freeze bool) {
 	n.mu.Lock()
 	cancel, done := n.cancel, n.done
 	n.cancel = nil
+	n.freeze = freeze
 	n.mu.Unlock()
-	if cancel == nil {
-		return
+	if cancel != nil {
+		cancel()
+		<-done
 	}
-	cancel()
-	<-done
+	n.mu.Lock()
+	n.freeze = false
+	n.mu.Unlock()
 }
 
 func (n *nodeAgent) running() bool {

@@ -95,6 +95,9 @@ type podWorker struct {
 	startTime   metav1.Time
 	containers  []*container
 	terminating bool
+	// frozen is set when the node froze: the processes and their address were handed to the
+	// node (frozen.go).
+	frozen      bool
 	transitions map[corev1.PodConditionType]conditionState
 	lastStatus  []byte
 	// projectedVolumes are the pod's projected volumes written so far, by volume name.
@@ -168,7 +171,11 @@ func (w *podWorker) run(ctx context.Context) {
 		return
 	}
 	w.podIP = ip
-	defer w.node.ips.release(ip)
+	defer func() {
+		if !w.frozen {
+			w.node.ips.release(ip) // a frozen pod's processes keep their address
+		}
+	}()
 	w.startTime = metav1.Now()
 	if w.pod.Status.StartTime != nil {
 		w.startTime = *w.pod.Status.StartTime
@@ -186,7 +193,11 @@ func (w *podWorker) run(ctx context.Context) {
 		w.containers[i] = c
 	}
 	logger.Info("Starting pod", "podIP", ip)
-	for i := range w.containers {
+	for i, c := range w.containers {
+		if fc := w.node.takeFrozen(w.pod.UID, c.spec.Name); fc != nil {
+			w.adopt(ctx, i, fc) // the node came back: its frozen process resumes
+			continue
+		}
 		w.startContainer(ctx, i)
 	}
 	w.writeStatus(ctx)
@@ -201,6 +212,11 @@ func (w *podWorker) run(ctx context.Context) {
 			w.refreshProjected(ctx, now)
 			continue
 		case <-ctx.Done():
+			if w.node.freezing() {
+				// A frozen node: the processes stay, stopped, in the node's keeping.
+				w.freeze()
+				return
+			}
 			// Node loss or environment shutdown: the processes die with the node.
 			w.killAll()
 			return
@@ -276,7 +292,13 @@ func (w *podWorker) startContainer(ctx context.Context, i int) {
 	if i == 0 {
 		w.writePIDFile(proc.pid())
 	}
-	incarnation := c.incarnation
+	w.watchContainer(ctx, i)
+}
+
+// watchContainer reports container i's exit and runs its probes.
+func (w *podWorker) watchContainer(ctx context.Context, i int) {
+	c := w.containers[i]
+	proc, incarnation := c.proc, c.incarnation
 	go func() {
 		<-proc.done
 		w.send(podEvent{index: i, incarnation: incarnation, exited: true})

@@ -50,10 +50,24 @@ type measurement struct {
 	took           time.Duration
 }
 
+// tally is one number a scenario counted (records acknowledged, lost, ...).
+type tally struct {
+	scenario, what string
+	n              int
+}
+
 var (
 	measurementsMu sync.Mutex
-	measurements   []measurement
+	measurements   []measurement // guarded by measurementsMu
+	tallies        []tally       // guarded by measurementsMu
 )
+
+// count records a number for the summary's second table; the scenario logs its own.
+func count(scenario, what string, n int) {
+	measurementsMu.Lock()
+	defer measurementsMu.Unlock()
+	tallies = append(tallies, tally{scenario, what, n})
+}
 
 // measure records a delay for the summary table and logs it.
 func measure(t *testing.T, scenario, what string, took time.Duration) {
@@ -61,7 +75,7 @@ func measure(t *testing.T, scenario, what string, took time.Duration) {
 	t.Logf("%s: %s = %s", scenario, what, took.Round(time.Millisecond))
 	measurementsMu.Lock()
 	defer measurementsMu.Unlock()
-	measurements = append(measurements, measurement{scenario, what, took})
+	measurements = append(measurements, measurement{scenario: scenario, what: what, took: took})
 }
 
 func printSummary() {
@@ -75,6 +89,18 @@ func printSummary() {
 	fmt.Fprintln(w, "SCENARIO\tMEASURED\tDELAY")
 	for _, m := range measurements {
 		fmt.Fprintf(w, "%s\t%s\t%s\n", m.scenario, m.what, m.took.Round(time.Millisecond))
+	}
+	if err := w.Flush(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: print the summary:", err)
+	}
+	if len(tallies) == 0 {
+		return
+	}
+	fmt.Println("\n=== paddock e2e: counted")
+	w = tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "SCENARIO\tCOUNTED\tNUMBER")
+	for _, c := range tallies {
+		fmt.Fprintf(w, "%s\t%s\t%d\n", c.scenario, c.what, c.n)
 	}
 	if err := w.Flush(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: print the summary:", err)
