@@ -39,6 +39,9 @@ RACE_PKGS := ./internal/... ./broker/...
 OTHER_PKGS = $(shell go list ./... | grep -Ev '^$(shell go list -m)/(internal|broker)(/|$$)')
 FUZZTIME ?= 20s
 BENCHTIME ?= 2s
+# Records (1 KiB each) per server and direction in `make bench`; kfake keeps them all in memory.
+BENCH_RECORDS ?= 200000
+BENCH_COUNT ?= 3
 
 ##@ General
 
@@ -87,7 +90,7 @@ verify: $(CONTROLLER_GEN) $(KUSTOMIZE) lint verify-imports ## Fail if generated 
 ##@ Test
 
 .PHONY: test
-test: manifests generate k8s-bins coredns kubectl kcat ## Run every test: unit (with -race), envtest, broker, fuzz (bounded) and e2e.
+test: manifests generate k8s-bins coredns kubectl kcat kafkajs ## Run every test: unit (with -race), envtest, broker, client interop, fuzz (bounded) and e2e.
 	go test -race $(GO_TEST_FLAGS) $(RACE_PKGS)
 	go test $(GO_TEST_FLAGS) $(OTHER_PKGS)
 	go -C hack/bundle test $(GO_TEST_FLAGS) ./...
@@ -117,6 +120,11 @@ bench-storage: ## Run the broker/storage benchmarks (group commit vs plain fsync
 .PHONY: bench-dataplane
 bench-dataplane: ## Benchmark kgo produce (acks=all, 1 KiB records; pipelined and not), consume, and SIGTERM-to-exit drains (0, 100, 1000 partitions) on in-process brokers, for BENCHTIME each.
 	go test -run='^$$' -bench='BenchmarkProduceKgo|BenchmarkConsumeKgo|BenchmarkDrain' -benchtime=$(BENCHTIME) ./broker/
+
+.PHONY: bench
+bench: ## In one run: the plain write+fdatasync loop (the disk bound), then kgo produce (acks=all, 1 KiB, 16 partitions) and consume through one broker and through franz-go's kfake; prints the ratios (hack/benchreport).
+	{ go test -run='^$$' -bench='^BenchmarkSyncLoop$$' -benchtime=$(BENCHTIME) -count=$(BENCH_COUNT) ./broker/storage/ && \
+	  go test -run='^$$' -bench='^BenchmarkCompare$$' -benchtime=$(BENCH_RECORDS)x -count=$(BENCH_COUNT) ./broker/; } | tee /dev/stderr | go run ./hack/benchreport
 
 .PHONY: test-update-golden
 test-update-golden: ## Regenerate golden files for the child-object builders (controllers/kafkacluster/testdata/golden).
@@ -198,6 +206,14 @@ $(GOLANGCI_LINT): | $(LOCALBIN)
 .PHONY: kcat
 kcat: ## Install kcat (the e2e suite's CLI Kafka client) with apt-get when it is missing.
 	hack/install-kcat.sh >/dev/null
+
+.PHONY: kafkajs
+kafkajs: ## Install kafkajs for test/interop (npm ci from test/interop/js/package-lock.json; nodejs and npm with apt-get when missing).
+	hack/install-kafkajs.sh >/dev/null
+
+.PHONY: interop
+interop: k8s-bins kcat kafkajs ## Run only the client interop suite (test/interop: sarama, kafka-go, kcat, kafkajs).
+	go test $(GO_TEST_FLAGS) ./test/interop/...
 
 .PHONY: controller-gen kustomize golangci-lint
 controller-gen: $(CONTROLLER_GEN) ## Install controller-gen into bin/.

@@ -27,7 +27,9 @@ import (
 // stable offset and log start -1; v16 adds CurrentLeader and the response NodeEndpoints for
 // NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH (KIP-951).
 //
-// Records are whole stored batches, below the high watermark only (a consumer never reads a
+// Records are never null: a partition without data (or with an error) carries an empty record
+// set, as Apache's MemoryRecords.EMPTY (librdkafka rejects a null one: "invalid MessageSetSize
+// -1"). Records are whole stored batches, below the high watermark only (a consumer never reads a
 // record that a takeover could lose), passed from the log file into the response as bytes:
 // never decoded. The last stable offset is the high watermark at both isolation levels (no
 // transactions yet); aborted transactions are an empty list under READ_COMMITTED and null
@@ -155,7 +157,7 @@ func (f *fetchState) resolve(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) [
 		for j, rp := range rt.Partitions {
 			op := &ot.Partitions[j]
 			*op = kmsg.NewFetchResponseTopicPartition()
-			op.Partition = rp.Partition
+			op.Partition, op.RecordBatches = rp.Partition, noRecords
 			if !known {
 				setFetchError(op, unknown)
 				continue
@@ -287,9 +289,12 @@ func closedOrNil(ch <-chan struct{}) bool {
 func setFetchError(op *kmsg.FetchResponseTopicPartition, code int16) {
 	op.ErrorCode = code
 	op.HighWatermark, op.LastStableOffset, op.LogStartOffset = -1, -1, -1
-	op.RecordBatches = nil
+	op.RecordBatches = noRecords
 	op.AbortedTransactions = nil
 }
+
+// noRecords is the empty, non-null record set (never written to).
+var noRecords = []byte{}
 
 // hasZstd reports whether any batch in b (whole stored batches) is zstd-compressed: only the
 // headers are looked at.

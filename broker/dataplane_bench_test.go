@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/paddock-dev/paddock/broker/brokertest"
@@ -46,8 +48,19 @@ func benchProduce(b *testing.B, partitions, batchBytes int32, depth int) {
 	discard := logr.Discard()
 	c := brokertest.Start(b, brokertest.Options{Log: &discard, PipelineDepth: depth})
 	c.CreateTopic("bench", partitions, nil)
-	cl := c.Client(kgo.DefaultProduceTopic("bench"), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0),
+	produceLoad(b, c.Addrs(), batchBytes)
+}
+
+// produceLoad produces b.N 1 KiB records to topic "bench" of the cluster at seeds with an
+// idempotent kgo producer (acks=all, no linger, no compression), timing from the first record
+// after a warm-up to the last acknowledgement, and reports MB/s_acked (and MB/s, b.SetBytes).
+func produceLoad(b *testing.B, seeds []string, batchBytes int32) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic("bench"), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0),
 		kgo.MaxBufferedRecords(1<<16), kgo.ProducerBatchMaxBytes(batchBytes), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
 	value := randomValue()
 	ctx := context.Background()
 	// Warm up: metadata, producer id.
@@ -84,8 +97,19 @@ func BenchmarkConsumeKgo(b *testing.B) {
 	discard := logr.Discard()
 	c := brokertest.Start(b, brokertest.Options{Log: &discard})
 	c.CreateTopic("bench", 16, nil)
-	p := c.Client(kgo.DefaultProduceTopic("bench"), kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(), kgo.ProducerLinger(0),
-		kgo.ProducerBatchCompression(kgo.NoCompression()))
+	consumeLoad(b, c.Addrs())
+}
+
+// consumeLoad writes b.N 1 KiB records to topic "bench" of the cluster at seeds (acks=1,
+// untimed), then times a kgo consumer reading them all from the start: MB/s_consumed (and
+// MB/s, b.SetBytes).
+func consumeLoad(b *testing.B, seeds []string) {
+	p, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic("bench"), kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(),
+		kgo.ProducerLinger(0), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
 	value := randomValue()
 	ctx := context.Background()
 	var wg sync.WaitGroup
@@ -99,7 +123,11 @@ func BenchmarkConsumeKgo(b *testing.B) {
 		})
 	}
 	wg.Wait()
-	cons := c.Client(kgo.ConsumeTopics("bench"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cons, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics("bench"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cons.Close()
 	b.SetBytes(1024)
 	b.ResetTimer()
 	start := time.Now()
@@ -111,6 +139,52 @@ func BenchmarkConsumeKgo(b *testing.B) {
 		got += fs.NumRecords()
 	}
 	b.ReportMetric(float64(b.N)*1024/1e6/time.Since(start).Seconds(), "MB/s_consumed")
+}
+
+// BenchmarkCompare is `make bench`'s load on two servers in the same run: one in-process
+// paddock broker (storage with fsync) and franz-go's kfake (one in-memory broker, no fsync),
+// each with a 16-partition topic — produce (kgo, idempotent, acks=all, 1 KiB records, 1 MiB
+// batches) and consume (kgo reading everything from the start). hack/benchreport prints the
+// ratios; each sub-benchmark starts a fresh server, so b.N records are all it holds.
+func BenchmarkCompare(b *testing.B) {
+	discard := logr.Discard()
+	paddock := func(b *testing.B) []string {
+		c := brokertest.Start(b, brokertest.Options{Log: &discard})
+		c.CreateTopic("bench", 16, nil)
+		return c.Addrs()
+	}
+	servers := []struct {
+		name  string
+		start func(*testing.B) []string
+	}{{"paddock", paddock}, {"kfake", startKfake}}
+	for _, s := range servers {
+		b.Run("produce/server="+s.name, func(b *testing.B) { produceLoad(b, s.start(b), 1<<20) })
+	}
+	for _, s := range servers {
+		b.Run("consume/server="+s.name, func(b *testing.B) { consumeLoad(b, s.start(b)) })
+	}
+}
+
+// startKfake runs a one-broker kfake cluster with a 16-partition topic "bench", listening on
+// a loopback port below 32768, until the benchmark ends.
+func startKfake(b *testing.B) []string {
+	b.Helper()
+	listen := func(network, _ string) (net.Listener, error) {
+		var err error
+		for range 100 {
+			var ln net.Listener
+			if ln, err = net.Listen(network, net.JoinHostPort("127.0.0.1", strconv.Itoa(20000+rand.IntN(12000)))); err == nil {
+				return ln, nil
+			}
+		}
+		return nil, err
+	}
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(16, "bench"), kfake.ListenFn(listen))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(c.Close)
+	return c.ListenAddrs()
 }
 
 // BenchmarkDrain measures SIGTERM → exit of a broker handing its partitions over to another

@@ -45,6 +45,23 @@ func TestFetchLongPollWakesOnTheNextAppend(t *testing.T) {
 	}
 }
 
+// TestFetchRecordsAreEmptyNotNull: a partition without data, or with an error, answers an
+// empty record set (length 0), never a null one, at every version (librdkafka rejects null:
+// "invalid MessageSetSize -1").
+func TestFetchRecordsAreEmptyNotNull(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{})
+	tp := c.CreateTopic("t", 1, nil)
+	conn := brokertest.Dial(t, c.Addrs()[0])
+	for _, v := range []int16{4, 11, 12, 16} {
+		for _, partition := range []int32{0, 7} {
+			p := fetchOne(t, conn, fetchReq(v, "t", tp.ID, partition, 0))
+			if p.RecordBatches == nil {
+				t.Errorf("Fetch v%d, partition %d (error %d): null records, want an empty record set", v, partition, p.ErrorCode)
+			}
+		}
+	}
+}
+
 // TestFetchLongPollEndsAtMaxWait: with nothing to read the answer comes at max_wait_ms, empty.
 func TestFetchLongPollEndsAtMaxWait(t *testing.T) {
 	c := brokertest.Start(t, brokertest.Options{})

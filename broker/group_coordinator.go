@@ -136,6 +136,11 @@ func (g *Groups) purge(ctx context.Context, c *groups.Coordinator, last, s *Snap
 		if done[ti] {
 			continue
 		}
+		if _, live := s.Topic(ti.name); live && ti.id == ([16]byte{}) {
+			// A zero id purges every offset of the name, the live topic's too: leave them (an
+			// incarnation that never had an id cannot be told from the live one's offsets).
+			continue
+		}
 		done[ti] = true
 		if err := c.PurgeTopic(ctx, ti.name, ti.id); err != nil && ctx.Err() == nil {
 			g.Log.Error(err, "Purging a deleted topic's committed offsets failed", "topic", ti.name)

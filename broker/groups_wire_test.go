@@ -204,3 +204,61 @@ func waitGroupsServed(t *testing.T, conn *brokertest.Conn) {
 		return conn.Request(req).(*kmsg.ListGroupsResponse).ErrorCode == 0
 	})
 }
+
+// TestADeletedTopicsOffsetsArePurged: offsets committed to a topic that is then deleted
+// disappear from the group (an OffsetFetch of all its offsets no longer lists them), while
+// the offsets of the group's other topic stay.
+func TestADeletedTopicsOffsetsArePurged(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 1, GroupConfig: fastGroups})
+	c.CreateTopic("doomed", 2, nil)
+	c.CreateTopic("kept", 1, nil)
+	conn := brokertest.Dial(t, c.Addrs()[0])
+	waitGroupsServed(t, conn)
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Version, commit.Group, commit.Generation = 8, "purge", -1
+	for _, tp := range []struct {
+		topic string
+		parts int32
+	}{{"doomed", 2}, {"kept", 1}} {
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = tp.topic
+		for p := range tp.parts {
+			rp := kmsg.NewOffsetCommitRequestTopicPartition()
+			rp.Partition, rp.Offset = p, 5
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		commit.Topics = append(commit.Topics, rt)
+	}
+	if err := firstCommitError(conn.Request(commit).(*kmsg.OffsetCommitResponse)); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	listed := func() map[string]int {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Version, req.Group = 7, "purge" // null topics: every committed offset
+		resp := conn.Request(req).(*kmsg.OffsetFetchResponse)
+		out := map[string]int{}
+		for _, rt := range resp.Topics {
+			out[rt.Topic] += len(rt.Partitions)
+		}
+		return out
+	}
+	if got := listed(); got["doomed"] != 2 || got["kept"] != 1 {
+		t.Fatalf("before the deletion the group lists %v, want doomed 2 and kept 1", got)
+	}
+	c.DeleteTopic("doomed")
+	brokertest.Eventually(t, "the deleted topic's offsets purged", func() bool {
+		got := listed()
+		return got["doomed"] == 0 && got["kept"] == 1
+	})
+}
+
+func firstCommitError(resp *kmsg.OffsetCommitResponse) error {
+	for _, rt := range resp.Topics {
+		for _, p := range rt.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return fmt.Errorf("%s/%d: %w", rt.Topic, p.Partition, err)
+			}
+		}
+	}
+	return nil
+}

@@ -411,6 +411,13 @@ type CoordinatorBrokers struct {
 	// +optional
 	// +listType=atomic
 	Alive []int32 `json:"alive,omitempty"`
+	// aliveEpochs are the alive brokers' incarnations (their registry rows' epochs), in the
+	// order of alive. A broker that restarts before it is declared dead keeps both sets but
+	// not its epoch; its new process must not inherit the group fences its old one claimed,
+	// so the coordinator epoch is bumped for it too.
+	// +optional
+	// +listType=atomic
+	AliveEpochs []int64 `json:"aliveEpochs,omitempty"`
 }
 
 // ListenerStatus is where clients find a listener.
@@ -468,7 +475,8 @@ type KafkaClusterStatus struct {
 
 	// coordinatorEpoch fences group coordinators as a leader epoch fences a partition. The
 	// assignment reconciler bumps it, and never lowers it, whenever the registered or the
-	// alive set of brokers changes: whenever a group's coordinator may have moved.
+	// alive set of brokers changes — whenever a group's coordinator may have moved — and
+	// whenever an alive broker restarted (a new incarnation).
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Coordinator Epoch"
 	CoordinatorEpoch int64 `json:"coordinatorEpoch,omitempty"`

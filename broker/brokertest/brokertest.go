@@ -73,6 +73,8 @@ type Cluster struct {
 	brokers []*Broker
 	rows    []v1alpha1.BrokerRow
 	topics  []broker.Topic // the operator's truth, published to every view not lagging
+	// deleting are the topics DeleteTopic removed, published as being deleted.
+	deleting []broker.DeletingTopic
 	// coordinatorEpoch and coordinatorBrokers are status.coordinatorEpoch and
 	// status.coordinatorBrokers as the assignment reconciler keeps them: bumped whenever
 	// the registered or alive set changes, and when a registered broker restarts.
@@ -210,13 +212,15 @@ func (c *Cluster) publishLocked() {
 		now.Registered = append(now.Registered, r.ID)
 		if r.Health == v1alpha1.BrokerAlive {
 			now.Alive = append(now.Alive, r.ID)
+			now.AliveEpochs = append(now.AliveEpochs, r.Epoch)
 		}
 	}
-	if c.coordinatorBrokers == nil || !slices.Equal(now.Registered, c.coordinatorBrokers.Registered) || !slices.Equal(now.Alive, c.coordinatorBrokers.Alive) {
+	if c.coordinatorBrokers == nil || !slices.Equal(now.Registered, c.coordinatorBrokers.Registered) ||
+		!slices.Equal(now.Alive, c.coordinatorBrokers.Alive) || !slices.Equal(now.AliveEpochs, c.coordinatorBrokers.AliveEpochs) {
 		c.coordinatorEpoch++
 		c.coordinatorBrokers = &now
 	}
-	s := broker.Snapshot{ClusterID: ClusterID, Brokers: c.rows, ConfigMap: c.opts.ClusterConfig, Topics: c.topics,
+	s := broker.Snapshot{ClusterID: ClusterID, Brokers: c.rows, ConfigMap: c.opts.ClusterConfig, Topics: c.topics, Deleting: c.deleting,
 		CoordinatorEpoch: c.coordinatorEpoch, CoordinatorBrokers: c.coordinatorBrokers}
 	for _, b := range c.brokers {
 		if !b.lagging {
@@ -251,6 +255,25 @@ func (c *Cluster) CreateTopic(name string, partitions int32, config map[string]s
 	c.mu.Unlock()
 	c.WaitServed()
 	return c.Topic(name)
+}
+
+// DeleteTopic stops serving topic name and lists it as being deleted (with its data
+// finalizer to remove), as the view shows a KafkaTopic the assignment reconciler has
+// unassigned. It does not wait.
+func (c *Cluster) DeleteTopic(name string) {
+	c.t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, t := range c.topics {
+		if t.Name == name {
+			c.topics = slices.Delete(slices.Clone(c.topics), i, i+1)
+			c.deleting = append(c.deleting, broker.DeletingTopic{Object: t.Object, Name: t.Name, ID: t.ID,
+				Partitions: int32(len(t.Partitions)), AwaitsDataRemoval: true})
+			c.publishLocked()
+			return
+		}
+	}
+	c.t.Fatalf("no topic %q", name)
 }
 
 // TopicID renders id as KafkaTopic status.topicID does.

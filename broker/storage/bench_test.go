@@ -245,3 +245,31 @@ func lastHeader(b []byte) *batchHeader {
 	}
 	return h
 }
+
+// BenchmarkSyncLoop is the disk bound `make bench` compares a broker's produce throughput
+// with: a plain Go loop writing batches to one file with an fdatasync after each (the log's
+// own sync call), in 16 KiB batches (the benchmarks' batch) and 1 MiB batches (kgo's default
+// batch size; the disk's sequential write+fsync bandwidth). MB/s is the loop's throughput.
+func BenchmarkSyncLoop(b *testing.B) {
+	for _, size := range []int{16 << 10, 1 << 20} {
+		b.Run(fmt.Sprintf("batch=%dKiB", size>>10), func(b *testing.B) {
+			f, err := OSFS{}.OpenFile(filepath.Join(b.TempDir(), "loop"), os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o644)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer func() { _ = f.Close() }()
+			buf := make([]byte, size)
+			copy(buf, benchTemplate)
+			b.SetBytes(int64(size))
+			b.ResetTimer()
+			for i := range b.N {
+				if _, err := f.WriteAt(buf, int64(i)*int64(size)); err != nil {
+					b.Fatal(err)
+				}
+				if err := f.Sync(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

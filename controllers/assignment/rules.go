@@ -174,34 +174,60 @@ func setConditions(st *kafkav1alpha1.KafkaTopicStatus, f topicFacts) {
 	meta.SetStatusCondition(&st.Conditions, degradedCondition(f))
 }
 
-// coordinatorBrokers are the registered and alive ids of the rows, sorted.
+// coordinatorBrokers are the registered and alive ids of the rows, sorted, with the alive
+// brokers' incarnations (row epochs) in the same order.
 func coordinatorBrokers(rows []kafkav1alpha1.BrokerRow) kafkav1alpha1.CoordinatorBrokers {
+	rows = slices.Clone(rows)
+	slices.SortFunc(rows, func(a, b kafkav1alpha1.BrokerRow) int { return cmp.Compare(a.ID, b.ID) })
 	var cb kafkav1alpha1.CoordinatorBrokers
 	for _, row := range rows {
 		cb.Registered = append(cb.Registered, row.ID)
 		if row.Health == kafkav1alpha1.BrokerAlive {
 			cb.Alive = append(cb.Alive, row.ID)
+			cb.AliveEpochs = append(cb.AliveEpochs, row.Epoch)
 		}
 	}
-	slices.Sort(cb.Registered)
-	slices.Sort(cb.Alive)
 	return cb
 }
 
-// nextCoordinatorEpoch is the coordinator epoch for the sets the rows give: the stored epoch
-// when the stored sets are the same, else one more (DESIGN.md "Coordinator epoch": bumped,
-// never lowered, whenever the registered or alive set changes). No sets stored counts as
-// empty sets, so a cluster gets epoch 1 when its first broker registers.
+// nextCoordinatorEpoch is the coordinator epoch for the brokers the rows give: the stored
+// epoch when the stored sets and incarnations are the same, else one more (DESIGN.md
+// "Coordinator epoch": bumped, never lowered, whenever the registered or alive set changes).
+// No sets stored counts as empty sets, so a cluster gets epoch 1 when its first broker
+// registers.
+//
+// An alive broker whose incarnation changed — it restarted (kill -9, a container restart)
+// before the registry declared it dead — bumps the epoch too, as a restarted leader keeps its
+// partitions at the next leader epoch (leaderIncarnation): the group fences still hold the
+// epoch its old process claimed them at, which the new process may not claim again
+// (docs/groups.md, "Takeover"), so without a bump its groups would answer NOT_COORDINATOR
+// until some other change.
 func nextCoordinatorEpoch(epoch int64, stored *kafkav1alpha1.CoordinatorBrokers, rows []kafkav1alpha1.BrokerRow) (int64, *kafkav1alpha1.CoordinatorBrokers) {
 	now := coordinatorBrokers(rows)
 	var before kafkav1alpha1.CoordinatorBrokers
 	if stored != nil {
 		before = *stored
 	}
-	if slices.Equal(before.Registered, now.Registered) && slices.Equal(before.Alive, now.Alive) {
+	if slices.Equal(before.Registered, now.Registered) && slices.Equal(before.Alive, now.Alive) &&
+		!restarted(before, now) {
 		return epoch, stored
 	}
 	return epoch + 1, &now
+}
+
+// restarted reports whether an alive broker of both sets runs another incarnation now.
+// Stored sets without incarnations (written before they were recorded) count as restarted:
+// one extra bump after an upgrade, which is always safe.
+func restarted(before, now kafkav1alpha1.CoordinatorBrokers) bool {
+	if len(before.AliveEpochs) != len(before.Alive) {
+		return true
+	}
+	for i, id := range now.Alive {
+		if j := slices.Index(before.Alive, id); j >= 0 && before.AliveEpochs[j] != now.AliveEpochs[i] {
+			return true
+		}
+	}
+	return false
 }
 
 // movesMessage is the note of the Event recorded for a topic's leader changes: how many

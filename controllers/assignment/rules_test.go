@@ -2,6 +2,7 @@ package assignment
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
@@ -31,9 +32,10 @@ func TestTheCoordinatorEpochGrowsWheneverTheRegisteredOrAliveSetChanges(t *testi
 		{"no broker yet: nothing to fence", nil, 0},
 		{"the first brokers register", rows(A, A, A), 1},
 		{"the same sets again", rows(A, A, A), 1},
-		{"a row's epoch or address changes nothing", func() []kafkav1alpha1.BrokerRow { r := rows(A, A, A); r[1].Epoch, r[1].Host = 9, "x"; return r }(), 1},
+		{"a row's address changes nothing", func() []kafkav1alpha1.BrokerRow { r := rows(A, A, A); r[1].Host = "x"; return r }(), 1},
 		{"one dies", rows(A, D, A), 2},
 		{"dead turning draining keeps the alive set", rows(A, X, A), 2},
+		{"a broker that is not alive restarting changes nothing", func() []kafkav1alpha1.BrokerRow { r := rows(A, X, A); r[1].Epoch = 5; return r }(), 2},
 		{"it comes back", rows(A, A, A), 3},
 		{"one is deregistered", rows(A, A), 4},
 		{"all gone", nil, 5},
@@ -42,6 +44,31 @@ func TestTheCoordinatorEpochGrowsWheneverTheRegisteredOrAliveSetChanges(t *testi
 		if epoch != step.want {
 			t.Fatalf("%s: epoch %d, want %d", step.what, epoch, step.want)
 		}
+	}
+}
+
+// TestTheCoordinatorEpochGrowsWhenAnAliveBrokerRestarts: a broker killed and restarted
+// before it is declared dead keeps both sets, but its new incarnation (row epoch) bumps the
+// coordinator epoch, as its partitions move to the next leader epoch; the same incarnation
+// again does not.
+func TestTheCoordinatorEpochGrowsWhenAnAliveBrokerRestarts(t *testing.T) {
+	const A = kafkav1alpha1.BrokerAlive
+	epoch, sets := nextCoordinatorEpoch(0, nil, rows(A, A, A))
+	restartedRows := rows(A, A, A)
+	restartedRows[2].Epoch = 2
+	epoch, sets = nextCoordinatorEpoch(epoch, sets, restartedRows)
+	if epoch != 2 {
+		t.Fatalf("after broker 2 restarted: epoch %d, want 2", epoch)
+	}
+	if want := []int64{1, 1, 2}; !slices.Equal(sets.AliveEpochs, want) {
+		t.Fatalf("stored incarnations %v, want %v", sets.AliveEpochs, want)
+	}
+	if again, _ := nextCoordinatorEpoch(epoch, sets, restartedRows); again != 2 {
+		t.Fatalf("the same incarnation again: epoch %d, want 2", again)
+	}
+	legacy := &kafkav1alpha1.CoordinatorBrokers{Registered: []int32{0, 1, 2}, Alive: []int32{0, 1, 2}}
+	if e, _ := nextCoordinatorEpoch(7, legacy, rows(A, A, A)); e != 8 {
+		t.Fatalf("sets stored without incarnations: epoch %d, want one bump to 8", e)
 	}
 }
 

@@ -1,8 +1,18 @@
 // Package e2e is the end-to-end suite: it starts a whole `paddock dev` environment in-process
-// (real etcd, kube-apiserver, kube-controller-manager, kube-scheduler, the operator, broker
-// processes run by the node agent) inside a private network namespace, and checks the fencing
-// scenarios the way a user would: Kubernetes reads, franz-go (Metadata, DescribeCluster v2,
-// FindCoordinator) and kcat. It prints every measured delay in a summary table.
+// (real etcd, kube-apiserver, kube-controller-manager, kube-scheduler, CoreDNS, the operator,
+// broker processes run by the node agent) inside a private network namespace, and checks the
+// fencing scenarios the way a user would: Kubernetes reads, kubectl, franz-go (Metadata,
+// DescribeCluster v2, FindCoordinator, Produce, Fetch) and kcat. Clients inside reach the
+// brokers by the names the cluster DNS answers (the internal listener advertises PodDNS).
 //
-// It must never skip: a missing kcat or missing Kubernetes binaries fail the suite.
+// TestFencingScenarios runs the numbered scenarios on one environment, in an order where each
+// starts from three healthy brokers: 1 bring-up, 8 identities, 9 from outside, 10 topics,
+// 13 drain timing (SIGTERM → exit of a broker leading 0, 100 and 1,000 partitions; it exits 0
+// having drained), 2 crash, 3 graceful, 7 operator down, 11 no acknowledged record lost (an
+// idempotent producer through kill -9, pod delete, `kubectl rollout restart` and an operator
+// restart; every acknowledged record read back exactly once, in order), 5 rolling restart,
+// 6 node loss and 4 scale-down (which ends with two brokers, so it comes last).
+//
+// It prints every measured delay, and the numbers it counted, in summary tables. It must
+// never skip: a missing kcat, kubectl or missing Kubernetes binaries fail the suite.
 package e2e

@@ -62,7 +62,7 @@ func TestFencingScenarios(t *testing.T) {
 	}
 	kc := devcluster.SampleCluster(s.namespace, s.name, 3, env.HostAddress())
 	kc.Spec.DrainTimeout = &metav1.Duration{Duration: 20 * time.Second}
-	// A lost node's broker is replaced 15 s after its Node turns NotReady (scenario 13).
+	// A lost node's broker is replaced 15 s after its Node turns NotReady (scenario 14).
 	kc.Spec.NodeLossTimeout = &metav1.Duration{Duration: 15 * time.Second}
 	kc.Spec.Listeners = append(kc.Spec.Listeners, kafkav1alpha1.Listener{Name: nodesListener, Port: 9095, Type: kafkav1alpha1.ListenerNodePort})
 	applied := time.Now()
@@ -78,12 +78,14 @@ func TestFencingScenarios(t *testing.T) {
 		{"8 identities", identities},
 		{"9 from outside", fromOutside},
 		{"10 topics", topics},
+		{"13 drain timing", drainTiming},
 		{"2 crash", crash},
 		{"3 graceful", graceful},
 		{"7 operator down", operatorDown},
+		{"11 no acknowledged record lost", noLoss},
 		{"5 rolling restart", rollingRestart},
 		{"6 node loss", nodeLoss},
-		{"13 node never returns", nodeNeverReturns},
+		{"14 node never returns", nodeNeverReturns},
 		{"4 scale-down", scaleDown},
 	}
 	for _, sc := range scenarios {
@@ -517,13 +519,17 @@ func (d *dialLog) lastOK(id int32, since time.Time) (dial, bool) {
 	return dial{}, false
 }
 
-func (d *dialLog) failedSince(t time.Time) []string {
+func (d *dialLog) failedSince(t time.Time) []string { return d.failedBetween(t, time.Time{}) }
+
+// failedBetween lists the dials that failed at from or later and, with a non-zero to, not
+// after to.
+func (d *dialLog) failedBetween(from, to time.Time) []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var out []string
 	for _, dl := range d.dials {
-		if dl.err != nil && !dl.at.Before(t) {
-			out = append(out, fmt.Sprintf("broker %d at %s: %v", dl.id, dl.host, dl.err))
+		if dl.err != nil && !dl.at.Before(from) && (to.IsZero() || !dl.at.After(to)) {
+			out = append(out, fmt.Sprintf("%s broker %d at %s: %v", dl.at.Format("15:04:05.000"), dl.id, dl.host, dl.err))
 		}
 	}
 	return out

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"testing"
 	"text/tabwriter"
@@ -45,17 +44,30 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// measurement is one delay a scenario measured, or a count it printed (value).
+// measurement is one delay a scenario measured.
 type measurement struct {
 	scenario, what string
 	took           time.Duration
-	value          string
+}
+
+// tally is one number a scenario counted (records acknowledged, lost, ...).
+type tally struct {
+	scenario, what string
+	n              int
 }
 
 var (
 	measurementsMu sync.Mutex
-	measurements   []measurement
+	measurements   []measurement // guarded by measurementsMu
+	tallies        []tally       // guarded by measurementsMu
 )
+
+// count records a number for the summary's second table; the scenario logs its own.
+func count(scenario, what string, n int) {
+	measurementsMu.Lock()
+	defer measurementsMu.Unlock()
+	tallies = append(tallies, tally{scenario, what, n})
+}
 
 // measure records a delay for the summary table and logs it.
 func measure(t *testing.T, scenario, what string, took time.Duration) {
@@ -64,15 +76,6 @@ func measure(t *testing.T, scenario, what string, took time.Duration) {
 	measurementsMu.Lock()
 	defer measurementsMu.Unlock()
 	measurements = append(measurements, measurement{scenario: scenario, what: what, took: took})
-}
-
-// count records a number a scenario measured (not a delay) for the summary table.
-func count(t *testing.T, scenario, what string, n int) {
-	t.Helper()
-	t.Logf("%s: %s = %d", scenario, what, n)
-	measurementsMu.Lock()
-	defer measurementsMu.Unlock()
-	measurements = append(measurements, measurement{scenario: scenario, what: what, value: strconv.Itoa(n)})
 }
 
 func printSummary() {
@@ -85,11 +88,19 @@ func printSummary() {
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "SCENARIO\tMEASURED\tDELAY")
 	for _, m := range measurements {
-		value := m.took.Round(time.Millisecond).String()
-		if m.value != "" {
-			value = m.value
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\n", m.scenario, m.what, value)
+		fmt.Fprintf(w, "%s\t%s\t%s\n", m.scenario, m.what, m.took.Round(time.Millisecond))
+	}
+	if err := w.Flush(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: print the summary:", err)
+	}
+	if len(tallies) == 0 {
+		return
+	}
+	fmt.Println("\n=== paddock e2e: counted")
+	w = tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "SCENARIO\tCOUNTED\tNUMBER")
+	for _, c := range tallies {
+		fmt.Fprintf(w, "%s\t%s\t%d\n", c.scenario, c.what, c.n)
 	}
 	if err := w.Flush(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: print the summary:", err)

@@ -28,7 +28,7 @@ import (
 
 const neverTopic = "e2e-never"
 
-// 13. Node never returns: the node of a broker that leads partitions is stopped for good with
+// 14. Node never returns: the node of a broker that leads partitions is stopped for good with
 // `paddock dev node stop --freeze` — its broker process frozen (SIGSTOP), alive and
 // unreachable — while an idempotent acks=all producer runs. The partitions move, the recovery
 // reconciler force-deletes the pod once its gates hold (node NotReady for nodeLossTimeout,
@@ -115,14 +115,14 @@ func nodeNeverReturns(ctx context.Context, t *testing.T, s *suite) {
 	if newNode == node {
 		t.Fatalf("the replacement pod was scheduled on the lost node %s", node)
 	}
-	measure(t, "13 node never returns", "node lost → partitions moved", movedAt.Sub(lost))
+	measure(t, "14 node never returns", "node lost → partitions moved", movedAt.Sub(lost))
 	if !notReadyAt.IsZero() {
-		measure(t, "13 node never returns", "node lost → Node NotReady (node monitor grace period)", notReadyAt.Sub(lost))
+		measure(t, "14 node never returns", "node lost → Node NotReady (node monitor grace period)", notReadyAt.Sub(lost))
 	}
-	measure(t, "13 node never returns", "node lost → pod force-deleted (NotReady + nodeLossTimeout 15s + a reconcile)", deletedAt.Sub(lost))
-	measure(t, "13 node never returns", "node lost → pod replaced (on "+newNode+")", replacedAt.Sub(lost))
+	measure(t, "14 node never returns", "node lost → pod force-deleted (NotReady + nodeLossTimeout 15s + a reconcile)", deletedAt.Sub(lost))
+	measure(t, "14 node never returns", "node lost → pod replaced (on "+newNode+")", replacedAt.Sub(lost))
 	waitFor(ctx, t, "the replaced broker Serving/Alive", 3*time.Minute, func() (bool, string) { return s.healthy(ctx, 3) })
-	measure(t, "13 node never returns", "node lost → Serving/Alive again", time.Since(lost))
+	measure(t, "14 node never returns", "node lost → Serving/Alive again", time.Since(lost))
 	if !s.clusterEventSeen(ctx, kafkav1alpha1.EventPodForceDeleted) {
 		t.Errorf("no %s Event on the KafkaCluster", kafkav1alpha1.EventPodForceDeleted)
 	}
@@ -155,8 +155,9 @@ func nodeNeverReturns(ctx context.Context, t *testing.T, s *suite) {
 	}
 	selfFenced := zombieMetric(ctx, oldPod.Status.PodIP, "paddock_broker_self_fenced_appends_total")
 	t.Logf("the zombie's answers by error code: %v (6 = NOT_LEADER_OR_FOLLOWER)", codes)
-	count(t, "13 node never returns", fmt.Sprintf("zombie acknowledgements (must be 0; %d refused, %d unanswered, its self-fenced appends %s)",
-		refused, unanswered, selfFenced), zombieAcks)
+	what := fmt.Sprintf("zombie acknowledgements (must be 0; %d refused, %d unanswered, its self-fenced appends %s)", refused, unanswered, selfFenced)
+	t.Logf("14 node never returns: %s = %d", what, zombieAcks)
+	count("14 node never returns", what, zombieAcks)
 	if zombieAcks != 0 {
 		t.Errorf("the zombie acknowledged %d appends", zombieAcks)
 	}
@@ -380,7 +381,7 @@ func checkReadBack(ctx context.Context, t *testing.T, s *suite, acked map[string
 		}
 	}
 	t.Logf("read back %d records: %d acknowledged, %d missing, %d extra, %d duplicated", len(read), len(acked), missing, extra, dup)
-	count(t, "13 node never returns", fmt.Sprintf("records read back (acknowledged %d; missing %d, extra %d, duplicated %d)", len(acked), missing, extra, dup), len(read))
+	count("14 node never returns", fmt.Sprintf("records read back (acknowledged %d; missing %d, extra %d, duplicated %d)", len(acked), missing, extra, dup), len(read))
 	if missing > 0 || extra > 0 || dup > 0 {
 		t.Errorf("read back ≠ acknowledged: %d missing, %d extra (first %q), %d duplicated", missing, extra, firstExtra, dup)
 	}

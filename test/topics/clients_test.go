@@ -11,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/paddock-dev/paddock/test/kubebrokers"
 )
 
 var (
@@ -29,7 +31,7 @@ func TestKcatListsTopicsWithLeaders(t *testing.T) {
 	}
 	kctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(kctx, "kcat", "-L", "-b", c.addrs[1], "-m", "5").CombinedOutput()
+	out, err := exec.CommandContext(kctx, "kcat", "-L", "-b", c.Addrs[1], "-m", "5").CombinedOutput()
 	if err != nil {
 		t.Fatalf("kcat -L: %v\n%s", err, out)
 	}
@@ -53,7 +55,7 @@ func TestAProducerHittingANewTopicAutoCreatesIt(t *testing.T) {
 	c := newCluster(t, 2, map[string]string{"num.partitions": "3"})
 	ctx := testCtx(t)
 	// A kgo producer that allows auto-creation (kgo's default is not to).
-	producer := c.kgo(kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic("fresh"))
+	producer := c.Kgo(kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic("fresh"))
 	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	// Producing itself is the next issue's; the record may fail. The Metadata it sends first
 	// creates the topic.
@@ -61,8 +63,8 @@ func TestAProducerHittingANewTopicAutoCreatesIt(t *testing.T) {
 	cancel()
 	eventually(t, "the auto-created KafkaTopic", func() bool { return c.topicObject("fresh") != nil })
 	kt := c.topicObject("fresh")
-	if kt.Spec.Partitions != 3 || kt.Spec.Cluster != clusterName {
-		t.Errorf("auto-created %+v, want num.partitions 3 of cluster %s", kt.Spec, clusterName)
+	if kt.Spec.Partitions != 3 || kt.Spec.Cluster != kubebrokers.ClusterName {
+		t.Errorf("auto-created %+v, want num.partitions 3 of cluster %s", kt.Spec, kubebrokers.ClusterName)
 	}
 
 	// The first answer is UNKNOWN_TOPIC_OR_PARTITION, as in KRaft; once it exists Metadata
@@ -72,7 +74,7 @@ func TestAProducerHittingANewTopicAutoCreatesIt(t *testing.T) {
 		rt := kmsg.NewMetadataRequestTopic()
 		rt.Topic = ptrString(name)
 		req.Topics, req.AllowAutoTopicCreation = []kmsg.MetadataRequestTopic{rt}, allow
-		resp, err := req.RequestWith(ctx, c.kgo())
+		resp, err := req.RequestWith(ctx, c.Kgo())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,7 +111,7 @@ func TestAutoCreationFollowsTheClustersSetting(t *testing.T) {
 	rt.Topic = ptrString("fresh")
 	req.Topics, req.AllowAutoTopicCreation = []kmsg.MetadataRequestTopic{rt}, true
 	for range 3 {
-		resp, err := req.RequestWith(ctx, c.kgo())
+		resp, err := req.RequestWith(ctx, c.Kgo())
 		if err != nil || resp.Topics[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
 			t.Fatalf("metadata: %+v %v", resp, err)
 		}

@@ -67,7 +67,7 @@ func TestDescribeConfigsReportsApacheDefaultsSourcesAndTypes(t *testing.T) {
 	res := kmsg.NewDescribeConfigsRequestResource()
 	res.ResourceType, res.ResourceName, res.ConfigNames = kmsg.ConfigResourceTypeTopic, "orders", []string{"retention.ms", "preallocate", "cleanup.policy", "no.such.key"}
 	req.Resources = []kmsg.DescribeConfigsRequestResource{res}
-	resp, err := req.RequestWith(ctx, c.kgo())
+	resp, err := req.RequestWith(ctx, c.Kgo())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestDescribeConfigsReportsApacheDefaultsSourcesAndTypes(t *testing.T) {
 		t.Errorf("types %v, want the three known keys (no.such.key left out) typed LONG, BOOLEAN, LIST", types)
 	}
 	req.Version = 0
-	resp, err = req.RequestWith(ctx, c.kgo(kgoMaxVersion(32, 0)))
+	resp, err = req.RequestWith(ctx, c.Kgo(kgoMaxVersion(32, 0)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestDescribeBrokerConfigs(t *testing.T) {
 	res := kmsg.NewDescribeConfigsRequestResource()
 	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeBroker, "1"
 	req.Resources = []kmsg.DescribeConfigsRequestResource{res}
-	resp, err := c.kgo().Broker(0).Request(ctx, req)
+	resp, err := c.Kgo().Broker(0).Request(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}

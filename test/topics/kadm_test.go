@@ -161,7 +161,7 @@ func TestCreateTopicsRefusesWhatKafkaRefuses(t *testing.T) {
 	manual.Topic, manual.NumPartitions, manual.ReplicationFactor = "manual", -1, -1
 	manual.ReplicaAssignment = []kmsg.CreateTopicsRequestTopicReplicaAssignment{{Partition: 0, Replicas: []int32{0}}}
 	req.Topics = append(req.Topics, manual)
-	raw, err := req.RequestWith(ctx, c.kgo())
+	raw, err := req.RequestWith(ctx, c.Kgo())
 	if err != nil {
 		t.Fatal(err)
 	}

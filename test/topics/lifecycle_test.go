@@ -72,16 +72,16 @@ func TestDeleteTopicsByNameAndByIDRemovesTheTopicAndItsData(t *testing.T) {
 		ids[name] = r.ID
 	}
 	// Real partition data: one record into every partition, written by its leader.
-	clusterID := c.clusterID()
-	producer := c.kgo(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	clusterID := c.ClusterID()
+	producer := c.Kgo(kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	dirs := map[string]string{}
 	for name, id := range ids {
-		dirs[name] = filepath.Dir(storage.PartitionDir(c.dataDir, clusterID, name, id, 0))
+		dirs[name] = filepath.Dir(storage.PartitionDir(c.DataDir, clusterID, name, id, 0))
 		for p := range int32(2) {
 			if err := producer.ProduceSync(ctx, &kgo.Record{Topic: name, Partition: p, Value: []byte("data")}).FirstErr(); err != nil {
 				t.Fatalf("produce to %s/%d: %v", name, p, err)
 			}
-			if _, err := os.Stat(storage.PartitionDir(c.dataDir, clusterID, name, id, p)); err != nil {
+			if _, err := os.Stat(storage.PartitionDir(c.DataDir, clusterID, name, id, p)); err != nil {
 				t.Fatalf("%s/%d has no data directory after a produce: %v", name, p, err)
 			}
 		}
@@ -95,7 +95,7 @@ func TestDeleteTopicsByNameAndByIDRemovesTheTopicAndItsData(t *testing.T) {
 	byID := kmsg.NewDeleteTopicsRequestTopic()
 	byID.TopicID = ids["by-id"]
 	req.Topics = []kmsg.DeleteTopicsRequestTopic{byID}
-	resp, err := req.RequestWith(ctx, c.kgo())
+	resp, err := req.RequestWith(ctx, c.Kgo())
 	if err != nil || len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 || resp.Topics[0].Topic == nil || *resp.Topics[0].Topic != "by-id" {
 		t.Fatalf("delete by id: %+v %v", resp, err)
 	}
@@ -123,14 +123,14 @@ func TestDeleteTopicsByNameAndByIDRemovesTheTopicAndItsData(t *testing.T) {
 	if err != nil || !errors.Is(again["by-name"].Err, kerr.UnknownTopicOrPartition) {
 		t.Errorf("delete a deleted topic: %+v %v, want UNKNOWN_TOPIC_OR_PARTITION", again, err)
 	}
-	resp, err = req.RequestWith(ctx, c.kgo())
+	resp, err = req.RequestWith(ctx, c.Kgo())
 	if err != nil || resp.Topics[0].ErrorCode != kerr.UnknownTopicID.Code {
 		t.Errorf("delete a deleted id: %+v %v, want UNKNOWN_TOPIC_ID", resp, err)
 	}
 	both := kmsg.NewDeleteTopicsRequestTopic()
 	both.Topic, both.TopicID = ptrString("kept"), ids["kept"]
 	req.Topics = []kmsg.DeleteTopicsRequestTopic{both}
-	if resp, err = req.RequestWith(ctx, c.kgo()); err != nil || resp.Topics[0].ErrorCode != kerr.InvalidRequest.Code {
+	if resp, err = req.RequestWith(ctx, c.Kgo()); err != nil || resp.Topics[0].ErrorCode != kerr.InvalidRequest.Code {
 		t.Errorf("delete naming both name and id: %+v %v, want INVALID_REQUEST", resp, err)
 	}
 

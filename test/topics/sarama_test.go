@@ -14,7 +14,7 @@ func newSaramaAdmin(t *testing.T, c *cluster) sarama.ClusterAdmin {
 	cfg := sarama.NewConfig()
 	cfg.Version = sarama.V3_7_0_0
 	cfg.Admin.Timeout = 10 * time.Second
-	adm, err := sarama.NewClusterAdmin(c.addrs, cfg)
+	adm, err := sarama.NewClusterAdmin(c.Addrs, cfg)
 	if err != nil {
 		t.Fatalf("sarama admin: %v", err)
 	}

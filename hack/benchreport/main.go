@@ -1,0 +1,111 @@
+// Command benchreport reads the output of `make bench`'s benchmarks (go test -bench, on
+// standard input, from one run) and prints their throughputs and the ratios issue 13 asks
+// for: produce through one broker against the disk bound (broker/storage's plain
+// write+fdatasync loop) and against franz-go's kfake, consume against kfake. The aims are
+// printed beside the ratios; nothing is asserted (the numbers depend on the machine).
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// The benchmarks the report needs (names without the -GOMAXPROCS suffix).
+const (
+	loop16K      = "BenchmarkSyncLoop/batch=16KiB"
+	loop1M       = "BenchmarkSyncLoop/batch=1024KiB"
+	producePad   = "BenchmarkCompare/produce/server=paddock"
+	produceFake  = "BenchmarkCompare/produce/server=kfake"
+	consumePad   = "BenchmarkCompare/consume/server=paddock"
+	consumeFake  = "BenchmarkCompare/consume/server=kfake"
+	reportHeader = "make bench: one run, MB/s (1 MB = 10^6 bytes; the median of -count runs)"
+)
+
+func main() {
+	rates, err := parse(os.Stdin)
+	if err == nil {
+		err = report(os.Stdout, rates)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchreport:", err)
+		os.Exit(1)
+	}
+}
+
+var procSuffix = regexp.MustCompile(`-\d+$`)
+
+// parse returns the MB/s column of every benchmark result line, by name without the
+// -GOMAXPROCS suffix; a benchmark run several times (-count) gives its median.
+func parse(r io.Reader) (map[string]float64, error) {
+	runs := map[string][]float64{}
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 4 || !strings.HasPrefix(fields[0], "Benchmark") {
+			continue
+		}
+		for i := 2; i+1 < len(fields); i++ {
+			if fields[i+1] != "MB/s" {
+				continue
+			}
+			v, err := strconv.ParseFloat(fields[i], 64)
+			if err != nil {
+				return nil, fmt.Errorf("%s: MB/s %q: %w", fields[0], fields[i], err)
+			}
+			name := procSuffix.ReplaceAllString(fields[0], "")
+			runs[name] = append(runs[name], v)
+			break
+		}
+	}
+	rates := map[string]float64{}
+	for name, vs := range runs {
+		rates[name] = median(vs)
+	}
+	return rates, sc.Err()
+}
+
+// median is the middle value of vs (the mean of the two middle ones for an even count).
+func median(vs []float64) float64 {
+	slices.Sort(vs)
+	n := len(vs)
+	if n%2 == 1 {
+		return vs[n/2]
+	}
+	return (vs[n/2-1] + vs[n/2]) / 2
+}
+
+// report prints the throughputs and ratios; a benchmark missing from the run is an error.
+func report(w io.Writer, rates map[string]float64) error {
+	for _, name := range []string{loop16K, loop1M, producePad, produceFake, consumePad, consumeFake} {
+		if rates[name] <= 0 {
+			return fmt.Errorf("no MB/s for %s in the benchmark output (did it fail or not run?)", name)
+		}
+	}
+	rows := []struct {
+		what string
+		name string
+	}{
+		{"disk: write+fdatasync loop, 16 KiB writes", loop16K},
+		{"disk: write+fdatasync loop, 1 MiB writes (disk bound)", loop1M},
+		{"produce, paddock (kgo, acks=all, 1 KiB, 16 partitions)", producePad},
+		{"produce, kfake (in memory, no fsync)", produceFake},
+		{"consume, paddock (kgo, 16 partitions)", consumePad},
+		{"consume, kfake", consumeFake},
+	}
+	fmt.Fprintln(w, reportHeader)
+	for _, r := range rows {
+		fmt.Fprintf(w, "  %-58s %9.1f\n", r.what, rates[r.name])
+	}
+	fmt.Fprintln(w, "ratios:")
+	fmt.Fprintf(w, "  %-58s %8.0f %%  (aim ≥ 70 %%)\n", "produce / disk bound (1 MiB fsync loop)", 100*rates[producePad]/rates[loop1M])
+	fmt.Fprintf(w, "  %-58s %8.1f ×\n", "produce / plain 16 KiB fsync loop", rates[producePad]/rates[loop16K])
+	fmt.Fprintf(w, "  %-58s %8.2f ×\n", "produce / kfake", rates[producePad]/rates[produceFake])
+	fmt.Fprintf(w, "  %-58s %8.2f ×  (aim > 1)\n", "consume / kfake", rates[consumePad]/rates[consumeFake])
+	return nil
+}

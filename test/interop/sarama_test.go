@@ -1,0 +1,121 @@
+package interop
+
+import (
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+)
+
+// saramaConfig is an idempotent producer's config (acks=all, one request in flight, as
+// sarama requires for idempotence) that also consumes.
+func saramaConfig() *sarama.Config {
+	cfg := sarama.NewConfig()
+	cfg.Version = sarama.V3_7_0_0
+	cfg.ClientID = "interop-sarama"
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Producer.Idempotent = true
+	cfg.Net.MaxOpenRequests = 1
+	cfg.Producer.Retry.Max = 20
+	cfg.Producer.Retry.Backoff = 100 * time.Millisecond
+	cfg.Producer.Return.Successes = true
+	cfg.Metadata.Retry.Backoff = 100 * time.Millisecond
+	return cfg
+}
+
+func saramaMessage(topic string, r record) *sarama.ProducerMessage {
+	m := &sarama.ProducerMessage{Topic: topic, Key: sarama.ByteEncoder(r.Key), Value: sarama.ByteEncoder(r.Value)}
+	for _, h := range r.Headers {
+		m.Headers = append(m.Headers, sarama.RecordHeader{Key: []byte(h.Key), Value: []byte(h.Value)})
+	}
+	return m
+}
+
+func TestSaramaSyncProducerAndPartitionConsumer(t *testing.T) {
+	const topic = "sarama-sync"
+	createTopic(t, topic, 3)
+	p, err := sarama.NewSyncProducer(addrs, saramaConfig())
+	if err != nil {
+		t.Fatalf("sarama sync producer: %v", err)
+	}
+	defer func() { _ = p.Close() }()
+	wrote := testRecords(topic, 60, true)
+	for i := range wrote {
+		partition, offset, err := p.SendMessage(saramaMessage(topic, wrote[i]))
+		if err != nil {
+			t.Fatalf("send %s: %v", wrote[i].Key, err)
+		}
+		wrote[i].Partition, wrote[i].Offset = partition, offset
+	}
+	checkReadBack(t, wrote, saramaConsume(t, topic, wrote))
+}
+
+func TestSaramaAsyncProducerAndPartitionConsumer(t *testing.T) {
+	const topic = "sarama-async"
+	createTopic(t, topic, 3)
+	p, err := sarama.NewAsyncProducer(addrs, saramaConfig())
+	if err != nil {
+		t.Fatalf("sarama async producer: %v", err)
+	}
+	defer func() { _ = p.Close() }()
+	wrote := testRecords(topic, 200, true)
+	for i := range wrote {
+		m := saramaMessage(topic, wrote[i])
+		m.Metadata = i
+		p.Input() <- m
+	}
+	timeout := time.After(30 * time.Second)
+	for range wrote {
+		select {
+		case m := <-p.Successes():
+			i := m.Metadata.(int)
+			wrote[i].Partition, wrote[i].Offset = m.Partition, m.Offset
+		case err := <-p.Errors():
+			t.Fatalf("async produce: %v", err)
+		case <-timeout:
+			t.Fatal("timed out waiting for the async producer's acknowledgements")
+		}
+	}
+	checkReadBack(t, wrote, saramaConsume(t, topic, wrote))
+}
+
+// saramaConsume reads, with one sarama PartitionConsumer per partition from the oldest
+// offset, as many records from each partition as wrote says landed there.
+func saramaConsume(t *testing.T, topic string, wrote []record) []record {
+	t.Helper()
+	want := map[int32]int{}
+	for _, r := range wrote {
+		want[r.Partition]++
+	}
+	c, err := sarama.NewConsumer(addrs, saramaConfig())
+	if err != nil {
+		t.Fatalf("sarama consumer: %v", err)
+	}
+	defer func() { _ = c.Close() }()
+	var read []record
+	for partition, n := range want {
+		pc, err := c.ConsumePartition(topic, partition, sarama.OffsetOldest)
+		if err != nil {
+			t.Fatalf("consume partition %d: %v", partition, err)
+		}
+		timeout := time.After(30 * time.Second)
+		for got := 0; got < n; got++ {
+			select {
+			case m := <-pc.Messages():
+				r := record{Partition: m.Partition, Offset: m.Offset, Key: m.Key, Value: m.Value}
+				for _, h := range m.Headers {
+					r.Headers = append(r.Headers, header{Key: string(h.Key), Value: string(h.Value)})
+				}
+				read = append(read, r)
+			case err := <-pc.Errors():
+				t.Fatalf("partition %d: %v", partition, err)
+			case <-timeout:
+				t.Fatalf("partition %d: read %d of %d records in 30 s", partition, got, n)
+			}
+		}
+		if err := pc.Close(); err != nil {
+			t.Errorf("close partition consumer %d: %v", partition, err)
+		}
+	}
+	return read
+}

@@ -1,0 +1,355 @@
+// Package kubebrokers is the harness the interop suites (test/topics, test/groups) share:
+// paddock brokers run in-process on informer views of a real kube-apiserver (envtest), with
+// the real assignment and provisioning reconcilers placing leaders, keeping the coordinator
+// epoch and writing the broker Role. The brokers reach the API server as their own
+// ServiceAccount (impersonated), so every write they make also proves the Role grants it. The
+// registry is hand-made: each test writes the rows of its brokers (SetRows).
+//
+// It is imported by tests only.
+package kubebrokers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/broker"
+	"github.com/paddock-dev/paddock/broker/groups"
+	"github.com/paddock-dev/paddock/controllers/assignment"
+	"github.com/paddock-dev/paddock/controllers/kafkacluster"
+	"github.com/paddock-dev/paddock/internal/testenv"
+)
+
+// ClusterName is every test's KafkaCluster name (each test has its own namespace).
+const ClusterName = "c"
+
+// Env is the control plane every test of the suite shares, set by Main.
+var Env *testenv.Env
+
+// Main starts the control plane and a manager running the assignment and provisioning
+// reconcilers for every namespace, runs the suite's tests and stops everything; suite names
+// the suite in error output. TestMain calls os.Exit(kubebrokers.Main(m, "topics")).
+func Main(m *testing.M, suite string) int {
+	fail := func(err error) int {
+		fmt.Fprintln(os.Stderr, suite+":", err)
+		return 1
+	}
+	var err error
+	if Env, err = testenv.Start(); err != nil {
+		return fail(err)
+	}
+	defer func() {
+		if err := Env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, suite+":", err)
+		}
+	}()
+	mgr, err := Env.NewManager()
+	if err != nil {
+		return fail(err)
+	}
+	if err := (&assignment.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("assignment")}).SetupWithManager(mgr); err != nil {
+		return fail(err)
+	}
+	provisioning := &kafkacluster.Reconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("kafkacluster"),
+		Options: kafkacluster.Options{DefaultBrokerImage: "paddock:test"},
+	}
+	if err := provisioning.SetupWithManager(mgr); err != nil {
+		return fail(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	code := m.Run()
+	stop()
+	if err := <-done; err != nil {
+		fmt.Fprintln(os.Stderr, suite+": manager:", err)
+	}
+	return code
+}
+
+// Options configure a Cluster.
+type Options struct {
+	// Config is the KafkaCluster's spec.config.
+	Config map[string]string
+	// Namespace prefixes the test's namespace name (default "kb").
+	Namespace string
+	// GroupConfig is every broker's Broker.GroupConfig.
+	GroupConfig func(*groups.Config)
+}
+
+// Cluster is one test's KafkaCluster ClusterName in its own namespace, with in-process
+// brokers sharing one data directory (the shared volume).
+type Cluster struct {
+	T  *testing.T
+	NS string
+	// Addrs[i] is broker i's Kafka address, HealthAddrs[i] its /metrics, /healthz, /readyz.
+	Addrs, HealthAddrs []string
+	DataDir            string
+	// Rows are the registry rows SetRows writes.
+	Rows []v1alpha1.BrokerRow
+
+	opts     Options
+	identity *rest.Config
+	kube     client.Client
+	stops    []func() // stops[i] ends broker i's process and waits for it
+}
+
+// NewCluster creates the cluster with spec.config, waits for the provisioning reconciler to
+// write the broker Role and RoleBinding, and starts n brokers that reach the API server as the
+// broker ServiceAccount; their registry rows say Serving and Alive.
+func NewCluster(t *testing.T, n int, opts Options) *Cluster {
+	t.Helper()
+	ctx := TestCtx(t)
+	prefix := opts.Namespace
+	if prefix == "" {
+		prefix = "kb"
+	}
+	ns, err := testenv.NewNamespace(ctx, Env.Client, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = Env.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}) // best effort; envtest stops anyway
+	})
+	kc := &v1alpha1.KafkaCluster{ObjectMeta: metav1.ObjectMeta{Name: ClusterName, Namespace: ns},
+		Spec: v1alpha1.KafkaClusterSpec{Replicas: int32(n), Config: opts.Config}}
+	if err := Env.Client.Create(ctx, kc); err != nil {
+		t.Fatal(err)
+	}
+	Eventually(t, "the broker RoleBinding", func() bool {
+		return Env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: v1alpha1.StatefulSetName(ClusterName)}, &rbacv1.RoleBinding{}) == nil
+	})
+
+	c := &Cluster{T: t, NS: ns, DataDir: t.TempDir(), opts: opts, identity: brokerIdentity(ns)}
+	if c.kube, err = client.New(c.identity, client.Options{Scheme: Env.Scheme}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range int32(n) {
+		addr, health, stop := c.startBroker(t, i)
+		c.Addrs = append(c.Addrs, addr)
+		c.HealthAddrs = append(c.HealthAddrs, health)
+		c.stops = append(c.stops, stop)
+		c.Rows = append(c.Rows, v1alpha1.BrokerRow{ID: i, State: v1alpha1.BrokerServing, Health: v1alpha1.BrokerAlive, Epoch: 1})
+		c.setAddress(i, addr)
+	}
+	c.SetRows()
+	for id := range n {
+		Eventually(t, fmt.Sprintf("broker %d to list every broker", id), func() bool {
+			return len(c.MetadataOn(ctx, id).Brokers) == n
+		})
+	}
+	return c
+}
+
+// brokerIdentity is a rest config that acts as the brokers' ServiceAccount c-broker.
+func brokerIdentity(ns string) *rest.Config {
+	cfg := rest.CopyConfig(Env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{
+		UserName: fmt.Sprintf("system:serviceaccount:%s:%s", ns, v1alpha1.StatefulSetName(ClusterName)),
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
+	}
+	return cfg
+}
+
+// setAddress points broker id's row at addr.
+func (c *Cluster) setAddress(id int32, addr string) {
+	host, port, _ := net.SplitHostPort(addr)
+	p, _ := strconv.Atoi(port)
+	r := &c.Rows[id]
+	r.Host, r.Port = host, int32(p)
+	r.Listeners = []v1alpha1.ListenerAddress{{Name: "kafka", Host: host, Port: int32(p)}}
+}
+
+// RestartBroker plays a broker process restarting before the registry declared it dead
+// (kill -9, then the container restarts): broker id's process stops at once — no drain,
+// its group fences and partition claims left as they were — and a new process with the same
+// id starts on the same data directory, on new ports; its registry row stays Alive with the
+// next epoch (the Lease's leaseTransitions) and the new address.
+func (c *Cluster) RestartBroker(id int32) {
+	c.T.Helper()
+	c.stops[id]()
+	addr, health, stop := c.startBroker(c.T, id)
+	c.Addrs[id], c.HealthAddrs[id], c.stops[id] = addr, health, stop
+	c.Rows[id].Epoch++
+	c.setAddress(id, addr)
+	c.SetRows()
+}
+
+// startBroker runs broker id in-process until the test ends (or stop) and returns its
+// Kafka and health addresses.
+func (c *Cluster) startBroker(t *testing.T, id int32) (kafkaAddr, healthAddr string, stop func()) {
+	t.Helper()
+	view, err := broker.NewInformerView(c.identity, Env.Scheme, c.NS, ClusterName, testr.New(t).WithName("view"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := view.Start(ctx); err != nil {
+		cancel()
+		t.Fatalf("start the view of broker %d: %v", id, err)
+	}
+	bc := broker.Config{
+		Cluster:     ClusterName,
+		Listeners:   []broker.ListenerSpec{{Name: "kafka", Port: int32(FreePort(t)), Host: "127.0.0.1"}},
+		HealthPort:  FreePort(t),
+		BindAddress: "127.0.0.1", DrainTimeout: time.Second, HeartbeatInterval: 100 * time.Millisecond,
+		DataDir:  c.DataDir,
+		Identity: broker.Identity{ID: id, Pod: fmt.Sprintf("c-broker-%d", id), Namespace: c.NS},
+	}
+	b := broker.NewBroker(bc, view, testr.New(t).WithValues("broker", id))
+	b.Admin = &broker.Admin{Client: c.kube, Namespace: c.NS, Cluster: ClusterName}
+	b.GroupConfig = c.opts.GroupConfig
+	type addrs struct{ kafka, health string }
+	listening := make(chan addrs, 1)
+	b.OnListening = func(kafka []net.Addr, health net.Addr) { listening <- addrs{kafka[0].String(), health.String()} }
+	result := make(chan error, 1)
+	go func() { result <- b.Run(ctx, make(chan os.Signal)) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-result; err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("broker %d stopped: %v", id, err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	select {
+	case a := <-listening:
+		return a.kafka, a.health, stop
+	case err := <-result:
+		t.Fatalf("broker %d stopped at start: %v", id, err)
+	}
+	return "", "", nil
+}
+
+// SetRows writes the cluster's registry rows (status.brokers and counts), standing in for
+// the registry reconciler.
+func (c *Cluster) SetRows() {
+	c.T.Helper()
+	counts := v1alpha1.BrokerCounts{Registered: int32(len(c.Rows))}
+	for _, r := range c.Rows {
+		if r.Health == v1alpha1.BrokerAlive {
+			counts.Alive++
+		} else {
+			counts.Dead++
+		}
+		if r.State == v1alpha1.BrokerServing {
+			counts.Serving++
+		} else {
+			counts.Fenced++
+		}
+	}
+	body, err := json.Marshal(map[string]any{"status": map[string]any{"brokers": c.Rows, "counts": counts}})
+	if err != nil {
+		c.T.Fatal(err)
+	}
+	kc := &v1alpha1.KafkaCluster{ObjectMeta: metav1.ObjectMeta{Namespace: c.NS, Name: ClusterName}}
+	if err := Env.Client.Status().Patch(context.Background(), kc, client.RawPatch(types.MergePatchType, body)); err != nil {
+		c.T.Fatalf("write registry rows: %v", err)
+	}
+}
+
+// Kgo is a client seeded with every broker, closed when the test ends.
+func (c *Cluster) Kgo(opts ...kgo.Opt) *kgo.Client {
+	c.T.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.Addrs...)}, opts...)...)
+	if err != nil {
+		c.T.Fatal(err)
+	}
+	c.T.Cleanup(cl.Close)
+	return cl
+}
+
+// MetadataOn asks broker id alone (a raw request to its address, not routed by a client) for
+// the Metadata of topics (nil: all). Admin requests go to the controller, broker 0, and wait
+// for its view; the other brokers' views follow a moment later, as in Kafka.
+func (c *Cluster) MetadataOn(ctx context.Context, id int, topics ...string) *kmsg.MetadataResponse {
+	c.T.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs[id]))
+	if err != nil {
+		c.T.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrMetadataRequest()
+	for _, name := range topics {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(name)
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, err := cl.SeedBrokers()[0].Request(ctx, req)
+	if err != nil {
+		c.T.Fatalf("metadata from broker %d: %v", id, err)
+	}
+	return resp.(*kmsg.MetadataResponse)
+}
+
+// ClusterID is the cluster's status.clusterID, once the provisioning reconciler minted it.
+func (c *Cluster) ClusterID() string {
+	c.T.Helper()
+	var id string
+	Eventually(c.T, "the cluster id", func() bool {
+		kc := &v1alpha1.KafkaCluster{}
+		if err := Env.Client.Get(context.Background(), client.ObjectKey{Namespace: c.NS, Name: ClusterName}, kc); err != nil {
+			return false
+		}
+		id = kc.Status.ClusterID
+		return id != ""
+	})
+	return id
+}
+
+// TestCtx is a context that ends after 60 s or with the test.
+func TestCtx(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// Eventually polls cond every 50 ms until it holds, failing the test after 20 s.
+func Eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// FreePort is a free loopback TCP port below 32768 (the ephemeral range above it is where
+// clients' outgoing ports come from).
+func FreePort(t *testing.T) int {
+	t.Helper()
+	for range 100 {
+		p := 20000 + rand.IntN(12000)
+		if ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p))); err == nil {
+			_ = ln.Close() // only probing that the port is free
+			return p
+		}
+	}
+	t.Fatal("no free loopback port below 32768")
+	return 0
+}
