@@ -154,7 +154,7 @@ func drainLog(path string, from int64) (drained, timedOut string, err error) {
 		switch {
 		case strings.HasPrefix(line, "==== "): // the next run's banner
 			return drained, timedOut, nil
-		case strings.Contains(line, "Drained: the cluster view gives this broker no partition and no group, and it leads none"):
+		case strings.Contains(line, "Drained: the cluster view gives this broker no partition and no group, and it leads and coordinates none"):
 			drained = line
 		case strings.Contains(line, "Drain timeout"):
 			timedOut = line
