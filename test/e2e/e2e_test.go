@@ -85,6 +85,7 @@ func TestFencingScenarios(t *testing.T) {
 		{"11 no acknowledged record lost", noLoss},
 		{"5 rolling restart", rollingRestart},
 		{"6 node loss", nodeLoss},
+		{"15 node frozen and back", nodeFrozenAndBack},
 		{"14 node never returns", nodeNeverReturns},
 		{"4 scale-down", scaleDown},
 	}
