@@ -86,6 +86,7 @@ func TestFencingScenarios(t *testing.T) {
 		{"12 group coordinator moves", groupCoordinatorMoves},
 		{"5 rolling restart", rollingRestart},
 		{"6 node loss", nodeLoss},
+		{"15 node frozen and back", nodeFrozenAndBack},
 		{"14 node never returns", nodeNeverReturns},
 		{"4 scale-down", scaleDown},
 	}
