@@ -33,6 +33,7 @@ func TestKafkajsAdminProducerAndConsumer(t *testing.T) {
 		t.Fatal("kafkajs is not installed in test/interop/js: run `make kafkajs` (npm ci from the committed package-lock.json)")
 	}
 	const topic, partitions = "kafkajs", 3
+	addrs := newCluster(t)
 	wrote := testRecords(topic, 120, true)
 	in := make([]jsRecord, len(wrote))
 	for i, r := range wrote {
@@ -67,7 +68,7 @@ func TestKafkajsAdminProducerAndConsumer(t *testing.T) {
 	}
 
 	// The admin client's topic is what the brokers serve.
-	waitLeaders(t, topic, partitions)
+	waitLeaders(t, addrs, topic, partitions)
 	if len(res.Produced) != len(wrote) {
 		t.Fatalf("kafkajs acknowledged %d of %d records", len(res.Produced), len(wrote))
 	}

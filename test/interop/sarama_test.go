@@ -33,7 +33,8 @@ func saramaMessage(topic string, r record) *sarama.ProducerMessage {
 
 func TestSaramaSyncProducerAndPartitionConsumer(t *testing.T) {
 	const topic = "sarama-sync"
-	createTopic(t, topic, 3)
+	addrs := newCluster(t)
+	createTopic(t, addrs, topic, 3)
 	p, err := sarama.NewSyncProducer(addrs, saramaConfig())
 	if err != nil {
 		t.Fatalf("sarama sync producer: %v", err)
@@ -47,12 +48,13 @@ func TestSaramaSyncProducerAndPartitionConsumer(t *testing.T) {
 		}
 		wrote[i].Partition, wrote[i].Offset = partition, offset
 	}
-	checkReadBack(t, wrote, saramaConsume(t, topic, wrote))
+	checkReadBack(t, wrote, saramaConsume(t, addrs, topic, wrote))
 }
 
 func TestSaramaAsyncProducerAndPartitionConsumer(t *testing.T) {
 	const topic = "sarama-async"
-	createTopic(t, topic, 3)
+	addrs := newCluster(t)
+	createTopic(t, addrs, topic, 3)
 	p, err := sarama.NewAsyncProducer(addrs, saramaConfig())
 	if err != nil {
 		t.Fatalf("sarama async producer: %v", err)
@@ -76,12 +78,12 @@ func TestSaramaAsyncProducerAndPartitionConsumer(t *testing.T) {
 			t.Fatal("timed out waiting for the async producer's acknowledgements")
 		}
 	}
-	checkReadBack(t, wrote, saramaConsume(t, topic, wrote))
+	checkReadBack(t, wrote, saramaConsume(t, addrs, topic, wrote))
 }
 
 // saramaConsume reads, with one sarama PartitionConsumer per partition from the oldest
 // offset, as many records from each partition as wrote says landed there.
-func saramaConsume(t *testing.T, topic string, wrote []record) []record {
+func saramaConsume(t *testing.T, addrs []string, topic string, wrote []record) []record {
 	t.Helper()
 	want := map[int32]int{}
 	for _, r := range wrote {
