@@ -40,6 +40,7 @@ type BrokerStatus struct {
 // +kubebuilder:printcolumn:name="Epoch",type=integer,JSONPath=`.status.epoch`,priority=1
 // +kubebuilder:printcolumn:name="Pod",type=string,JSONPath=`.status.pod`,priority=1
 // +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.status.node`,priority=1
+// +kubebuilder:printcolumn:name="Recovery",type=string,JSONPath=`.status.conditions[?(@.type=="BrokerRecovery")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +operator-sdk:csv:customresourcedefinitions:displayName="Broker",resources={{Pod,v1,<cluster>-broker-<id>},{Lease,v1,<cluster>-broker-<id>}}
 type Broker struct {

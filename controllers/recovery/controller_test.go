@@ -222,6 +222,20 @@ var _ = Describe("Node loss", func() {
 		Eventually(func() string { return podUID(ctx, w.ns, victim.Name) }).WithTimeout(20 * time.Second).Should(Equal("gone"))
 	})
 
+	It("honours the out-of-service taint on a node that still says Ready", func(ctx SpecContext) {
+		w := setUp(ctx, time.Now().Add(-time.Minute))
+		tainted := "tainted-" + rand.String(5)
+		makeNode(ctx, tainted, corev1.ConditionTrue)
+		n := &corev1.Node{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Name: tainted}, n)).To(Succeed())
+		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: corev1.TaintNodeOutOfService, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute})
+		Expect(env.Client.Update(ctx, n)).To(Succeed())
+		victim := makePod(ctx, w.ns, 1, tainted)
+		startRecovery()
+		Eventually(func() string { return podUID(ctx, w.ns, victim.Name) }).WithTimeout(20 * time.Second).Should(Equal("gone"))
+		Eventually(func() string { return reasonOf(ctx, w.ns, 1) }).Should(Equal(kafkav1alpha1.ReasonPodForceDeleted))
+	})
+
 	It("respects the opt-out annotation", func(ctx SpecContext) {
 		w := setUp(ctx, time.Now().Add(-time.Minute))
 		kc := &kafkav1alpha1.KafkaCluster{}

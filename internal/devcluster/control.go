@@ -50,6 +50,7 @@ func (e *Env) StopNodeMode(name string, mode NodeStopMode) error {
 	switch mode {
 	case NodeKill:
 		n.halt(false)
+		n.killFrozen() // a node frozen earlier: now its processes die too
 	case NodeFreeze:
 		n.halt(true)
 	default:

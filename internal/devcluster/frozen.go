@@ -70,6 +70,15 @@ func (w *podWorker) adopt(ctx context.Context, i int, fc *frozenContainer) {
 	c.proc, c.run, c.startedAt, c.everStarted, c.ready = fc.proc, fc.run, fc.startedAt, true, false
 	c.started = c.spec.StartupProbe == nil
 	c.waiting.Reason, c.waiting.Message = "", ""
+	// Its projected tokens are refreshed from now on by this worker, as for a container it
+	// started (written anew here: the frozen worker's refreshes stopped with it).
+	for _, v := range w.pod.Spec.Volumes {
+		if v.Projected != nil {
+			if _, err := w.projected(ctx, v); err != nil {
+				log.FromContext(ctx).Error(err, "Rewrite projected volume of a resumed container", "volume", v.Name)
+			}
+		}
+	}
 	fc.proc.signal(syscall.SIGCONT)
 	if i == 0 {
 		w.writePIDFile(fc.proc.pid())

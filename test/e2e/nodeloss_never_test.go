@@ -386,3 +386,65 @@ func checkReadBack(ctx context.Context, t *testing.T, s *suite, acked map[string
 		t.Errorf("read back ≠ acknowledged: %d missing, %d extra (first %q), %d duplicated", missing, extra, firstExtra, dup)
 	}
 }
+
+// 15. Node frozen and back: a node is frozen (`paddock dev node stop --freeze`) long enough for
+// its broker's heartbeat to expire — Fenced and Dead, its partitions moved — but not for the
+// Node to turn NotReady, and then started again: the node agent adopts the frozen process
+// (same PID, no container restart) and resumes it, and the broker comes back Serving/Alive
+// on its own. Nothing is force-deleted (its node never counted as lost).
+func nodeFrozenAndBack(ctx context.Context, t *testing.T, s *suite) {
+	victim, node := s.brokerAwayFromManager(ctx, t)
+	pod, err := s.pod(ctx, victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	podName := kafkav1alpha1.BrokerPodName(s.name, victim)
+	pid := readPID(t, s.env, s.namespace, podName)
+	runs := len(s.env.ContainerRuns(s.namespace, podName))
+	frozen := time.Now()
+	t.Log(devNode(ctx, t, s, "stop", node, "--freeze"))
+	started := false
+	defer func() {
+		if !started {
+			_ = s.env.StartNode(node)
+		}
+	}()
+	waitFor(ctx, t, "the frozen broker Dead", time.Minute, func() (bool, string) {
+		row := s.row(ctx, victim)
+		return row.Health == kafkav1alpha1.BrokerDead, fmt.Sprintf("%s/%s (%s)", row.State, row.Health, row.Reason)
+	})
+	measure(t, "15 node frozen and back", "frozen → broker Dead", time.Since(frozen))
+	t.Log(devNode(ctx, t, s, "list"))
+	back := time.Now()
+	t.Log(devNode(ctx, t, s, "start", node))
+	started = true
+	waitFor(ctx, t, "the resumed broker Serving/Alive", 2*time.Minute, func() (bool, string) { return s.healthy(ctx, 3) })
+	measure(t, "15 node frozen and back", "node started → resumed broker Serving/Alive", time.Since(back))
+	after, err := s.pod(ctx, victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.UID != pod.UID {
+		t.Errorf("the pod was replaced (uid %s → %s); its node was never NotReady for the node loss timeout", pod.UID, after.UID)
+	}
+	if got := readPID(t, s.env, s.namespace, podName); got != pid {
+		t.Errorf("the broker runs as pid %d, was %d: the frozen process was not resumed", got, pid)
+	}
+	if got := len(s.env.ContainerRuns(s.namespace, podName)); got != runs {
+		t.Errorf("%d container runs, was %d: the container was restarted instead of resumed", got, runs)
+	}
+}
+
+// row is broker id's registry row (empty when absent).
+func (s *suite) row(ctx context.Context, id int32) kafkav1alpha1.BrokerRow {
+	kc, err := s.cluster(ctx)
+	if err != nil {
+		return kafkav1alpha1.BrokerRow{Reason: err.Error()}
+	}
+	for _, r := range kc.Status.Brokers {
+		if r.ID == id {
+			return r
+		}
+	}
+	return kafkav1alpha1.BrokerRow{}
+}
