@@ -31,24 +31,32 @@ func saramaMessage(topic string, r record) *sarama.ProducerMessage {
 	return m
 }
 
+// TestSaramaSyncProducerAndPartitionConsumer: with each of sarama's compression codecs, on a
+// topic of its own.
 func TestSaramaSyncProducerAndPartitionConsumer(t *testing.T) {
-	const topic = "sarama-sync"
 	addrs := newCluster(t)
-	createTopic(t, addrs, topic, 3)
-	p, err := sarama.NewSyncProducer(addrs, saramaConfig())
-	if err != nil {
-		t.Fatalf("sarama sync producer: %v", err)
+	for _, codec := range []sarama.CompressionCodec{sarama.CompressionNone, sarama.CompressionGZIP, sarama.CompressionSnappy, sarama.CompressionLZ4, sarama.CompressionZSTD} {
+		t.Run(codec.String(), func(t *testing.T) {
+			topic := "sarama-sync-" + codec.String()
+			createTopic(t, addrs, topic, 3)
+			cfg := saramaConfig()
+			cfg.Producer.Compression = codec
+			p, err := sarama.NewSyncProducer(addrs, cfg)
+			if err != nil {
+				t.Fatalf("sarama sync producer: %v", err)
+			}
+			defer func() { _ = p.Close() }()
+			wrote := testRecords(topic, 60, true)
+			for i := range wrote {
+				partition, offset, err := p.SendMessage(saramaMessage(topic, wrote[i]))
+				if err != nil {
+					t.Fatalf("send %s: %v", wrote[i].Key, err)
+				}
+				wrote[i].Partition, wrote[i].Offset = partition, offset
+			}
+			checkReadBack(t, wrote, saramaConsume(t, addrs, topic, wrote))
+		})
 	}
-	defer func() { _ = p.Close() }()
-	wrote := testRecords(topic, 60, true)
-	for i := range wrote {
-		partition, offset, err := p.SendMessage(saramaMessage(topic, wrote[i]))
-		if err != nil {
-			t.Fatalf("send %s: %v", wrote[i].Key, err)
-		}
-		wrote[i].Partition, wrote[i].Offset = partition, offset
-	}
-	checkReadBack(t, wrote, saramaConsume(t, addrs, topic, wrote))
 }
 
 func TestSaramaAsyncProducerAndPartitionConsumer(t *testing.T) {
