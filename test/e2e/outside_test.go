@@ -118,8 +118,8 @@ func (s *suite) requestCount(ctx context.Context, id int32, api string) (float64
 // the same addresses. Inside, the internal listener bootstraps through the bootstrap
 // Service's ClusterIP, and the "nodes" listener advertises each broker's node.
 //
-// Produce and consume through the external listener are not tested: the broker does not
-// serve Produce or Fetch yet (the data plane is being built); Metadata, DescribeCluster and
+// Produce and consume through the external listener are not tested here (scenarios 11 and 12
+// produce and consume through the internal listener); Metadata, DescribeCluster and
 // ApiVersions round trips stand in for them.
 func fromOutside(ctx context.Context, t *testing.T, s *suite) {
 	kubectl := kubectlBinary(t)
