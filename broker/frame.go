@@ -1,10 +1,13 @@
 package broker
 
 import (
+	"bytes"
+	crand "crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -170,4 +173,99 @@ func appendRequestFrameFrom(dst []byte, clientID string, req kmsg.Request, corre
 	dst = req.AppendTo(dst)
 	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
 	return dst
+}
+
+// vectoredMinRecords is the smallest record set a Fetch answer writes from its own buffer
+// (a vectored write) rather than copying it into the encoded frame.
+const vectoredMinRecords = 4 << 10
+
+// recordsMarkerSeed starts every records placeholder of encodeFetchFrame: random per process
+// after a 0x00 0xff start that no topic name (legal characters [a-zA-Z0-9._-]) or host name
+// holds, so no other field of a Fetch answer can be mistaken for one.
+var recordsMarkerSeed = func() [12]byte {
+	var s [12]byte
+	if _, err := crand.Read(s[:]); err != nil {
+		panic(fmt.Sprintf("broker: random records marker: %v", err)) // crypto/rand does not fail on Linux
+	}
+	s[0], s[1] = 0x00, 0xff
+	return s
+}()
+
+// recordsMarker is the 16-byte placeholder of the k-th large record set.
+func recordsMarker(k int) []byte {
+	m := make([]byte, 0, 16)
+	m = append(m, recordsMarkerSeed[:]...)
+	return binary.BigEndian.AppendUint32(m, uint32(k))
+}
+
+// encodeAnswer is the answer frame for resp: a Fetch answer with large record sets as
+// vectored buffers that write the records from the buffers storage read them into (one copy
+// fewer than encoding them into the frame), everything else appendResponse's one buffer.
+func encodeAnswer(correlationID int32, resp kmsg.Response) *answer {
+	if f, ok := resp.(*kmsg.FetchResponse); ok {
+		if bufs := encodeFetchFrame(correlationID, f); bufs != nil {
+			return &answer{bufs: bufs}
+		}
+	}
+	return &answer{b: appendResponse(nil, correlationID, resp)}
+}
+
+// encodeFetchFrame encodes resp with a 16-byte marker in place of each record set of at least
+// vectoredMinRecords bytes, then splits the frame at the markers: the frame's bytes up to a
+// marker's length prefix, the real length prefix, the records themselves, and so on, with
+// the frame size fixed for the real lengths. The bytes written are exactly appendResponse's
+// (TestFetchFrameIsTheEncodedResponse). resp is restored before it returns. nil when no record
+// set is large enough, or when a marker is not found where the encoding puts it (never
+// expected; the caller then encodes the frame whole).
+func encodeFetchFrame(correlationID int32, resp *kmsg.FetchResponse) net.Buffers {
+	var sets []*[]byte
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			if p := &resp.Topics[i].Partitions[j]; len(p.RecordBatches) >= vectoredMinRecords {
+				sets = append(sets, &p.RecordBatches)
+			}
+		}
+	}
+	if len(sets) == 0 {
+		return nil
+	}
+	records := make([][]byte, len(sets))
+	for k, s := range sets {
+		records[k], *s = *s, recordsMarker(k)
+	}
+	frame := appendResponse(nil, correlationID, resp)
+	for k, s := range sets {
+		*s = records[k]
+	}
+	flexible := resp.IsFlexible()
+	bufs := make(net.Buffers, 0, 3*len(sets)+1)
+	prefixes := make([]byte, 0, 5*len(sets))
+	size, pos := len(frame)-4, 0
+	for k, rec := range records {
+		i := bytes.Index(frame[pos:], recordsMarker(k))
+		if i < 0 {
+			return nil
+		}
+		i += pos
+		// The marker's own length prefix: int32 16, or (flexible versions) uvarint 16+1.
+		plen := 4
+		if flexible {
+			plen = 1
+		}
+		if i-plen < pos || (flexible && frame[i-1] != 17) || (!flexible && binary.BigEndian.Uint32(frame[i-4:]) != 16) {
+			return nil
+		}
+		start := len(prefixes)
+		if flexible {
+			prefixes = binary.AppendUvarint(prefixes, uint64(len(rec))+1)
+		} else {
+			prefixes = binary.BigEndian.AppendUint32(prefixes, uint32(len(rec)))
+		}
+		bufs = append(bufs, frame[pos:i-plen], prefixes[start:len(prefixes):len(prefixes)], rec)
+		size += len(prefixes) - start - plen + len(rec) - 16
+		pos = i + 16
+	}
+	bufs = append(bufs, frame[pos:])
+	binary.BigEndian.PutUint32(frame, uint32(size))
+	return bufs
 }

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"net"
 	"sync/atomic"
@@ -72,7 +73,7 @@ func (g *Groups) Run(ctx context.Context) {
 		c := g.cur.Load()
 		if c == nil && s.Synced && s.ClusterID != "" {
 			var err error
-			if c, err = g.start(s.ClusterID); err != nil {
+			if c, err = g.start(s); err != nil {
 				g.Log.Error(err, "Group coordinator not started; groups answer COORDINATOR_NOT_AVAILABLE until a view change lets it start")
 			}
 		}
@@ -91,9 +92,16 @@ func (g *Groups) Run(ctx context.Context) {
 	}
 }
 
-func (g *Groups) start(clusterID string) (*groups.Coordinator, error) {
+// start creates the coordinator with the cluster's group settings as the view s gives them
+// (group.initial.rebalance.delay.ms, group.{min,max}.session.timeout.ms, group.max.size,
+// offset.metadata.max.bytes: read once, so a change applies at the broker's next restart).
+func (g *Groups) start(s *Snapshot) (*groups.Coordinator, error) {
 	cfg := groups.DefaultConfig()
-	cfg.Dir = storage.GroupsDir(g.DataDir, clusterID)
+	cfg.Dir = storage.GroupsDir(g.DataDir, s.ClusterID)
+	cfg.InitialRebalanceDelay = s.Config.GroupInitialRebalanceDelay
+	cfg.MinSessionTimeout, cfg.MaxSessionTimeout = s.Config.GroupMinSessionTimeout, s.Config.GroupMaxSessionTimeout
+	cfg.MaxGroupSize = int(s.Config.GroupMaxSize)
+	cfg.MaxMetadataSize = int(s.Config.OffsetMetadataMaxBytes)
 	cfg.Topics = viewTopics{g.View}
 	cfg.FS = g.FS
 	cfg.Metrics = g.Metrics
@@ -106,7 +114,8 @@ func (g *Groups) start(clusterID string) (*groups.Coordinator, error) {
 		return nil, err
 	}
 	g.cur.Store(c)
-	g.Log.Info("Group coordinator started", "dir", cfg.Dir)
+	g.Log.Info("Group coordinator started", "dir", cfg.Dir, "initialRebalanceDelay", cfg.InitialRebalanceDelay,
+		"sessionTimeouts", fmt.Sprintf("%v-%v", cfg.MinSessionTimeout, cfg.MaxSessionTimeout), "maxGroupSize", cfg.MaxGroupSize)
 	return c, nil
 }
 

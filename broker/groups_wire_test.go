@@ -262,3 +262,27 @@ func firstCommitError(resp *kmsg.OffsetCommitResponse) error {
 	}
 	return nil
 }
+
+// TestTheClusterConfigSetsTheGroupLimits: the KafkaCluster's group.max.size reaches the
+// coordinator: a second member joining a group of one is refused GROUP_MAX_SIZE_REACHED.
+func TestTheClusterConfigSetsTheGroupLimits(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 1, ClusterConfig: map[string]string{
+		"group.max.size": "1", "group.initial.rebalance.delay.ms": "0"}})
+	conn := brokertest.Dial(t, c.Addrs()[0])
+	waitGroupsServed(t, conn)
+	join := func(member string) *kmsg.JoinGroupResponse {
+		req := kmsg.NewPtrJoinGroupRequest()
+		req.Version, req.Group, req.MemberID, req.ProtocolType = 3, "small", member, "consumer"
+		req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 10000, 10000
+		pr := kmsg.NewJoinGroupRequestProtocol()
+		pr.Name, pr.Metadata = "range", []byte{0, 1}
+		req.Protocols = append(req.Protocols, pr)
+		return conn.Request(req).(*kmsg.JoinGroupResponse)
+	}
+	if r := join(""); r.ErrorCode != 0 {
+		t.Fatalf("first member: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if r := join(""); r.ErrorCode != kerr.GroupMaxSizeReached.Code {
+		t.Fatalf("second member: %v, want GROUP_MAX_SIZE_REACHED (group.max.size 1)", kerr.ErrorForCode(r.ErrorCode))
+	}
+}

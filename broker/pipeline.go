@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"net"
 	"runtime/debug"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -26,9 +27,13 @@ const maxDeferred = 8
 // answer is one response in a connection's order: known at once, or computed later.
 type answer struct {
 	b     []byte        // the encoded response; nil for a request that gets none
+	bufs  net.Buffers   // or the encoded response in pieces (encodeAnswer: a Fetch answer)
 	err   error         // not nil: close the connection instead of answering
 	ready chan struct{} // nil when b and err are final; else closed once they are
 }
+
+// silent is an answer with nothing to write (a request that gets no answer).
+func (a *answer) silent() bool { return a.b == nil && a.bufs == nil }
 
 // answerLater makes fn compute the request's answer after the handler returns, while the
 // connection goes on to its next requests (answers still go out in request order). The
@@ -70,7 +75,7 @@ func (c *conn) deferAnswer(h requestHeader, fn func() (kmsg.Response, error)) *a
 		case resp == nil:
 			return &answer{}
 		}
-		return &answer{b: appendResponse(nil, h.CorrelationID, resp)}
+		return encodeAnswer(h.CorrelationID, resp)
 	}
 	select {
 	case c.slots <- struct{}{}:
@@ -98,7 +103,8 @@ func (c *conn) deferAnswer(h requestHeader, fn func() (kmsg.Response, error)) *a
 			c.srv.Metrics.connError("handler")
 			a.err = fmt.Errorf("%s v%d: %w", kmsg.NameForKey(h.Key), h.Version, err)
 		case resp != nil:
-			a.b = appendResponse(nil, h.CorrelationID, resp)
+			e := encodeAnswer(h.CorrelationID, resp)
+			a.b, a.bufs = e.b, e.bufs
 		}
 	}()
 	return a

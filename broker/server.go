@@ -363,7 +363,7 @@ func (c *conn) serve() {
 			c.log.Info("Closing connection", "reason", a.err.Error())
 			return
 		}
-		if a.ready == nil && a.b == nil {
+		if a.ready == nil && a.silent() {
 			continue
 		}
 		select {
@@ -434,7 +434,7 @@ func (c *conn) handle(frame []byte) (a *answer) {
 	case resp == nil:
 		return &answer{} // the request gets no answer (Produce with acks=0)
 	}
-	return &answer{b: appendResponse(nil, h.CorrelationID, resp)}
+	return encodeAnswer(h.CorrelationID, resp)
 }
 
 // newRequestContext is the context of one request arriving on listener: a snapshot of the
@@ -492,11 +492,13 @@ func (c *conn) writeLoop() {
 			c.stopWriting()
 			return
 		}
-		if a.b == nil {
+		if a.silent() {
 			continue
 		}
 		err := c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
-		if err == nil {
+		if err == nil && a.bufs != nil {
+			_, err = a.bufs.WriteTo(c.nc) // writev on a TCP connection
+		} else if err == nil {
 			_, err = c.nc.Write(a.b)
 		}
 		if err != nil {

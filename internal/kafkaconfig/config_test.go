@@ -2,6 +2,7 @@ package kafkaconfig
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -86,6 +87,11 @@ func TestValuesAreCheckedAgainstTypeRangeAndWhatPaddockHonours(t *testing.T) {
 		{key: "default.replication.factor", value: "3", broker: true, wantErr: "one replica per partition"},
 		{key: "log.retention.ms", value: "60000", broker: true},
 		{key: "log.cleanup.policy", value: "compact", broker: true, wantErr: "log compaction is not implemented"},
+		{key: "group.initial.rebalance.delay.ms", value: "0", broker: true},
+		{key: "group.initial.rebalance.delay.ms", value: "-1", broker: true, wantErr: "at least 0"},
+		{key: "group.max.size", value: "0", broker: true, wantErr: "at least 1"},
+		{key: "group.min.session.timeout.ms", value: "1000", broker: true},
+		{key: "offset.metadata.max.bytes", value: "1024", broker: true},
 	} {
 		var err error
 		if tt.broker {
@@ -168,9 +174,24 @@ func TestInvalidEntriesAreNotApplied(t *testing.T) {
 	}
 }
 
+// TestAGroupSessionTimeoutRangeThatIsNotOneIsIgnored: a min session timeout above the max
+// resolves both keys to their defaults (the coordinator needs a range); each valid alone.
+func TestAGroupSessionTimeoutRangeThatIsNotOneIsIgnored(t *testing.T) {
+	c := ResolveCluster(map[string]string{"group.min.session.timeout.ms": "60000", "group.max.session.timeout.ms": "30000", "group.max.size": "5"})
+	if c.GroupMinSessionTimeout != 6*time.Second || c.GroupMaxSessionTimeout != 30*time.Minute || c.GroupMaxSize != 5 {
+		t.Errorf("ResolveCluster = %+v, want the default session range and group.max.size 5", c)
+	}
+	c = ResolveCluster(map[string]string{"group.min.session.timeout.ms": "1000", "group.max.session.timeout.ms": "30000"})
+	if c.GroupMinSessionTimeout != time.Second || c.GroupMaxSessionTimeout != 30*time.Second {
+		t.Errorf("ResolveCluster = %+v, want the range 1 s – 30 s", c)
+	}
+}
+
 func TestClusterConfigDefaultsAreApaches(t *testing.T) {
 	c := ResolveCluster(nil)
-	want := ClusterConfig{NumPartitions: 1, AutoCreateTopics: true, DeleteTopicEnable: true, RetentionCheckInterval: 5 * time.Minute, ProducerIDExpirationMs: 86_400_000}
+	want := ClusterConfig{NumPartitions: 1, AutoCreateTopics: true, DeleteTopicEnable: true, RetentionCheckInterval: 5 * time.Minute, ProducerIDExpirationMs: 86_400_000,
+		GroupInitialRebalanceDelay: 3 * time.Second, GroupMinSessionTimeout: 6 * time.Second, GroupMaxSessionTimeout: 30 * time.Minute,
+		GroupMaxSize: math.MaxInt32, OffsetMetadataMaxBytes: 4096}
 	if c != want {
 		t.Errorf("ResolveCluster(nil) = %+v, want %+v", c, want)
 	}

@@ -59,6 +59,12 @@ const (
 
 const maxLong = "9223372036854775807"
 
+// groupNote is the documentation every group coordinator key ends with.
+const groupNote = " paddock's group coordinator honours it, read when the coordinator starts: a change applies at each broker's next restart."
+
+// sessionNote ends the session timeout keys' documentation.
+const sessionNote = groupNote + " A range that is not one (min above max) is ignored: both keys keep their defaults."
+
 // Topic keys: Apache 3.7 LogConfig, every key, so tools that set any of them work; the Doc of
 // each says whether paddock acts on it.
 var topicKeys = []Key{
@@ -142,6 +148,14 @@ var brokerKeys = []Key{
 		Doc: "Replication factor of created topics. paddock has one replica per partition: only 1 is accepted.", check: onlyOne},
 	{Name: "delete.topic.enable", Type: Boolean, Default: "true", HasDefault: true,
 		Doc: "Whether DeleteTopics may delete topics. paddock honours it (deleting a KafkaTopic with kubectl is always possible)."},
+	{Name: "group.initial.rebalance.delay.ms", Type: Int, Default: "3000", HasDefault: true,
+		Doc: "How long an empty group's first rebalance waits for more members." + groupNote, check: atLeast(0)},
+	{Name: "group.max.session.timeout.ms", Type: Int, Default: "1800000", HasDefault: true,
+		Doc: "The longest session timeout a group member may ask for." + sessionNote, check: atLeast(1)},
+	{Name: "group.max.size", Type: Int, Default: "2147483647", HasDefault: true,
+		Doc: "The most members a group may have." + groupNote, check: atLeast(1)},
+	{Name: "group.min.session.timeout.ms", Type: Int, Default: "6000", HasDefault: true,
+		Doc: "The shortest session timeout a group member may ask for." + sessionNote, check: atLeast(1)},
 	{Name: "log.cleanup.policy", Type: List, Default: "delete", HasDefault: true,
 		Doc: "Default of the topic key cleanup.policy. Only delete is accepted.", check: cleanupPolicy},
 	{Name: "log.index.interval.bytes", Type: Int, Default: "4096", HasDefault: true,
@@ -174,6 +188,8 @@ var brokerKeys = []Key{
 		Doc: "Default of the topic key min.insync.replicas. Only 1 is accepted.", check: onlyOne},
 	{Name: "num.partitions", Type: Int, Default: "1", HasDefault: true,
 		Doc: "Partitions of a topic created with num_partitions -1 or by auto-creation. paddock honours it.", check: between(1, 10000)},
+	{Name: "offset.metadata.max.bytes", Type: Int, Default: "4096", HasDefault: true,
+		Doc: "The longest metadata an offset commit may carry." + groupNote, check: atLeast(0)},
 	{Name: "producer.id.expiration.ms", Type: Int, Default: "86400000", HasDefault: true,
 		Doc: "How long a partition remembers an idle producer's sequence numbers. paddock's storage honours it.", check: atLeast(1)},
 }

@@ -61,6 +61,14 @@ type ClusterConfig struct {
 	RetentionCheckInterval time.Duration
 	// ProducerIDExpirationMs is producer.id.expiration.ms.
 	ProducerIDExpirationMs int64
+	// Group coordinator settings: group.initial.rebalance.delay.ms,
+	// group.min.session.timeout.ms, group.max.session.timeout.ms, group.max.size and
+	// offset.metadata.max.bytes. A min session timeout above the max resolves both to their
+	// defaults.
+	GroupInitialRebalanceDelay                     time.Duration
+	GroupMinSessionTimeout, GroupMaxSessionTimeout time.Duration
+	GroupMaxSize                                   int32
+	OffsetMetadataMaxBytes                         int32
 }
 
 // ResolveCluster reads a KafkaCluster's spec.config.
@@ -72,13 +80,26 @@ func ResolveCluster(cluster map[string]string) ClusterConfig {
 		k, _ := BrokerKey(name)
 		return k.Default
 	}
-	return ClusterConfig{
-		NumPartitions:          int32(atoi(v("num.partitions"))),
-		AutoCreateTopics:       v("auto.create.topics.enable") == "true",
-		DeleteTopicEnable:      v("delete.topic.enable") == "true",
-		RetentionCheckInterval: time.Duration(atoi(v("log.retention.check.interval.ms"))) * time.Millisecond,
-		ProducerIDExpirationMs: atoi(v("producer.id.expiration.ms")),
+	ms := func(name string) time.Duration { return time.Duration(atoi(v(name))) * time.Millisecond }
+	c := ClusterConfig{
+		NumPartitions:              int32(atoi(v("num.partitions"))),
+		AutoCreateTopics:           v("auto.create.topics.enable") == "true",
+		DeleteTopicEnable:          v("delete.topic.enable") == "true",
+		RetentionCheckInterval:     ms("log.retention.check.interval.ms"),
+		ProducerIDExpirationMs:     atoi(v("producer.id.expiration.ms")),
+		GroupInitialRebalanceDelay: ms("group.initial.rebalance.delay.ms"),
+		GroupMinSessionTimeout:     ms("group.min.session.timeout.ms"),
+		GroupMaxSessionTimeout:     ms("group.max.session.timeout.ms"),
+		GroupMaxSize:               int32(atoi(v("group.max.size"))),
+		OffsetMetadataMaxBytes:     int32(atoi(v("offset.metadata.max.bytes"))),
 	}
+	if c.GroupMinSessionTimeout > c.GroupMaxSessionTimeout {
+		lo, _ := BrokerKey("group.min.session.timeout.ms")
+		hi, _ := BrokerKey("group.max.session.timeout.ms")
+		c.GroupMinSessionTimeout = time.Duration(atoi(lo.Default)) * time.Millisecond
+		c.GroupMaxSessionTimeout = time.Duration(atoi(hi.Default)) * time.Millisecond
+	}
+	return c
 }
 
 // atoi parses a value the table has already validated.

@@ -10,8 +10,10 @@
 // 13 drain timing (SIGTERM → exit of a broker leading 0, 100 and 1,000 partitions; it exits 0
 // having drained), 2 crash, 3 graceful, 7 operator down, 11 no acknowledged record lost (an
 // idempotent producer through kill -9, pod delete, `kubectl rollout restart` and an operator
-// restart; every acknowledged record read back exactly once, in order), 5 rolling restart,
-// 6 node loss and 4 scale-down (which ends with two brokers, so it comes last).
+// restart; every acknowledged record read back exactly once, in order), 12 group coordinator
+// moves (a group of three consumers through a kill -9 and a drain of its coordinator; offsets
+// never go back, every acknowledged record consumed), 5 rolling restart, 6 node loss,
+// 14 node never returns and 4 scale-down (which ends with two brokers, so it comes last).
 //
 // It prints every measured delay, and the numbers it counted, in summary tables. It must
 // never skip: a missing kcat, kubectl or missing Kubernetes binaries fail the suite.

@@ -83,6 +83,7 @@ func TestFencingScenarios(t *testing.T) {
 		{"3 graceful", graceful},
 		{"7 operator down", operatorDown},
 		{"11 no acknowledged record lost", noLoss},
+		{"12 group coordinator moves", groupCoordinatorMoves},
 		{"5 rolling restart", rollingRestart},
 		{"6 node loss", nodeLoss},
 		{"15 node frozen and back", nodeFrozenAndBack},

@@ -90,8 +90,11 @@ func identities(ctx context.Context, t *testing.T, s *suite) {
 		}
 		_, patchNodeErr := manager.CoreV1().Nodes().Patch(ctx, s.env.Nodes()[0], "application/merge-patch+json", []byte(`{"metadata":{"labels":{"x":"y"}}}`), metav1.PatchOptions{})
 		_, secretsErr := manager.CoreV1().Secrets(s.namespace).List(ctx, metav1.ListOptions{})
-		// Deleting pods is granted (the recovery reconciler force-deletes a lost broker's pod,
-		// docs/recovery.md); creating one is not.
+		// Deleting a broker pod is granted (node-loss recovery force-deletes one); creating
+		// one is not: the StatefulSet controller does that.
+		if err := manager.CoreV1().Pods(s.namespace).Delete(ctx, kafkav1alpha1.BrokerPodName(s.name, 0), metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+			t.Errorf("the manager deletes a broker Pod (dry run), as node-loss recovery does: %v", err)
+		}
 		_, podErr := manager.CoreV1().Pods(s.namespace).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "x"},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "x", Image: "x"}}}}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		_, cmErr := manager.CoreV1().ConfigMaps(s.namespace).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x"}},

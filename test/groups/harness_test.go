@@ -31,7 +31,7 @@ const initialRebalanceDelay = 200 * time.Millisecond
 // seen a coordinator epoch).
 func newCluster(t *testing.T, n int) *cluster {
 	t.Helper()
-	c := &cluster{kubebrokers.NewCluster(t, n, kubebrokers.Options{Namespace: "groups",
+	c := &cluster{kubebrokers.NewCluster(t, n, kubebrokers.Options{Namespace: "groups", DrainTimeout: 20 * time.Second,
 		GroupConfig: func(cfg *groups.Config) { cfg.InitialRebalanceDelay = initialRebalanceDelay }})}
 	ctx := testCtx(t)
 	for id := range n {

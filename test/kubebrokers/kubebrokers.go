@@ -9,6 +9,7 @@
 package kubebrokers
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +19,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -95,6 +97,8 @@ type Options struct {
 	Namespace string
 	// GroupConfig is every broker's Broker.GroupConfig.
 	GroupConfig func(*groups.Config)
+	// DrainTimeout is every broker's --drain-timeout (default 1 s).
+	DrainTimeout time.Duration
 }
 
 // Cluster is one test's KafkaCluster ClusterName in its own namespace, with in-process
@@ -112,6 +116,14 @@ type Cluster struct {
 	identity *rest.Config
 	kube     client.Client
 	stops    []func() // stops[i] ends broker i's process and waits for it
+	procs    []*process
+}
+
+// process is one running broker process.
+type process struct {
+	signals chan os.Signal
+	exited  chan struct{}
+	err     error // Run's result, once exited is closed
 }
 
 // NewCluster creates the cluster with spec.config, waits for the provisioning reconciler to
@@ -145,10 +157,11 @@ func NewCluster(t *testing.T, n int, opts Options) *Cluster {
 		t.Fatal(err)
 	}
 	for i := range int32(n) {
-		addr, health, stop := c.startBroker(t, i)
+		addr, health, stop, p := c.startBroker(t, i)
 		c.Addrs = append(c.Addrs, addr)
 		c.HealthAddrs = append(c.HealthAddrs, health)
 		c.stops = append(c.stops, stop)
+		c.procs = append(c.procs, p)
 		c.Rows = append(c.Rows, v1alpha1.BrokerRow{ID: i, State: v1alpha1.BrokerServing, Health: v1alpha1.BrokerAlive, Epoch: 1})
 		c.setAddress(i, addr)
 	}
@@ -188,16 +201,37 @@ func (c *Cluster) setAddress(id int32, addr string) {
 func (c *Cluster) RestartBroker(id int32) {
 	c.T.Helper()
 	c.stops[id]()
-	addr, health, stop := c.startBroker(c.T, id)
-	c.Addrs[id], c.HealthAddrs[id], c.stops[id] = addr, health, stop
+	addr, health, stop, p := c.startBroker(c.T, id)
+	c.Addrs[id], c.HealthAddrs[id], c.stops[id], c.procs[id] = addr, health, stop, p
 	c.Rows[id].Epoch++
 	c.setAddress(id, addr)
 	c.SetRows()
 }
 
+// Drain plays a SIGTERM and the registry's answer to its draining beat: broker id gets
+// SIGTERM and its row turns Draining (it leaves the alive set), so the assignment reconciler
+// moves its partitions and bumps the coordinator epoch. It does not wait (WaitExit does).
+func (c *Cluster) Drain(id int32) {
+	c.T.Helper()
+	c.procs[id].signals <- syscall.SIGTERM
+	c.Rows[id].Health = v1alpha1.BrokerDraining
+	c.SetRows()
+}
+
+// WaitExit waits up to timeout for broker id's process to end and gives Run's result.
+func (c *Cluster) WaitExit(id int32, timeout time.Duration) (err error, exited bool) {
+	p := c.procs[id]
+	select {
+	case <-p.exited:
+		return p.err, true
+	case <-time.After(timeout):
+		return nil, false
+	}
+}
+
 // startBroker runs broker id in-process until the test ends (or stop) and returns its
 // Kafka and health addresses.
-func (c *Cluster) startBroker(t *testing.T, id int32) (kafkaAddr, healthAddr string, stop func()) {
+func (c *Cluster) startBroker(t *testing.T, id int32) (kafkaAddr, healthAddr string, stop func(), p *process) {
 	t.Helper()
 	view, err := broker.NewInformerView(c.identity, Env.Scheme, c.NS, ClusterName, testr.New(t).WithName("view"))
 	if err != nil {
@@ -212,7 +246,7 @@ func (c *Cluster) startBroker(t *testing.T, id int32) (kafkaAddr, healthAddr str
 		Cluster:     ClusterName,
 		Listeners:   []broker.ListenerSpec{{Name: "kafka", Port: int32(FreePort(t)), Host: "127.0.0.1"}},
 		HealthPort:  FreePort(t),
-		BindAddress: "127.0.0.1", DrainTimeout: time.Second, HeartbeatInterval: 100 * time.Millisecond,
+		BindAddress: "127.0.0.1", DrainTimeout: cmp.Or(c.opts.DrainTimeout, time.Second), HeartbeatInterval: 100 * time.Millisecond,
 		DataDir:  c.DataDir,
 		Identity: broker.Identity{ID: id, Pod: fmt.Sprintf("c-broker-%d", id), Namespace: c.NS},
 	}
@@ -222,25 +256,29 @@ func (c *Cluster) startBroker(t *testing.T, id int32) (kafkaAddr, healthAddr str
 	type addrs struct{ kafka, health string }
 	listening := make(chan addrs, 1)
 	b.OnListening = func(kafka []net.Addr, health net.Addr) { listening <- addrs{kafka[0].String(), health.String()} }
-	result := make(chan error, 1)
-	go func() { result <- b.Run(ctx, make(chan os.Signal)) }()
+	p = &process{signals: make(chan os.Signal, 2), exited: make(chan struct{})}
+	go func() {
+		p.err = b.Run(ctx, p.signals)
+		close(p.exited)
+	}()
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {
 			cancel()
-			if err := <-result; err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("broker %d stopped: %v", id, err)
+			<-p.exited
+			if p.err != nil && !errors.Is(p.err, context.Canceled) {
+				t.Errorf("broker %d stopped: %v", id, p.err)
 			}
 		})
 	}
 	t.Cleanup(stop)
 	select {
 	case a := <-listening:
-		return a.kafka, a.health, stop
-	case err := <-result:
-		t.Fatalf("broker %d stopped at start: %v", id, err)
+		return a.kafka, a.health, stop, p
+	case <-p.exited:
+		t.Fatalf("broker %d stopped at start: %v", id, p.err)
 	}
-	return "", "", nil
+	return "", "", nil, nil
 }
 
 // SetRows writes the cluster's registry rows (status.brokers and counts), standing in for
