@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -284,5 +285,35 @@ func TestTheClusterConfigSetsTheGroupLimits(t *testing.T) {
 	}
 	if r := join(""); r.ErrorCode != kerr.GroupMaxSizeReached.Code {
 		t.Fatalf("second member: %v, want GROUP_MAX_SIZE_REACHED (group.max.size 1)", kerr.ErrorForCode(r.ErrorCode))
+	}
+}
+
+// BenchmarkOffsetCommitThroughTheWire: one simple OffsetCommit (one partition, generation
+// -1) per iteration on one connection to an in-process broker: decode, the group's append +
+// fdatasync + fence check, answer. Compare with broker/groups' BenchmarkOffsetCommit (no
+// wire) on the same machine.
+func BenchmarkOffsetCommitThroughTheWire(b *testing.B) {
+	discard := logr.Discard()
+	c := brokertest.Start(b, brokertest.Options{Brokers: 1, Log: &discard})
+	c.CreateTopic("bench", 1, nil)
+	conn := brokertest.Dial(b, c.Addrs()[0])
+	brokertest.Eventually(b, "the group coordinator serving", func() bool {
+		req := kmsg.NewPtrListGroupsRequest()
+		req.Version = 3
+		return conn.Request(req).(*kmsg.ListGroupsResponse).ErrorCode == 0
+	})
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Version, req.Group, req.Generation = 8, "bench", -1
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = "bench"
+	rp := kmsg.NewOffsetCommitRequestTopicPartition()
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	b.ResetTimer()
+	for i := range b.N {
+		req.Topics[0].Partitions[0].Offset = int64(i)
+		if err := firstCommitError(conn.Request(req).(*kmsg.OffsetCommitResponse)); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -220,7 +221,14 @@ func (l *Log) finishRelinquish() {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err != nil {
+	switch {
+	case err == nil:
+	case errors.Is(l.fence.Check(epoch), ErrFenced):
+		// The next leader claimed the partition between the final round and the checkpoint
+		// (a move starts both at once) and cleaned up this leader's temporaries: the normal
+		// race of a move, not a disk problem. It scans from the previous checkpoint.
+		l.log.V(1).Info("Relinquish left no checkpoint: the next leader took over first", "epoch", epoch, "error", err.Error())
+	default:
 		// Everything acknowledged is durable; only the checkpoint is missing, so the next
 		// leader scans from the previous one. Still a sign the disk is failing.
 		l.log.Error(err, "Relinquish could not write the checkpoint; the next leader will rescan", "epoch", epoch)

@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	dto "github.com/prometheus/client_model/go"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -122,6 +123,14 @@ func setUp(ctx context.Context, renewLost time.Time) world {
 	return w
 }
 
+// counted is paddock_recovery_decisions_total for cluster c of namespace ns and reason.
+func counted(ns, reason string) float64 {
+	GinkgoHelper()
+	m := &dto.Metric{}
+	Expect(decisions.WithLabelValues(ns, "c", reason).Write(m)).To(Succeed())
+	return m.GetCounter().GetValue()
+}
+
 func recoveryCondition(ctx context.Context, ns string, id int32) *metav1.Condition {
 	b := &kafkav1alpha1.Broker{}
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: kafkav1alpha1.BrokerObjectName("c", id)}, b); err != nil {
@@ -164,6 +173,9 @@ var _ = Describe("Node loss", func() {
 			return testenv.EventReasons(ctx, env.Client, w.ns, kafkav1alpha1.BrokerObjectName("c", 1))
 		}).
 			Should(ContainElement(kafkav1alpha1.EventPodForceDeleted), "an Event on the Broker")
+		Expect(counted(w.ns, kafkav1alpha1.ReasonPodForceDeleted)).To(Equal(1.0), "the metric counts the decision once")
+		Expect(counted(w.ns, kafkav1alpha1.ReasonHeartbeatFresh)).To(BeNumerically("<=", 1),
+			"a held-back decision is counted when it changes, not at every reconcile")
 
 		By("the recreated pod lands on a Ready node and the broker comes back Alive: Recovered")
 		makePod(ctx, w.ns, 1, w.ready)

@@ -5,9 +5,9 @@
 // headers). franz-go's own tests are in broker/ (produce_test.go).
 //
 // The brokers run in-process on informer views of a real kube-apiserver (envtest) with the
-// real assignment and provisioning reconcilers, as in test/topics, as the broker
-// ServiceAccount (impersonated), on one shared data directory. One two-broker cluster serves
-// the whole package; each test makes its own topic.
+// real assignment and provisioning reconcilers, as the broker ServiceAccount (impersonated),
+// on one shared data directory: test/kubebrokers, the harness test/topics and test/groups
+// share. Each test has its own two-broker cluster.
 //
 // It must never skip: missing Kubernetes binaries, kcat, node or kafkajs fail it (`make
 // interop` installs kcat and kafkajs; `make kafkajs` runs hack/install-kafkajs.sh, npm ci from

@@ -100,20 +100,20 @@ func checkReadBack(t *testing.T, wrote, read []record) {
 
 // createTopic creates topic name with partitions partitions through kadm and waits until
 // every broker gives every partition a leader.
-func createTopic(t *testing.T, name string, partitions int32) {
+func createTopic(t *testing.T, addrs []string, name string, partitions int32) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	adm := kadm.NewClient(kgoClient(t))
+	adm := kadm.NewClient(kgoClient(t, addrs))
 	if _, err := adm.CreateTopic(ctx, partitions, 1, nil, name); err != nil {
 		t.Fatalf("create topic %s: %v", name, err)
 	}
-	waitLeaders(t, name, partitions)
+	waitLeaders(t, addrs, name, partitions)
 }
 
 // waitLeaders waits until every broker's Metadata gives topic partitions partitions, each
 // with a leader and no error.
-func waitLeaders(t *testing.T, topic string, partitions int32) {
+func waitLeaders(t *testing.T, addrs []string, topic string, partitions int32) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -145,8 +145,20 @@ func waitLeaders(t *testing.T, topic string, partitions int32) {
 	}
 }
 
-// kgoClient is a franz-go client seeded with every broker, closed when the test ends.
-func kgoClient(t *testing.T, opts ...kgo.Opt) *kgo.Client {
+// poll checks cond every 50 ms until it holds, giving up after 30 s or when ctx ends.
+func poll(ctx context.Context, what string, cond func() bool) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return nil
+}
+
+// kgoClient is a franz-go client seeded with addrs, closed when the test ends.
+func kgoClient(t *testing.T, addrs []string, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addrs...)}, opts...)...)
 	if err != nil {

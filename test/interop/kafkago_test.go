@@ -12,7 +12,8 @@ import (
 
 func TestKafkaGoWriterAndPartitionReader(t *testing.T) {
 	const topic, partitions = "kafka-go", 3
-	createTopic(t, topic, partitions)
+	addrs := newCluster(t)
+	createTopic(t, addrs, topic, partitions)
 	ctx := testCtx(t)
 	w := &kafka.Writer{Addr: kafka.TCP(addrs...), Topic: topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll,
 		BatchTimeout: 10 * time.Millisecond, MaxAttempts: 20, WriteBackoffMin: 50 * time.Millisecond}

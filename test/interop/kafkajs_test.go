@@ -23,7 +23,8 @@ type jsRecord struct {
 
 // TestKafkajsAdminProducerAndConsumer runs js/interop.js: the kafkajs admin client creates
 // the topic, an idempotent producer (acks=all) writes the records, the admin client reads the
-// offsets and a consumer group reads everything back.
+// offsets, a consumer group reads everything back and commits, and the admin client reads the
+// group's committed offsets.
 func TestKafkajsAdminProducerAndConsumer(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -33,6 +34,7 @@ func TestKafkajsAdminProducerAndConsumer(t *testing.T) {
 		t.Fatal("kafkajs is not installed in test/interop/js: run `make kafkajs` (npm ci from the committed package-lock.json)")
 	}
 	const topic, partitions = "kafkajs", 3
+	addrs := newCluster(t)
 	wrote := testRecords(topic, 120, true)
 	in := make([]jsRecord, len(wrote))
 	for i, r := range wrote {
@@ -61,13 +63,17 @@ func TestKafkajsAdminProducerAndConsumer(t *testing.T) {
 			High      string `json:"high"`
 		} `json:"offsets"`
 		Consumed []jsRecord `json:"consumed"`
+		Commits  []struct {
+			Partition int32  `json:"partition"`
+			Offset    string `json:"offset"`
+		} `json:"commits"`
 	}
 	if err := json.Unmarshal(out, &res); err != nil {
 		t.Fatalf("js/interop.js output: %v\n%s", err, out)
 	}
 
 	// The admin client's topic is what the brokers serve.
-	waitLeaders(t, topic, partitions)
+	waitLeaders(t, addrs, topic, partitions)
 	if len(res.Produced) != len(wrote) {
 		t.Fatalf("kafkajs acknowledged %d of %d records", len(res.Produced), len(wrote))
 	}
@@ -85,6 +91,16 @@ func TestKafkajsAdminProducerAndConsumer(t *testing.T) {
 	for _, o := range res.Offsets {
 		if parseOffset(t, o.Low) != 0 || parseOffset(t, o.High) != perPartition[o.Partition] {
 			t.Errorf("admin fetchTopicOffsets partition %d: low %s high %s, want 0 and %d", o.Partition, o.Low, o.High, perPartition[o.Partition])
+		}
+	}
+	// The consumer group committed everything it read (OffsetCommit, read back with
+	// OffsetFetch by the admin client).
+	if len(res.Commits) != partitions {
+		t.Errorf("admin fetchOffsets: %+v, want %d partitions", res.Commits, partitions)
+	}
+	for _, c := range res.Commits {
+		if parseOffset(t, c.Offset) != perPartition[c.Partition] {
+			t.Errorf("group committed offset %s on partition %d, want %d", c.Offset, c.Partition, perPartition[c.Partition])
 		}
 	}
 	var read []record

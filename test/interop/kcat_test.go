@@ -25,7 +25,8 @@ func TestKcatProduceAndConsume(t *testing.T) {
 		t.Fatal("kcat is not installed: run `make kcat` (hack/install-kcat.sh)")
 	}
 	const topic = "kcat"
-	createTopic(t, topic, 2)
+	addrs := newCluster(t)
+	createTopic(t, addrs, topic, 2)
 	ctx := testCtx(t)
 	producer := []string{"-P", "-b", addrs[0], "-t", topic, "-X", "enable.idempotence=true", "-X", "acks=all"}
 

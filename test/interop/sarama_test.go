@@ -31,28 +31,38 @@ func saramaMessage(topic string, r record) *sarama.ProducerMessage {
 	return m
 }
 
+// TestSaramaSyncProducerAndPartitionConsumer: with each of sarama's compression codecs, on a
+// topic of its own.
 func TestSaramaSyncProducerAndPartitionConsumer(t *testing.T) {
-	const topic = "sarama-sync"
-	createTopic(t, topic, 3)
-	p, err := sarama.NewSyncProducer(addrs, saramaConfig())
-	if err != nil {
-		t.Fatalf("sarama sync producer: %v", err)
+	addrs := newCluster(t)
+	for _, codec := range []sarama.CompressionCodec{sarama.CompressionNone, sarama.CompressionGZIP, sarama.CompressionSnappy, sarama.CompressionLZ4, sarama.CompressionZSTD} {
+		t.Run(codec.String(), func(t *testing.T) {
+			topic := "sarama-sync-" + codec.String()
+			createTopic(t, addrs, topic, 3)
+			cfg := saramaConfig()
+			cfg.Producer.Compression = codec
+			p, err := sarama.NewSyncProducer(addrs, cfg)
+			if err != nil {
+				t.Fatalf("sarama sync producer: %v", err)
+			}
+			defer func() { _ = p.Close() }()
+			wrote := testRecords(topic, 60, true)
+			for i := range wrote {
+				partition, offset, err := p.SendMessage(saramaMessage(topic, wrote[i]))
+				if err != nil {
+					t.Fatalf("send %s: %v", wrote[i].Key, err)
+				}
+				wrote[i].Partition, wrote[i].Offset = partition, offset
+			}
+			checkReadBack(t, wrote, saramaConsume(t, addrs, topic, wrote))
+		})
 	}
-	defer func() { _ = p.Close() }()
-	wrote := testRecords(topic, 60, true)
-	for i := range wrote {
-		partition, offset, err := p.SendMessage(saramaMessage(topic, wrote[i]))
-		if err != nil {
-			t.Fatalf("send %s: %v", wrote[i].Key, err)
-		}
-		wrote[i].Partition, wrote[i].Offset = partition, offset
-	}
-	checkReadBack(t, wrote, saramaConsume(t, topic, wrote))
 }
 
 func TestSaramaAsyncProducerAndPartitionConsumer(t *testing.T) {
 	const topic = "sarama-async"
-	createTopic(t, topic, 3)
+	addrs := newCluster(t)
+	createTopic(t, addrs, topic, 3)
 	p, err := sarama.NewAsyncProducer(addrs, saramaConfig())
 	if err != nil {
 		t.Fatalf("sarama async producer: %v", err)
@@ -76,12 +86,12 @@ func TestSaramaAsyncProducerAndPartitionConsumer(t *testing.T) {
 			t.Fatal("timed out waiting for the async producer's acknowledgements")
 		}
 	}
-	checkReadBack(t, wrote, saramaConsume(t, topic, wrote))
+	checkReadBack(t, wrote, saramaConsume(t, addrs, topic, wrote))
 }
 
 // saramaConsume reads, with one sarama PartitionConsumer per partition from the oldest
 // offset, as many records from each partition as wrote says landed there.
-func saramaConsume(t *testing.T, topic string, wrote []record) []record {
+func saramaConsume(t *testing.T, addrs []string, topic string, wrote []record) []record {
 	t.Helper()
 	want := map[int32]int{}
 	for _, r := range wrote {

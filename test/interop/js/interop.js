@@ -8,8 +8,9 @@
 // up to 50, reads the topic's offsets with the admin client, then consumes the topic from the
 // beginning in consumer group <group> until it has as many records as it wrote. It prints
 // one JSON object: {produced: [{partition, offset}] (by record), offsets: [{partition, low,
-// high}], consumed: [{partition, offset, key, value, headers}]} and exits 0; any error is
-// printed to stderr and exits 1.
+// high}], consumed: [{partition, offset, key, value, headers}], commits: [{partition,
+// offset}] (the group's committed offsets after the consumer disconnected, read with the admin
+// client)} and exits 0; any error is printed to stderr and exits 1.
 'use strict';
 
 const { Kafka, logLevel } = require('kafkajs');
@@ -80,7 +81,13 @@ async function main() {
     }).catch(reject);
   });
   await consumer.disconnect();
-  process.stdout.write(JSON.stringify({ produced, offsets, consumed }) + '\n');
+
+  // The group's committed offsets (kafkajs commits what it consumed when it disconnects).
+  await admin.connect();
+  const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
+  await admin.disconnect();
+  const commits = committed.partitions.map((p) => ({ partition: p.partition, offset: p.offset }));
+  process.stdout.write(JSON.stringify({ produced, offsets, consumed, commits }) + '\n');
 }
 
 function readStdin() {
