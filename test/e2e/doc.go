@@ -13,7 +13,8 @@
 // restart; every acknowledged record read back exactly once, in order), 12 group coordinator
 // moves (a group of three consumers through a kill -9 and a drain of its coordinator; offsets
 // never go back, every acknowledged record consumed), 5 rolling restart, 6 node loss,
-// 14 node never returns and 4 scale-down (which ends with two brokers, so it comes last).
+// 15 node frozen and back, 14 node never returns and 4 scale-down (which ends with two
+// brokers, so it comes last).
 //
 // It prints every measured delay, and the numbers it counted, in summary tables. It must
 // never skip: a missing kcat, kubectl or missing Kubernetes binaries fail the suite.
