@@ -5,10 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -193,26 +191,11 @@ func (s *suite) partitionsLed(ctx context.Context, id int32) (int, error) {
 	return n, nil
 }
 
-// metric is the sum of broker id's /metrics series named name.
+// metric is the sum of broker id's /metrics series named name (any labels).
 func (s *suite) metric(ctx context.Context, id int32, name string) (float64, error) {
 	pod, err := s.pod(ctx, id)
 	if err != nil {
 		return 0, err
 	}
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s:%d/metrics", pod.Status.PodIP, kafkav1alpha1.HealthPort), nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	var total float64
-	sc := bufio.NewScanner(io.LimitReader(resp.Body, 4<<20))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) == 2 && (f[0] == name || strings.HasPrefix(f[0], name+"{")) {
-			v, _ := strconv.ParseFloat(f[1], 64)
-			total += v
-		}
-	}
-	return total, sc.Err()
+	return scrapeMetrics(ctx, pod.Status.PodIP, func(series string) bool { return series == name || strings.HasPrefix(series, name+"{") })
 }

@@ -388,14 +388,7 @@ func rollingRestart(ctx context.Context, t *testing.T, s *suite) {
 	}
 	started := time.Now()
 	fencedSeen := map[int32]bool{}
-	uids := map[int32]string{}
-	for id := range int32(3) {
-		pod, err := s.pod(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		uids[id] = string(pod.UID)
-	}
+	uids := s.podUIDs(ctx, t)
 	waitFor(ctx, t, "every pod replaced and all brokers Serving/Alive", 4*time.Minute, func() (bool, string) {
 		kc, err := s.cluster(ctx)
 		if err != nil {

@@ -1,13 +1,17 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os/exec"
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -222,4 +226,50 @@ func waitFor(ctx context.Context, t *testing.T, what string, timeout time.Durati
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// scrapeMetrics is the sum of the series on the broker's /metrics at ip (its health port)
+// that match says yes to; match gets the series with its labels, as the exposition prints it.
+func scrapeMetrics(ctx context.Context, ip string, match func(series string) bool) (float64, error) {
+	url := fmt.Sprintf("http://%s/metrics", net.JoinHostPort(ip, strconv.Itoa(int(kafkav1alpha1.HealthPort))))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	var total float64
+	sc := bufio.NewScanner(io.LimitReader(resp.Body, 4<<20))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 2 || strings.HasPrefix(f[0], "#") || !match(f[0]) {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err != nil {
+			return 0, fmt.Errorf("metrics line %q: %w", sc.Text(), err)
+		}
+		total += v
+	}
+	return total, sc.Err()
+}
+
+// podUIDs is the UID of each of the three broker pods, to tell later when each was replaced.
+func (s *suite) podUIDs(ctx context.Context, t *testing.T) map[int32]string {
+	t.Helper()
+	uids := map[int32]string{}
+	for id := range int32(3) {
+		pod, err := s.pod(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		uids[id] = string(pod.UID)
+	}
+	return uids
 }

@@ -1,12 +1,9 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -248,19 +245,11 @@ func zombieProduce(partition int32, value string) *kmsg.ProduceRequest {
 func zombieMetric(ctx context.Context, ip, name string) string {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/metrics", net.JoinHostPort(ip, strconv.Itoa(int(kafkav1alpha1.HealthPort)))), nil)
-	resp, err := http.DefaultClient.Do(req)
+	v, err := scrapeMetrics(ctx, ip, func(series string) bool { return series == name })
 	if err != nil {
 		return "?"
 	}
-	defer func() { _ = resp.Body.Close() }()
-	sc := bufio.NewScanner(io.LimitReader(resp.Body, 1<<20))
-	for sc.Scan() {
-		if f := strings.Fields(sc.Text()); len(f) == 2 && f[0] == name {
-			return f[1]
-		}
-	}
-	return "?"
+	return strconv.FormatFloat(v, 'f', -1, 64)
 }
 
 // producer writes numbered records round robin over the topic's partitions with an

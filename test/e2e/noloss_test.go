@@ -477,14 +477,7 @@ func (s *suite) deleteBrokerPod(ctx context.Context, t *testing.T, id int32) fun
 // broker pod was replaced.
 func (s *suite) rolloutRestart(ctx context.Context, t *testing.T) func() (bool, string) {
 	t.Helper()
-	uids := map[int32]string{}
-	for id := range int32(3) {
-		pod, err := s.pod(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		uids[id] = string(pod.UID)
-	}
+	uids := s.podUIDs(ctx, t)
 	out, err := devcluster.HostCommand(ctx, []string{"KUBECONFIG=" + s.env.KubeconfigPath(), "HOME=" + t.TempDir()},
 		kubectlBinary(t), "rollout", "restart", "-n", s.namespace, "statefulset/"+kafkav1alpha1.StatefulSetName(s.name))
 	if err != nil {

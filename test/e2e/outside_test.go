@@ -1,12 +1,9 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
@@ -91,23 +88,9 @@ func (s *suite) requestCount(ctx context.Context, id int32, api string) (float64
 	if err != nil {
 		return 0, err
 	}
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s:%d/metrics", pod.Status.PodIP, kafkav1alpha1.HealthPort), nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	var total float64
-	sc := bufio.NewScanner(io.LimitReader(resp.Body, 1<<20))
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, `paddock_broker_requests_total{api="`+api+`"`) {
-			f := strings.Fields(line)
-			v, _ := strconv.ParseFloat(f[len(f)-1], 64)
-			total += v
-		}
-	}
-	return total, sc.Err()
+	return scrapeMetrics(ctx, pod.Status.PodIP, func(series string) bool {
+		return strings.HasPrefix(series, `paddock_broker_requests_total{api="`+api+`"`)
+	})
 }
 
 // 9. From outside: from the host's network — outside the private namespace, where a person's
