@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -19,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -115,7 +117,8 @@ func keepLogs(t *testing.T, dir string) {
 // 1. Bring-up: 3 brokers Serving/Alive; 3 Broker objects; Metadata, DescribeCluster and kcat
 // list 3. Inside .paddock/dev/shell (run from the host's network, as a person does), the
 // bootstrap Service's name resolves to its ClusterIP and kcat lists every broker at its pod
-// DNS name, which the internal listener advertises by default (PodDNS).
+// DNS name, which the internal listener advertises by default (PodDNS); kcat -P and -C there
+// write one record to each broker's partition and read them back through those names.
 func bringUp(ctx context.Context, t *testing.T, s *suite, applied time.Time) {
 	measure(t, "1 bring-up", "apply → 3 brokers Serving/Alive", time.Since(applied))
 	for id := range int32(3) {
@@ -162,6 +165,63 @@ func bringUp(ctx context.Context, t *testing.T, s *suite, applied time.Time) {
 		}
 	}
 	measure(t, "1 bring-up", "kcat -L in the shell, by the bootstrap Service's name", time.Since(started))
+	started = time.Now()
+	s.shellProduceConsume(ctx, t, net.JoinHostPort(short, strconv.Itoa(int(s.port))))
+	measure(t, "1 bring-up", "kcat -P and -C in the shell, through every broker's pod DNS name", time.Since(started))
+}
+
+// shellTopic is the topic bring-up produces to and consumes from inside the shell.
+const shellTopic = "e2e-shell"
+
+// shellProduceConsume creates a topic of three partitions (one led by each broker), then,
+// inside .paddock/dev/shell as a person would, produces one record to each partition with
+// kcat -P and reads them back with kcat -C: kcat reaches each leader at the pod DNS name it
+// advertises. The topic is deleted again (the drain-timing scenario wants a cluster without
+// topics).
+func (s *suite) shellProduceConsume(ctx context.Context, t *testing.T, bootstrap string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.bootstrapName()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, 3, 1, nil, shellTopic); err != nil {
+		t.Fatalf("create %s: %v", shellTopic, err)
+	}
+	waitFor(ctx, t, shellTopic+" led on every partition", 30*time.Second, func() (bool, string) { return s.topicLed(ctx, shellTopic) })
+	env := []string{"PATH=" + os.Getenv("PATH")}
+	kctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	want := map[string]bool{}
+	for p := range 3 {
+		v := fmt.Sprintf("from-the-shell-%d", p)
+		want[fmt.Sprintf("%d %s", p, v)] = true
+		out, err := devcluster.HostCommand(kctx, env, s.env.ShellPath(), "sh", "-c",
+			fmt.Sprintf("echo %s | kcat -P -b %s -t %s -p %d -X acks=all", v, bootstrap, shellTopic, p))
+		if err != nil {
+			t.Fatalf("kcat -P to partition %d in the shell: %v\n%s", p, err, out)
+		}
+	}
+	out, err := devcluster.HostCommand(kctx, env, s.env.ShellPath(),
+		"kcat", "-C", "-b", bootstrap, "-t", shellTopic, "-o", "beginning", "-e", "-q", "-f", "%p %s\n")
+	if err != nil {
+		t.Fatalf("kcat -C in the shell: %v\n%s", err, out)
+	}
+	got := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		got[line] = true
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("kcat -C in the shell read %v, want %v", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
+	}
+	if _, err := adm.DeleteTopic(ctx, shellTopic); err != nil {
+		t.Fatalf("delete %s: %v", shellTopic, err)
+	}
+	waitFor(ctx, t, shellTopic+"'s KafkaTopic gone", 30*time.Second, func() (bool, string) {
+		err := s.c.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: shellTopic}, &kafkav1alpha1.KafkaTopic{})
+		return apierrors.IsNotFound(err), fmt.Sprintf("get: %v", err)
+	})
 }
 
 // 2. Crash: kill -9 → Fenced as soon as the pod is not ready (Metadata omits it,
