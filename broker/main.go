@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
+	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/paddock-dev/paddock/internal/scheme"
 )
@@ -81,6 +82,9 @@ func run(args []string, getenv func(string) string, stderr io.Writer, signals <-
 	}
 	defer sync()
 	log = log.WithValues("cluster", cfg.Cluster, "broker", cfg.Identity.ID)
+	// The informers and clients log through controller-runtime's logger; without one set it
+	// prints a stack trace to stderr the first time something logs (a watch that ends).
+	crlog.SetLogger(log.WithName("client"))
 
 	if err := runWithCluster(cfg, log, signals); err != nil {
 		log.Error(err, "Broker stopped")

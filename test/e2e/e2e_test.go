@@ -186,9 +186,7 @@ func (s *suite) shellProduceConsume(ctx context.Context, t *testing.T, bootstrap
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	if _, err := adm.CreateTopic(ctx, 3, 1, nil, shellTopic); err != nil {
-		t.Fatalf("create %s: %v", shellTopic, err)
-	}
+	createTopic(ctx, t, adm, 3, shellTopic)
 	waitFor(ctx, t, shellTopic+" led on every partition", 30*time.Second, func() (bool, string) { return s.topicLed(ctx, shellTopic) })
 	env := []string{"PATH=" + os.Getenv("PATH")}
 	kctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -437,9 +435,7 @@ func rollingRestart(ctx context.Context, t *testing.T, s *suite) {
 	}
 	defer cl.Close()
 	ipsBefore := s.roundTripsByName(ctx, t, cl, dials, "before the roll", time.Time{})
-	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 3, 1, nil, rollTopic); err != nil {
-		t.Fatalf("create %s: %v", rollTopic, err)
-	}
+	createTopic(ctx, t, kadm.NewClient(cl), 3, rollTopic)
 	acked := produceAcked(ctx, t, cl, "before", 30)
 	orig := kc.DeepCopy()
 	kc.Spec.DrainTimeout = &metav1.Duration{Duration: 21 * time.Second}

@@ -36,9 +36,7 @@ func groupCoordinatorMoves(ctx context.Context, t *testing.T, s *suite) {
 	}
 	defer admCl.Close()
 	adm := kadm.NewClient(admCl)
-	if _, err := adm.CreateTopic(ctx, groupsPartitions, 1, nil, groupsTopic); err != nil {
-		t.Fatalf("create %s: %v", groupsTopic, err)
-	}
+	createTopic(ctx, t, adm, groupsPartitions, groupsTopic)
 	defer func() {
 		if _, err := adm.DeleteTopic(ctx, groupsTopic); err != nil {
 			t.Errorf("delete %s: %v", groupsTopic, err)

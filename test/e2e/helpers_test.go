@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -15,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	corev1 "k8s.io/api/core/v1"
@@ -272,4 +275,26 @@ func (s *suite) podUIDs(ctx context.Context, t *testing.T) map[int32]string {
 		uids[id] = string(pod.UID)
 	}
 	return uids
+}
+
+// createTopic creates topic with kadm. A failure is logged and the request sent again for up to
+// 30 s, as a client's own retries would — once a fresh-clone run saw one CreateTopics fail
+// right after the operator-restart scenario and the reason went unrecorded — then fails the
+// test with every error seen.
+func createTopic(ctx context.Context, t *testing.T, adm *kadm.Client, partitions int32, topic string) {
+	t.Helper()
+	var errs []string
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := adm.CreateTopic(ctx, partitions, 1, nil, topic)
+		if err == nil || (len(errs) > 0 && errors.Is(err, kerr.TopicAlreadyExists)) { // an earlier attempt created it
+			return
+		}
+		errs = append(errs, err.Error())
+		t.Logf("create %s: %v (attempt %d)", topic, err, len(errs))
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			t.Fatalf("create %s: every attempt failed: %s", topic, strings.Join(errs, "; "))
+		}
+		time.Sleep(time.Second)
+	}
 }

@@ -51,10 +51,8 @@ func noLoss(ctx context.Context, t *testing.T, s *suite) {
 	}
 	defer p.close()
 	created := time.Now()
-	if _, err := kadm.NewClient(p.cl).CreateTopic(ctx, nolossPartitions, 1, nil, nolossTopic); err != nil {
-		t.Fatalf("create %s: %v", nolossTopic, err)
-	}
-	go p.run(ctx)
+	createTopic(ctx, t, kadm.NewClient(p.cl), nolossPartitions, nolossTopic)
+	p.start(ctx)
 	waitFor(ctx, t, "every partition of "+nolossTopic+" to acknowledge a record", time.Minute, func() (bool, string) {
 		return p.ackedAllSince(created)
 	})
@@ -178,6 +176,9 @@ type nolossProducer struct {
 	dials   *dialLog
 	stopped chan struct{}
 	done    chan struct{}
+	// running is set by start, on the scenario's goroutine: close waits for run only then
+	// (a scenario that fails before producing must not wait forever).
+	running bool
 
 	mu       sync.Mutex
 	produced int     // guarded by mu
@@ -193,6 +194,12 @@ func startNolossProducer(s *suite) (*nolossProducer, error) {
 		return nil, err
 	}
 	return &nolossProducer{cl: cl, dials: dials, stopped: make(chan struct{}), done: make(chan struct{})}, nil
+}
+
+// start runs the producer in the background until stop or close.
+func (p *nolossProducer) start(ctx context.Context) {
+	p.running = true
+	go p.run(ctx)
 }
 
 func (p *nolossProducer) run(ctx context.Context) {
@@ -259,7 +266,9 @@ func (p *nolossProducer) close() {
 	case <-p.stopped:
 	default:
 		close(p.stopped)
-		<-p.done
+		if p.running {
+			<-p.done
+		}
 	}
 	p.cl.Close()
 }
