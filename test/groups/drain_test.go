@@ -1,13 +1,10 @@
 package groups
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/paddock-dev/paddock/internal/coordinator"
 )
 
 // TestADrainingCoordinatorHandsItsGroupOver: a kgo member of a group whose coordinator is
@@ -21,13 +18,7 @@ func TestADrainingCoordinatorHandsItsGroupOver(t *testing.T) {
 	const topic, partitions, perPartition = "drain", 3, 20
 	c.createTopic(topic, partitions)
 	c.produce(topic, partitions, perPartition)
-	group := ""
-	for i := 0; ; i++ {
-		group = fmt.Sprintf("drain-%d", i)
-		if id, _ := coordinator.Pick(group, []int32{0, 1, 2}, []int32{0, 1, 2}); id == 2 {
-			break
-		}
-	}
+	group := groupCoordinatedBy("drain", 2)
 	ctx := testCtx(t)
 	cl := c.Kgo(kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.Balancers(kgo.RangeBalancer()), kgo.DisableAutoCommit(),
 		kgo.FetchMaxWait(200*time.Millisecond), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))

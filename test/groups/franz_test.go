@@ -60,13 +60,10 @@ func TestFranzGoGroupConsumersResumeAtTheCommittedOffset(t *testing.T) {
 		balancer kgo.GroupBalancer
 	}{{"cooperative-sticky", kgo.CooperativeStickyBalancer()}, {"range", kgo.RangeBalancer()}} {
 		t.Run(b.name, func(t *testing.T) {
-			topic, group := "kgo-"+b.name, "kgo-group-"+b.name
-			c.createTopic(topic, partitions)
-			c.produce(topic, partitions, perPartition)
-			first := kgoRead(t, c, group, topic, b.balancer, atLeast(partitions*perPartition/2))
-			commit := c.committed(group, topic)
-			second := kgoRead(t, c, group, topic, b.balancer, theRest(commit, partitions*perPartition))
-			checkResumed(t, commit, first, second, partitions*perPartition)
+			resumesAtTheCommittedOffset(t, c, "kgo-"+b.name, "kgo-group-"+b.name, partitions, perPartition,
+				func(t *testing.T, c *cluster, group, topic string, done func([]consumed) bool) []consumed {
+					return kgoRead(t, c, group, topic, b.balancer, done)
+				})
 		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/paddock-dev/paddock/broker/groups"
+	"github.com/paddock-dev/paddock/internal/coordinator"
 	"github.com/paddock-dev/paddock/test/kubebrokers"
 )
 
@@ -165,4 +166,34 @@ func (c *cluster) describe(ctx context.Context, adm *kadm.Client, group string) 
 		return d, kerr.GroupIDNotFound
 	}
 	return d, d.Err
+}
+
+// groupCoordinatedBy is the first group id "<prefix>-<i>" that the coordinator rule gives to
+// broker id while brokers 0, 1 and 2 are registered and alive.
+func groupCoordinatedBy(prefix string, id int32) string {
+	all := []int32{0, 1, 2}
+	for i := 0; ; i++ {
+		group := fmt.Sprintf("%s-%d", prefix, i)
+		if picked, _ := coordinator.Pick(group, all, all); picked == id {
+			return group
+		}
+	}
+}
+
+// reader is one client's way to consume topic in group until done says it has read enough,
+// committing what it read before it returns.
+type reader func(t *testing.T, c *cluster, group, topic string, done func([]consumed) bool) []consumed
+
+// resumesAtTheCommittedOffset produces perPartition records to each of partitions partitions of
+// topic, has read consume at least half of them in group and commit, then has a new read of
+// the same group consume the rest: it must start exactly at the committed offsets.
+func resumesAtTheCommittedOffset(t *testing.T, c *cluster, topic, group string, partitions int32, perPartition int, read reader) {
+	t.Helper()
+	c.createTopic(topic, partitions)
+	c.produce(topic, partitions, perPartition)
+	total := int(partitions) * perPartition
+	first := read(t, c, group, topic, atLeast(total/2))
+	commit := c.committed(group, topic)
+	second := read(t, c, group, topic, theRest(commit, total))
+	checkResumed(t, commit, first, second, total)
 }

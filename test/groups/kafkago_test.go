@@ -43,12 +43,5 @@ func kafkaGoRead(t *testing.T, c *cluster, group, topic string, done func([]cons
 // reads part of a topic produced earlier and commits; a new Reader resumes at the committed
 // offsets.
 func TestKafkaGoReaderWithGroupResumesAtTheCommittedOffset(t *testing.T) {
-	c := newCluster(t, 3)
-	const topic, group, partitions, perPartition = "kafkago", "kafkago-group", 4, 25
-	c.createTopic(topic, partitions)
-	c.produce(topic, partitions, perPartition)
-	first := kafkaGoRead(t, c, group, topic, atLeast(partitions*perPartition/2))
-	commit := c.committed(group, topic)
-	second := kafkaGoRead(t, c, group, topic, theRest(commit, partitions*perPartition))
-	checkResumed(t, commit, first, second, partitions*perPartition)
+	resumesAtTheCommittedOffset(t, newCluster(t, 3), "kafkago", "kafkago-group", 4, 25, kafkaGoRead)
 }

@@ -2,7 +2,6 @@ package groups
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -10,7 +9,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
-	"github.com/paddock-dev/paddock/internal/coordinator"
 	"github.com/paddock-dev/paddock/test/kubebrokers"
 )
 
@@ -26,13 +24,7 @@ func TestAGroupsCoordinatorRestartingBeforeItIsDeclaredDeadServesItAgain(t *test
 	const topic, partitions, perPartition = "restart", 3, 20
 	c.createTopic(topic, partitions)
 	c.produce(topic, partitions, perPartition)
-	group := ""
-	for i := 0; ; i++ {
-		group = fmt.Sprintf("restart-%d", i)
-		if id, _ := coordinator.Pick(group, []int32{0, 1, 2}, []int32{0, 1, 2}); id == 1 {
-			break
-		}
-	}
+	group := groupCoordinatedBy("restart", 1)
 	first := kgoRead(t, c, group, topic, kgo.RangeBalancer(), atLeast(partitions*perPartition/2))
 	commit := c.committed(group, topic)
 	before := c.coordinatorEpoch()

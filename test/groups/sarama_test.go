@@ -82,12 +82,5 @@ func (h *saramaHandler) ConsumeClaim(s sarama.ConsumerGroupSession, claim sarama
 // TestSaramaConsumerGroupResumesAtTheCommittedOffset: a sarama ConsumerGroup reads part
 // of a topic produced earlier, marks and commits; a new one resumes at the committed offsets.
 func TestSaramaConsumerGroupResumesAtTheCommittedOffset(t *testing.T) {
-	c := newCluster(t, 3)
-	const topic, group, partitions, perPartition = "sarama", "sarama-group", 4, 25
-	c.createTopic(topic, partitions)
-	c.produce(topic, partitions, perPartition)
-	first := saramaRead(t, c, group, topic, atLeast(partitions*perPartition/2))
-	commit := c.committed(group, topic)
-	second := saramaRead(t, c, group, topic, theRest(commit, partitions*perPartition))
-	checkResumed(t, commit, first, second, partitions*perPartition)
+	resumesAtTheCommittedOffset(t, newCluster(t, 3), "sarama", "sarama-group", 4, 25, saramaRead)
 }
