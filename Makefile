@@ -81,8 +81,12 @@ lint: vet $(GOLANGCI_LINT) ## Run golangci-lint (.golangci.yml: errcheck, govet,
 verify-imports: ## Fail if a package breaks the import rules of docs/architecture.md.
 	hack/verify-imports.sh
 
+.PHONY: verify-citations
+verify-citations: ## Fail if a comment cites a document that is not in the repository, or a docs/ section that does not exist (hack/citations).
+	go run ./hack/citations
+
 .PHONY: verify
-verify: $(CONTROLLER_GEN) $(KUSTOMIZE) lint verify-imports ## Fail if generated files are stale, an import rule is broken, a linter objects, or paddock dev would install other manifests than dist/install.yaml.
+verify: $(CONTROLLER_GEN) $(KUSTOMIZE) lint verify-imports verify-citations ## Fail if generated files are stale, an import rule is broken, a comment cites a missing document, a linter objects, or paddock dev would install other manifests than dist/install.yaml.
 	hack/verify-generated.sh
 	@diff -u <($(KUSTOMIZE) build config/default) <(go run . dev --print-install) || { \
 		echo "verify: paddock dev renders config/default differently from kustomize $(KUSTOMIZE_VERSION): keep go.mod's sigs.k8s.io/kustomize/api in step with KUSTOMIZE_VERSION" >&2; exit 1; }
