@@ -10,7 +10,7 @@ import (
 // Observation is when the operator saw a Lease's current renewTime, on the operator's own
 // clock. Freshness is judged from it, never from renewTime itself, so a broker whose clock is
 // off by minutes is still judged correctly — as the node-lifecycle controller judges node
-// Leases (DESIGN.md "The registry").
+// Leases (docs/registry.md, "Health, on the operator's clock").
 type Observation struct {
 	// RenewTime is the renewTime seen, on the broker's clock: only ever compared with the
 	// next one, never with the operator's clock.
