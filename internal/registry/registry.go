@@ -325,8 +325,7 @@ func leaseFresh(l *coordinationv1.Lease, obs Observation, written *v1alpha1.Brok
 	if !ok || !obs.Changed && written != nil && written.Reason == v1alpha1.ReasonHeartbeatExpired {
 		return time.Time{}, false
 	}
-	expiry = obs.At.Add(d)
-	return expiry, expiry.After(now)
+	return Fresh(obs.At, d, now)
 }
 
 // registeredAt is when broker id's Broker object was created, or now when it has none yet.
