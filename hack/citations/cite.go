@@ -40,7 +40,9 @@ type Problem struct {
 	Why string
 }
 
-func (p Problem) String() string { return fmt.Sprintf("%s:%d: %s: %s", p.File, p.Line, p.Citation, p.Why) }
+func (p Problem) String() string {
+	return fmt.Sprintf("%s:%d: %s: %s", p.File, p.Line, p.Citation, p.Why)
+}
 
 // Kind is how a file's comments are found.
 type Kind int
