@@ -123,6 +123,11 @@ func HeadlessServiceName(cluster string) string { return cluster + "-brokers" }
 // BootstrapServiceName is the Service clients use for their first connection.
 func BootstrapServiceName(cluster string) string { return cluster + "-bootstrap" }
 
+// InternalBootstrapServiceName is the ClusterIP bootstrap Service of the Internal listeners
+// of a cluster that also has NodePort or LoadBalancer listeners (their bootstrap Service,
+// BootstrapServiceName, then carries only theirs).
+func InternalBootstrapServiceName(cluster string) string { return cluster + "-bootstrap-internal" }
+
 // BrokerPodName is the StatefulSet pod that runs broker id.
 func BrokerPodName(cluster string, id int32) string { return fmt.Sprintf("%s-broker-%d", cluster, id) }
 
