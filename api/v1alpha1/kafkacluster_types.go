@@ -143,6 +143,32 @@ func (l Listener) NeedsNodeAddress() bool {
 	return l.Type == ListenerNodePort
 }
 
+// IsExternal reports whether l is a NodePort or LoadBalancer listener.
+func (l Listener) IsExternal() bool {
+	return l.Type == ListenerNodePort || l.Type == ListenerLoadBalancer
+}
+
+// BootstrapServiceOf is the Service clients of listener bootstrap through: BootstrapServiceName
+// — for every listener of a cluster whose listeners are all Internal, and for the NodePort or
+// LoadBalancer listeners of one that has some — or, for an Internal listener beside them,
+// InternalBootstrapServiceName (an external Service never carries an internal listener's
+// port).
+func (c *KafkaCluster) BootstrapServiceOf(listener string) string {
+	external, internal := false, false
+	for _, l := range c.Spec.Listeners {
+		switch {
+		case l.IsExternal():
+			external = true
+		case l.Name == listener:
+			internal = true
+		}
+	}
+	if external && internal {
+		return InternalBootstrapServiceName(c.Name)
+	}
+	return BootstrapServiceName(c.Name)
+}
+
 // StorageType says where a cluster keeps its data.
 // +kubebuilder:validation:Enum=PersistentClaim;Ephemeral
 type StorageType string

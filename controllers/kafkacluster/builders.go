@@ -176,19 +176,12 @@ func servicePorts(listeners []kafkav1alpha1.Listener) []corev1.ServicePort {
 	return ports
 }
 
-// isExternal reports whether l is a NodePort or LoadBalancer listener.
-func isExternal(l kafkav1alpha1.Listener) bool {
-	return l.Type == kafkav1alpha1.ListenerNodePort || l.Type == kafkav1alpha1.ListenerLoadBalancer
-}
-
 // exposure is the Service type of the bootstrap and per-broker Services: the
 // type of the first listener that asks for outside access, else ClusterIP. Validation
 // refuses a spec that mixes NodePort and LoadBalancer listeners.
 func exposure(cluster *kafkav1alpha1.KafkaCluster) corev1.ServiceType {
-	for _, l := range cluster.Spec.Listeners {
-		if isExternal(l) {
-			return corev1.ServiceType(l.Type)
-		}
+	if i := slices.IndexFunc(cluster.Spec.Listeners, kafkav1alpha1.Listener.IsExternal); i >= 0 {
+		return corev1.ServiceType(cluster.Spec.Listeners[i].Type)
 	}
 	return corev1.ServiceTypeClusterIP
 }
@@ -200,7 +193,7 @@ func exposedListeners(cluster *kafkav1alpha1.KafkaCluster) []kafkav1alpha1.Liste
 	if exposure(cluster) == corev1.ServiceTypeClusterIP {
 		return cluster.Spec.Listeners
 	}
-	return slices.DeleteFunc(slices.Clone(cluster.Spec.Listeners), func(l kafkav1alpha1.Listener) bool { return !isExternal(l) })
+	return slices.DeleteFunc(slices.Clone(cluster.Spec.Listeners), func(l kafkav1alpha1.Listener) bool { return !l.IsExternal() })
 }
 
 // internalListeners are the Internal listeners of a cluster that also has external ones:
@@ -210,7 +203,7 @@ func internalListeners(cluster *kafkav1alpha1.KafkaCluster) []kafkav1alpha1.List
 	if exposure(cluster) == corev1.ServiceTypeClusterIP {
 		return nil
 	}
-	internal := slices.DeleteFunc(slices.Clone(cluster.Spec.Listeners), isExternal)
+	internal := slices.DeleteFunc(slices.Clone(cluster.Spec.Listeners), kafkav1alpha1.Listener.IsExternal)
 	if len(internal) == 0 {
 		return nil
 	}
@@ -223,7 +216,7 @@ func internalListeners(cluster *kafkav1alpha1.KafkaCluster) []kafkav1alpha1.List
 // (a CRD rule: they share these Services), so the first one's are taken.
 func exposeAs(cluster *kafkav1alpha1.KafkaCluster, svc *corev1.Service) {
 	svc.Spec.Type = exposure(cluster)
-	i := slices.IndexFunc(cluster.Spec.Listeners, isExternal)
+	i := slices.IndexFunc(cluster.Spec.Listeners, kafkav1alpha1.Listener.IsExternal)
 	if i < 0 || cluster.Spec.Listeners[i].Service == nil {
 		return
 	}
@@ -364,7 +357,7 @@ func listenerPeers(l kafkav1alpha1.Listener) []networkingv1.NetworkPolicyPeer {
 	switch {
 	case len(l.AllowFrom) > 0:
 		return slices.Clone(l.AllowFrom)
-	case isExternal(l):
+	case l.IsExternal():
 		return nil
 	}
 	return []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{}}}

@@ -130,12 +130,8 @@ func noAliveBroker(c kafkav1alpha1.BrokerCounts) bool { return c.Registered > 0 
 //     until the load balancer is provisioned.
 func listenerStatuses(cluster *kafkav1alpha1.KafkaCluster, bootstrap *corev1.Service) []kafkav1alpha1.ListenerStatus {
 	out := make([]kafkav1alpha1.ListenerStatus, 0, len(cluster.Spec.Listeners))
-	internalService := kafkav1alpha1.BootstrapServiceName(cluster.Name)
-	if internalListeners(cluster) != nil {
-		internalService = kafkav1alpha1.InternalBootstrapServiceName(cluster.Name)
-	}
-	internal := fmt.Sprintf("%s.%s.svc", internalService, cluster.Namespace)
 	for _, l := range cluster.Spec.Listeners {
+		internal := fmt.Sprintf("%s.%s.svc", cluster.BootstrapServiceOf(l.Name), cluster.Namespace)
 		typ := l.Type
 		if typ == "" {
 			typ = kafkav1alpha1.ListenerInternal
