@@ -1,11 +1,14 @@
 package v1alpha1
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"slices"
 	"strconv"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Label keys and values every paddock-managed object carries (docs/names.md, "Labels").
@@ -89,6 +92,75 @@ func ParseListeners(s string) []ListenerAddress {
 		out = append(out, ListenerAddress{Name: name, Host: host, Port: int32(port)})
 	}
 	return out
+}
+
+// ReadListeners reads an AnnotationListeners value strictly, as the operator must read what
+// a broker says about itself (docs/security.md, "What a Lease may say"): every entry is
+// name=host:port with name one of known and not repeated, host an IP address or a DNS name of
+// at most 253 characters, port a decimal in 1..65535 without a sign or leading zeros. The
+// first entry that is not is the error, and nothing is returned with it: one bad entry makes
+// the whole announcement untrustworthy. "" is a valid announcement of no address at all.
+func ReadListeners(s string, known []string) ([]ListenerAddress, error) {
+	if s == "" {
+		return []ListenerAddress{}, nil
+	}
+	var out []ListenerAddress
+	for _, entry := range strings.Split(s, ",") {
+		a, err := readListener(entry, known)
+		if err != nil {
+			return nil, err
+		}
+		if slices.ContainsFunc(out, func(b ListenerAddress) bool { return b.Name == a.Name }) {
+			return nil, fmt.Errorf("listener %q announced twice", a.Name)
+		}
+		out = append(out, a) // at most len(known): a name is known and never repeated
+	}
+	return out, nil
+}
+
+// readListener reads one name=host:port entry of ReadListeners.
+func readListener(entry string, known []string) (ListenerAddress, error) {
+	name, hostPort, ok := strings.Cut(entry, "=")
+	if !ok {
+		return ListenerAddress{}, fmt.Errorf("entry %.40q is not name=host:port", entry)
+	}
+	if !slices.Contains(known, name) {
+		return ListenerAddress{}, fmt.Errorf("listener %.40q is not one of the cluster's (%s)", name, strings.Join(known, ", "))
+	}
+	host, portStr, err := net.SplitHostPort(hostPort)
+	if err != nil {
+		return ListenerAddress{}, fmt.Errorf("listener %s: %.60q is not host:port", name, hostPort)
+	}
+	if err := validHost(host); err != nil {
+		return ListenerAddress{}, fmt.Errorf("listener %s: %w", name, err)
+	}
+	port, err := strconv.ParseUint(portStr, 10, 16)
+	if err != nil || port == 0 || portStr != strconv.FormatUint(port, 10) {
+		return ListenerAddress{}, fmt.Errorf("listener %s: port %.10q is not in 1..65535", name, portStr)
+	}
+	return ListenerAddress{Name: name, Host: host, Port: int32(port)}, nil
+}
+
+// maxHostLength is the longest host a row may carry (ListenerAddress.host's MaxLength).
+const maxHostLength = 253
+
+// validHost accepts an IP address or a DNS name: labels of letters (either case), digits and
+// inner '-', each at most 63 characters.
+func validHost(host string) error {
+	switch {
+	case host == "":
+		return errors.New("empty host")
+	case len(host) > maxHostLength:
+		return fmt.Errorf("host of %d characters, more than %d", len(host), maxHostLength)
+	case net.ParseIP(host) != nil:
+		return nil
+	}
+	for _, label := range strings.Split(strings.ToLower(host), ".") {
+		if errs := validation.IsDNS1123Label(label); len(errs) > 0 {
+			return fmt.Errorf("host %.60q is neither an IP address nor a DNS name", host)
+		}
+	}
+	return nil
 }
 
 // ClusterLabels are the labels of every object paddock makes for cluster: its name, instance

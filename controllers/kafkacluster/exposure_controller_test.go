@@ -63,7 +63,7 @@ var _ = Describe("Listener exposure", Ordered, func() {
 		))
 		Eventually(func() []kafkav1alpha1.ListenerStatus { return readCluster(ctx, ns).Status.Listeners }).
 			WithTimeout(waitTimeout).Should(ContainElement(kafkav1alpha1.ListenerStatus{
-				Name: "kafka", Type: kafkav1alpha1.ListenerInternal, Bootstrap: "c-bootstrap-internal." + ns + ".svc:9092"}))
+			Name: "kafka", Type: kafkav1alpha1.ListenerInternal, Bootstrap: "c-bootstrap-internal." + ns + ".svc:9092"}))
 
 		By("dropping the external listener, the internal bootstrap Service goes and c-bootstrap is the internal listener's again")
 		updateSpec(ctx, ns, func(s *kafkav1alpha1.KafkaClusterSpec) { s.Listeners = s.Listeners[:1] })
