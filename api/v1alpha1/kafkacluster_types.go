@@ -180,7 +180,11 @@ const (
 	StorageEphemeral StorageType = "Ephemeral"
 )
 
-// Storage is where the brokers keep partition data and consumer offsets.
+// Storage is where the brokers keep partition data and consumer offsets. Once the cluster
+// holds data (status.clusterID is set) its type, accessMode, storageClassName (once set) and,
+// for a PersistentClaim, size cannot change: the API server refuses the edit. Before that — a
+// cluster being created, or one whose spec is being made to match a retained claim it adopts —
+// they may, and the operator checks them against the claim.
 type Storage struct {
 	// type is PersistentClaim (the default: one shared ReadWriteMany claim that every broker
 	// mounts, so a broker's partitions can be taken over by any other) or Ephemeral (an
@@ -613,10 +617,6 @@ type KafkaClusterStatus struct {
 
 // KafkaCluster is a set of paddock brokers run by the operator, and the honest report of their
 // registration and health.
-// The storage rules refuse, at admission, what the provisioning reconciler would refuse with
-// StorageImmutable once the cluster holds data (status.clusterID is set): before that — a
-// cluster being created, or one whose spec must be made to match a retained claim — the spec
-// may still change, and the reconciler checks it against the claim.
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.clusterID) || !has(oldSelf.spec.storage.type) || (has(self.spec.storage.type) && self.spec.storage.type == oldSelf.spec.storage.type)",message="spec.storage.type cannot change once the cluster holds data (status.clusterID is set)"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.clusterID) || !has(oldSelf.spec.storage.accessMode) || (has(self.spec.storage.accessMode) && self.spec.storage.accessMode == oldSelf.spec.storage.accessMode)",message="spec.storage.accessMode cannot change once the cluster holds data (status.clusterID is set)"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.clusterID) || !has(oldSelf.spec.storage.storageClassName) || (has(self.spec.storage.storageClassName) && self.spec.storage.storageClassName == oldSelf.spec.storage.storageClassName)",message="spec.storage.storageClassName cannot change once the cluster holds data (status.clusterID is set)"
