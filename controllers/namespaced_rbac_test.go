@@ -140,7 +140,7 @@ func TestAManagerWatchingOneNamespaceRunsOnItsRoleBindingThere(t *testing.T) {
 		t.Fatal(err)
 	}
 	for what, err := range map[string]error{
-		"list KafkaClusters in another namespace":  as.List(ctx, &kafkav1alpha1.KafkaClusterList{}, client.InNamespace("other")),
+		"list KafkaClusters in another namespace":   as.List(ctx, &kafkav1alpha1.KafkaClusterList{}, client.InNamespace("other")),
 		"create a StatefulSet in another namespace": as.Create(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "other"}}),
 		"delete a pod in another namespace":         as.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "other"}}),
 		"list KafkaClusters of every namespace":     as.List(ctx, &kafkav1alpha1.KafkaClusterList{}),

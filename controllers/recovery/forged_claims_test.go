@@ -67,7 +67,9 @@ var _ = Describe("Forged claims", func() {
 			By("broker 0's Lease claiming " + lie.what)
 			claim(ctx, w.ns, lie.value, lie.epoch)
 			if lie.warning != "" {
-				Eventually(func() []string { return warned(ctx, w.ns, kafkav1alpha1.BrokerObjectName("c", 0), kafkav1alpha1.EventInvalidHeartbeat) }).
+				Eventually(func() []string {
+					return warned(ctx, w.ns, kafkav1alpha1.BrokerObjectName("c", 0), kafkav1alpha1.EventInvalidHeartbeat)
+				}).
 					WithTimeout(10 * time.Second).Should(ContainElement(ContainSubstring(lie.warning)))
 			}
 			Consistently(func() string { return podUID(ctx, w.ns, victim.Name) }).WithTimeout(1500 * time.Millisecond).Should(Equal(string(victim.UID)))

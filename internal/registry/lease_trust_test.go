@@ -61,7 +61,7 @@ func TestTheRegistryBelievesOnlyWhatALeaseMaySay(t *testing.T) {
 			lease: lease{id: 0, age: time.Second, listeners: good}, edit: func(l *lease) { l.drainingValue = "soon" },
 			health: v1alpha1.BrokerDraining, reason: v1alpha1.ReasonDraining, refused: `kafka.paddock.dev/draining is "soon"`, addrs: believed},
 		{rule: "a negative epoch is epoch 0",
-			lease: lease{id: 0, age: time.Second, listeners: good, transitions: -3},
+			lease:  lease{id: 0, age: time.Second, listeners: good, transitions: -3},
 			health: v1alpha1.BrokerAlive, refused: "leaseTransitions -3 is negative", addrs: believed},
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
@@ -122,7 +122,7 @@ func TestARenewalAfterTheSessionTimeoutIsNotQuietWhateverTheLeaseDuration(t *tes
 	build := func(renewed time.Time) *coordinationv1.Lease {
 		return &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c-broker-0"},
-			Spec: coordinationv1.LeaseSpec{LeaseDurationSeconds: ptr.To[int32](86400), RenewTime: &metav1.MicroTime{Time: renewed}},
+			Spec:       coordinationv1.LeaseSpec{LeaseDurationSeconds: ptr.To[int32](86400), RenewTime: &metav1.MicroTime{Time: renewed}},
 		}
 	}
 	for _, capped := range []bool{false, true} {
