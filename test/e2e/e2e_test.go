@@ -78,6 +78,7 @@ func TestFencingScenarios(t *testing.T) {
 	}{
 		{"1 bring-up", func(ctx context.Context, t *testing.T, s *suite) { bringUp(ctx, t, s, applied) }},
 		{"8 identities", identities},
+		{"16 trust boundary", trustBoundary},
 		{"9 from outside", fromOutside},
 		{"10 topics", topics},
 		{"13 drain timing", drainTiming},
