@@ -195,9 +195,12 @@ var _ = Describe("A broker's identity", Ordered, func() {
 		Expect(env.Client.Create(ctx, topic(ns, "user-topic", "c"))).To(Succeed())
 	})
 
-	It("leaves other ServiceAccounts of the namespace alone", func(ctx SpecContext) {
+	It("keeps everyone else off the heartbeat Leases and leaves their other writes to RBAC", func(ctx SpecContext) {
 		c, _ := twoClusters(ctx)
 		ns := c.Namespace
+		Expect(env.Client.Create(ctx, lease(c, 2))).To(Succeed(), "a cluster administrator may")
+		// Another workload granted all the broker Role grants (as a namespace user with
+		// Kubernetes' edit role has Leases and, through paddock's aggregated role, KafkaTopics).
 		Expect(env.Client.Create(ctx, &rbacv1.RoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: "app-edits", Namespace: ns},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: kafkav1alpha1.StatefulSetName("c")},
@@ -205,7 +208,15 @@ var _ = Describe("A broker's identity", Ordered, func() {
 		})).To(Succeed())
 		app, err := client.New(env.PodIdentity(ns, "app", "app-7d9f", "uid-app"), client.Options{Scheme: env.Scheme})
 		Expect(err).NotTo(HaveOccurred())
-		Eventually(func() error { return app.Create(ctx, topic(ns, "app-topic", "d")) }).WithTimeout(waitTimeout).Should(Succeed(),
-			"a ServiceAccount that is no cluster's broker is judged by RBAC alone")
+		Eventually(func() error {
+			peer := &coordinationv1.Lease{}
+			Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(lease(c, 2)), peer)).To(Succeed())
+			peer.Spec.RenewTime = ptr.To(metav1.NowMicro())
+			return app.Update(ctx, peer)
+		}).WithTimeout(waitTimeout).Should(MatchError(ContainSubstring("heartbeat Lease c-broker-2 of cluster c is written only by broker pod c-broker-2")))
+		refused(app.Create(ctx, lease(c, 0)), "is written only by broker pod c-broker-0")
+		Expect(app.Create(ctx, topic(ns, "app-topic", "d"))).To(Succeed(), "a KafkaTopic write of no cluster's broker is RBAC's to judge")
+		Expect(app.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "app-leader", Namespace: ns}})).
+			To(Succeed(), "and so is a Lease that is no heartbeat Lease")
 	})
 })
