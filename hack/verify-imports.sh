@@ -4,7 +4,7 @@
 # through a helper package. Fails listing every violation.
 #
 #   api/...                      imports no other paddock package
-#   internal/{registry,coordinator,balance,topicname,kafkaconfig}/...
+#   internal/{registry,coordinator,balance,topicname,kafkaconfig,install}/...
 #                                pure rules: no paddock package but api/...
 #   broker/...                   never controllers/...
 #   controllers/...              never broker/...
@@ -30,7 +30,7 @@ function bad(pkg, dep, rule) { printf "verify-imports: %s imports %s: %s\n", pkg
 		dep = $i
 		if (under(pkg, "api") && ours(dep) && !under(dep, "api"))
 			bad(pkg, dep, "api/ imports no other paddock package")
-		if ((under(pkg, "internal/registry") || under(pkg, "internal/coordinator") || under(pkg, "internal/balance") || under(pkg, "internal/topicname") || under(pkg, "internal/kafkaconfig")) && ours(dep) && !under(dep, "api"))
+		if ((under(pkg, "internal/registry") || under(pkg, "internal/coordinator") || under(pkg, "internal/balance") || under(pkg, "internal/topicname") || under(pkg, "internal/kafkaconfig") || under(pkg, "internal/install")) && ours(dep) && !under(dep, "api"))
 			bad(pkg, dep, "a pure rule package imports api/ at most")
 		if (under(pkg, "broker") && under(dep, "controllers"))
 			bad(pkg, dep, "the broker never imports controllers/")
