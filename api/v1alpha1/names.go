@@ -95,7 +95,7 @@ func ParseListeners(s string) []ListenerAddress {
 }
 
 // ReadListeners reads an AnnotationListeners value strictly, as the operator must read what
-// a broker says about itself (docs/security.md, "What a Lease may say"): every entry is
+// a broker says about itself (docs/registry.md, "What a Lease may say"): every entry is
 // name=host:port with name one of known and not repeated, host an IP address or a DNS name of
 // at most 253 characters, port a decimal in 1..65535 without a sign or leading zeros. The
 // first entry that is not is the error, and nothing is returned with it: one bad entry makes
