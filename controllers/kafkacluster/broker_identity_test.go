@@ -48,6 +48,14 @@ var _ = Describe("A broker's identity", Ordered, func() {
 				RenewTime: ptr.To(metav1.NowMicro()), LeaseTransitions: ptr.To[int32](0)},
 		}
 	}
+	// renew renews Lease l as it is stored, writing with writer.
+	renew := func(ctx SpecContext, writer client.Client, l *coordinationv1.Lease) error {
+		GinkgoHelper()
+		stored := &coordinationv1.Lease{}
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(l), stored)).To(Succeed())
+		stored.Spec.RenewTime = ptr.To(metav1.NowMicro())
+		return writer.Update(ctx, stored)
+	}
 	topic := func(ns, name, cluster string) *kafkav1alpha1.KafkaTopic {
 		return &kafkav1alpha1.KafkaTopic{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: kafkav1alpha1.ClusterLabels(cluster)},
 			Spec: kafkav1alpha1.KafkaTopicSpec{Cluster: cluster, TopicName: name, Partitions: 1}}
@@ -86,12 +94,7 @@ var _ = Describe("A broker's identity", Ordered, func() {
 		Expect(env.Client.Create(ctx, lease(d, 0))).To(Succeed())
 
 		By("updating broker 2's Lease as broker 1: refused once the policy is loaded")
-		Eventually(func() error {
-			peer := &coordinationv1.Lease{}
-			Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(lease(c, 2)), peer)).To(Succeed())
-			peer.Spec.RenewTime = ptr.To(metav1.NowMicro())
-			return broker1.Update(ctx, peer)
-		}).WithTimeout(waitTimeout).Should(MatchError(ContainSubstring("broker pod c-broker-1 may write only its own heartbeat Lease c-broker-1, not c-broker-2")))
+		Eventually(func() error { return renew(ctx, broker1, lease(c, 2)) }).WithTimeout(waitTimeout).Should(MatchError(ContainSubstring("broker pod c-broker-1 may write only its own heartbeat Lease c-broker-1, not c-broker-2")))
 
 		By("its own Lease is its to create and renew")
 		own := lease(c, 1)
@@ -208,12 +211,7 @@ var _ = Describe("A broker's identity", Ordered, func() {
 		})).To(Succeed())
 		app, err := client.New(env.PodIdentity(ns, "app", "app-7d9f", "uid-app"), client.Options{Scheme: env.Scheme})
 		Expect(err).NotTo(HaveOccurred())
-		Eventually(func() error {
-			peer := &coordinationv1.Lease{}
-			Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(lease(c, 2)), peer)).To(Succeed())
-			peer.Spec.RenewTime = ptr.To(metav1.NowMicro())
-			return app.Update(ctx, peer)
-		}).WithTimeout(waitTimeout).Should(MatchError(ContainSubstring("heartbeat Lease c-broker-2 of cluster c is written only by broker pod c-broker-2")))
+		Eventually(func() error { return renew(ctx, app, lease(c, 2)) }).WithTimeout(waitTimeout).Should(MatchError(ContainSubstring("heartbeat Lease c-broker-2 of cluster c is written only by broker pod c-broker-2")))
 		refused(app.Create(ctx, lease(c, 0)), "is written only by broker pod c-broker-0")
 		Expect(app.Create(ctx, topic(ns, "app-topic", "d"))).To(Succeed(), "a KafkaTopic write of no cluster's broker is RBAC's to judge")
 		Expect(app.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "app-leader", Namespace: ns}})).
