@@ -132,8 +132,7 @@ func TestBrokerWithoutAnExternalAddressLeavesItselfOutOfThatListenerOnly(t *test
 		{ID: 0, State: v1alpha1.BrokerServing, Health: v1alpha1.BrokerAlive}, peer,
 	}})
 	b := NewBroker(cfg, view, testr.New(t))
-	srv := &Server{View: view, Self: 0, Log: testr.New(t)}
-	t.Cleanup(func() { _ = srv.Close() })
+	srv := newTestServer(t, &Handler{View: view, Self: 0, Log: testr.New(t)})
 	go func() { _ = srv.Serve(AdvertiseFrom(internal, "kafka", b.Addresses)) }() // ErrServerClosed at cleanup
 	go func() { _ = srv.Serve(AdvertiseFrom(external, "external", b.Addresses)) }()
 

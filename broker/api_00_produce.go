@@ -72,7 +72,7 @@ func handleProduce(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error)
 	req := kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	acksValid := req.Acks == -1 || req.Acks == 0 || req.Acks == 1
-	selfFenced := rc.srv.SelfFenced != nil && rc.srv.SelfFenced()
+	selfFenced := rc.h.SelfFenced != nil && rc.h.SelfFenced()
 
 	byPartition := map[partitionKey][]*produceJob{}
 	var order []partitionKey
@@ -106,7 +106,7 @@ func handleProduce(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error)
 				code = sp.code
 			case selfFenced:
 				code, msg = kerr.NotLeaderForPartition.Code, "this broker has not renewed its heartbeat Lease for a session timeout and acknowledges nothing"
-				rc.srv.Metrics.selfFencedAppend()
+				rc.h.Metrics.selfFencedAppend()
 			case !t.Config.LogAppendTime():
 				code, msg = checkTimestamps(records, t.Config.MessageTimestampBeforeMaxMs, t.Config.MessageTimestampAfterMaxMs, start.UnixMilli())
 			}
@@ -138,7 +138,7 @@ func handleProduce(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error)
 				rc.awaitAppend(ctx, j, &notLeader)
 			}
 		}
-		rc.srv.Metrics.produceLatency(time.Since(start))
+		rc.h.Metrics.produceLatency(time.Since(start))
 		if req.Version >= 10 && len(notLeader) > 0 {
 			for _, e := range notLeader.resolve(rc) {
 				b := kmsg.NewProduceResponseBroker()
@@ -207,11 +207,11 @@ func (rc *requestContext) awaitAppend(ctx context.Context, j *produceJob, notLea
 		return // refused by Begin, answered already
 	}
 	err := j.pending.Wait(ctx)
-	if err == nil && rc.srv.SelfFenced != nil && rc.srv.SelfFenced() {
+	if err == nil && rc.h.SelfFenced != nil && rc.h.SelfFenced() {
 		// Durable, perhaps, but the broker may have been declared dead while it waited: a
 		// newer leader may already serve the partition. Unacknowledged records may exist;
 		// acknowledged ones must never be lost, so this one is not acknowledged.
-		rc.srv.Metrics.selfFencedAppend()
+		rc.h.Metrics.selfFencedAppend()
 		err = fmt.Errorf("%w: the heartbeat Lease expired while the append waited", storage.ErrNotLeader)
 	}
 	rc.answerAppend(j, j.pending.Result, err, notLeader)
@@ -229,7 +229,7 @@ func (rc *requestContext) answerAppend(j *produceJob, res storage.AppendResult, 
 	}
 	j.out.BaseOffset, j.out.LogAppendTime, j.out.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
 	if !res.Duplicate {
-		rc.srv.Metrics.bytesIn(j.topic, j.size)
+		rc.h.Metrics.bytesIn(j.topic, j.size)
 	}
 }
 

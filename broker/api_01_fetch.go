@@ -82,7 +82,7 @@ type fetchState struct {
 
 func handleFetch(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	start := time.Now()
-	defer func() { rc.srv.Metrics.fetchLatency(time.Since(start)) }()
+	defer func() { rc.h.Metrics.fetchLatency(time.Since(start)) }()
 	req := kreq.(*kmsg.FetchRequest)
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	resp.SessionID = 0
@@ -234,7 +234,7 @@ func (f *fetchState) read(p *fetchPart) {
 	f.anyData = true
 	f.total += len(res.Records)
 	f.remaining -= len(res.Records)
-	f.rc.srv.Metrics.bytesOut(p.topic, len(res.Records))
+	f.rc.h.Metrics.bytesOut(p.topic, len(res.Records))
 }
 
 func (f *fetchState) readError(p *fetchPart, err error) {
@@ -252,7 +252,7 @@ func (f *fetchState) wait(parts []*fetchPart, timeout <-chan time.Time) bool {
 	cases := make([]reflect.SelectCase, 0, len(parts)+3)
 	cases = append(cases,
 		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timeout)},
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(f.rc.srv.stopping)},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(f.rc.stopping)},
 		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(f.rc.ctx.Done())},
 	)
 	for _, p := range parts {

@@ -123,7 +123,7 @@ func (rc *requestContext) unknownTopic(name string, allowCreate bool) int16 {
 		return kerr.InvalidTopicException.Code
 	}
 	if allowCreate && rc.view.Config.AutoCreateTopics && !isInternal(name) {
-		rc.srv.autoCreateTopic(name, rc.view.Config.NumPartitions)
+		rc.h.autoCreateTopic(name, rc.view.Config.NumPartitions)
 	}
 	return kerr.UnknownTopicOrPartition.Code
 }

@@ -11,7 +11,7 @@ import (
 func init() { registerGroupAPI(8, handleOffsetCommit) }
 
 func handleOffsetCommit(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
-	c := rc.srv.Groups.Coordinator()
+	c := rc.h.Groups.Coordinator()
 	if c == nil {
 		return groupsUnavailable(kreq), nil
 	}

@@ -16,7 +16,7 @@ import (
 func init() { registerGroupAPI(11, handleJoinGroup) }
 
 func handleJoinGroup(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
-	c := rc.srv.Groups.Coordinator()
+	c := rc.h.Groups.Coordinator()
 	if c == nil {
 		return groupsUnavailable(kreq), nil
 	}

@@ -10,7 +10,7 @@ import (
 func init() { registerGroupAPI(12, handleHeartbeat) }
 
 func handleHeartbeat(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
-	c := rc.srv.Groups.Coordinator()
+	c := rc.h.Groups.Coordinator()
 	if c == nil {
 		return groupsUnavailable(kreq), nil
 	}

@@ -13,7 +13,7 @@ import (
 func init() { registerGroupAPI(14, handleSyncGroup) }
 
 func handleSyncGroup(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
-	c := rc.srv.Groups.Coordinator()
+	c := rc.h.Groups.Coordinator()
 	if c == nil {
 		return groupsUnavailable(kreq), nil
 	}

@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/paddock-dev/paddock/broker/wire"
 )
 
 // ApiVersions (key 18), versions 0–3. Every ApiVersions rule lives in this file.
@@ -45,7 +47,7 @@ func advertisedKeys() []kmsg.ApiVersionsResponseApiKey {
 // apiVersionsFallback is the answer to a request decodeRequest refused with err, when that
 // request is an ApiVersions newer than ours: ok is false for every other refusal, which
 // closes the connection.
-func apiVersionsFallback(h requestHeader, err error) (resp kmsg.Response, ok bool) {
+func apiVersionsFallback(h wire.Header, err error) (resp kmsg.Response, ok bool) {
 	if !errors.Is(err, errVersionRange) || h.Key != apiVersionsKey || h.Version <= apis[apiVersionsKey].max {
 		return nil, false
 	}

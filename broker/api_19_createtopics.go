@@ -63,7 +63,7 @@ func handleCreateTopics(rc *requestContext, kreq kmsg.Request) (kmsg.Response, e
 		switch {
 		case counts[t.Topic] > 1:
 			r.ErrorCode, r.ErrorMessage = kerr.InvalidRequest.Code, errorf("Create topics request from client contains multiple topics named '%s'", t.Topic)
-		case rc.srv.Admin == nil:
+		case rc.h.Admin == nil:
 			r.ErrorCode, r.ErrorMessage = kerr.UnknownServerError.Code, strptr(errNoAdmin)
 		default:
 			spec, code, msg := checkCreate(rc.view, t, claimed)
@@ -90,7 +90,7 @@ func handleCreateTopics(rc *requestContext, kreq kmsg.Request) (kmsg.Response, e
 	}
 	snap := rc.view
 	if !req.ValidateOnly {
-		snap, _ = waitView(wait, rc.srv.View, func(s *Snapshot) bool { return rc.createdAndLed(s, specs) })
+		snap, _ = waitView(wait, rc.h.View, func(s *Snapshot) bool { return rc.createdAndLed(s, specs) })
 	}
 	for i, spec := range specs {
 		if spec != nil && req.Version >= 5 {
@@ -155,11 +155,11 @@ func checkCreate(s *Snapshot, t kmsg.CreateTopicsRequestTopic, claimed map[strin
 // createTopic creates spec's KafkaTopic. A KafkaTopic of the same name that is being deleted
 // is waited out (until wait ends) and the create retried once.
 func (rc *requestContext) createTopic(write, wait context.Context, spec *createSpec) (int16, string) {
-	a := rc.srv.Admin
+	a := rc.h.Admin
 	err := a.Client.Create(write, a.newTopicObject(spec.name, spec.partitions, spec.config))
 	if apierrors.IsAlreadyExists(err) {
-		if _, deleting := rc.srv.View.Snapshot().Deleted(spec.name); deleting {
-			if _, gone := waitView(wait, rc.srv.View, func(s *Snapshot) bool { _, d := s.Deleted(spec.name); return !d }); gone {
+		if _, deleting := rc.h.View.Snapshot().Deleted(spec.name); deleting {
+			if _, gone := waitView(wait, rc.h.View, func(s *Snapshot) bool { _, d := s.Deleted(spec.name); return !d }); gone {
 				err = a.Client.Create(write, a.newTopicObject(spec.name, spec.partitions, spec.config))
 			} else {
 				return kerr.TopicAlreadyExists.Code, fmt.Sprintf("Topic '%s' is marked for deletion.", spec.name)

@@ -56,7 +56,7 @@ func handleDeleteTopics(rc *requestContext, kreq kmsg.Request) (kmsg.Response, e
 		}
 		resp.Topics = append(resp.Topics, r)
 	}
-	waitView(wait, rc.srv.View, func(s *Snapshot) bool {
+	waitView(wait, rc.h.View, func(s *Snapshot) bool {
 		for _, t := range deleted {
 			if live, ok := s.Topic(t.Name); ok && live.UID == t.UID {
 				return false
@@ -83,7 +83,7 @@ func (rc *requestContext) checkDelete(e kmsg.DeleteTopicsRequestTopic, duplicate
 		return nil, kerr.InvalidRequest.Code, "Exactly one of the topic name and the topic id must be set."
 	case duplicate:
 		return nil, kerr.InvalidRequest.Code, "Duplicate topic in the request."
-	case rc.srv.Admin == nil:
+	case rc.h.Admin == nil:
 		return nil, kerr.UnknownServerError.Code, errNoAdmin
 	case !rc.view.Config.DeleteTopicEnable:
 		if version < 3 {
@@ -105,7 +105,7 @@ func (rc *requestContext) checkDelete(e kmsg.DeleteTopicsRequestTopic, duplicate
 
 // deleteTopic deletes t's KafkaTopic, if it is still the object the view showed.
 func (rc *requestContext) deleteTopic(write context.Context, t *Topic) (int16, string) {
-	a := rc.srv.Admin
+	a := rc.h.Admin
 	kt := &v1alpha1.KafkaTopic{}
 	kt.Name, kt.Namespace = t.Object, a.Namespace
 	err := a.Client.Delete(write, kt, client.Preconditions{UID: &t.UID})

@@ -46,12 +46,12 @@ func handleInitProducerID(rc *requestContext, kreq kmsg.Request) (kmsg.Response,
 	case (req.ProducerID == -1) != (req.ProducerEpoch == -1):
 		resp.ErrorCode = kerr.InvalidRequest.Code
 	case req.TransactionalID == nil:
-		id, err := rc.srv.ProducerIDs.next(rc.view.ClusterID)
+		id, err := rc.h.ProducerIDs.next(rc.view.ClusterID)
 		switch {
 		case errors.Is(err, errNoClusterID):
 			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		case err != nil:
-			rc.srv.Log.Error(err, "InitProducerId: no producer id allocated")
+			rc.h.Log.Error(err, "InitProducerId: no producer id allocated")
 			resp.ErrorCode = kerr.KafkaStorageError.Code
 		default:
 			resp.ProducerID, resp.ProducerEpoch = id, 0
@@ -61,7 +61,7 @@ func handleInitProducerID(rc *requestContext, kreq kmsg.Request) (kmsg.Response,
 	case req.TransactionTimeoutMillis <= 0 || req.TransactionTimeoutMillis > transactionMaxTimeoutMs:
 		resp.ErrorCode = kerr.InvalidTransactionTimeout.Code
 	default:
-		rc.srv.Log.Info("InitProducerId for a transactional id refused: paddock does not support transactions yet", "transactionalID", *req.TransactionalID)
+		rc.h.Log.Info("InitProducerId for a transactional id refused: paddock does not support transactions yet", "transactionalID", *req.TransactionalID)
 		resp.ErrorCode = kerr.UnsupportedForMessageFormat.Code
 	}
 	return resp, nil

@@ -46,7 +46,7 @@ func handleCreatePartitions(rc *requestContext, kreq kmsg.Request) (kmsg.Respons
 		resp.Topics = append(resp.Topics, r)
 	}
 	if !req.ValidateOnly {
-		waitView(wait, rc.srv.View, func(s *Snapshot) bool {
+		waitView(wait, rc.h.View, func(s *Snapshot) bool {
 			for name, n := range grown {
 				t, ok := s.Topic(name)
 				if !ok || len(t.Partitions) < int(n) || !rc.leadersListed(s, t) {
@@ -63,7 +63,7 @@ func (rc *requestContext) checkCreatePartitions(rt kmsg.CreatePartitionsRequestT
 	if duplicate {
 		return nil, kerr.InvalidRequest.Code, "Duplicate topic in the request."
 	}
-	if rc.srv.Admin == nil {
+	if rc.h.Admin == nil {
 		return nil, kerr.UnknownServerError.Code, errNoAdmin
 	}
 	t, ok := rc.view.Topic(rt.Topic)
@@ -88,7 +88,7 @@ func (rc *requestContext) checkCreatePartitions(rt kmsg.CreatePartitionsRequestT
 
 // growTopic raises t's spec.partitions to count, on the current object.
 func (rc *requestContext) growTopic(write context.Context, t *Topic, count int32) (int16, string) {
-	_, err := rc.srv.Admin.updateTopic(write, t.Object, string(t.UID), liveTopic(func(kt *v1alpha1.KafkaTopic) error {
+	_, err := rc.h.Admin.updateTopic(write, t.Object, string(t.UID), liveTopic(func(kt *v1alpha1.KafkaTopic) error {
 		if kt.Spec.Partitions >= count {
 			return errAlreadyGrown{have: kt.Spec.Partitions}
 		}

@@ -9,7 +9,7 @@ import (
 func init() { registerGroupAPI(47, handleOffsetDelete) }
 
 func handleOffsetDelete(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
-	c := rc.srv.Groups.Coordinator()
+	c := rc.h.Groups.Coordinator()
 	if c == nil {
 		return groupsUnavailable(kreq), nil
 	}

@@ -30,9 +30,8 @@ func benchPaddock(b *testing.B) string {
 		ln := listenLoopback(b)
 		host, portStr, _ := net.SplitHostPort(ln.Addr().String())
 		port, _ := strconv.Atoi(portStr)
-		srv := &Server{View: view, Self: int32(i), Log: logr.Discard()}
+		srv := newTestServer(b, &Handler{View: view, Self: int32(i), Log: logr.Discard()})
 		go func() { _ = srv.Serve(ln) }()
-		b.Cleanup(func() { _ = srv.Close() })
 		rows = append(rows, v1alpha1.BrokerRow{ID: int32(i), Host: host, Port: int32(port), State: v1alpha1.BrokerServing, Health: v1alpha1.BrokerAlive})
 		if i == 0 {
 			addr = ln.Addr().String()

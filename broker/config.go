@@ -10,11 +10,9 @@ import (
 	"time"
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/broker/wire"
 	"github.com/paddock-dev/paddock/internal/registry"
 )
-
-// DefaultMaxFrameBytes caps a request frame, as Kafka's socket.request.max.bytes does.
-const DefaultMaxFrameBytes = 100 << 20
 
 // Config is everything `paddock broker` is told at start: flags (docs/architecture.md, "The broker pod"), each with a
 // PADDOCK_<FLAG> environment default, and the pod identity from the downward API.
@@ -128,7 +126,7 @@ func newFlagSet(cfg *Config, listeners, templates *string, getenv func(string) s
 	str(&cfg.DataDir, "data-dir", "/var/lib/paddock", "directory of the cluster's shared data volume (partition data; deleted topics' data is removed from it)")
 	str(&cfg.ClusterDomain, "cluster-domain", "cluster.local", "cluster DNS domain used in PodDNS advertised hosts")
 	str(&cfg.BindAddress, "bind-address", "", "IP address the listeners and the health server bind to; empty binds every interface")
-	num(&cfg.MaxFrameBytes, "max-frame-bytes", DefaultMaxFrameBytes, "largest request frame accepted; a larger size prefix closes the connection before any allocation")
+	num(&cfg.MaxFrameBytes, "max-frame-bytes", wire.DefaultMaxFrameBytes, "largest request frame accepted; a larger size prefix closes the connection before any allocation")
 	str(&cfg.LogLevel, "log-level", "info", "log level: debug, info or error")
 	return fs, &envErrs
 }
@@ -150,8 +148,8 @@ func parseConfig(cfg *Config, listeners, templates string, envErrs []error, gete
 	if cfg.DrainTimeout < 0 {
 		return fmt.Errorf("--drain-timeout %s is negative", cfg.DrainTimeout)
 	}
-	if cfg.MaxFrameBytes < minFrameBytes {
-		return fmt.Errorf("--max-frame-bytes %d is below the smallest request (%d)", cfg.MaxFrameBytes, minFrameBytes)
+	if cfg.MaxFrameBytes < wire.MinFrameBytes {
+		return fmt.Errorf("--max-frame-bytes %d is below the smallest request (%d)", cfg.MaxFrameBytes, wire.MinFrameBytes)
 	}
 	id, err := identityFromEnv(cfg.Cluster, getenv)
 	if err != nil {

@@ -45,7 +45,7 @@ func (rc *requestContext) partition(t *Topic, index int32, currentEpoch int32) s
 	if sp.part.Leader != rc.self || t.ID == ([16]byte{}) {
 		return sp
 	}
-	l := rc.srv.Partitions.Leader(partitionKey{t.ID, index})
+	l := rc.h.Partitions.Leader(partitionKey{t.ID, index})
 	if l == nil || l.epoch != sp.part.LeaderEpoch {
 		return sp
 	}
@@ -122,7 +122,7 @@ func (h *hintTargets) add(topic string, index int32, set func(leader, epoch int3
 // metadata.
 func (h hintTargets) resolve(rc *requestContext) []endpoint {
 	fresh := *rc
-	fresh.view = rc.srv.View.Snapshot()
+	fresh.view = rc.h.View.Snapshot()
 	listed := fresh.brokers(false)
 	var eps []endpoint
 	seen := map[int32]bool{}

@@ -16,12 +16,13 @@ import (
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/broker/internal/recordbatch"
 	"github.com/paddock-dev/paddock/broker/storage"
+	"github.com/paddock-dev/paddock/broker/wire"
 )
 
-// dataServer is one wire Server with a partition manager over an in-memory view that gives
+// dataServer is one wire server with a partition manager over an in-memory view that gives
 // it topic "t" (one partition, epoch 1), on a fresh data directory.
 type dataServer struct {
-	srv   *Server
+	srv   *wire.Server
 	parts *Partitions
 	addr  string
 	id    [16]byte
@@ -39,13 +40,13 @@ func startDataServer(t *testing.T, fsys storage.FS, selfFenced func() bool) *dat
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan struct{})
 	go func() { parts.Run(ctx); close(ran) }()
-	srv := &Server{View: view, Self: 0, Log: testr.New(t), Partitions: parts, SelfFenced: selfFenced}
+	srv := newTestServer(t, &Handler{View: view, Self: 0, Log: testr.New(t), Partitions: parts, SelfFenced: selfFenced})
 	ln := listenLoopback(t)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	t.Cleanup(func() {
 		_ = srv.Close() // always nil
-		if err := <-served; !errors.Is(err, ErrServerClosed) {
+		if err := <-served; !errors.Is(err, wire.ErrServerClosed) {
 			t.Errorf("Serve returned %v, want ErrServerClosed", err)
 		}
 		cancel()

@@ -37,7 +37,7 @@
 //
 // broker/storage and broker/groups hold no wire and no Kubernetes code. They plug in as
 // fields of Server, set by Broker.start before the first Serve like View (Server.Partitions,
-// Server.ProducerIDs); a handler reaches them as rc.srv.<Field> for the one request it is
+// Server.ProducerIDs); a handler reaches them as rc.h.<Field> for the one request it is
 // answering, and the drain and /readyz read them through the Broker. Nothing else holds a
 // reference to a partition or a group.
 //

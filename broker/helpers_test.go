@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/broker/wire"
 )
 
 // testCluster is n in-process brokers, each a Server on its own loopback listeners, sharing
@@ -45,7 +46,7 @@ func newTestClusterWith(t *testing.T, n int, listeners ...testListener) *testClu
 	t.Helper()
 	tc := &testCluster{view: NewMemoryView(Snapshot{}), listenerAddrs: make([][]string, len(listeners))}
 	for i := range n {
-		srv := &Server{View: tc.view, Self: int32(i), Log: testr.New(t).WithValues("broker", i)}
+		srv := newTestServer(t, &Handler{View: tc.view, Self: int32(i), Log: testr.New(t).WithValues("broker", i)})
 		row := v1alpha1.BrokerRow{
 			ID: int32(i), Rack: "zone-" + strconv.Itoa(i%2), State: v1alpha1.BrokerServing, Health: v1alpha1.BrokerAlive,
 		}
@@ -60,7 +61,7 @@ func newTestClusterWith(t *testing.T, n int, listeners ...testListener) *testClu
 			go func() { done <- srv.Serve(Advertise(ln, spec.name, host, int32(port))) }()
 			t.Cleanup(func() {
 				_ = srv.Close()
-				if err := <-done; !errors.Is(err, ErrServerClosed) {
+				if err := <-done; !errors.Is(err, wire.ErrServerClosed) {
 					t.Errorf("Serve returned %v, want ErrServerClosed", err)
 				}
 			})
@@ -73,6 +74,17 @@ func newTestClusterWith(t *testing.T, n int, listeners ...testListener) *testClu
 	}
 	tc.publish(nil)
 	return tc
+}
+
+// newTestServer is a wire server for h, closed (and h with it) when the test ends.
+func newTestServer(t testing.TB, h *Handler) *wire.Server {
+	t.Helper()
+	srv := newWireServer(h, 0, 0, h.Log)
+	t.Cleanup(func() {
+		_ = srv.Close() // always nil
+		h.Close()
+	})
+	return srv
 }
 
 // publish puts the current rows and topics in the view.

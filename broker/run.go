@@ -15,6 +15,7 @@ import (
 
 	"github.com/paddock-dev/paddock/broker/groups"
 	"github.com/paddock-dev/paddock/broker/storage"
+	"github.com/paddock-dev/paddock/broker/wire"
 )
 
 // errInterrupted is Run's answer to a second signal during the drain: exit at once.
@@ -49,7 +50,7 @@ type Broker struct {
 	// StorageFS is the file system the partition logs use (storage.OSFS when nil; tests
 	// inject faults through storage.FaultFS).
 	StorageFS storage.FS
-	// PipelineDepth is the wire server's Server.PipelineDepth (0: the default).
+	// PipelineDepth is the wire server's wire.Server.PipelineDepth (0: the default).
 	PipelineDepth int
 	// GroupConfig, when set, adjusts the group coordinator's configuration
 	// (groups.DefaultConfig) before it starts: tests shorten the initial rebalance delay.
@@ -150,8 +151,9 @@ func (b *Broker) listen() (*bound, error) {
 
 // running is a broker between start and shutdown.
 type running struct {
-	wire   *Server
-	health *http.Server
+	wire    *wire.Server
+	handler *Handler // what wire serves
+	health  *http.Server
 	// serveErr receives the error of a listener whose Serve ended on its own.
 	serveErr chan error
 	// stopBackground ends the heartbeat loop and the idle ticks. They live until Run returns —
@@ -169,18 +171,18 @@ type running struct {
 // and starts the heartbeat and the idle liveness ticks.
 func (b *Broker) start(lns *bound) *running {
 	b.started = time.Now()
+	h := &Handler{
+		View:       b.View,
+		Self:       b.Config.Identity.ID,
+		Log:        b.Log.WithName("wire"),
+		Metrics:    b.metrics,
+		Liveness:   b.liveness,
+		Admin:      b.Admin,
+		SelfFenced: b.selfFenced,
+	}
 	r := &running{
-		wire: &Server{
-			View:          b.View,
-			Self:          b.Config.Identity.ID,
-			MaxFrameBytes: b.Config.MaxFrameBytes,
-			Log:           b.Log.WithName("wire"),
-			Metrics:       b.metrics,
-			Liveness:      b.liveness,
-			Admin:         b.Admin,
-			SelfFenced:    b.selfFenced,
-			PipelineDepth: b.PipelineDepth,
-		},
+		wire:     newWireServer(h, b.Config.MaxFrameBytes, b.PipelineDepth, b.Log.WithName("wire")),
+		handler:  h,
 		health:   &http.Server{Handler: b.healthHandler(), ReadHeaderTimeout: 5 * time.Second},
 		serveErr: make(chan error, len(lns.kafka)+1),
 	}
@@ -209,7 +211,7 @@ func (b *Broker) start(lns *bound) *running {
 
 	bg, stop := context.WithCancel(context.Background())
 	r.stopBackground = stop
-	go r.wire.RunIdleTicks(bg, idleTickPeriod)
+	go RunIdleTicks(bg, r.wire, idleTickPeriod, b.Log.WithName("wire"))
 	if b.Heartbeat != nil {
 		b.Heartbeat.Listeners = b.Addresses.Known
 		b.Heartbeat.Claims = b.Claims
@@ -243,7 +245,8 @@ func (b *Broker) waitForSignal(ctx context.Context, signals <-chan os.Signal, r 
 // closeNow closes every listener and connection at once, without flushing.
 func (b *Broker) closeNow(r *running) {
 	b.listenersBound.Store(false)
-	_ = r.wire.Close()   // always nil
+	_ = r.wire.Close() // always nil
+	r.handler.Close()
 	_ = r.health.Close() // the probes' connections carry nothing worth keeping
 	b.stopGroups(r)
 	b.stopPartitions(r)
@@ -262,6 +265,7 @@ func (b *Broker) shutdown(r *running) {
 	if err := r.wire.Shutdown(ctx); err != nil {
 		b.Log.Info("Connections closed hard after the shutdown grace", "reason", err.Error())
 	}
+	r.handler.Close() // the background auto-creations: no request is left to start one
 	b.stopPartitions(r)
 	if err := r.health.Shutdown(ctx); err != nil {
 		b.Log.Info("Health server closed hard after the shutdown grace", "reason", err.Error())

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/broker/wire"
 )
 
 // expectServing asserts a fresh connection to addr is answered.
@@ -100,7 +101,7 @@ func TestGarbageFramesCloseTheConnection(t *testing.T) {
 // body buffer is allocated: a 2 GiB prefix must cost nothing.
 func TestHugeSizePrefixRefusedWithoutAllocating(t *testing.T) {
 	tc := newTestCluster(t, 1)
-	for _, size := range []uint32{2 << 30, 2<<30 - 1, DefaultMaxFrameBytes + 1} {
+	for _, size := range []uint32{2 << 30, 2<<30 - 1, wire.DefaultMaxFrameBytes + 1} {
 		c := dialKafka(t, tc.addrs[0])
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
@@ -116,10 +117,10 @@ func TestHugeSizePrefixRefusedWithoutAllocating(t *testing.T) {
 	expectServing(t, tc.addrs[0])
 
 	t.Run("the cap is configurable", func(t *testing.T) {
-		srv := &Server{View: NewMemoryView(Snapshot{}), MaxFrameBytes: 64, Log: testr.New(t)}
+		srv := newTestServer(t, &Handler{View: NewMemoryView(Snapshot{}), Log: testr.New(t)})
+		srv.MaxFrameBytes = 64
 		ln := listenLoopback(t)
 		go func() { _ = srv.Serve(ln) }()
-		t.Cleanup(func() { _ = srv.Close() })
 		c := dialKafka(t, ln.Addr().String())
 		req := kmsg.NewPtrMetadataRequest()
 		name := string(make([]byte, 100))
@@ -144,10 +145,9 @@ func (v *panicView) Snapshot() *Snapshot {
 
 func TestHandlerPanicClosesOnlyThatConnection(t *testing.T) {
 	pv := &panicView{View: NewMemoryView(Snapshot{})}
-	srv := &Server{View: pv, Log: testr.New(t)}
+	srv := newTestServer(t, &Handler{View: pv, Log: testr.New(t)})
 	ln := listenLoopback(t)
 	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
 
 	healthy := dialKafka(t, ln.Addr().String())
 	roundTrip(t, healthy, kmsg.NewPtrMetadataRequest())
@@ -183,7 +183,7 @@ func TestResponsesComeInRequestOrder(t *testing.T) {
 }
 
 func TestShutdownFlushesAnswersThenCloses(t *testing.T) {
-	srv := &Server{View: NewMemoryView(Snapshot{}), Log: testr.New(t)}
+	srv := newTestServer(t, &Handler{View: NewMemoryView(Snapshot{}), Log: testr.New(t)})
 	ln := listenLoopback(t)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -209,13 +209,13 @@ func TestShutdownFlushesAnswersThenCloses(t *testing.T) {
 		}
 	}
 	expectClosed(t, c)
-	if err := <-served; !errors.Is(err, ErrServerClosed) {
+	if err := <-served; !errors.Is(err, wire.ErrServerClosed) {
 		t.Fatalf("Serve returned %v", err)
 	}
 	if _, err := net.DialTimeout("tcp", ln.Addr().String(), time.Second); err == nil {
 		t.Fatal("listener still accepts after Shutdown")
 	}
-	if err := srv.Serve(ln); !errors.Is(err, ErrServerClosed) {
+	if err := srv.Serve(ln); !errors.Is(err, wire.ErrServerClosed) {
 		t.Fatalf("Serve after Shutdown returned %v", err)
 	}
 	_ = srv.Close()
@@ -227,7 +227,8 @@ func TestShutdownFlushesAnswersThenCloses(t *testing.T) {
 func TestNoGoroutineLeak(t *testing.T) {
 	before := runtime.NumGoroutine()
 	func() {
-		srv := &Server{View: NewMemoryView(Snapshot{}), Log: testr.New(t)}
+		h := &Handler{View: NewMemoryView(Snapshot{}), Log: testr.New(t)}
+		srv := newWireServer(h, 0, 0, h.Log)
 		ln := listenLoopback(t)
 		go func() { _ = srv.Serve(ln) }()
 		addr := ln.Addr().String()
@@ -253,6 +254,7 @@ func TestNoGoroutineLeak(t *testing.T) {
 			}
 		}
 		_ = srv.Close()
+		h.Close()
 		for _, c := range idle {
 			_ = c.Close()
 		}
@@ -382,7 +384,8 @@ func TestIdleTicksCoverTheAcceptLoop(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var mono atomic.Int64
 			live := NewLiveness(func() time.Duration { return time.Duration(mono.Load()) })
-			srv := &Server{View: NewMemoryView(Snapshot{}), Liveness: live, Log: testr.New(t)}
+			h := &Handler{View: NewMemoryView(Snapshot{}), Liveness: live, Log: testr.New(t)}
+			srv := newWireServer(h, 0, 0, h.Log)
 			ln := net.Listener(listenLoopback(t))
 			if tc.wedged {
 				ln = &wedgedListener{Listener: ln, closed: make(chan struct{})}
@@ -390,7 +393,7 @@ func TestIdleTicksCoverTheAcceptLoop(t *testing.T) {
 			go func() { _ = srv.Serve(ln) }()
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan struct{})
-			go func() { defer close(done); srv.RunIdleTicks(ctx, 20*time.Millisecond) }()
+			go func() { defer close(done); RunIdleTicks(ctx, srv, 20*time.Millisecond, h.Log) }()
 			t.Cleanup(func() { cancel(); _ = srv.Close(); <-done })
 
 			mono.Add(int64(WedgedAfter + time.Second)) // six seconds without a client request

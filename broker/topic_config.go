@@ -74,7 +74,7 @@ func (rc *requestContext) alterTarget(typ kmsg.ConfigResourceType, name string, 
 		return nil, kerr.InvalidRequest.Code, "paddock brokers have no loggers to configure; their log level is the --log-level flag"
 	case typ != kmsg.ConfigResourceTypeTopic:
 		return nil, kerr.InvalidRequest.Code, fmt.Sprintf("Unsupported resource type: %d", typ)
-	case rc.srv.Admin == nil:
+	case rc.h.Admin == nil:
 		return nil, kerr.UnknownServerError.Code, errNoAdmin
 	}
 	if err := topicname.Validate(name); err != nil {
@@ -108,7 +108,7 @@ func (rc *requestContext) alterTopicConfig(ctx context.Context, t *Topic, valida
 		}
 		return 0, 0, ""
 	}
-	kt, err := rc.srv.Admin.updateTopic(ctx, t.Object, string(t.UID), liveTopic(func(kt *v1alpha1.KafkaTopic) error {
+	kt, err := rc.h.Admin.updateTopic(ctx, t.Object, string(t.UID), liveTopic(func(kt *v1alpha1.KafkaTopic) error {
 		next, cerr := change(maps.Clone(kt.Spec.Config))
 		if cerr != nil {
 			return cerr
@@ -137,7 +137,7 @@ func (rc *requestContext) waitForGenerations(written map[string]int64) {
 	}
 	_, wait, cancel := rc.adminDeadlines(configWaitMs)
 	defer cancel()
-	waitView(wait, rc.srv.View, func(s *Snapshot) bool {
+	waitView(wait, rc.h.View, func(s *Snapshot) bool {
 		for name, gen := range written {
 			if t, ok := s.Topic(name); !ok || t.Generation < gen {
 				return false

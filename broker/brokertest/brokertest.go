@@ -32,6 +32,7 @@ import (
 	"github.com/paddock-dev/paddock/broker"
 	"github.com/paddock-dev/paddock/broker/groups"
 	"github.com/paddock-dev/paddock/broker/storage"
+	"github.com/paddock-dev/paddock/broker/wire"
 	"github.com/paddock-dev/paddock/internal/balance"
 )
 
@@ -147,7 +148,7 @@ func (c *Cluster) startBroker(id int32) {
 		DrainTimeout:      c.opts.DrainTimeout,
 		DataDir:           c.DataDir,
 		BindAddress:       "127.0.0.1",
-		MaxFrameBytes:     broker.DefaultMaxFrameBytes,
+		MaxFrameBytes:     wire.DefaultMaxFrameBytes,
 		Identity:          broker.Identity{ID: id, Pod: "c-broker-" + strconv.Itoa(int(id)), Namespace: "brokertest"},
 	}
 	view := broker.NewMemoryView(broker.Snapshot{})
