@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/paddock-dev/paddock/broker/cluster"
 	"github.com/paddock-dev/paddock/broker/storage"
 )
 
@@ -143,7 +144,7 @@ func (f *fetchState) resolve(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) [
 		*ot = kmsg.NewFetchResponseTopic()
 		ot.Topic, ot.TopicID = rt.Topic, rt.TopicID
 		var (
-			t     *Topic
+			t     *cluster.Topic
 			known bool
 		)
 		unknown := kerr.UnknownTopicOrPartition.Code

@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/paddock-dev/paddock/broker/cluster"
 	"github.com/paddock-dev/paddock/internal/topicname"
 )
 
@@ -60,7 +61,7 @@ func handleMetadata(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error
 		resp.AuthorizedOperations = clusterAuthorizedOps
 	}
 
-	describe := func(t *Topic) kmsg.MetadataResponseTopic {
+	describe := func(t *cluster.Topic) kmsg.MetadataResponseTopic {
 		mt := kmsg.NewMetadataResponseTopic()
 		name := t.Name
 		mt.Topic, mt.TopicID = &name, t.ID
@@ -93,7 +94,7 @@ func handleMetadata(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error
 	}
 	for _, rt := range req.Topics {
 		var (
-			t  *Topic
+			t  *cluster.Topic
 			ok bool
 		)
 		if rt.Topic != nil {

@@ -62,7 +62,7 @@ func (rc *requestContext) findCoordinator(key string, keyType int8) kmsg.FindCoo
 		return fail(kerr.InvalidRequest, "unknown coordinator key type")
 	}
 
-	id, ok := coordinator.Pick(key, rc.view.registered, rc.view.alive)
+	id, ok := coordinator.Pick(key, rc.view.RegisteredIDs(), rc.view.AliveIDs())
 	if !ok {
 		return fail(kerr.CoordinatorNotAvailable, "no broker is alive")
 	}

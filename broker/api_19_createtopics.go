@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/broker/cluster"
 	"github.com/paddock-dev/paddock/internal/kafkaconfig"
 	"github.com/paddock-dev/paddock/internal/topicname"
 )
@@ -90,7 +91,7 @@ func handleCreateTopics(rc *requestContext, kreq kmsg.Request) (kmsg.Response, e
 	}
 	snap := rc.view
 	if !req.ValidateOnly {
-		snap, _ = waitView(wait, rc.h.View, func(s *Snapshot) bool { return rc.createdAndLed(s, specs) })
+		snap, _ = waitView(wait, rc.h.View, func(s *cluster.Snapshot) bool { return rc.createdAndLed(s, specs) })
 	}
 	for i, spec := range specs {
 		if spec != nil && req.Version >= 5 {
@@ -103,7 +104,7 @@ func handleCreateTopics(rc *requestContext, kreq kmsg.Request) (kmsg.Response, e
 
 // checkCreate checks one requested topic against the view and the names claimed so far; on
 // failure it returns the error code and Apache's message for it.
-func checkCreate(s *Snapshot, t kmsg.CreateTopicsRequestTopic, claimed map[string]string) (*createSpec, int16, string) {
+func checkCreate(s *cluster.Snapshot, t kmsg.CreateTopicsRequestTopic, claimed map[string]string) (*createSpec, int16, string) {
 	if err := topicname.Validate(t.Topic); err != nil {
 		return nil, kerr.InvalidTopicException.Code, err.Error()
 	}
@@ -156,11 +157,11 @@ func checkCreate(s *Snapshot, t kmsg.CreateTopicsRequestTopic, claimed map[strin
 // is waited out (until wait ends) and the create retried once.
 func (rc *requestContext) createTopic(write, wait context.Context, spec *createSpec) (int16, string) {
 	a := rc.h.Admin
-	err := a.Client.Create(write, a.newTopicObject(spec.name, spec.partitions, spec.config))
+	err := a.CreateTopic(write, spec.name, spec.partitions, spec.config)
 	if apierrors.IsAlreadyExists(err) {
 		if _, deleting := rc.h.View.Snapshot().Deleted(spec.name); deleting {
-			if _, gone := waitView(wait, rc.h.View, func(s *Snapshot) bool { _, d := s.Deleted(spec.name); return !d }); gone {
-				err = a.Client.Create(write, a.newTopicObject(spec.name, spec.partitions, spec.config))
+			if _, gone := waitView(wait, rc.h.View, func(s *cluster.Snapshot) bool { _, d := s.Deleted(spec.name); return !d }); gone {
+				err = a.CreateTopic(write, spec.name, spec.partitions, spec.config)
 			} else {
 				return kerr.TopicAlreadyExists.Code, fmt.Sprintf("Topic '%s' is marked for deletion.", spec.name)
 			}
@@ -178,7 +179,7 @@ func (rc *requestContext) createTopic(write, wait context.Context, spec *createS
 
 // createdAndLed is true when every created topic is in the view with a topic id and a listed
 // leader for every partition.
-func (rc *requestContext) createdAndLed(s *Snapshot, specs []*createSpec) bool {
+func (rc *requestContext) createdAndLed(s *cluster.Snapshot, specs []*createSpec) bool {
 	for _, spec := range specs {
 		if spec == nil {
 			continue
@@ -193,7 +194,7 @@ func (rc *requestContext) createdAndLed(s *Snapshot, specs []*createSpec) bool {
 
 // fillCreated fills the v5+ fields of a successful topic: the partition count, replication
 // factor 1, its configs (as DescribeConfigs reports them) and, when the view has it, its id.
-func fillCreated(r *kmsg.CreateTopicsResponseTopic, s *Snapshot, spec *createSpec) {
+func fillCreated(r *kmsg.CreateTopicsResponseTopic, s *cluster.Snapshot, spec *createSpec) {
 	r.NumPartitions, r.ReplicationFactor = spec.partitions, 1
 	if t, ok := s.Topic(spec.name); ok {
 		r.TopicID = t.ID

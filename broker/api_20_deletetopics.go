@@ -7,9 +7,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/broker/cluster"
 )
 
 // DeleteTopics (key 20), versions 0–6 (Apache 3.7 parity). v0–5 name topics in TopicNames,
@@ -40,7 +39,7 @@ func handleDeleteTopics(rc *requestContext, kreq kmsg.Request) (kmsg.Response, e
 		}
 	}
 	seen := countBy(entries, deleteKey)
-	var deleted []*Topic
+	var deleted []*cluster.Topic
 	for _, e := range entries {
 		r := kmsg.NewDeleteTopicsResponseTopic()
 		r.Topic, r.TopicID = e.Topic, e.TopicID
@@ -56,7 +55,7 @@ func handleDeleteTopics(rc *requestContext, kreq kmsg.Request) (kmsg.Response, e
 		}
 		resp.Topics = append(resp.Topics, r)
 	}
-	waitView(wait, rc.h.View, func(s *Snapshot) bool {
+	waitView(wait, rc.h.View, func(s *cluster.Snapshot) bool {
 		for _, t := range deleted {
 			if live, ok := s.Topic(t.Name); ok && live.UID == t.UID {
 				return false
@@ -76,7 +75,7 @@ func deleteKey(e kmsg.DeleteTopicsRequestTopic) string {
 }
 
 // checkDelete finds the topic an entry names, or the error the entry answers with.
-func (rc *requestContext) checkDelete(e kmsg.DeleteTopicsRequestTopic, duplicate bool, version int16) (*Topic, int16, string) {
+func (rc *requestContext) checkDelete(e kmsg.DeleteTopicsRequestTopic, duplicate bool, version int16) (*cluster.Topic, int16, string) {
 	hasID := e.TopicID != ([16]byte{})
 	switch {
 	case (e.Topic != nil) == hasID:
@@ -104,11 +103,8 @@ func (rc *requestContext) checkDelete(e kmsg.DeleteTopicsRequestTopic, duplicate
 }
 
 // deleteTopic deletes t's KafkaTopic, if it is still the object the view showed.
-func (rc *requestContext) deleteTopic(write context.Context, t *Topic) (int16, string) {
-	a := rc.h.Admin
-	kt := &v1alpha1.KafkaTopic{}
-	kt.Name, kt.Namespace = t.Object, a.Namespace
-	err := a.Client.Delete(write, kt, client.Preconditions{UID: &t.UID})
+func (rc *requestContext) deleteTopic(write context.Context, t *cluster.Topic) (int16, string) {
+	err := rc.h.Admin.DeleteTopic(write, t.Object, t.UID)
 	switch {
 	case err == nil:
 		return 0, ""

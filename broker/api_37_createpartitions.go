@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/broker/cluster"
 )
 
 // CreatePartitions (key 37), versions 0–3 (Apache 3.7 parity). Count is the topic's new
@@ -46,7 +47,7 @@ func handleCreatePartitions(rc *requestContext, kreq kmsg.Request) (kmsg.Respons
 		resp.Topics = append(resp.Topics, r)
 	}
 	if !req.ValidateOnly {
-		waitView(wait, rc.h.View, func(s *Snapshot) bool {
+		waitView(wait, rc.h.View, func(s *cluster.Snapshot) bool {
 			for name, n := range grown {
 				t, ok := s.Topic(name)
 				if !ok || len(t.Partitions) < int(n) || !rc.leadersListed(s, t) {
@@ -59,7 +60,7 @@ func handleCreatePartitions(rc *requestContext, kreq kmsg.Request) (kmsg.Respons
 	return resp, nil
 }
 
-func (rc *requestContext) checkCreatePartitions(rt kmsg.CreatePartitionsRequestTopic, duplicate bool) (*Topic, int16, string) {
+func (rc *requestContext) checkCreatePartitions(rt kmsg.CreatePartitionsRequestTopic, duplicate bool) (*cluster.Topic, int16, string) {
 	if duplicate {
 		return nil, kerr.InvalidRequest.Code, "Duplicate topic in the request."
 	}
@@ -87,14 +88,14 @@ func (rc *requestContext) checkCreatePartitions(rt kmsg.CreatePartitionsRequestT
 }
 
 // growTopic raises t's spec.partitions to count, on the current object.
-func (rc *requestContext) growTopic(write context.Context, t *Topic, count int32) (int16, string) {
-	_, err := rc.h.Admin.updateTopic(write, t.Object, string(t.UID), liveTopic(func(kt *v1alpha1.KafkaTopic) error {
+func (rc *requestContext) growTopic(write context.Context, t *cluster.Topic, count int32) (int16, string) {
+	_, err := rc.h.Admin.UpdateSpec(write, t.Object, t.UID, func(kt *v1alpha1.KafkaTopic) error {
 		if kt.Spec.Partitions >= count {
 			return errAlreadyGrown{have: kt.Spec.Partitions}
 		}
 		kt.Spec.Partitions = count
 		return nil
-	}))
+	})
 	var grown errAlreadyGrown
 	switch {
 	case err == nil:

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/broker/cluster"
 )
 
 // handler answers one decoded request. A protocol error belongs in the response (an error
@@ -52,7 +53,7 @@ type requestContext struct {
 	// fields and never keep a reference past the request.
 	h *Handler
 	// view is read once per request, so one answer never mixes two states.
-	view *Snapshot
+	view *cluster.Snapshot
 	self int32
 	// listener is the listener the request arrived on, with this broker's advertised host and
 	// port on it: answers give every broker its address on this listener.

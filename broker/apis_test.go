@@ -1,18 +1,18 @@
 package broker
 
 import (
-	"context"
 	"slices"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/broker/cluster"
 	"github.com/paddock-dev/paddock/internal/coordinator"
+	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
 func newKgo(t *testing.T, seeds ...string) *kgo.Client {
@@ -23,13 +23,6 @@ func newKgo(t *testing.T, seeds ...string) *kgo.Client {
 	}
 	t.Cleanup(cl.Close)
 	return cl
-}
-
-func testCtx(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 func metadataBrokerIDs(resp *kmsg.MetadataResponse) []int32 {
@@ -48,7 +41,7 @@ func TestMetadataOmitsFencedBrokerAndKeepsSelf(t *testing.T) {
 	// A real client seeded with broker 0 only ever learns brokers 0 and 1.
 	cl := newKgo(t, tc.addrs[0])
 	for range 3 {
-		resp, err := kmsg.NewPtrMetadataRequest().RequestWith(testCtx(t), cl)
+		resp, err := kmsg.NewPtrMetadataRequest().RequestWith(testkit.Context(t), cl)
 		if err != nil {
 			t.Fatalf("metadata: %v", err)
 		}
@@ -91,13 +84,13 @@ func TestMetadataTopics(t *testing.T) {
 	tc := newTestCluster(t, 3)
 	tc.rows[2].State = v1alpha1.BrokerFenced
 	ordersID := [16]byte{1, 2, 3}
-	tc.publish([]Topic{
-		{Name: "orders", ID: ordersID, Partitions: []Partition{
+	tc.publish([]cluster.Topic{
+		{Name: "orders", ID: ordersID, Partitions: []cluster.Partition{
 			{Index: 0, Leader: 0, LeaderEpoch: 4},
 			{Index: 1, Leader: 2, LeaderEpoch: 1}, // fenced leader
 			{Index: 2, Leader: -1},                // unassigned
 		}},
-		{Name: "payments", Partitions: []Partition{{Index: 0, Leader: 1, LeaderEpoch: 2}}},
+		{Name: "payments", Partitions: []cluster.Partition{{Index: 0, Leader: 1, LeaderEpoch: 2}}},
 	})
 	c := dialKafka(t, tc.addrs[0])
 	topic := func(name string) kmsg.MetadataRequestTopic {
@@ -139,7 +132,7 @@ func TestMetadataTopics(t *testing.T) {
 		req := kmsg.NewPtrMetadataRequest()
 		req.Topics = []kmsg.MetadataRequestTopic{topic("missing")}
 		req.AllowAutoTopicCreation = true
-		resp, err := req.RequestWith(testCtx(t), cl)
+		resp, err := req.RequestWith(testkit.Context(t), cl)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -188,7 +181,7 @@ func TestMetadataTopics(t *testing.T) {
 
 func TestMetadataEveryAdvertisedVersionRoundTrips(t *testing.T) {
 	tc := newTestCluster(t, 2)
-	tc.publish([]Topic{{Name: "t", Partitions: []Partition{{Index: 0, Leader: 1}}}})
+	tc.publish([]cluster.Topic{{Name: "t", Partitions: []cluster.Partition{{Index: 0, Leader: 1}}}})
 	c := dialKafka(t, tc.addrs[0])
 	for v := int16(0); v <= 12; v++ {
 		req := kmsg.NewPtrMetadataRequest()
@@ -284,7 +277,7 @@ func TestDescribeClusterFencedVisibility(t *testing.T) {
 		cl := newKgo(t, tc.addrs[2])
 		req := kmsg.NewPtrDescribeClusterRequest()
 		req.IncludeFencedBrokers = true
-		resp, err := req.RequestWith(testCtx(t), cl)
+		resp, err := req.RequestWith(testkit.Context(t), cl)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -404,7 +397,7 @@ func TestFindCoordinatorFollowsTheRuleAndHealth(t *testing.T) {
 	cl := newKgo(t, tc.addrs[2])
 	req := kmsg.NewPtrFindCoordinatorRequest()
 	req.CoordinatorKey = "billing"
-	resp, err := req.RequestWith(testCtx(t), cl)
+	resp, err := req.RequestWith(testkit.Context(t), cl)
 	if err != nil {
 		t.Fatal(err)
 	}

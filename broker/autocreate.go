@@ -65,7 +65,7 @@ func (h *Handler) autoCreateTopic(name string, partitions int32) {
 	h.autoCreate.start(name, func() {
 		ctx, cancel := context.WithTimeout(h.base, autoCreateTimeout)
 		defer cancel()
-		err := h.Admin.Client.Create(ctx, h.Admin.newTopicObject(name, partitions, nil))
+		err := h.Admin.CreateTopic(ctx, name, partitions, nil)
 		switch {
 		case err == nil:
 			h.Log.Info("Auto-created topic", "topic", name, "partitions", partitions)

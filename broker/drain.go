@@ -6,6 +6,7 @@ import (
 	"time"
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/broker/cluster"
 )
 
 // drainPoll is how often the drain looks at the groups still held once the view gives this
@@ -113,7 +114,7 @@ func (b *Broker) writeDrainingBeat() {
 // registry has seen the draining beat — and "the coordinator epoch was bumped for an alive
 // set without it" (status.coordinatorBrokers), so every group has a new coordinator at an
 // epoch that fences this one.
-func workHere(s *Snapshot, self int32) (partitions int, groups bool) {
+func workHere(s *cluster.Snapshot, self int32) (partitions int, groups bool) {
 	for _, t := range s.Topics {
 		for _, p := range t.Partitions {
 			if p.Leader == self {
@@ -127,7 +128,7 @@ func workHere(s *Snapshot, self int32) (partitions int, groups bool) {
 
 // drained is true once the view gives this broker no partition and no group: the broker may
 // then close its listeners (after the linger).
-func drained(s *Snapshot, self int32) bool {
+func drained(s *cluster.Snapshot, self int32) bool {
 	partitions, groups := workHere(s, self)
 	return partitions == 0 && !groups
 }

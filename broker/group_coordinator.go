@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/paddock-dev/paddock/broker/cluster"
 	"github.com/paddock-dev/paddock/broker/groups"
 	"github.com/paddock-dev/paddock/broker/storage"
 	"github.com/paddock-dev/paddock/internal/coordinator"
@@ -26,7 +27,7 @@ type Groups struct {
 	// Self is this broker's id; DataDir the shared volume; View the cluster view.
 	Self    int32
 	DataDir string
-	View    View
+	View    cluster.View
 	// FS is the groups' file system (storage.OSFS when nil).
 	FS storage.FS
 	// Metrics are the coordinator's series; registered by the broker on its registry.
@@ -66,7 +67,7 @@ func (g *Groups) Run(ctx context.Context) {
 		}
 	}()
 	purged := map[topicIncarnation]bool{}
-	var last *Snapshot
+	var last *cluster.Snapshot
 	for {
 		updated := g.View.Updated() // taken before reading, so no change slips between
 		s := g.View.Snapshot()
@@ -95,7 +96,7 @@ func (g *Groups) Run(ctx context.Context) {
 // start creates the coordinator with the cluster's group settings as the view s gives them
 // (group.initial.rebalance.delay.ms, group.{min,max}.session.timeout.ms, group.max.size,
 // offset.metadata.max.bytes: read once, so a change applies at the broker's next restart).
-func (g *Groups) start(s *Snapshot) (*groups.Coordinator, error) {
+func (g *Groups) start(s *cluster.Snapshot) (*groups.Coordinator, error) {
 	cfg := groups.DefaultConfig()
 	cfg.Dir = storage.GroupsDir(g.DataDir, s.ClusterID)
 	cfg.InitialRebalanceDelay = s.Config.GroupInitialRebalanceDelay
@@ -129,7 +130,7 @@ type topicIncarnation struct {
 // shows deleted (being deleted, or served in the last view and gone from this one), once per
 // incarnation. A purge that fails is logged; the offsets stay hidden once a topic of that
 // name with another id exists (docs/groups.md, "Deleted topics").
-func (g *Groups) purge(ctx context.Context, c *groups.Coordinator, last, s *Snapshot, done map[topicIncarnation]bool) {
+func (g *Groups) purge(ctx context.Context, c *groups.Coordinator, last, s *cluster.Snapshot, done map[topicIncarnation]bool) {
 	var gone []topicIncarnation
 	for _, d := range s.Deleting {
 		gone = append(gone, topicIncarnation{d.Name, d.ID})
@@ -165,7 +166,7 @@ func (g *Groups) purge(ctx context.Context, c *groups.Coordinator, last, s *Snap
 // FindCoordinator applies the same rule (coordinator.Pick) to the registry rows themselves;
 // the two differ only between a registry change and the epoch bump that follows it, when a
 // client sent to the new coordinator is answered NOT_COORDINATOR and asks again.
-func coordinatorView(s *Snapshot, self int32) (epoch int32, owns func(string) bool, ok bool) {
+func coordinatorView(s *cluster.Snapshot, self int32) (epoch int32, owns func(string) bool, ok bool) {
 	if s.CoordinatorEpoch <= 0 || s.CoordinatorBrokers == nil {
 		return 0, nil, false
 	}
@@ -179,7 +180,7 @@ func coordinatorView(s *Snapshot, self int32) (epoch int32, owns func(string) bo
 
 // coordinatesGroups reports whether the snapshot's coordinator rule can still pick this
 // broker for some group: it is in the alive set the coordinator epoch was set for.
-func coordinatesGroups(s *Snapshot, self int32) bool {
+func coordinatesGroups(s *cluster.Snapshot, self int32) bool {
 	if s.CoordinatorBrokers == nil {
 		return false
 	}
@@ -193,7 +194,7 @@ func coordinatesGroups(s *Snapshot, self int32) bool {
 
 // viewTopics is the coordinator's view of the topics (groups.Topics), read from the
 // current snapshot at each call.
-type viewTopics struct{ view View }
+type viewTopics struct{ view cluster.View }
 
 func (v viewTopics) Topic(name string) (id [16]byte, partitions int32, ok bool) {
 	t, ok := v.view.Snapshot().Topic(name)

@@ -13,6 +13,7 @@ import (
 	"github.com/paddock-dev/paddock/broker/brokertest"
 	"github.com/paddock-dev/paddock/broker/groups"
 	"github.com/paddock-dev/paddock/internal/coordinator"
+	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
 // fastGroups shortens the initial rebalance delay so group tests do not wait 3 s per group.
@@ -24,7 +25,7 @@ func fastGroups(cfg *groups.Config) { cfg.InitialRebalanceDelay = 100 * time.Mil
 func TestKgoGroupConsumerCommitsAndResumesAtTheCommittedOffset(t *testing.T) {
 	c := brokertest.Start(t, brokertest.Options{Brokers: 2, GroupConfig: fastGroups})
 	c.CreateTopic("gw", 3, nil)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	var recs []*kgo.Record
 	for i := range 60 {
 		recs = append(recs, &kgo.Record{Value: []byte(fmt.Sprint(i)), Partition: int32(i % 3)})
@@ -153,7 +154,7 @@ func TestDrainWaitsUntilTheBrokerCoordinatesNoGroup(t *testing.T) {
 			break
 		}
 	}
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	if err := c.Client(kgo.DefaultProduceTopic("dr")).ProduceSync(ctx, &kgo.Record{Value: []byte("a")}, &kgo.Record{Value: []byte("b")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}

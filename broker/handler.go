@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/broker/cluster"
 	"github.com/paddock-dev/paddock/broker/wire"
 )
 
@@ -22,7 +23,7 @@ import (
 // the first request and do not change them afterwards.
 type Handler struct {
 	// View is the cluster state the handlers answer from. Required.
-	View View
+	View cluster.View
 	// Self is this broker's id.
 	Self int32
 	// Log receives what handlers report (an auto-creation, a refused InitProducerId).
@@ -34,7 +35,7 @@ type Handler struct {
 	// Admin, when not nil, is the admin APIs' write access to the cluster's KafkaTopics
 	// (CreateTopics, DeleteTopics, CreatePartitions, the AlterConfigs APIs, Metadata
 	// auto-creation). Without it those requests are answered with an error.
-	Admin *Admin
+	Admin *cluster.Admin
 	// Partitions, when not nil, holds the partition logs this broker leads (partitions.go):
 	// Produce, Fetch, ListOffsets and OffsetForLeaderEpoch reach their logs through it.
 	// Without it every partition answers NOT_LEADER_OR_FOLLOWER.
@@ -188,7 +189,7 @@ func Advertise(ln net.Listener, name, host string, port int32) net.Listener {
 // AdvertiseFrom is Advertise for an address that changes: addrs is read at every request,
 // so an answer always carries this broker's address as it is now, and none while it has
 // none.
-func AdvertiseFrom(ln net.Listener, name string, addrs *Addresses) net.Listener {
+func AdvertiseFrom(ln net.Listener, name string, addrs *cluster.Addresses) net.Listener {
 	return &advertisedListener{Listener: ln, source: listenerSource{name: name, current: func() (v1alpha1.ListenerAddress, bool) { return addrs.Get(name) }}}
 }
 

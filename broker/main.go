@@ -14,11 +14,8 @@ import (
 	"github.com/go-logr/zapr"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/config"
-	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/paddock-dev/paddock/internal/scheme"
+	"github.com/paddock-dev/paddock/broker/cluster"
 )
 
 // Main runs `paddock broker` with args and returns the process exit code: 0 after a clean
@@ -82,9 +79,6 @@ func run(args []string, getenv func(string) string, stderr io.Writer, signals <-
 	}
 	defer sync()
 	log = log.WithValues("cluster", cfg.Cluster, "broker", cfg.Identity.ID)
-	// The informers and clients log through controller-runtime's logger; without one set it
-	// prints a stack trace to stderr the first time something logs (a watch that ends).
-	crlog.SetLogger(log.WithName("client"))
 
 	if err := runWithCluster(cfg, log, signals); err != nil {
 		log.Error(err, "Broker stopped")
@@ -95,19 +89,11 @@ func run(args []string, getenv func(string) string, stderr io.Writer, signals <-
 
 // runWithCluster connects to the API server, starts the informer view and runs the broker.
 func runWithCluster(cfg Config, log logr.Logger, signals <-chan os.Signal) error {
-	restCfg, err := config.GetConfig()
-	if err != nil {
-		return fmt.Errorf("kubernetes config: %w", err)
-	}
-	s, err := scheme.New()
+	conn, err := cluster.Connect(log.WithName("client"))
 	if err != nil {
 		return err
 	}
-	c, err := client.New(restCfg, client.Options{Scheme: s})
-	if err != nil {
-		return fmt.Errorf("kubernetes client: %w", err)
-	}
-	view, err := NewInformerView(restCfg, s, cfg.Identity.Namespace, cfg.Cluster, log.WithName("view"))
+	view, err := conn.InformerView(cfg.Identity.Namespace, cfg.Cluster, log.WithName("view"))
 	if err != nil {
 		return err
 	}
@@ -128,14 +114,14 @@ func runWithCluster(cfg Config, log logr.Logger, signals <-chan os.Signal) error
 	}
 
 	b := NewBroker(cfg, view, log)
-	b.Admin = &Admin{Client: c, Namespace: cfg.Identity.Namespace, Cluster: cfg.Cluster}
+	b.Admin = &cluster.Admin{Client: conn.Client, Namespace: cfg.Identity.Namespace, Cluster: cfg.Cluster}
 	if b.Addresses.NeedsWatch() {
-		if err := WatchAddresses(ctx, restCfg, s, cfg, b.Addresses, log.WithName("addresses")); err != nil {
+		if err := conn.WatchAddresses(ctx, b.Addresses, log.WithName("addresses")); err != nil {
 			return err
 		}
 	}
-	b.Heartbeat = &Heartbeat{
-		Client:         c,
+	b.Heartbeat = &cluster.Heartbeat{
+		Client:         conn.Client,
 		Cluster:        cfg.Cluster,
 		Identity:       cfg.Identity,
 		Interval:       cfg.HeartbeatInterval,

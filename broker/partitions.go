@@ -15,6 +15,7 @@ import (
 	"github.com/go-logr/logr"
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/broker/cluster"
 	"github.com/paddock-dev/paddock/broker/storage"
 )
 
@@ -89,7 +90,7 @@ type leader struct {
 type PartitionsConfig struct {
 	Self    int32
 	DataDir string
-	View    View
+	View    cluster.View
 	// FS is the storage file system (storage.OSFS when nil).
 	FS storage.FS
 	// Cache bounds the closed-segment files open over every partition (256 when nil).
@@ -119,9 +120,9 @@ type Partitions struct {
 	// open counts logs from Open until their relinquish returned (or their open failed):
 	// the broker leads nothing only when it is zero.
 	open         atomic.Int64
-	takeoverDone atomic.Bool              // every partition the reconciled view gives here is served or failed
-	reconciled   atomic.Pointer[Snapshot] // the view snapshot the owner last acted on
-	storageOK    atomic.Bool              // the volume probe passed (or never ran)
+	takeoverDone atomic.Bool                      // every partition the reconciled view gives here is served or failed
+	reconciled   atomic.Pointer[cluster.Snapshot] // the view snapshot the owner last acted on
+	storageOK    atomic.Bool                      // the volume probe passed (or never ran)
 	probing      atomic.Bool
 	changed      notifier      // wakes Changed waiters on every change of open or takeoverDone
 	quit         chan struct{} // closed when Run's context ends: stops the volume probe
@@ -277,7 +278,7 @@ type want struct {
 
 // wantedHere is what s gives broker self: every partition it leads of every topic that has
 // a topic id, with its directory and storage configuration. Nothing without a cluster id.
-func wantedHere(s *Snapshot, self int32, dataDir string) map[partitionKey]want {
+func wantedHere(s *cluster.Snapshot, self int32, dataDir string) map[partitionKey]want {
 	out := map[partitionKey]want{}
 	if s.ClusterID == "" {
 		return out
@@ -310,7 +311,7 @@ const batchHeaderBytes = 61
 // index.interval.bytes from 0); they are raised to storage's minimum, which answers the same:
 // a segment or message limit below a batch header refuses every batch, as Apache's does, and
 // an index interval of 0 indexes every batch, as 1 does.
-func storageConfig(t *Topic, s *Snapshot) storage.Config {
+func storageConfig(t *cluster.Topic, s *cluster.Snapshot) storage.Config {
 	c := t.Config
 	return storage.Config{
 		SegmentBytes:           max(int64(c.SegmentBytes), batchHeaderBytes),
@@ -326,7 +327,7 @@ func storageConfig(t *Topic, s *Snapshot) storage.Config {
 
 // reconcile makes the held partitions match what s gives this broker: release what it no
 // longer gives (or gives at another epoch), take over what is new, and pass config changes on.
-func (p *Partitions) reconcile(ctx context.Context, s *Snapshot) {
+func (p *Partitions) reconcile(ctx context.Context, s *cluster.Snapshot) {
 	wanted := wantedHere(s, p.cfg.Self, p.cfg.DataDir)
 	for key, o := range p.owned {
 		if w, ok := wanted[key]; !ok || w.epoch != o.cur.epoch || w.dir != o.dir {
@@ -362,7 +363,7 @@ func (p *Partitions) reconcile(ctx context.Context, s *Snapshot) {
 }
 
 // acquire opens key's log and queues its takeover at w.epoch.
-func (p *Partitions) acquire(ctx context.Context, key partitionKey, w want, s *Snapshot) {
+func (p *Partitions) acquire(ctx context.Context, key partitionKey, w want, s *cluster.Snapshot) {
 	opts := storage.Options{
 		FS: p.cfg.FS, Cache: p.cfg.Cache, Now: p.cfg.Now,
 		Log:                    p.log.WithValues("topic", w.topic, "partition", key.index),

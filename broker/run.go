@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/paddock-dev/paddock/broker/cluster"
 	"github.com/paddock-dev/paddock/broker/groups"
 	"github.com/paddock-dev/paddock/broker/storage"
 	"github.com/paddock-dev/paddock/broker/wire"
@@ -32,13 +33,13 @@ const shutdownGrace = 5 * time.Second
 type Broker struct {
 	Config Config
 	// View is the cluster state the broker answers from and drains against.
-	View View
+	View cluster.View
 	// Heartbeat renews the Lease; nil runs without one (an in-memory view in tests).
-	Heartbeat *Heartbeat
+	Heartbeat *cluster.Heartbeat
 	// Admin is the broker's write access to its KafkaTopics (admin APIs, the data removal
 	// of deleted topics); nil runs without it: admin requests are refused and deleted
 	// topics' data is left for another broker.
-	Admin *Admin
+	Admin *cluster.Admin
 	Log   logr.Logger
 	// OnListening, when set, is called once every listener is bound, with the Kafka listener
 	// addresses in configuration order and the health server's address.
@@ -46,7 +47,7 @@ type Broker struct {
 	// Addresses is where the broker is reachable on each listener (addresses.go); answers,
 	// the heartbeat and /readyz read it. NewBroker makes it from the config; WatchAddresses
 	// keeps its external listeners' addresses current.
-	Addresses *Addresses
+	Addresses *cluster.Addresses
 	// StorageFS is the file system the partition logs use (storage.OSFS when nil; tests
 	// inject faults through storage.FaultFS).
 	StorageFS storage.FS
@@ -71,8 +72,8 @@ type Broker struct {
 
 // NewBroker returns a broker for cfg answering from view. Set Heartbeat before Run to renew
 // the Lease.
-func NewBroker(cfg Config, view View, log logr.Logger) *Broker {
-	b := &Broker{Config: cfg, View: view, Log: log, liveness: NewLiveness(nil), Addresses: NewAddresses(cfg)}
+func NewBroker(cfg Config, view cluster.View, log logr.Logger) *Broker {
+	b := &Broker{Config: cfg, View: view, Log: log, liveness: NewLiveness(nil), Addresses: cluster.NewAddresses(cfg.Cluster, cfg.Listeners, cfg.Identity)}
 	b.metrics = NewMetrics(func() float64 {
 		if age := b.Heartbeat.Age(); age >= 0 {
 			return age.Seconds()
@@ -192,7 +193,7 @@ func (b *Broker) start(lns *bound) *running {
 	for i, ln := range lns.kafka {
 		l := b.Config.Listeners[i]
 		if l.Port == 0 { // an ephemeral port (tests): advertise what was bound
-			b.Addresses.bound(i, int32(ln.Addr().(*net.TCPAddr).Port))
+			b.Addresses.Bound(i, int32(ln.Addr().(*net.TCPAddr).Port))
 		}
 		addrs[i] = ln.Addr()
 		go func() { r.serveErr <- r.wire.Serve(AdvertiseFrom(ln, l.Name, b.Addresses)) }()

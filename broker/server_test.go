@@ -15,7 +15,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/broker/cluster"
 	"github.com/paddock-dev/paddock/broker/wire"
+	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
 // expectServing asserts a fresh connection to addr is answered.
@@ -117,9 +119,9 @@ func TestHugeSizePrefixRefusedWithoutAllocating(t *testing.T) {
 	expectServing(t, tc.addrs[0])
 
 	t.Run("the cap is configurable", func(t *testing.T) {
-		srv := newTestServer(t, &Handler{View: NewMemoryView(Snapshot{}), Log: testr.New(t)})
+		srv := newTestServer(t, &Handler{View: cluster.NewMemoryView(cluster.Snapshot{}), Log: testr.New(t)})
 		srv.MaxFrameBytes = 64
-		ln := listenLoopback(t)
+		ln := testkit.Listen(t)
 		go func() { _ = srv.Serve(ln) }()
 		c := dialKafka(t, ln.Addr().String())
 		req := kmsg.NewPtrMetadataRequest()
@@ -132,11 +134,11 @@ func TestHugeSizePrefixRefusedWithoutAllocating(t *testing.T) {
 
 // panicView panics on Snapshot while armed: a fault hook for the handler path.
 type panicView struct {
-	View
+	cluster.View
 	armed atomic.Bool
 }
 
-func (v *panicView) Snapshot() *Snapshot {
+func (v *panicView) Snapshot() *cluster.Snapshot {
 	if v.armed.Load() {
 		panic("injected handler fault")
 	}
@@ -144,9 +146,9 @@ func (v *panicView) Snapshot() *Snapshot {
 }
 
 func TestHandlerPanicClosesOnlyThatConnection(t *testing.T) {
-	pv := &panicView{View: NewMemoryView(Snapshot{})}
+	pv := &panicView{View: cluster.NewMemoryView(cluster.Snapshot{})}
 	srv := newTestServer(t, &Handler{View: pv, Log: testr.New(t)})
-	ln := listenLoopback(t)
+	ln := testkit.Listen(t)
 	go func() { _ = srv.Serve(ln) }()
 
 	healthy := dialKafka(t, ln.Addr().String())
@@ -183,8 +185,8 @@ func TestResponsesComeInRequestOrder(t *testing.T) {
 }
 
 func TestShutdownFlushesAnswersThenCloses(t *testing.T) {
-	srv := newTestServer(t, &Handler{View: NewMemoryView(Snapshot{}), Log: testr.New(t)})
-	ln := listenLoopback(t)
+	srv := newTestServer(t, &Handler{View: cluster.NewMemoryView(cluster.Snapshot{}), Log: testr.New(t)})
+	ln := testkit.Listen(t)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	c := dialKafka(t, ln.Addr().String())
@@ -227,9 +229,9 @@ func TestShutdownFlushesAnswersThenCloses(t *testing.T) {
 func TestNoGoroutineLeak(t *testing.T) {
 	before := runtime.NumGoroutine()
 	func() {
-		h := &Handler{View: NewMemoryView(Snapshot{}), Log: testr.New(t)}
+		h := &Handler{View: cluster.NewMemoryView(cluster.Snapshot{}), Log: testr.New(t)}
 		srv := newWireServer(h, 0, 0, h.Log)
-		ln := listenLoopback(t)
+		ln := testkit.Listen(t)
 		go func() { _ = srv.Serve(ln) }()
 		addr := ln.Addr().String()
 		var idle []net.Conn
@@ -384,9 +386,9 @@ func TestIdleTicksCoverTheAcceptLoop(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var mono atomic.Int64
 			live := NewLiveness(func() time.Duration { return time.Duration(mono.Load()) })
-			h := &Handler{View: NewMemoryView(Snapshot{}), Liveness: live, Log: testr.New(t)}
+			h := &Handler{View: cluster.NewMemoryView(cluster.Snapshot{}), Liveness: live, Log: testr.New(t)}
 			srv := newWireServer(h, 0, 0, h.Log)
-			ln := net.Listener(listenLoopback(t))
+			ln := net.Listener(testkit.Listen(t))
 			if tc.wedged {
 				ln = &wedgedListener{Listener: ln, closed: make(chan struct{})}
 			}

@@ -30,6 +30,7 @@ import (
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/broker"
+	"github.com/paddock-dev/paddock/broker/cluster"
 	"github.com/paddock-dev/paddock/broker/groups"
 	"github.com/paddock-dev/paddock/broker/storage"
 	"github.com/paddock-dev/paddock/broker/wire"
@@ -73,9 +74,9 @@ type Cluster struct {
 	mu      sync.Mutex
 	brokers []*Broker
 	rows    []v1alpha1.BrokerRow
-	topics  []broker.Topic // the operator's truth, published to every view not lagging
+	topics  []cluster.Topic // the operator's truth, published to every view not lagging
 	// deleting are the topics DeleteTopic removed, published as being deleted.
-	deleting []broker.DeletingTopic
+	deleting []cluster.DeletingTopic
 	// coordinatorEpoch and coordinatorBrokers are status.coordinatorEpoch and
 	// status.coordinatorBrokers as the assignment reconciler keeps them: bumped whenever
 	// the registered or alive set changes, and when a registered broker restarts.
@@ -91,7 +92,7 @@ type Broker struct {
 	Addr, HealthAddr string
 	// B is the running broker; View the in-memory view it answers from.
 	B    *broker.Broker
-	View *broker.MemoryView
+	View *cluster.MemoryView
 
 	signals chan os.Signal
 	result  chan error
@@ -141,7 +142,7 @@ func (c *Cluster) startBroker(id int32) {
 	_ = kafkaLn.Close()
 	cfg := broker.Config{
 		Cluster:           "c",
-		Listeners:         []broker.ListenerSpec{{Name: "kafka", Port: int32(kafkaPort), Host: "127.0.0.1"}},
+		Listeners:         []cluster.ListenerSpec{{Name: "kafka", Port: int32(kafkaPort), Host: "127.0.0.1"}},
 		HealthPort:        healthPort,
 		HeartbeatInterval: 100 * time.Millisecond,
 		SessionTimeout:    6 * time.Second,
@@ -149,9 +150,9 @@ func (c *Cluster) startBroker(id int32) {
 		DataDir:           c.DataDir,
 		BindAddress:       "127.0.0.1",
 		MaxFrameBytes:     wire.DefaultMaxFrameBytes,
-		Identity:          broker.Identity{ID: id, Pod: "c-broker-" + strconv.Itoa(int(id)), Namespace: "brokertest"},
+		Identity:          cluster.Identity{ID: id, Pod: "c-broker-" + strconv.Itoa(int(id)), Namespace: "brokertest"},
 	}
-	view := broker.NewMemoryView(broker.Snapshot{})
+	view := cluster.NewMemoryView(cluster.Snapshot{})
 	b := broker.NewBroker(cfg, view, c.logger(id))
 	if c.opts.StorageFS != nil {
 		b.StorageFS = c.opts.StorageFS(id)
@@ -221,7 +222,7 @@ func (c *Cluster) publishLocked() {
 		c.coordinatorEpoch++
 		c.coordinatorBrokers = &now
 	}
-	s := broker.Snapshot{ClusterID: ClusterID, Brokers: c.rows, ConfigMap: c.opts.ClusterConfig, Topics: c.topics, Deleting: c.deleting,
+	s := cluster.Snapshot{ClusterID: ClusterID, Brokers: c.rows, ConfigMap: c.opts.ClusterConfig, Topics: c.topics, Deleting: c.deleting,
 		CoordinatorEpoch: c.coordinatorEpoch, CoordinatorBrokers: c.coordinatorBrokers}
 	for _, b := range c.brokers {
 		if !b.lagging {
@@ -243,14 +244,14 @@ func (c *Cluster) Lag(id int32, lag bool) {
 // CreateTopic adds a topic with a fresh topic id, places its partitions with the real
 // balancer over the alive brokers (epoch 1), publishes it, and waits until every leader
 // has taken its partitions over. It returns the topic as the views hold it.
-func (c *Cluster) CreateTopic(name string, partitions int32, config map[string]string) broker.Topic {
+func (c *Cluster) CreateTopic(name string, partitions int32, config map[string]string) cluster.Topic {
 	c.t.Helper()
 	var id [16]byte
 	if _, err := crand.Read(id[:]); err != nil {
 		c.t.Fatal(err)
 	}
 	c.mu.Lock()
-	c.topics = append(c.topics, broker.Topic{Name: name, ID: id, Object: name, ConfigMap: config, Partitions: unassigned(partitions)})
+	c.topics = append(c.topics, cluster.Topic{Name: name, ID: id, Object: name, ConfigMap: config, Partitions: unassigned(partitions)})
 	c.rebalanceLocked()
 	c.publishLocked()
 	c.mu.Unlock()
@@ -268,7 +269,7 @@ func (c *Cluster) DeleteTopic(name string) {
 	for i, t := range c.topics {
 		if t.Name == name {
 			c.topics = slices.Delete(slices.Clone(c.topics), i, i+1)
-			c.deleting = append(c.deleting, broker.DeletingTopic{Object: t.Object, Name: t.Name, ID: t.ID,
+			c.deleting = append(c.deleting, cluster.DeletingTopic{Object: t.Object, Name: t.Name, ID: t.ID,
 				Partitions: int32(len(t.Partitions)), AwaitsDataRemoval: true})
 			c.publishLocked()
 			return
@@ -280,10 +281,10 @@ func (c *Cluster) DeleteTopic(name string) {
 // TopicID renders id as KafkaTopic status.topicID does.
 func TopicID(id [16]byte) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
 
-func unassigned(n int32) []broker.Partition {
-	ps := make([]broker.Partition, n)
+func unassigned(n int32) []cluster.Partition {
+	ps := make([]cluster.Partition, n)
 	for i := range ps {
-		ps[i] = broker.Partition{Index: int32(i), Leader: -1}
+		ps[i] = cluster.Partition{Index: int32(i), Leader: -1}
 	}
 	return ps
 }
@@ -316,16 +317,16 @@ func (c *Cluster) rebalanceLocked() {
 		if !ok {
 			continue
 		}
-		ps := make([]broker.Partition, len(a.Partitions))
+		ps := make([]cluster.Partition, len(a.Partitions))
 		for j, p := range a.Partitions {
-			ps[j] = broker.Partition{Index: p.Index, Leader: p.Leader, LeaderEpoch: p.Epoch}
+			ps[j] = cluster.Partition{Index: p.Index, Leader: p.Leader, LeaderEpoch: p.Epoch}
 		}
 		c.topics[i].Partitions = ps
 	}
 }
 
 // Topic is topic name as the operator last placed it.
-func (c *Cluster) Topic(name string) broker.Topic {
+func (c *Cluster) Topic(name string) cluster.Topic {
 	c.t.Helper()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -336,7 +337,7 @@ func (c *Cluster) Topic(name string) broker.Topic {
 		}
 	}
 	c.t.Fatalf("no topic %q", name)
-	return broker.Topic{}
+	return cluster.Topic{}
 }
 
 // Leader is the leader and epoch of topic's partition as the operator last placed it.

@@ -88,7 +88,7 @@ func (h *hooks) snapshot() (int, []string) {
 // serve runs srv on a loopback listener until the test ends and returns its address.
 func serve(t *testing.T, srv *Server) string {
 	t.Helper()
-	ln, _ := testkit.Listen(t)
+	ln := testkit.Listen(t)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	t.Cleanup(func() {
@@ -274,7 +274,7 @@ func TestShutdownWaitsForTheAnswersOwed(t *testing.T) {
 		a := echo(r)
 		return Answer{Later: func() Answer { <-r.Stopping(); return a }} // a long poll
 	})}
-	ln, _ := testkit.Listen(t)
+	ln := testkit.Listen(t)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	c := dial(t, ln.Addr().String())

@@ -38,25 +38,24 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 }
 
 // Listen listens on a free loopback port below 32768 (the ephemeral range above it is where
-// clients' outgoing ports come from) and returns the listener and its port.
-func Listen(t testing.TB) (net.Listener, int) {
+// clients' outgoing ports come from).
+func Listen(t testing.TB) net.Listener {
 	t.Helper()
 	for range 200 {
-		p := 20000 + rand.IntN(12000)
-		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(20000+rand.IntN(12000))))
 		if err == nil {
-			return ln, p
+			return ln
 		}
 	}
 	t.Fatal("no free loopback port below 32768")
-	return nil, 0
+	return nil
 }
 
 // FreePort is a loopback port below 32768 that was free a moment ago: for a process that
 // binds it itself.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	ln, p := Listen(t)
+	ln := Listen(t)
 	_ = ln.Close() // only the port was wanted
-	return p
+	return ln.Addr().(*net.TCPAddr).Port
 }

@@ -1,4 +1,4 @@
-package broker
+package cluster
 
 import (
 	"maps"
@@ -94,6 +94,14 @@ type Partition struct {
 	Leader      int32
 	LeaderEpoch int32
 }
+
+// RegisteredIDs are the ids of Brokers, sorted: the coordinator rule's registered set. The
+// caller must not change them.
+func (s *Snapshot) RegisteredIDs() []int32 { return s.registered }
+
+// AliveIDs are the ids of the Brokers whose health is Alive, sorted: the coordinator rule's
+// alive set. The caller must not change them.
+func (s *Snapshot) AliveIDs() []int32 { return s.alive }
 
 // Row returns the registry row of broker id.
 func (s *Snapshot) Row(id int32) (v1alpha1.BrokerRow, bool) {
