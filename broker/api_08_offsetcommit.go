@@ -11,13 +11,5 @@ import (
 func init() { registerGroupAPI(8, handleOffsetCommit) }
 
 func handleOffsetCommit(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
-	c := rc.h.Groups.Coordinator()
-	if c == nil {
-		return groupsUnavailable(kreq), nil
-	}
-	resp, err := c.OffsetCommit(rc.ctx, kreq.(*kmsg.OffsetCommitRequest))
-	if err != nil {
-		return nil, err
-	}
-	return resp, nil
+	return answer(rc.coordinator().OffsetCommit(rc.ctx, kreq.(*kmsg.OffsetCommitRequest)))
 }

@@ -9,13 +9,5 @@ import (
 func init() { registerGroupAPI(9, handleOffsetFetch) }
 
 func handleOffsetFetch(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
-	c := rc.h.Groups.Coordinator()
-	if c == nil {
-		return groupsUnavailable(kreq), nil
-	}
-	resp, err := c.OffsetFetch(rc.ctx, kreq.(*kmsg.OffsetFetchRequest))
-	if err != nil {
-		return nil, err
-	}
-	return resp, nil
+	return answer(rc.coordinator().OffsetFetch(rc.ctx, kreq.(*kmsg.OffsetFetchRequest)))
 }

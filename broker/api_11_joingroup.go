@@ -16,21 +16,14 @@ import (
 func init() { registerGroupAPI(11, handleJoinGroup) }
 
 func handleJoinGroup(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
-	c := rc.h.Groups.Coordinator()
-	if c == nil {
-		return groupsUnavailable(kreq), nil
-	}
+	c := rc.coordinator()
 	req := kreq.(*kmsg.JoinGroupRequest)
 	for i := range req.Protocols {
 		req.Protocols[i].Metadata = bytes.Clone(req.Protocols[i].Metadata)
 	}
 	ctx, cl := rc.connCtx, rc.groupClient()
 	rc.answerLaterAlone(func() (kmsg.Response, error) {
-		resp, err := c.JoinGroup(ctx, cl, req)
-		if err != nil {
-			return nil, err
-		}
-		return resp, nil
+		return answer(c.JoinGroup(ctx, cl, req))
 	})
 	return nil, nil
 }

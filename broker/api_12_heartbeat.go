@@ -10,13 +10,5 @@ import (
 func init() { registerGroupAPI(12, handleHeartbeat) }
 
 func handleHeartbeat(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
-	c := rc.h.Groups.Coordinator()
-	if c == nil {
-		return groupsUnavailable(kreq), nil
-	}
-	resp, err := c.Heartbeat(rc.ctx, kreq.(*kmsg.HeartbeatRequest))
-	if err != nil {
-		return nil, err
-	}
-	return resp, nil
+	return answer(rc.coordinator().Heartbeat(rc.ctx, kreq.(*kmsg.HeartbeatRequest)))
 }

@@ -10,13 +10,5 @@ import (
 func init() { registerGroupAPI(13, handleLeaveGroup) }
 
 func handleLeaveGroup(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
-	c := rc.h.Groups.Coordinator()
-	if c == nil {
-		return groupsUnavailable(kreq), nil
-	}
-	resp, err := c.LeaveGroup(rc.ctx, kreq.(*kmsg.LeaveGroupRequest))
-	if err != nil {
-		return nil, err
-	}
-	return resp, nil
+	return answer(rc.coordinator().LeaveGroup(rc.ctx, kreq.(*kmsg.LeaveGroupRequest)))
 }

@@ -13,21 +13,14 @@ import (
 func init() { registerGroupAPI(14, handleSyncGroup) }
 
 func handleSyncGroup(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
-	c := rc.h.Groups.Coordinator()
-	if c == nil {
-		return groupsUnavailable(kreq), nil
-	}
+	c := rc.coordinator()
 	req := kreq.(*kmsg.SyncGroupRequest)
 	for i := range req.GroupAssignment {
 		req.GroupAssignment[i].MemberAssignment = bytes.Clone(req.GroupAssignment[i].MemberAssignment)
 	}
 	ctx := rc.connCtx
 	rc.answerLaterAlone(func() (kmsg.Response, error) {
-		resp, err := c.SyncGroup(ctx, req)
-		if err != nil {
-			return nil, err
-		}
-		return resp, nil
+		return answer(c.SyncGroup(ctx, req))
 	})
 	return nil, nil
 }

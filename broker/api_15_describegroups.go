@@ -9,13 +9,5 @@ import (
 func init() { registerGroupAPI(15, handleDescribeGroups) }
 
 func handleDescribeGroups(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
-	c := rc.h.Groups.Coordinator()
-	if c == nil {
-		return groupsUnavailable(kreq), nil
-	}
-	resp, err := c.DescribeGroups(rc.ctx, kreq.(*kmsg.DescribeGroupsRequest))
-	if err != nil {
-		return nil, err
-	}
-	return resp, nil
+	return answer(rc.coordinator().DescribeGroups(rc.ctx, kreq.(*kmsg.DescribeGroupsRequest)))
 }

@@ -9,13 +9,5 @@ import (
 func init() { registerGroupAPI(16, handleListGroups) }
 
 func handleListGroups(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
-	c := rc.h.Groups.Coordinator()
-	if c == nil {
-		return groupsUnavailable(kreq), nil
-	}
-	resp, err := c.ListGroups(rc.ctx, kreq.(*kmsg.ListGroupsRequest))
-	if err != nil {
-		return nil, err
-	}
-	return resp, nil
+	return answer(rc.coordinator().ListGroups(rc.ctx, kreq.(*kmsg.ListGroupsRequest)))
 }

@@ -9,13 +9,5 @@ import (
 func init() { registerGroupAPI(42, handleDeleteGroups) }
 
 func handleDeleteGroups(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
-	c := rc.h.Groups.Coordinator()
-	if c == nil {
-		return groupsUnavailable(kreq), nil
-	}
-	resp, err := c.DeleteGroups(rc.ctx, kreq.(*kmsg.DeleteGroupsRequest))
-	if err != nil {
-		return nil, err
-	}
-	return resp, nil
+	return answer(rc.coordinator().DeleteGroups(rc.ctx, kreq.(*kmsg.DeleteGroupsRequest)))
 }

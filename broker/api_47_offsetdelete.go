@@ -9,13 +9,5 @@ import (
 func init() { registerGroupAPI(47, handleOffsetDelete) }
 
 func handleOffsetDelete(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
-	c := rc.h.Groups.Coordinator()
-	if c == nil {
-		return groupsUnavailable(kreq), nil
-	}
-	resp, err := c.OffsetDelete(rc.ctx, kreq.(*kmsg.OffsetDeleteRequest))
-	if err != nil {
-		return nil, err
-	}
-	return resp, nil
+	return answer(rc.coordinator().OffsetDelete(rc.ctx, kreq.(*kmsg.OffsetDeleteRequest)))
 }

@@ -603,3 +603,41 @@ func TestBrokerWithoutAnAddressIsNeverAdvertised(t *testing.T) {
 		t.Fatal("no group of 60 lives on broker 2: the test does not reach the rule")
 	}
 }
+
+// A broker without a group coordinator (no data directory) answers every group API as
+// broker/groups does before its first view — COORDINATOR_NOT_AVAILABLE, so a client looks
+// for the coordinator again — on one connection that stays open throughout.
+func TestGroupAPIsWithoutACoordinatorAnswerCoordinatorNotAvailable(t *testing.T) {
+	tc := newTestCluster(t, 1)
+	tc.publish([]cluster.Topic{{Name: "t", Partitions: []cluster.Partition{{Index: 0, Leader: 0}}}})
+	c := dialKafka(t, tc.addrs[0])
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Version, commit.Group = 8, "g"
+	commit.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1}}}}
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Version, join.Group, join.ProtocolType, join.SessionTimeoutMillis = 9, "g", "consumer", 10000
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range"}}
+	for _, tt := range []struct {
+		req  kmsg.Request
+		code func(kmsg.Response) int16
+	}{
+		{join, func(r kmsg.Response) int16 { return r.(*kmsg.JoinGroupResponse).ErrorCode }},
+		{&kmsg.SyncGroupRequest{Version: 5, Group: "g", ProtocolType: strptr("consumer"), Protocol: strptr("range")},
+			func(r kmsg.Response) int16 { return r.(*kmsg.SyncGroupResponse).ErrorCode }},
+		{&kmsg.HeartbeatRequest{Version: 4, Group: "g"}, func(r kmsg.Response) int16 { return r.(*kmsg.HeartbeatResponse).ErrorCode }},
+		{&kmsg.LeaveGroupRequest{Version: 5, Group: "g"}, func(r kmsg.Response) int16 { return r.(*kmsg.LeaveGroupResponse).ErrorCode }},
+		{commit, func(r kmsg.Response) int16 { return r.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode }},
+		{&kmsg.OffsetFetchRequest{Version: 8, Groups: []kmsg.OffsetFetchRequestGroup{{Group: "g"}}},
+			func(r kmsg.Response) int16 { return r.(*kmsg.OffsetFetchResponse).Groups[0].ErrorCode }},
+		{&kmsg.DescribeGroupsRequest{Version: 5, Groups: []string{"g"}},
+			func(r kmsg.Response) int16 { return r.(*kmsg.DescribeGroupsResponse).Groups[0].ErrorCode }},
+		{&kmsg.ListGroupsRequest{Version: 4}, func(r kmsg.Response) int16 { return r.(*kmsg.ListGroupsResponse).ErrorCode }},
+		{&kmsg.DeleteGroupsRequest{Version: 2, Groups: []string{"g"}},
+			func(r kmsg.Response) int16 { return r.(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode }},
+		{&kmsg.OffsetDeleteRequest{Version: 0, Group: "g"}, func(r kmsg.Response) int16 { return r.(*kmsg.OffsetDeleteResponse).ErrorCode }},
+	} {
+		if got := tt.code(roundTrip(t, c, tt.req)); got != kerr.CoordinatorNotAvailable.Code {
+			t.Errorf("%s: error %d, want COORDINATOR_NOT_AVAILABLE", kmsg.NameForKey(tt.req.Key()), got)
+		}
+	}
+}

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"sync"
 	"sync/atomic"
 
 	"github.com/go-logr/logr"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/paddock-dev/paddock/broker/cluster"
@@ -22,7 +22,8 @@ import (
 // under storage.GroupsDir(data, clusterID)), hands it every new coordinator epoch with the
 // coordinator rule (SetView), purges the offsets of deleted topics, and closes it at exit.
 // The group API handlers (api_08 … api_47) reach the Coordinator through Coordinator; before
-// it exists they answer COORDINATOR_NOT_AVAILABLE.
+// it exists they are answered by broker/groups' Unavailable coordinator, as a coordinator
+// answers before its first view.
 type Groups struct {
 	// Self is this broker's id; DataDir the shared volume; View the cluster view.
 	Self    int32
@@ -38,6 +39,9 @@ type Groups struct {
 	Log       logr.Logger
 
 	cur atomic.Pointer[groups.Coordinator]
+	// started is closed once cur is set (Changed); made by startedCh.
+	startedOnce sync.Once
+	started     chan struct{}
 }
 
 // Coordinator is the running coordinator, nil until the view gave the cluster id (or
@@ -47,6 +51,24 @@ func (g *Groups) Coordinator() *groups.Coordinator {
 		return nil
 	}
 	return g.cur.Load()
+}
+
+// Changed returns a channel closed at the next change of Owned: the coordinator's start, a
+// group taken over, a group unloaded. Take it before reading Owned, so no change slips
+// between. Never closed on a nil Groups (no data directory: nothing is ever held).
+func (g *Groups) Changed() <-chan struct{} {
+	if g == nil {
+		return nil
+	}
+	if c := g.cur.Load(); c != nil {
+		return c.OwnedChanged()
+	}
+	return g.startedCh()
+}
+
+func (g *Groups) startedCh() chan struct{} {
+	g.startedOnce.Do(func() { g.started = make(chan struct{}) })
+	return g.started
 }
 
 // Owned is how many groups this broker still holds (groups.Coordinator.Owned); 0 before the
@@ -115,6 +137,7 @@ func (g *Groups) start(s *cluster.Snapshot) (*groups.Coordinator, error) {
 		return nil, err
 	}
 	g.cur.Store(c)
+	close(g.startedCh())
 	g.Log.Info("Group coordinator started", "dir", cfg.Dir, "initialRebalanceDelay", cfg.InitialRebalanceDelay,
 		"sessionTimeouts", fmt.Sprintf("%v-%v", cfg.MinSessionTimeout, cfg.MaxSessionTimeout), "maxGroupSize", cfg.MaxGroupSize)
 	return c, nil
@@ -218,95 +241,23 @@ func (rc *requestContext) groupClient() groups.Client {
 	return cl
 }
 
-// groupsUnavailable answers a group request while no coordinator runs here (no data
-// directory, or the cluster id is not known yet): COORDINATOR_NOT_AVAILABLE wherever the
-// response has a place for it, as the coordinator itself answers before its first view.
-func groupsUnavailable(kreq kmsg.Request) kmsg.Response {
-	code := kerr.CoordinatorNotAvailable.Code
-	switch req := kreq.(type) {
-	case *kmsg.JoinGroupRequest:
-		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
-		resp.ErrorCode, resp.Generation, resp.MemberID = code, -1, req.MemberID
-		if req.Version < 7 {
-			resp.Protocol = new(string)
-		}
-		return resp
-	case *kmsg.SyncGroupRequest:
-		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
-		resp.ErrorCode = code
-		return resp
-	case *kmsg.HeartbeatRequest:
-		resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
-		resp.ErrorCode = code
-		return resp
-	case *kmsg.LeaveGroupRequest:
-		resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
-		resp.ErrorCode = code
-		return resp
-	case *kmsg.OffsetCommitRequest:
-		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-		for _, t := range req.Topics {
-			rt := kmsg.NewOffsetCommitResponseTopic()
-			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				rp := kmsg.NewOffsetCommitResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p.Partition, code
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-		return resp
-	case *kmsg.OffsetFetchRequest:
-		resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
-		if req.Version >= 8 {
-			for _, g := range req.Groups {
-				rg := kmsg.NewOffsetFetchResponseGroup()
-				rg.Group, rg.ErrorCode = g.Group, code
-				resp.Groups = append(resp.Groups, rg)
-			}
-			return resp
-		}
-		if req.Version >= 2 {
-			resp.ErrorCode = code
-			return resp
-		}
-		for _, t := range req.Topics {
-			rt := kmsg.NewOffsetFetchResponseTopic()
-			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				rp := kmsg.NewOffsetFetchResponseTopicPartition()
-				rp.Partition, rp.Offset, rp.LeaderEpoch, rp.ErrorCode = p, -1, -1, code
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-		return resp
-	case *kmsg.DescribeGroupsRequest:
-		resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
-		for _, id := range req.Groups {
-			rg := kmsg.NewDescribeGroupsResponseGroup()
-			rg.Group, rg.ErrorCode = id, code
-			resp.Groups = append(resp.Groups, rg)
-		}
-		return resp
-	case *kmsg.ListGroupsRequest:
-		resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
-		resp.ErrorCode = code
-		return resp
-	case *kmsg.DeleteGroupsRequest:
-		resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
-		for _, id := range req.Groups {
-			rg := kmsg.NewDeleteGroupsResponseGroup()
-			rg.Group, rg.ErrorCode = id, code
-			resp.Groups = append(resp.Groups, rg)
-		}
-		return resp
-	case *kmsg.OffsetDeleteRequest:
-		resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
-		resp.ErrorCode = code
-		return resp
+// coordinator is the group coordinator the request is answered by: the running one, or
+// broker/groups' Unavailable one while there is none (no data directory, or no cluster id
+// yet).
+func (rc *requestContext) coordinator() *groups.Coordinator {
+	if c := rc.h.Groups.Coordinator(); c != nil {
+		return c
 	}
-	panic("broker: groupsUnavailable for a request that is not a group API")
+	return rc.h.unavailable
+}
+
+// answer is a coordinator's typed answer as a handler returns it: no typed nil response
+// next to an error.
+func answer[R kmsg.Response](resp R, err error) (kmsg.Response, error) {
+	if err != nil {
+		return nil, err
+	}
+	return resp, nil
 }
 
 // registerGroupAPI registers a group API key at the version range broker/groups

@@ -12,6 +12,7 @@ import (
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/broker/cluster"
+	"github.com/paddock-dev/paddock/broker/groups"
 	"github.com/paddock-dev/paddock/broker/wire"
 )
 
@@ -58,12 +59,15 @@ type Handler struct {
 	cancelBase context.CancelFunc
 	// autoCreate deduplicates Metadata auto-creations in flight. Made by init.
 	autoCreate *autoCreator
+	// unavailable answers the group APIs while Groups runs no coordinator. Made by init.
+	unavailable *groups.Coordinator
 }
 
 func (h *Handler) init() {
 	h.initOnce.Do(func() {
 		h.base, h.cancelBase = context.WithCancel(context.Background())
 		h.autoCreate = newAutoCreator()
+		h.unavailable = groups.Unavailable(viewTopics{h.View})
 	})
 }
 

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
@@ -234,7 +233,7 @@ func (p *Partitions) Claims() []v1alpha1.PartitionClaim {
 	for key, l := range p.led {
 		if l.phase == phaseServing || l.phase == phaseFenced {
 			out = append(out, v1alpha1.PartitionClaim{
-				TopicID: base64.RawURLEncoding.EncodeToString(key.topicID[:]), Partition: key.index, Epoch: l.epoch})
+				TopicID: v1alpha1.KafkaUUID(key.topicID).String(), Partition: key.index, Epoch: l.epoch})
 		}
 	}
 	return out

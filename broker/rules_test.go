@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/broker/cluster"
+	"github.com/paddock-dev/paddock/broker/storage"
 )
 
 func TestDrainedOnlyWhenTheViewGivesNoPartitionAndNoGroup(t *testing.T) {
@@ -157,6 +159,23 @@ func TestListenerFlagsCarryTheTypeAndTheTemplate(t *testing.T) {
 	} {
 		if _, err := parse(bad...); err == nil {
 			t.Errorf("%v accepted", bad)
+		}
+	}
+}
+
+// broker/storage cannot import api/ (it holds no Kubernetes code, and api/ imports
+// apimachinery), so it spells the topic id in a partition's directory name on its own. This
+// pins that it spells it as status.topicID does (v1alpha1.KafkaUUID), so the id kubectl shows
+// finds the topic's data, for ids of every alphabet character.
+func TestPartitionDirectoriesSpellTheTopicIDAsTheAPIDoes(t *testing.T) {
+	for _, s := range []string{"-_v7-_v7-_v7-_v7-_v7-w", "AAECAwQFBgcICQoLDA0ODw", "zZ9yXw0aB1cD2eF3gH4iJA"} {
+		id, err := v1alpha1.ParseKafkaUUID(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := storage.PartitionDir("/data", "cid", "orders", id, 3)
+		if want := filepath.Join("/data", "cid", "topics", "orders-"+s, "3"); got != want {
+			t.Errorf("partition directory %s, want %s", got, want)
 		}
 	}
 }

@@ -11,10 +11,8 @@ package brokertest
 import (
 	"context"
 	crand "crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -35,6 +33,7 @@ import (
 	"github.com/paddock-dev/paddock/broker/storage"
 	"github.com/paddock-dev/paddock/broker/wire"
 	"github.com/paddock-dev/paddock/internal/balance"
+	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
 // ClusterID is the cluster id every harness cluster uses (the data lives under
@@ -136,10 +135,8 @@ func (c *Cluster) logger(id int32) logr.Logger {
 
 func (c *Cluster) startBroker(id int32) {
 	c.t.Helper()
-	kafkaLn, kafkaPort := listenBelow32768(c.t)
-	healthPort := freePortBelow32768(c.t)
-	// Broker.Run binds its own listeners: hand the port over just before.
-	_ = kafkaLn.Close()
+	// Broker.Run binds its own listeners: free ports, handed over just before.
+	kafkaPort, healthPort := testkit.FreePort(c.t), testkit.FreePort(c.t)
 	cfg := broker.Config{
 		Cluster:           "c",
 		Listeners:         []cluster.ListenerSpec{{Name: "kafka", Port: int32(kafkaPort), Host: "127.0.0.1"}},
@@ -279,7 +276,7 @@ func (c *Cluster) DeleteTopic(name string) {
 }
 
 // TopicID renders id as KafkaTopic status.topicID does.
-func TopicID(id [16]byte) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+func TopicID(id [16]byte) string { return v1alpha1.KafkaUUID(id).String() }
 
 func unassigned(n int32) []cluster.Partition {
 	ps := make([]cluster.Partition, n)
@@ -378,7 +375,7 @@ func (c *Cluster) WaitServed() {
 		if b.Exited() {
 			continue
 		}
-		Eventually(c.t, fmt.Sprintf("broker %d ready (every assigned partition taken over)", b.ID), func() bool {
+		testkit.Eventually(c.t, fmt.Sprintf("broker %d ready (every assigned partition taken over)", b.ID), func() bool {
 			return b.Exited() || b.B.CaughtUp() && b.Ready()
 		})
 	}
@@ -422,45 +419,12 @@ func (c *Cluster) Drain(id int32) {
 	c.t.Helper()
 	b := c.Broker(id)
 	b.signals <- syscall.SIGTERM
-	Eventually(c.t, fmt.Sprintf("broker %d draining", id), b.B.Draining)
+	testkit.Eventually(c.t, fmt.Sprintf("broker %d draining", id), b.B.Draining)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.rows[id].Health = v1alpha1.BrokerDraining
 	c.rebalanceLocked()
 	c.publishLocked()
-}
-
-// Eventually polls cond every 10 ms until it holds, failing the test after 30 s.
-func Eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// listenBelow32768 listens on a free loopback port below 32768 (the ephemeral range above
-// it is where clients' outgoing ports come from).
-func listenBelow32768(t testing.TB) (net.Listener, int) {
-	t.Helper()
-	for range 200 {
-		p := 20000 + rand.IntN(12000)
-		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
-		if err == nil {
-			return ln, p
-		}
-	}
-	t.Fatal("no free loopback port below 32768")
-	return nil, 0
-}
-
-func freePortBelow32768(t testing.TB) int {
-	ln, p := listenBelow32768(t)
-	_ = ln.Close()
-	return p
 }
 
 // ErrNoAnswer is returned by Request when the broker closed the connection instead of

@@ -58,7 +58,7 @@ type Snapshot struct {
 type Topic struct {
 	// Name is spec.topicName, or the object's name when that is empty.
 	Name string
-	// ID is status.topicID decoded from base64url; zero when not minted yet.
+	// ID is status.topicID (v1alpha1.KafkaUUID); zero when not minted yet.
 	ID [16]byte
 	// Partitions lists every partition index below the topic's partition count, sorted;
 	// a partition without an assignment has Leader -1.

@@ -1,7 +1,7 @@
 // Package testkit is what the broker's tests share to wait and to listen: one deadline for
-// "eventually", one test context, loopback listeners below 32768. Test support only: it
-// imports nothing of paddock, so any package's tests (broker/wire's included) may use it,
-// and non-test code must never import it.
+// "eventually", one test context, loopback listeners below 32768. Test support only: tests
+// and test-support packages (broker/brokertest) import it, nothing that runs in a cluster.
+// It imports nothing of paddock, so any package's tests (broker/wire's included) may use it.
 package testkit
 
 import (
