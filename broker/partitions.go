@@ -16,6 +16,7 @@ import (
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/broker/cluster"
 	"github.com/paddock-dev/paddock/broker/storage"
+	"github.com/paddock-dev/paddock/internal/notify"
 )
 
 // The partitions this broker leads (docs/dataplane.md, "Ownership"). The view's KafkaTopics
@@ -123,8 +124,8 @@ type Partitions struct {
 	reconciled   atomic.Pointer[cluster.Snapshot] // the view snapshot the owner last acted on
 	storageOK    atomic.Bool                      // the volume probe passed (or never ran)
 	probing      atomic.Bool
-	changed      notifier      // wakes Changed waiters on every change of open or takeoverDone
-	quit         chan struct{} // closed when Run's context ends: stops the volume probe
+	changed      notify.Notifier // wakes Changed waiters on every change of open or takeoverDone
+	quit         chan struct{}   // closed when Run's context ends: stops the volume probe
 
 	workers sync.WaitGroup // takeover, relinquish, watcher and probe goroutines
 
@@ -244,7 +245,7 @@ func (p *Partitions) Claims() []v1alpha1.PartitionClaim {
 func (p *Partitions) StorageHealthy() bool { return p == nil || p.storageOK.Load() }
 
 // Changed returns a channel closed at the next change of Open or TakeoverDone.
-func (p *Partitions) Changed() <-chan struct{} { return p.changed.wait() }
+func (p *Partitions) Changed() <-chan struct{} { return p.changed.Changed() }
 
 // Run follows the view until ctx ends, then relinquishes every partition it holds (each
 // bounded by relinquishTimeout, all at once) and returns once every worker goroutine has
@@ -572,7 +573,7 @@ func (p *Partitions) refresh() {
 		}
 	}
 	p.takeoverDone.Store(done)
-	p.changed.notify()
+	p.changed.Notify()
 }
 
 // storageFailed starts probing the volume after a storage error, unless that error is the
@@ -621,28 +622,4 @@ func (p *Partitions) probe() error {
 		return fmt.Errorf("probe %s: %w", name, err)
 	}
 	return nil
-}
-
-// notifier wakes everyone waiting on wait at the next notify.
-type notifier struct {
-	mu sync.Mutex
-	ch chan struct{} // closed and replaced by notify; guarded by mu
-}
-
-func (n *notifier) wait() <-chan struct{} {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.ch == nil {
-		n.ch = make(chan struct{})
-	}
-	return n.ch
-}
-
-func (n *notifier) notify() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.ch != nil {
-		close(n.ch)
-	}
-	n.ch = make(chan struct{})
 }

@@ -3,13 +3,13 @@ package cluster
 import (
 	"maps"
 	"slices"
-	"sync"
 	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/types"
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/internal/kafkaconfig"
+	"github.com/paddock-dev/paddock/internal/notify"
 )
 
 // View is the cluster state the broker answers from: the registry rows and the topic
@@ -180,10 +180,8 @@ func (s *Snapshot) normalize() {
 // snapshotStore is the single owner of the current snapshot: readers load it without a lock,
 // writers replace it whole and wake everyone waiting in Updated.
 type snapshotStore struct {
-	cur atomic.Pointer[Snapshot]
-
-	mu      sync.Mutex
-	changed chan struct{} // closed and replaced on every store; guarded by mu
+	cur     atomic.Pointer[Snapshot]
+	changed notify.Notifier
 }
 
 func (st *snapshotStore) Snapshot() *Snapshot {
@@ -193,28 +191,16 @@ func (st *snapshotStore) Snapshot() *Snapshot {
 	return &Snapshot{}
 }
 
-func (st *snapshotStore) Updated() <-chan struct{} {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if st.changed == nil {
-		st.changed = make(chan struct{})
-	}
-	return st.changed
-}
+func (st *snapshotStore) Updated() <-chan struct{} { return st.changed.Changed() }
 
 func (st *snapshotStore) store(s *Snapshot) {
 	s.normalize()
 	st.cur.Store(s)
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if st.changed != nil {
-		close(st.changed)
-	}
-	st.changed = make(chan struct{})
+	st.changed.Notify()
 }
 
 // MemoryView is a View whose state is set by its owner: tests, and anything that already has
-// the state in hand.
+// the state in hand. The zero MemoryView was never set: its snapshot is empty and not Synced.
 type MemoryView struct {
 	snapshotStore
 }
