@@ -2,11 +2,8 @@ package broker
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"testing"
-
-	coordinationv1 "k8s.io/api/coordination/v1"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -18,13 +15,7 @@ import (
 // needs it and stopped by TestMain, so the wire tests never pay for it.
 var testEnv testenv.Lazy
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if err := testEnv.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testEnv.Run(m)) }
 
 // apiServer returns a client of the shared envtest apiserver with the CRDs installed.
 func apiServer(t *testing.T) client.Client {
@@ -56,11 +47,4 @@ func setRows(t *testing.T, c client.Client, ns string, rows []v1alpha1.BrokerRow
 	if err := c.Status().Patch(context.Background(), kc, client.MergeFrom(orig)); err != nil {
 		t.Fatalf("patch status: %v", err)
 	}
-}
-
-func getLease(t *testing.T, c client.Client, ns string, id int32) (*coordinationv1.Lease, error) {
-	t.Helper()
-	l := &coordinationv1.Lease{}
-	err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: v1alpha1.LeaseName("c", id)}, l)
-	return l, err
 }

@@ -24,6 +24,7 @@ import (
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/broker/cluster"
+	"github.com/paddock-dev/paddock/internal/testenv"
 	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
@@ -79,7 +80,7 @@ func (ib *inProcessBroker) stillRunning(t *testing.T) {
 }
 
 func leaseDraining(t *testing.T, c client.Client, ns string) bool {
-	l, err := getLease(t, c, ns, 0)
+	l, err := testenv.BrokerLease(c, ns, "c", 0)
 	return err == nil && l.Annotations[v1alpha1.AnnotationDraining] == "true"
 }
 
@@ -93,7 +94,7 @@ func TestDrainWaitsForTheViewToMoveWorkAway(t *testing.T) {
 	})
 	// An hour between loop beats: only the immediate draining beat can write draining=true.
 	ib := startInProcessBroker(t, c, ns, view, time.Minute, time.Hour)
-	testkit.Eventually(t, "the first beat", func() bool { _, err := getLease(t, c, ns, 0); return err == nil })
+	testkit.Eventually(t, "the first beat", func() bool { _, err := testenv.BrokerLease(c, ns, "c", 0); return err == nil })
 	if leaseDraining(t, c, ns) {
 		t.Fatal("lease draining before SIGTERM")
 	}
@@ -285,7 +286,7 @@ func TestBinaryDrainsOnSIGTERM(t *testing.T) {
 		t.Fatalf("FindCoordinator %+v, want broker 0 at its listener", resp)
 	}
 	testkit.Eventually(t, "a healthy lease", func() bool {
-		l, err := getLease(t, c, ns, 0)
+		l, err := testenv.BrokerLease(c, ns, "c", 0)
 		return err == nil && l.Annotations[v1alpha1.AnnotationHealthy] == "true"
 	})
 

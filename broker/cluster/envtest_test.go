@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -14,13 +13,7 @@ import (
 // needs it and stopped by TestMain, so the tests without one never pay for it.
 var testEnv testenv.Lazy
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if err := testEnv.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testEnv.Run(m)) }
 
 // apiServer returns a client of the shared envtest apiserver with the CRDs installed.
 func apiServer(t *testing.T) client.Client {

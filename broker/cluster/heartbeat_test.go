@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/internal/testenv"
 	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
@@ -58,7 +59,7 @@ func newTestHeartbeat(t *testing.T, c client.Client, ns, uid string) *Heartbeat 
 
 func leaseEpoch(t *testing.T, c client.Client, ns string) int32 {
 	t.Helper()
-	l, err := getLease(t, c, ns, 0)
+	l, err := testenv.BrokerLease(c, ns, "c", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,13 +142,6 @@ func TestHeartbeatRecreatesADeletedLeaseWithoutLoweringTheEpoch(t *testing.T) {
 	}
 }
 
-func getLease(t *testing.T, c client.Client, ns string, id int32) (*coordinationv1.Lease, error) {
-	t.Helper()
-	l := &coordinationv1.Lease{}
-	err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: v1alpha1.LeaseName("c", id)}, l)
-	return l, err
-}
-
 func TestHeartbeatLeaseFollowsTheContract(t *testing.T) {
 	c := apiServer(t)
 	ns := newNamespace(t)
@@ -174,7 +168,7 @@ func TestHeartbeatLeaseFollowsTheContract(t *testing.T) {
 	if err := hb.Beat(ctx); err != nil {
 		t.Fatalf("first beat: %v", err)
 	}
-	l, err := getLease(t, c, ns, 1)
+	l, err := testenv.BrokerLease(c, ns, "c", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,14 +209,14 @@ func TestHeartbeatLeaseFollowsTheContract(t *testing.T) {
 		if err := hb.Beat(ctx); err != nil {
 			t.Fatal(err)
 		}
-		l, _ := getLease(t, c, ns, 1)
+		l, _ := testenv.BrokerLease(c, ns, "c", 1)
 		if !l.Spec.RenewTime.Time.Equal(clock) || ptr.Deref(l.Spec.LeaseTransitions, -1) != 0 || l.Annotations[v1alpha1.AnnotationHealthy] != "false" {
 			t.Fatalf("spec %+v annotations %v", l.Spec, l.Annotations)
 		}
 	})
 
 	t.Run("a conflicting write is retried", func(t *testing.T) {
-		l, _ := getLease(t, c, ns, 1)
+		l, _ := testenv.BrokerLease(c, ns, "c", 1)
 		l.Annotations["someone"] = "else" // bumps resourceVersion under the heartbeat's feet
 		if err := c.Update(ctx, l); err != nil {
 			t.Fatal(err)
@@ -231,7 +225,7 @@ func TestHeartbeatLeaseFollowsTheContract(t *testing.T) {
 		if err := hb.Beat(ctx); err != nil {
 			t.Fatalf("beat after a conflicting write: %v", err)
 		}
-		l, _ = getLease(t, c, ns, 1)
+		l, _ = testenv.BrokerLease(c, ns, "c", 1)
 		if !l.Spec.RenewTime.Time.Equal(clock) {
 			t.Fatalf("renewTime %v, want %v", l.Spec.RenewTime, clock)
 		}
@@ -249,7 +243,7 @@ func TestHeartbeatLeaseFollowsTheContract(t *testing.T) {
 		if err := next.Beat(ctx); err != nil {
 			t.Fatal(err)
 		}
-		l, _ := getLease(t, c, ns, 1)
+		l, _ := testenv.BrokerLease(c, ns, "c", 1)
 		if ptr.Deref(l.Spec.HolderIdentity, "") != "c-broker-1_uid-b" || ptr.Deref(l.Spec.LeaseTransitions, -1) != 1 || !l.Spec.AcquireTime.Time.Equal(clock) {
 			t.Fatalf("spec %+v: want holder uid-b, transitions 1, acquired at %s", l.Spec, clock)
 		}
@@ -263,7 +257,7 @@ func TestHeartbeatLeaseFollowsTheContract(t *testing.T) {
 		if err := restarted.Beat(ctx); err != nil {
 			t.Fatal(err)
 		}
-		l, _ = getLease(t, c, ns, 1)
+		l, _ = testenv.BrokerLease(c, ns, "c", 1)
 		if ptr.Deref(l.Spec.HolderIdentity, "") != "c-broker-1_uid-b" || ptr.Deref(l.Spec.LeaseTransitions, -1) != 2 || !l.Spec.AcquireTime.Time.Equal(clock) {
 			t.Fatalf("spec %+v: a restarted container must bump the epoch to 2, acquired at %s", l.Spec, clock)
 		}
@@ -271,7 +265,7 @@ func TestHeartbeatLeaseFollowsTheContract(t *testing.T) {
 		if err := restarted.Beat(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if l, _ = getLease(t, c, ns, 1); ptr.Deref(l.Spec.LeaseTransitions, -1) != 2 {
+		if l, _ = testenv.BrokerLease(c, ns, "c", 1); ptr.Deref(l.Spec.LeaseTransitions, -1) != 2 {
 			t.Fatalf("transitions %d after a renewal; the epoch moves only with a new incarnation", ptr.Deref(l.Spec.LeaseTransitions, -1))
 		}
 	})
@@ -292,14 +286,14 @@ func TestHeartbeatRunRenewsUntilStopped(t *testing.T) {
 	go func() { hb.Run(ctx); close(done) }()
 	var first time.Time
 	testkit.Eventually(t, "the lease to exist", func() bool {
-		l, err := getLease(t, c, ns, 0)
+		l, err := testenv.BrokerLease(c, ns, "c", 0)
 		if err == nil {
 			first = l.Spec.RenewTime.Time
 		}
 		return err == nil
 	})
 	testkit.Eventually(t, "a renewal", func() bool {
-		l, err := getLease(t, c, ns, 0)
+		l, err := testenv.BrokerLease(c, ns, "c", 0)
 		return err == nil && l.Spec.RenewTime.After(first)
 	})
 	if hb.Age() < 0 || hb.Age() > 5*time.Second {

@@ -2,11 +2,15 @@ package testenv
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"sync"
 	"testing"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 )
@@ -50,4 +54,24 @@ func (e *Env) NamespaceWithCluster(t testing.TB, cluster string) string {
 		t.Fatal(err)
 	}
 	return ns
+}
+
+// Run runs m's tests, then stops the Env if a test started it, and returns the exit code: a
+// package's TestMain is os.Exit(env.Run(m)).
+func (l *Lazy) Run(m *testing.M) int {
+	code := m.Run()
+	if err := l.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+// BrokerLease reads the heartbeat Lease of broker id of cluster in namespace ns.
+func BrokerLease(c client.Client, ns, cluster string, id int32) (*coordinationv1.Lease, error) {
+	l := &coordinationv1.Lease{}
+	err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: v1alpha1.LeaseName(cluster, id)}, l)
+	return l, err
 }
