@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"slices"
+	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -42,6 +43,21 @@ func advertisedKeys() []kmsg.ApiVersionsResponseApiKey {
 	}
 	slices.SortFunc(keys, func(a, b kmsg.ApiVersionsResponseApiKey) int { return int(a.ApiKey) - int(b.ApiKey) })
 	return keys
+}
+
+// servedAPIs names every key of the apis table with its range ("Metadata 0-12"), sorted by
+// key: what `paddock broker --help` lists.
+func servedAPIs() []string {
+	keys := advertisedKeys()
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		r := strconv.Itoa(int(k.MinVersion))
+		if k.MaxVersion != k.MinVersion {
+			r += "-" + strconv.Itoa(int(k.MaxVersion))
+		}
+		out[i] = kmsg.NameForKey(k.ApiKey) + " " + r
+	}
+	return out
 }
 
 // apiVersionsFallback is the answer to a request decodeRequest refused with err, when that

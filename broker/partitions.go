@@ -478,60 +478,78 @@ func (p *Partitions) releaseAll() {
 func (p *Partitions) handle(ev partitionEvent) {
 	switch ev.kind {
 	case eventRelinquished:
-		if ev.err != nil {
-			p.log.Error(ev.err, "Relinquish did not finish in time; the log closes in the background", "partition", ev.key.index)
-		}
-		p.open.Add(-1)
-		if ch, ok := p.relinquishing[ev.key]; ok {
-			select {
-			case <-ch:
-				delete(p.relinquishing, ev.key) // the newest relinquish of key has ended
-			default:
-			}
-		}
+		p.relinquished(ev)
 	case eventTakenOver:
-		o := p.current(ev)
-		if o == nil {
-			return // released meanwhile: its relinquish reports on its own
-		}
-		p.cfg.Metrics.underTakeover(-1)
-		next := *o.cur
-		switch {
-		case ev.err == nil:
-			next.phase = phaseServing
-			p.cfg.Metrics.takeover(ev.took)
-			p.cfg.Metrics.partitionsLed(1)
-			p.log.Info("Took over partition", "topic", next.topic, "partition", ev.key.index, "epoch", next.epoch, "took", ev.took.String())
-			p.workers.Add(1)
-			go p.watch(ev.key, ev.log)
-		case errors.Is(ev.err, storage.ErrFenced):
-			next.phase, next.err = phaseFenced, ev.err
-			p.log.Info("Takeover refused: the partition is claimed at a newer epoch", "topic", next.topic, "partition", ev.key.index, "epoch", next.epoch, "reason", ev.err.Error())
-		default:
-			next.phase, next.err = phaseFailed, ev.err
-			p.log.Error(ev.err, "Takeover failed; the partition is offline on this broker", "topic", next.topic, "partition", ev.key.index, "epoch", next.epoch)
-			p.storageFailed(ev.err)
-		}
-		o.cur = &next
-		p.publish(ev.key, o.cur)
+		p.tookOver(ev)
 	case eventStopped:
-		o := p.current(ev)
-		if o == nil || o.cur.phase != phaseServing {
-			return
-		}
-		p.cfg.Metrics.partitionsLed(-1)
-		next := *o.cur
-		next.err = ev.log.Err()
-		if errors.Is(next.err, storage.ErrStorage) {
-			next.phase = phaseFailed
-			p.storageFailed(next.err)
-		} else {
-			next.phase = phaseFenced
-		}
-		o.cur = &next
-		p.publish(ev.key, o.cur)
+		p.stopped(ev)
 	}
 	p.refresh()
+}
+
+// relinquished counts a log closed, and forgets the partition's relinquish once its newest
+// one has ended.
+func (p *Partitions) relinquished(ev partitionEvent) {
+	if ev.err != nil {
+		p.log.Error(ev.err, "Relinquish did not finish in time; the log closes in the background", "partition", ev.key.index)
+	}
+	p.open.Add(-1)
+	if ch, ok := p.relinquishing[ev.key]; ok {
+		select {
+		case <-ch:
+			delete(p.relinquishing, ev.key) // the newest relinquish of key has ended
+		default:
+		}
+	}
+}
+
+// tookOver publishes a takeover's outcome: serving (and watched from then on), fenced by a
+// newer epoch, or failed.
+func (p *Partitions) tookOver(ev partitionEvent) {
+	o := p.current(ev)
+	if o == nil {
+		return // released meanwhile: its relinquish reports on its own
+	}
+	p.cfg.Metrics.underTakeover(-1)
+	next := *o.cur
+	switch {
+	case ev.err == nil:
+		next.phase = phaseServing
+		p.cfg.Metrics.takeover(ev.took)
+		p.cfg.Metrics.partitionsLed(1)
+		p.log.Info("Took over partition", "topic", next.topic, "partition", ev.key.index, "epoch", next.epoch, "took", ev.took.String())
+		p.workers.Add(1)
+		go p.watch(ev.key, ev.log)
+	case errors.Is(ev.err, storage.ErrFenced):
+		next.phase, next.err = phaseFenced, ev.err
+		p.log.Info("Takeover refused: the partition is claimed at a newer epoch", "topic", next.topic, "partition", ev.key.index, "epoch", next.epoch, "reason", ev.err.Error())
+	default:
+		next.phase, next.err = phaseFailed, ev.err
+		p.log.Error(ev.err, "Takeover failed; the partition is offline on this broker", "topic", next.topic, "partition", ev.key.index, "epoch", next.epoch)
+		p.storageFailed(ev.err)
+	}
+	o.cur = &next
+	p.publish(ev.key, o.cur)
+}
+
+// stopped publishes a serving log that stopped on its own: fenced by a newer leader, or
+// failed with a storage error.
+func (p *Partitions) stopped(ev partitionEvent) {
+	o := p.current(ev)
+	if o == nil || o.cur.phase != phaseServing {
+		return
+	}
+	p.cfg.Metrics.partitionsLed(-1)
+	next := *o.cur
+	next.err = ev.log.Err()
+	if errors.Is(next.err, storage.ErrStorage) {
+		next.phase = phaseFailed
+		p.storageFailed(next.err)
+	} else {
+		next.phase = phaseFenced
+	}
+	o.cur = &next
+	p.publish(ev.key, o.cur)
 }
 
 // current is the owned partition ev is about, if ev is about its current log.

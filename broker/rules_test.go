@@ -1,11 +1,14 @@
 package broker
 
 import (
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/broker/cluster"
@@ -176,6 +179,30 @@ func TestPartitionDirectoriesSpellTheTopicIDAsTheAPIDoes(t *testing.T) {
 		got := storage.PartitionDir("/data", "cid", "orders", id, 3)
 		if want := filepath.Join("/data", "cid", "topics", "orders-"+s, "3"); got != want {
 			t.Errorf("partition directory %s, want %s", got, want)
+		}
+	}
+}
+
+// `paddock broker --help` lists every API key the broker serves with the versions ApiVersions
+// advertises (the group APIs included), because it is written from the handler table.
+func TestHelpListsEveryServedAPIWithItsVersions(t *testing.T) {
+	var out strings.Builder
+	if code := run([]string{"--help"}, func(string) string { return "" }, &out, nil); code != 0 {
+		t.Fatalf("--help exited %d", code)
+	}
+	help := strings.Join(strings.Fields(out.String()), " ") // the list wraps
+	for key, a := range apis {
+		want := fmt.Sprintf("%s %d-%d", kmsg.NameForKey(key), a.min, a.max)
+		if a.min == a.max {
+			want = fmt.Sprintf("%s %d", kmsg.NameForKey(key), a.min)
+		}
+		if !strings.Contains(help, want+",") && !strings.HasSuffix(strings.Split(help, " Environment")[0], want) {
+			t.Errorf("--help does not list %q", want)
+		}
+	}
+	for _, group := range []string{"JoinGroup 0-9", "SyncGroup 0-5", "OffsetCommit 0-9", "OffsetFetch 0-9"} {
+		if !strings.Contains(help, group) {
+			t.Errorf("--help does not list the group API %q", group)
 		}
 	}
 }

@@ -189,8 +189,25 @@ func (b *Broker) start(lns *bound) *running {
 	}
 	b.startPartitions(r)
 	b.startGroups(r)
-	addrs := make([]net.Addr, len(lns.kafka))
-	for i, ln := range lns.kafka {
+	addrs := b.serveKafka(r, lns.kafka)
+	go func() {
+		if err := r.health.Serve(lns.health); !errors.Is(err, http.ErrServerClosed) {
+			r.serveErr <- fmt.Errorf("health server: %w", err)
+		}
+	}()
+	b.listenersBound.Store(true)
+	b.startBackground(r)
+	if b.OnListening != nil {
+		b.OnListening(addrs, lns.health.Addr())
+	}
+	return r
+}
+
+// serveKafka serves the wire protocol on every Kafka listener, each advertising this broker's
+// address on it, and returns their addresses in configuration order.
+func (b *Broker) serveKafka(r *running, lns []net.Listener) []net.Addr {
+	addrs := make([]net.Addr, len(lns))
+	for i, ln := range lns {
 		l := b.Config.Listeners[i]
 		if l.Port == 0 { // an ephemeral port (tests): advertise what was bound
 			b.Addresses.Bound(i, int32(ln.Addr().(*net.TCPAddr).Port))
@@ -203,13 +220,12 @@ func (b *Broker) start(lns *bound) *running {
 		}
 		b.Log.Info("Listening", "listener", l.Name, "type", l.Type, "addr", ln.Addr().String(), "advertised", advertised)
 	}
-	go func() {
-		if err := r.health.Serve(lns.health); !errors.Is(err, http.ErrServerClosed) {
-			r.serveErr <- fmt.Errorf("health server: %w", err)
-		}
-	}()
-	b.listenersBound.Store(true)
+	return addrs
+}
 
+// startBackground starts what lives until Run returns: the idle liveness ticks, the
+// heartbeat and, with API access, the data removal of deleted topics.
+func (b *Broker) startBackground(r *running) {
 	bg, stop := context.WithCancel(context.Background())
 	r.stopBackground = stop
 	go RunIdleTicks(bg, r.wire, idleTickPeriod, b.Log.WithName("wire"))
@@ -223,10 +239,6 @@ func (b *Broker) start(lns *bound) *running {
 			dataDir: b.Config.DataDir, fs: storage.OSFS{}, log: b.Log.WithName("topic-removal")}
 		go remover.run(bg)
 	}
-	if b.OnListening != nil {
-		b.OnListening(addrs, lns.health.Addr())
-	}
-	return r
 }
 
 // waitForSignal returns nil at the first signal, the error of a listener that stopped on its

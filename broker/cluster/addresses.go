@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -224,15 +225,9 @@ func (a *Addresses) publishLocked() {
 // cluster-scoped grant the operator makes for clusters with such a listener (a ClusterRole
 // binding; a namespaced Role cannot grant Nodes).
 func WatchAddresses(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, addrs *Addresses, log logr.Logger) error {
-	byObject := map[client.Object]cache.ByObject{
-		&corev1.Service{}: {Field: fields.OneTermEqualSelector("metadata.name", addrs.serviceName)},
-	}
-	watchNode := addrs.needsNode()
-	if watchNode {
-		if addrs.nodeName == "" {
-			return fmt.Errorf("a listener advertises its node's address, and NODE_NAME is not set")
-		}
-		byObject[&corev1.Node{}] = cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", addrs.nodeName)}
+	byObject, err := addrs.watched()
+	if err != nil {
+		return err
 	}
 	informers, err := cache.New(cfg, cache.Options{
 		Scheme:            scheme,
@@ -243,12 +238,67 @@ func WatchAddresses(ctx context.Context, cfg *rest.Config, scheme *runtime.Schem
 		return fmt.Errorf("create address informers: %w", err)
 	}
 	dirty := make(chan struct{}, 1)
+	if err := markDirtyOnEvents(ctx, informers, slices.Collect(maps.Keys(byObject)), dirty); err != nil {
+		return err
+	}
+	go func() {
+		if err := informers.Start(ctx); err != nil {
+			log.Error(err, "Address informers stopped")
+		}
+	}()
+	go addrs.follow(ctx, informers, dirty, log)
+	return nil
+}
+
+// watched is what the address informers watch, each object by a field selector on its name:
+// the broker's own Service and, when a listener advertises its node's address, its Node.
+func (a *Addresses) watched() (map[client.Object]cache.ByObject, error) {
+	byObject := map[client.Object]cache.ByObject{
+		&corev1.Service{}: {Field: fields.OneTermEqualSelector("metadata.name", a.serviceName)},
+	}
+	if a.needsNode() {
+		if a.nodeName == "" {
+			return nil, fmt.Errorf("a listener advertises its node's address, and NODE_NAME is not set")
+		}
+		byObject[&corev1.Node{}] = cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", a.nodeName)}
+	}
+	return byObject, nil
+}
+
+// follow hands a what informers read — once they have synced, then at every change — until
+// ctx ends, and logs each change of the advertised addresses.
+func (a *Addresses) follow(ctx context.Context, informers cache.Cache, dirty <-chan struct{}, log logr.Logger) {
+	if !informers.WaitForCacheSync(ctx) {
+		return
+	}
+	var last []string
+	for {
+		service, node := getCached(ctx, informers, a.namespace, a.serviceName, &corev1.Service{}), (*corev1.Node)(nil)
+		if a.needsNode() {
+			node = getCached(ctx, informers, "", a.nodeName, &corev1.Node{})
+		}
+		a.Observe(service, node)
+		if now := describeAddresses(a); !slices.Equal(now, last) {
+			log.Info("Advertised addresses", "listeners", now)
+			last = now
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-dirty:
+		}
+	}
+}
+
+// markDirtyOnEvents makes every add, update and delete informers see of objs' kinds mark
+// dirty: one goroutine then re-reads the cache, so what it builds has a single writer.
+func markDirtyOnEvents(ctx context.Context, informers cache.Cache, objs []client.Object, dirty chan struct{}) error {
 	mark := toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { markDirty(dirty) },
 		UpdateFunc: func(any, any) { markDirty(dirty) },
 		DeleteFunc: func(any) { markDirty(dirty) },
 	}
-	for obj := range byObject {
+	for _, obj := range objs {
 		inf, err := informers.GetInformer(ctx, obj)
 		if err != nil {
 			return fmt.Errorf("informer for %T: %w", obj, err)
@@ -257,33 +307,6 @@ func WatchAddresses(ctx context.Context, cfg *rest.Config, scheme *runtime.Schem
 			return fmt.Errorf("event handler for %T: %w", obj, err)
 		}
 	}
-	go func() {
-		if err := informers.Start(ctx); err != nil {
-			log.Error(err, "Address informers stopped")
-		}
-	}()
-	go func() {
-		if !informers.WaitForCacheSync(ctx) {
-			return
-		}
-		var last []string
-		for {
-			service, node := getCached(ctx, informers, addrs.namespace, addrs.serviceName, &corev1.Service{}), (*corev1.Node)(nil)
-			if watchNode {
-				node = getCached(ctx, informers, "", addrs.nodeName, &corev1.Node{})
-			}
-			addrs.Observe(service, node)
-			if now := describeAddresses(addrs); !slices.Equal(now, last) {
-				log.Info("Advertised addresses", "listeners", now)
-				last = now
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-dirty:
-			}
-		}
-	}()
 	return nil
 }
 

@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -49,19 +48,8 @@ func NewInformerView(cfg *rest.Config, scheme *runtime.Scheme, namespace, cluste
 // Start runs the informers until ctx ends and returns once they have synced and the first
 // snapshot is published, or with an error.
 func (v *InformerView) Start(ctx context.Context) error {
-	mark := toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { v.markDirty() },
-		UpdateFunc: func(any, any) { v.markDirty() },
-		DeleteFunc: func(any) { v.markDirty() },
-	}
-	for _, obj := range []client.Object{&v1alpha1.KafkaCluster{}, &v1alpha1.KafkaTopic{}} {
-		inf, err := v.cache.GetInformer(ctx, obj)
-		if err != nil {
-			return fmt.Errorf("informer for %T: %w", obj, err)
-		}
-		if _, err := inf.AddEventHandler(mark); err != nil {
-			return fmt.Errorf("event handler for %T: %w", obj, err)
-		}
+	if err := markDirtyOnEvents(ctx, v.cache, []client.Object{&v1alpha1.KafkaCluster{}, &v1alpha1.KafkaTopic{}}, v.dirty); err != nil {
+		return err
 	}
 	go func() {
 		if err := v.cache.Start(ctx); err != nil {
@@ -77,8 +65,6 @@ func (v *InformerView) Start(ctx context.Context) error {
 	go v.rebuildLoop(ctx)
 	return nil
 }
-
-func (v *InformerView) markDirty() { markDirty(v.dirty) }
 
 func (v *InformerView) rebuildLoop(ctx context.Context) {
 	for {
