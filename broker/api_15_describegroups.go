@@ -4,8 +4,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// DescribeGroups (key 15), the versions broker/groups serves (docs/groups.md): the coordinator
-// applies every rule; this handler only routes. Answered in place.
+// DescribeGroups (key 15): the versions broker/groups serves (groups.VersionRange;
+// docs/groups.md).
+//
+// Behaviour:
+//   - The coordinator applies every rule; this handler only routes (rc.coordinator).
+//   - Answered in place.
 func init() { registerGroupAPI(15, handleDescribeGroups) }
 
 func handleDescribeGroups(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {

@@ -14,28 +14,33 @@ import (
 	"github.com/paddock-dev/paddock/internal/topicname"
 )
 
-// CreateTopics (key 19), versions 0–7 (Apache 3.7 parity). Each topic becomes a KafkaTopic
-// (Admin.newTopicObject); the assignment reconciler then gives its partitions leaders.
+// CreateTopics (key 19): versions 0-7, Apache 3.7's (docs/topics.md, "Admin APIs (broker)").
 //
-// Checks, per topic, in Apache's order (DATAPLANE.md §7): a name repeated in the request →
-// INVALID_REQUEST (every occurrence); Kafka's name rules → INVALID_TOPIC_EXCEPTION; a name
-// that exists → TOPIC_ALREADY_EXISTS; one that collides with an existing or earlier name by
-// '.' against '_' → INVALID_TOPIC_EXCEPTION; num_partitions 0 or below -1 (or above
-// v1alpha1.MaxPartitions) → INVALID_PARTITIONS, -1 → the cluster's num.partitions;
-// replication_factor 0 or below -1 → INVALID_REPLICATION_FACTOR, and above 1 too: storage is
-// shared, each partition has one replica (its leader) and the volume is the durability;
-// manual replica assignments → INVALID_REPLICA_ASSIGNMENT when counts are also set
-// (INVALID_REQUEST in Apache's words), and refused otherwise too: paddock places leaders
-// itself; an unknown config key, a null value or one paddock cannot honour (compaction,
-// recompression, min.insync.replicas > 1) → INVALID_CONFIG. validate_only (v1+) runs every
-// check and creates nothing.
+// Behaviour:
+//   - Each topic becomes a KafkaTopic (cluster.Admin.CreateTopic); the assignment reconciler
+//     then gives its partitions leaders.
+//   - Checks, per topic, in Apache's order: a name repeated in the request → INVALID_REQUEST
+//     (every occurrence); Kafka's name rules → INVALID_TOPIC_EXCEPTION; a name that exists →
+//     TOPIC_ALREADY_EXISTS; one that collides with an existing or earlier name by '.' against
+//     '_' → INVALID_TOPIC_EXCEPTION; num_partitions 0 or below -1 (or above
+//     v1alpha1.MaxPartitions) → INVALID_PARTITIONS, -1 → the cluster's num.partitions;
+//     replication_factor 0 or below -1 → INVALID_REPLICATION_FACTOR, and above 1 too: storage
+//     is shared, each partition has one replica (its leader) and the volume is the
+//     durability; manual replica assignments → INVALID_REPLICA_ASSIGNMENT when counts are
+//     also set (INVALID_REQUEST in Apache's words), and refused otherwise too: paddock places
+//     leaders itself; an unknown config key, a null value or one paddock cannot honour
+//     (compaction, recompression, min.insync.replicas > 1) → INVALID_CONFIG.
+//   - The answer waits, for at most the request's timeout (never more than maxAdminWait),
+//     until this broker's view shows every created topic with a topic id and a listed leader
+//     on every partition, so a client that produces right after creating finds a leader; it
+//     still answers NONE if the wait runs out (the topic exists; leaders follow).
+//   - A topic being deleted under the same name is waited out the same way before it is
+//     created again.
 //
-// The answer waits, for at most the request's timeout (and never more than maxAdminWait),
-// until the broker's view shows every created topic with a topic id and a listed leader on
-// every partition, so a client that produces right after creating finds a leader; it still
-// answers NONE if the wait runs out (the topic exists; leaders follow). A topic being deleted
-// under the same name is waited out the same way before it is created again. v5+ answers carry
-// the partition count, replication factor 1 and the topic's configs; v7 the topic id.
+// Version notes:
+//   - v1: validate_only runs every check and creates nothing.
+//   - v5: answers carry the partition count, replication factor 1 and the topic's configs.
+//   - v7: the topic id.
 func init() { register(19, 0, 7, handleCreateTopics) }
 
 // createSpec is one topic a client asked for, checked.

@@ -11,17 +11,23 @@ import (
 	"github.com/paddock-dev/paddock/broker/cluster"
 )
 
-// DeleteTopics (key 20), versions 0–6 (Apache 3.7 parity). v0–5 name topics in TopicNames,
-// v6 in Topics, each by name or by topic id. Deleting a topic deletes its KafkaTopic, guarded
-// by the object's uid (a topic re-created meanwhile is not deleted by a stale request); the
-// assignment reconciler then unassigns it and one broker removes its data (docs/topics.md).
+// DeleteTopics (key 20): versions 0-6, Apache 3.7's (docs/topics.md, "Admin APIs (broker)").
 //
-// Errors: in v6 an entry with both a name and an id, or neither, and a topic named twice →
-// INVALID_REQUEST; an unknown name → UNKNOWN_TOPIC_OR_PARTITION, an unknown id →
-// UNKNOWN_TOPIC_ID; the cluster's delete.topic.enable=false → TOPIC_DELETION_DISABLED
-// (INVALID_REQUEST before v3, which has no such code). A deleted topic stops being served at
-// once: the answer waits (for at most the request's timeout) until this broker's view no
-// longer lists it, so the client's next Metadata here does not see it.
+// Behaviour:
+//   - Deleting a topic deletes its KafkaTopic, guarded by the object's uid (a topic re-created
+//     meanwhile is not deleted by a stale request); the assignment reconciler then unassigns
+//     it and one broker removes its data (docs/topics.md, "Deleting a topic").
+//   - Errors: a topic named twice → INVALID_REQUEST; an unknown name →
+//     UNKNOWN_TOPIC_OR_PARTITION, an unknown id → UNKNOWN_TOPIC_ID; the cluster's
+//     delete.topic.enable=false → TOPIC_DELETION_DISABLED.
+//   - A deleted topic stops being served at once: the answer waits (for at most the
+//     request's timeout) until this broker's view no longer lists it, so the client's next
+//     Metadata here does not see it.
+//
+// Version notes:
+//   - v0-v2: TOPIC_DELETION_DISABLED does not exist: INVALID_REQUEST instead.
+//   - v0-v5: topics by name in TopicNames; v6: in Topics, each by name or by topic id, and an
+//     entry with both or neither → INVALID_REQUEST.
 func init() { register(20, 0, 6, handleDeleteTopics) }
 
 func handleDeleteTopics(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {

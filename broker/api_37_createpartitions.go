@@ -12,16 +12,19 @@ import (
 	"github.com/paddock-dev/paddock/broker/cluster"
 )
 
-// CreatePartitions (key 37), versions 0–3 (Apache 3.7 parity). Count is the topic's new
-// total; the KafkaTopic's spec.partitions is raised to it (the CRD refuses any decrease) and
-// the assignment reconciler places the new partitions.
+// CreatePartitions (key 37): versions 0-3, Apache 3.7's (docs/topics.md, "Admin APIs
+// (broker)").
 //
-// Errors: a topic named twice → INVALID_REQUEST; unknown → UNKNOWN_TOPIC_OR_PARTITION; Count
-// not above the current count, or above v1alpha1.MaxPartitions → INVALID_PARTITIONS; an
-// assignment → INVALID_REPLICA_ASSIGNMENT (with a wrong number of entries in Apache's words,
-// otherwise because paddock places leaders itself). ValidateOnly runs the checks and changes
-// nothing. The answer waits (for at most the request's timeout) until this broker's view shows
-// the new partitions with listed leaders.
+// Behaviour:
+//   - Count is the topic's new total: the KafkaTopic's spec.partitions is raised to it (the
+//     CRD refuses any decrease) and the assignment reconciler places the new partitions.
+//   - Errors: a topic named twice → INVALID_REQUEST; unknown → UNKNOWN_TOPIC_OR_PARTITION;
+//     Count not above the current count, or above v1alpha1.MaxPartitions →
+//     INVALID_PARTITIONS; an assignment → INVALID_REPLICA_ASSIGNMENT (with a wrong number of
+//     entries in Apache's words, otherwise because paddock places leaders itself).
+//   - ValidateOnly runs the checks and changes nothing.
+//   - The answer waits (for at most the request's timeout) until this broker's view shows
+//     the new partitions with listed leaders.
 func init() { register(37, 0, 3, handleCreatePartitions) }
 
 func handleCreatePartitions(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {

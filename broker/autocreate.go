@@ -8,7 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
-// Metadata auto-creation (DATAPLANE.md §7): a Metadata request naming an unknown topic with
+// Metadata auto-creation (docs/topics.md, "Admin APIs (broker)"): a Metadata request naming an unknown topic with
 // allow_auto_topic_creation (implied before v4), on a cluster whose auto.create.topics.enable
 // is true (the default), creates the topic with num.partitions partitions — in the background:
 // the Metadata answer does not wait, it says UNKNOWN_TOPIC_OR_PARTITION as KRaft brokers do,

@@ -9,8 +9,8 @@ import (
 	"github.com/paddock-dev/paddock/broker/cluster"
 )
 
-// drain is what a broker does between SIGTERM and closing its listeners (DESIGN.md
-// "Draining"): it marks itself draining and writes a draining beat at once, then keeps serving
+// drain is what a broker does between SIGTERM and closing its listeners (docs/dataplane.md,
+// "Drain with data"): it marks itself draining and writes a draining beat at once, then keeps serving
 // until the view gives it no partition and no group (drained), every partition log it held
 // has been relinquished (Leading() == 0: its last appends acknowledged, its checkpoint
 // written, its files closed) and it holds no group any more (Groups.Owned() == 0: waiting

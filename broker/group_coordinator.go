@@ -152,7 +152,7 @@ type topicIncarnation struct {
 // purge removes, from the groups held here, the offsets of every topic incarnation the view
 // shows deleted (being deleted, or served in the last view and gone from this one), once per
 // incarnation. A purge that fails is logged; the offsets stay hidden once a topic of that
-// name with another id exists (docs/groups.md, "Deleted topics").
+// name with another id exists (docs/groups.md, "How the broker does it": deleted topics).
 func (g *Groups) purge(ctx context.Context, c *groups.Coordinator, last, s *cluster.Snapshot, done map[topicIncarnation]bool) {
 	var gone []topicIncarnation
 	for _, d := range s.Deleting {

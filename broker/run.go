@@ -96,7 +96,7 @@ func (b *Broker) Healthy() bool {
 // Draining is the heartbeat's draining bit: true from the first SIGTERM on.
 func (b *Broker) Draining() bool { return b.draining.Load() }
 
-// Run serves until the first signal on signals, then drains (DESIGN.md "Draining", drain.go)
+// Run serves until the first signal on signals, then drains (docs/dataplane.md, "Drain with data"; drain.go)
 // and shuts down: it returns nil after a clean drain, errInterrupted when a second signal cut
 // the drain short, the error of a listener that failed, or ctx's error when ctx ended (which
 // closes everything without draining).
