@@ -300,7 +300,7 @@ func setProduceError(pr *kmsg.ProduceResponseTopicPartition, code int16, msg str
 	}
 }
 
-// Record batch v2 header fields the handler reads (docs/dataplane.md, "Record batches").
+// Record batch v2 header fields the handler reads (docs/dataplane.md, "Record batch v2").
 const (
 	batchLengthOffset     = 8
 	batchMagicOffset      = 16
@@ -341,7 +341,7 @@ func checkProduceRecords(version int16, b []byte) ([]byte, int16, string) {
 	return b[:size], 0, ""
 }
 
-// Record batch v2 timestamp fields (docs/dataplane.md, "Record batches").
+// Record batch v2 timestamp fields (docs/dataplane.md, "Record batch v2").
 const (
 	batchBaseTimestampOffset = 27
 	batchMaxTimestampOffset  = 35
