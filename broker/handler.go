@@ -94,11 +94,7 @@ func (h *Handler) ServeKafka(r *wire.Request) wire.Answer {
 		h.Metrics.connError(errorReason(err))
 		return wire.Answer{Err: fmt.Errorf("request key %d v%d correlation %d: %w", r.Key, r.Version, r.CorrelationID, err)}
 	}
-	rc := h.newRequestContext(listenerOf(r.Conn.Listener()))
-	rc.ctx, rc.connCtx, rc.stopping, rc.remote = r.Context(), r.Conn.Context(), r.Stopping(), r.Conn.RemoteAddr()
-	if r.ClientID != nil {
-		rc.clientID = *r.ClientID
-	}
+	rc := h.newRequestContext(r)
 	resp, err := h.dispatch(rc, r.Header, kreq)
 	if err != nil {
 		h.Metrics.connError("handler")
@@ -116,13 +112,22 @@ func (h *Handler) ServeKafka(r *wire.Request) wire.Answer {
 	return encodeAnswer(r.CorrelationID, resp)
 }
 
-// newRequestContext is the context of one request arriving on listener: a snapshot of the
-// view taken now, which the whole answer is computed from.
-func (h *Handler) newRequestContext(listener listenerSource) *requestContext {
+// newRequestContext is the context of request r: a snapshot of the view taken now, which the
+// whole answer is computed from, and what r tells of its connection and listener.
+func (h *Handler) newRequestContext(r *wire.Request) *requestContext {
 	h.init()
+	listener := listenerOf(r.Conn.Listener())
 	addr, reachable := listener.current()
 	addr.Name = listener.name
-	return &requestContext{ctx: h.base, connCtx: h.base, h: h, view: h.View.Snapshot(), self: h.Self, listener: addr, selfReachable: reachable}
+	rc := &requestContext{
+		ctx: r.Context(), connCtx: r.Conn.Context(), stopping: r.Stopping(), h: h,
+		view: h.View.Snapshot(), self: h.Self, listener: addr, selfReachable: reachable,
+		remote: r.Conn.RemoteAddr(),
+	}
+	if r.ClientID != nil {
+		rc.clientID = *r.ClientID
+	}
+	return rc
 }
 
 // dispatch is the one path every request takes, a client's or the liveness probe's: it runs
