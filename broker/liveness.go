@@ -86,21 +86,22 @@ func RunIdleTicks(ctx context.Context, srv *wire.Server, period time.Duration, l
 // probeAddr is a dialable address of one of srv's listeners: the bound address, or loopback
 // when it is bound to every interface.
 func probeAddr(srv *wire.Server) (string, bool) {
-	for _, addr := range srv.Addrs() {
-		a, ok := addr.(*net.TCPAddr)
-		if !ok {
-			return addr.String(), true
-		}
-		ip := a.IP
-		switch {
-		case ip == nil || ip.IsUnspecified() && ip.To4() != nil:
-			ip = net.IPv4(127, 0, 0, 1)
-		case ip.IsUnspecified():
-			ip = net.IPv6loopback
-		}
-		return (&net.TCPAddr{IP: ip, Port: a.Port}).String(), true
+	addrs := srv.Addrs()
+	if len(addrs) == 0 {
+		return "", false
 	}
-	return "", false
+	a, ok := addrs[0].(*net.TCPAddr)
+	if !ok {
+		return addrs[0].String(), true
+	}
+	ip := a.IP
+	switch {
+	case ip == nil || ip.IsUnspecified() && ip.To4() != nil:
+		ip = net.IPv4(127, 0, 0, 1)
+	case ip.IsUnspecified():
+		ip = net.IPv6loopback
+	}
+	return (&net.TCPAddr{IP: ip, Port: a.Port}).String(), true
 }
 
 // probe sends frame to addr and reads the answer, giving up after WedgedAfter.

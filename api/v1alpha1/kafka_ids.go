@@ -20,7 +20,9 @@ func (t *KafkaTopic) KafkaName() string {
 // KafkaUUID is a Kafka Uuid (a topic id, a cluster id): 16 bytes, written as unpadded
 // base64url — 22 characters, as Kafka's tools print one. It is the form of KafkaTopic
 // status.topicID and KafkaCluster status.clusterID. The zero KafkaUUID means "no id" to Kafka
-// clients and is never minted.
+// clients and is never minted. It is no API field (the API carries the string), so it has no
+// generated deepcopy.
+// +kubebuilder:object:generate=false
 type KafkaUUID [16]byte
 
 // NewKafkaUUID mints a KafkaUUID from random (crypto/rand.Reader in production): 16 random
@@ -40,10 +42,10 @@ func ParseKafkaUUID(s string) (KafkaUUID, error) {
 	var u KafkaUUID
 	b, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(s, "="))
 	if err != nil {
-		return KafkaUUID{}, fmt.Errorf("Kafka id %q: %w", s, err)
+		return KafkaUUID{}, fmt.Errorf("kafka id %q: %w", s, err)
 	}
 	if len(b) != len(u) {
-		return KafkaUUID{}, fmt.Errorf("Kafka id %q is %d bytes, want %d", s, len(b), len(u))
+		return KafkaUUID{}, fmt.Errorf("kafka id %q is %d bytes, want %d", s, len(b), len(u))
 	}
 	copy(u[:], b)
 	return u, nil
