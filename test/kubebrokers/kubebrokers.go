@@ -35,6 +35,7 @@ import (
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/broker"
+	"github.com/paddock-dev/paddock/broker/cluster"
 	"github.com/paddock-dev/paddock/broker/groups"
 	"github.com/paddock-dev/paddock/controllers/assignment"
 	"github.com/paddock-dev/paddock/controllers/kafkacluster"
@@ -233,7 +234,7 @@ func (c *Cluster) WaitExit(id int32, timeout time.Duration) (err error, exited b
 // Kafka and health addresses.
 func (c *Cluster) startBroker(t *testing.T, id int32) (kafkaAddr, healthAddr string, stop func(), p *process) {
 	t.Helper()
-	view, err := broker.NewInformerView(c.identity, Env.Scheme, c.NS, ClusterName, testr.New(t).WithName("view"))
+	view, err := cluster.NewInformerView(c.identity, Env.Scheme, c.NS, ClusterName, testr.New(t).WithName("view"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,14 +245,14 @@ func (c *Cluster) startBroker(t *testing.T, id int32) (kafkaAddr, healthAddr str
 	}
 	bc := broker.Config{
 		Cluster:     ClusterName,
-		Listeners:   []broker.ListenerSpec{{Name: "kafka", Port: int32(FreePort(t)), Host: "127.0.0.1"}},
+		Listeners:   []cluster.ListenerSpec{{Name: "kafka", Port: int32(FreePort(t)), Host: "127.0.0.1"}},
 		HealthPort:  FreePort(t),
 		BindAddress: "127.0.0.1", DrainTimeout: cmp.Or(c.opts.DrainTimeout, time.Second), HeartbeatInterval: 100 * time.Millisecond,
 		DataDir:  c.DataDir,
-		Identity: broker.Identity{ID: id, Pod: fmt.Sprintf("c-broker-%d", id), Namespace: c.NS},
+		Identity: cluster.Identity{ID: id, Pod: fmt.Sprintf("c-broker-%d", id), Namespace: c.NS},
 	}
 	b := broker.NewBroker(bc, view, testr.New(t).WithValues("broker", id))
-	b.Admin = &broker.Admin{Client: c.kube, Namespace: c.NS, Cluster: ClusterName}
+	b.Admin = &cluster.Admin{Client: c.kube, Namespace: c.NS, Cluster: ClusterName}
 	b.GroupConfig = c.opts.GroupConfig
 	type addrs struct{ kafka, health string }
 	listening := make(chan addrs, 1)
