@@ -27,7 +27,11 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if loadFixtureDir != "" {
+		_ = os.RemoveAll(loadFixtureDir)
+	}
+	os.Exit(code)
 }
 
 // childCommit coordinates every group at $EPOCH on $DIR and commits increasing offsets to
