@@ -37,6 +37,8 @@ type loadFixture struct {
 	dir     string // the groups root
 	epoch   int32  // the epoch of the file the commits went to
 	commits int
+	// compactions is how many times the store compacted the file while it was built.
+	compactions int
 	skip    string // why the fixture could not be built (the file grew past what we load here)
 }
 
@@ -104,11 +106,11 @@ func fixture(b *testing.B, partitions int, days float64) *loadFixture {
 	if err := s.claim(f.epoch); err != nil {
 		b.Fatal(err)
 	}
-	st, err := s.load(f.epoch, -1)
+	w := newCommitWorkload(partitions)
+	st, err := s.load(f.epoch, -1, w.start.UnixMilli())
 	if err != nil {
 		b.Fatal(err)
 	}
-	w := newCommitWorkload(partitions)
 	built := time.Now()
 	for i := range f.commits {
 		entries := w.commit(i)
@@ -118,13 +120,20 @@ func fixture(b *testing.B, partitions int, days float64) *loadFixture {
 		for _, e := range entries {
 			st.offsets[e.tp] = e.committed
 		}
+		// The group's own policy (group.maybeCompact), on the state it acknowledged.
+		if s.needsCompaction() {
+			if err := s.compact(st); err != nil {
+				b.Fatal(err)
+			}
+			f.compactions++
+		}
 		if s.end > maxFixtureFile {
 			f.skip = fmt.Sprintf("the offsets file reached %d MB after %d of %d commits (%.1f KB each): too large to load here",
 				s.end>>20, i+1, f.commits, float64(s.end)/float64(i+1)/1024)
 			break
 		}
 	}
-	b.Logf("fixture %s: %d commits written in %v, file %d bytes", key, f.commits, time.Since(built).Round(time.Millisecond), s.end)
+	b.Logf("fixture %s: %d commits written in %v, %d compactions, file %d bytes", key, f.commits, time.Since(built).Round(time.Millisecond), f.compactions, s.end)
 	return f
 }
 

@@ -133,14 +133,14 @@ func TestTheOffsetsFileStaysBoundedWhileTheEpochStays(t *testing.T) {
 // crashFS fails every operation from the armed one on, as if the process died there: nothing
 // after it reaches the disk. Operations before arming pass.
 type crashFS struct {
-	faultFS
+	*faultFS
 	ops    atomic.Int64 // operations since arming
 	at     atomic.Int64 // the operation that "crashes" (0: disarmed)
 	failed atomic.Bool
 }
 
 func newCrashFS() *crashFS {
-	c := &crashFS{faultFS: *newFaultFS()}
+	c := &crashFS{faultFS: newFaultFS()}
 	c.set(func(storage.Op, string) error {
 		at := c.at.Load()
 		if at == 0 {
@@ -161,39 +161,64 @@ func (c *crashFS) arm(at int64) { c.ops.Store(0); c.at.Store(at) }
 // at one epoch, so its file is compacted several times; the process "dies" at operation k of
 // that sequence (every operation from k on fails), for every k until the sequence completes.
 // A coordinator at the next epoch must then have every acknowledged commit, with its
-// metadata.
+// metadata. The same holds for the same process once its disk works again (the group reloads
+// its own file, cut at what it acknowledged).
 func TestACrashAtEveryStepOfACompactionLosesNoAcknowledgedCommit(t *testing.T) {
 	meta := strings.Repeat("x", 4000)
-	for k := int64(1); ; k++ {
-		cfs := newCrashFS()
-		e := newEnv(t, func(c *Config) { c.FS = cfs })
-		if code := e.commitBig(e.c, "g", allParts(64), 0, meta)[0]; code != 0 {
-			t.Fatal(codeName(code))
-		}
-		acked := int64(0)
-		cfs.arm(k)
-		for i := int64(1); i <= 12; i++ {
-			if e.commitBig(e.c, "g", allParts(64), i*1000, meta)[0] == 0 {
-				acked = i * 1000
+	for _, sameProcess := range []bool{false, true} {
+		for k := int64(1); ; k++ {
+			cfs := newCrashFS()
+			m := NewMetrics()
+			e := newEnv(t, func(c *Config) { c.FS, c.Metrics = cfs, m })
+			if code := e.commitBig(e.c, "g", allParts(64), 0, meta)[0]; code != 0 {
+				t.Fatal(codeName(code))
 			}
-			if cfs.failed.Load() {
+			acked := int64(0)
+			cfs.arm(k)
+			for i := int64(1); i <= 12; i++ {
+				if e.commitBig(e.c, "g", allParts(64), i*1000, meta)[0] == 0 {
+					acked = i * 1000
+				}
+				if cfs.failed.Load() {
+					break
+				}
+			}
+			crashed := cfs.failed.Load()
+			next := e.c
+			if sameProcess {
+				cfs.arm(0)
+			} else {
+				_ = e.c.Close()
+				next = e.start(2, func(c *Config) { c.FS = storage.OSFS{} })
+			}
+			got, metas, code := e.fetchTopic(next, "g", "big")
+			if code != 0 {
+				t.Fatalf("crash at op %d (same process %v): the group answers %s", k, sameProcess, codeName(code))
+			}
+			for p := range int32(64) {
+				if got[p] < acked+int64(p) || metas[p] != meta {
+					t.Fatalf("crash at op %d (same process %v): partition %d has %d (metadata %d bytes), but %d was acknowledged",
+						k, sameProcess, p, got[p], len(metas[p]), acked+int64(p))
+				}
+			}
+			if sameProcess {
+				// It serves on: a commit now is there for the next coordinator.
+				if code := e.commitBig(next, "g", allParts(64), 99000, meta)[0]; code != 0 {
+					t.Fatalf("crash at op %d: commit after the disk recovered: %s", k, codeName(code))
+				}
+				_ = next.Close()
+				if got, _, _ := e.fetchTopic(e.start(2), "g", "big"); got[63] != 99063 {
+					t.Fatalf("crash at op %d: after recovery and a takeover partition 63 = %d, want 99063", k, got[63])
+				}
+			}
+			if !crashed {
+				if n := value(t, m.compactions); n < 2 {
+					t.Fatalf("only %v compactions in the sequence: the test does not exercise them", n)
+				}
+				t.Logf("same process %v: a crash at each of the first %d operations of 12 large commits (and %v compactions) lost nothing acknowledged",
+					sameProcess, k-1, value(t, m.compactions))
 				break
 			}
-		}
-		crashed := cfs.failed.Load()
-		_ = e.c.Close()
-		got, metas, code := e.fetchTopic(e.start(2, func(c *Config) { c.FS = storage.OSFS{} }), "g", "big")
-		if code != 0 {
-			t.Fatalf("crash at op %d: the next coordinator answers %s", k, codeName(code))
-		}
-		for p := range int32(64) {
-			if got[p] < acked+int64(p) || metas[p] != meta {
-				t.Fatalf("crash at op %d: partition %d has %d (metadata %d bytes), but %d was acknowledged", k, p, got[p], len(metas[p]), acked+int64(p))
-			}
-		}
-		if !crashed {
-			t.Logf("crashes at each of the first %d operations of 12 large commits (with their compactions) lost nothing acknowledged", k-1)
-			return
 		}
 	}
 }

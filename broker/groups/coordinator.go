@@ -74,6 +74,9 @@ func New(cfg Config) (*Coordinator, error) {
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
 	}
+	if c.cfg.compactMin <= 0 {
+		c.cfg.compactMin = defaultCompactMin
+	}
 	if err := c.fs.MkdirAll(cfg.Dir); err != nil {
 		return nil, fmt.Errorf("groups: create %s: %w", cfg.Dir, err)
 	}
@@ -404,8 +407,9 @@ func (c *Coordinator) storageFailed(err error) {
 // ---- taking over groups found on the volume ----
 
 // scanLoop takes over, after each view change, the groups on the volume that the view gives
-// us and that have committed offsets: so the previous coordinator is fenced promptly and
-// ListGroups shows idle groups. Groups without offsets are taken over by their first request.
+// us: so the previous coordinator is fenced promptly, ListGroups shows idle groups, their
+// offsets expire on time, and groups left without offsets are removed. A group that is gone
+// (no offsets, no members) exits again at once, its files removed.
 func (c *Coordinator) scanLoop() {
 	defer c.wg.Done()
 	for {
@@ -437,22 +441,19 @@ func (c *Coordinator) scan() {
 		if !ok {
 			continue
 		}
-		if !hashed && !c.wantsScan(id) {
-			continue
-		}
-		pid, st, err := peek(c.fs, filepath.Join(c.cfg.Dir, name))
-		if err != nil {
-			c.storageFailed(err)
-			c.log.Error(err, "Cannot read a group's offsets", "dir", name)
-			continue
-		}
 		if hashed {
-			if pid == "" || dirName(pid) != name || !c.wantsScan(pid) {
+			pid, err := peekID(c.fs, filepath.Join(c.cfg.Dir, name))
+			if err != nil {
+				c.storageFailed(err)
+				c.log.Error(err, "Cannot read a group's offsets", "dir", name)
+				continue
+			}
+			if pid == "" || dirName(pid) != name {
 				continue
 			}
 			id = pid
 		}
-		if len(st.offsets) == 0 {
+		if !c.wantsScan(id) {
 			continue
 		}
 		c.mu.Lock()

@@ -206,7 +206,7 @@ func TestAFileWithoutACompleteSnapshotIsSkipped(t *testing.T) {
 	if err := s.claim(5); err != nil {
 		t.Fatal(err)
 	}
-	snap := frame(snapshotPayload("g", 5, newDurable()))
+	snap := encodeSnapshot("g", 5, newDurable())
 	if err := os.WriteFile(filepath.Join(groupDir(e, "g"), logName(5)), snap[:len(snap)-1], 0o644); err != nil {
 		t.Fatal(err)
 	}

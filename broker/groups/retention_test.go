@@ -268,3 +268,50 @@ func TestAnEmptyGroupWithoutOffsetsIsRemovedWithItsDirectory(t *testing.T) {
 	}
 	e.gone("g")
 }
+
+// TestACrashAtEveryStepOfADeleteNeverBringsBackOlderOffsets: epoch 1 commits t/0 = 1; epoch 2
+// takes over (keeping file 1, the source of its snapshot), commits t/0 = 2 and t/1 = 2, and
+// deletes the group, its process dying at operation k of the removal (every operation from k
+// on fails), for every k until the removal completes. A coordinator at epoch 3 must find the
+// group deleted if DeleteGroups answered NONE, and otherwise either deleted or as it was —
+// never file 1's older t/0 = 1. It can use the group id again.
+func TestACrashAtEveryStepOfADeleteNeverBringsBackOlderOffsets(t *testing.T) {
+	for k := int64(1); ; k++ {
+		cfs := newCrashFS()
+		e := newEnv(t, func(c *Config) { c.FS = cfs })
+		e.send(e.c, commitReq("g", "", -1, map[string]map[int32]int64{"t": {0: 1}}))
+		_ = e.c.Close()
+		c2 := e.start(2)
+		e.send(c2, commitReq("g", "", -1, map[string]map[int32]int64{"t": {0: 2, 1: 2}}))
+		if files := logFiles(t, groupDir(e, "g")); len(files) != 2 {
+			t.Fatalf("files before the delete: %v, want epoch 1's (the snapshot's source) and 2's", files)
+		}
+		cfs.arm(k)
+		d := kmsg.NewPtrDeleteGroupsRequest()
+		d.Version, d.Groups = 2, []string{"g"}
+		resp, err := c2.DeleteGroups(ctxT(t), d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		deleted := resp.Groups[0].ErrorCode == 0
+		_ = c2.Close() // the files are removed after the answer, before the group's goroutine ends
+		crashed := cfs.failed.Load()
+		cfs.arm(0)
+		c3 := e.start(3)
+		got := e.committed(c3, "g")
+		switch {
+		case deleted && len(got) != 0:
+			t.Fatalf("crash at op %d of a delete answered NONE: the next coordinator has %v", k, got)
+		case len(got) != 0 && (got["t/0"] != 2 || got["t/1"] != 2):
+			t.Fatalf("crash at op %d: the next coordinator has %v, neither deleted nor the state before", k, got)
+		}
+		e.send(c3, commitReq("g", "", -1, map[string]map[int32]int64{"t": {3: 3}}))
+		if got := e.committed(c3, "g"); got["t/3"] != 3 {
+			t.Fatalf("crash at op %d: the group id cannot be used again: %v", k, got)
+		}
+		if !crashed {
+			t.Logf("a crash at each of the first %d operations of a DeleteGroups never brought back older offsets", k-1)
+			return
+		}
+	}
+}
