@@ -39,7 +39,7 @@ type loadFixture struct {
 	commits int
 	// compactions is how many times the store compacted the file while it was built.
 	compactions int
-	skip    string // why the fixture could not be built (the file grew past what we load here)
+	skip        string // why the fixture could not be built (the file grew past what we load here)
 }
 
 var (

@@ -265,8 +265,10 @@ func TestStorageErrorsAcknowledgeNothing(t *testing.T) {
 
 func TestRequestsWhileAGroupLoadsAreLoadInProgress(t *testing.T) {
 	ffs := newFaultFS()
-	e := newEnv(t, func(c *Config) { c.FS = ffs; c.LoadWait = 10 * time.Millisecond })
-	e.commit(e.c, "g", "", -1, map[int32]int64{0: 1})
+	e := newEnv(t, func(c *Config) { c.FS = ffs })
+	if code := e.commit(e.c, "g", "", -1, map[int32]int64{0: 1})[0]; code != 0 {
+		t.Fatalf("commit: %s", codeName(code))
+	}
 	_ = e.c.Close()
 	release := make(chan struct{})
 	ffs.set(func(o storage.Op, path string) error {
@@ -275,7 +277,7 @@ func TestRequestsWhileAGroupLoadsAreLoadInProgress(t *testing.T) {
 		}
 		return nil
 	})
-	c2 := e.start(2)
+	c2 := e.start(2, func(c *Config) { c.LoadWait = 10 * time.Millisecond })
 	if _, code := e.fetch(c2, "g", 0); code != kerr.CoordinatorLoadInProgress.Code {
 		t.Fatalf("fetch: %s", codeName(code))
 	}
