@@ -41,7 +41,7 @@ const (
 	// pass it): the writer's and the reader's buffers hold one part.
 	snapshotPartBytes = 256 << 10
 	// readChunk is how much of a file the loader reads at once (more for a larger frame).
-	readChunk = 64 << 10
+	readChunk = 32 << 10
 
 	kindSnapshot     byte = 1 // version 2: header (offsets follow in parts); version 1: the whole state
 	kindCommitV1     byte = 2 // protocol type, offsets without expiry (read only: older files)
@@ -122,7 +122,11 @@ func (d *durable) purge(topic string, id [16]byte) int {
 // Payload builders. Each returns the payload only; frame() adds length and CRC.
 
 func commitPayload(protocolType string, entries []offsetEntry) []byte {
-	b := []byte{kindCommit}
+	n := 16 + len(protocolType)
+	for _, e := range entries {
+		n += len(e.topic) + len(e.metadata) + 16 + 5*binary.MaxVarintLen64
+	}
+	b := append(make([]byte, 0, n), kindCommit)
 	b = appendStr(b, protocolType)
 	b = binary.AppendUvarint(b, uint64(len(entries)))
 	for _, e := range entries {
@@ -410,9 +414,6 @@ func readSnapshot(fr *frameReader, dec *decoder) (*parsedFile, error) {
 	pf.state = dec.d
 	if version == 1 {
 		dec.offsets(&r, int(total), false)
-		for _, e := range dec.scratch {
-			dec.d.offsets[e.tp] = e.committed
-		}
 	}
 	if err := r.done(); err != nil {
 		return nil, fmt.Errorf("%w: snapshot header: %w", errCorrupt, err)
@@ -445,9 +446,6 @@ func readSnapshot(fr *frameReader, dec *decoder) (*parsedFile, error) {
 		if err := r.done(); err != nil {
 			return nil, fmt.Errorf("%w: snapshot part at byte %d: %w", errCorrupt, at, err)
 		}
-		for _, e := range dec.scratch {
-			dec.d.offsets[e.tp] = e.committed
-		}
 		have += uint64(n)
 	}
 	return pf, nil
@@ -455,11 +453,11 @@ func readSnapshot(fr *frameReader, dec *decoder) (*parsedFile, error) {
 
 // decoder replays frames onto a state. It interns topic names and keeps a partition's
 // metadata string when a frame repeats it, so replaying many commits of the same partitions
-// allocates little beyond the state itself.
+// allocates little beyond the state itself. A frame is applied as it is decoded: one that
+// does not decode fails the whole load, so what it half applied is never used.
 type decoder struct {
-	d       *durable
-	topics  map[string]string
-	scratch []offsetEntry // the last frame's offsets
+	d      *durable
+	topics map[string]string
 }
 
 func (dec *decoder) topic(b []byte) string {
@@ -471,9 +469,8 @@ func (dec *decoder) topic(b []byte) string {
 	return s
 }
 
-// offsets decodes n offsets (v2 ones carry an expiry) into dec.scratch.
+// offsets decodes n offsets (v2 ones carry an expiry) into the state.
 func (dec *decoder) offsets(r *reader, n int, v2 bool) {
-	dec.scratch = dec.scratch[:0]
 	for range n {
 		var e offsetEntry
 		e.topic = dec.topic(r.bytes())
@@ -492,10 +489,9 @@ func (dec *decoder) offsets(r *reader, n int, v2 bool) {
 			e.expireMs = r.varint()
 		}
 		if r.err != nil {
-			dec.scratch = dec.scratch[:0]
 			return
 		}
-		dec.scratch = append(dec.scratch, e)
+		dec.d.offsets[e.tp] = e.committed
 	}
 }
 
@@ -505,16 +501,12 @@ func (dec *decoder) apply(payload []byte) error {
 	r := reader{b: payload[1:]}
 	switch payload[0] {
 	case kindCommit, kindCommitV1:
-		pt := r.str()
+		if pt := r.str(); pt != "" {
+			d.protocolType = pt
+		}
 		dec.offsets(&r, r.count(minOffsetEntry), payload[0] == kindCommit)
 		if err := r.done(); err != nil {
 			return fmt.Errorf("commit frame: %w", err)
-		}
-		if pt != "" {
-			d.protocolType = pt
-		}
-		for _, e := range dec.scratch {
-			d.offsets[e.tp] = e.committed
 		}
 	case kindDelete:
 		parts := r.partitions()

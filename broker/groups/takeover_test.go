@@ -34,9 +34,13 @@ type attempt struct {
 
 // simpleCommit commits one offset with generation -1 and reports whether it was acknowledged.
 func simpleCommit(ctx context.Context, c *Coordinator, group string, part int32, value int64) (bool, error) {
+	return commitWithMetadata(ctx, c, group, part, value, "")
+}
+
+func commitWithMetadata(ctx context.Context, c *Coordinator, group string, part int32, value int64, meta string) (bool, error) {
 	r := kmsg.NewPtrOffsetCommitRequest()
 	r.Version, r.Group, r.Generation = 8, group, -1
-	r.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "big", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: part, Offset: value}}}}
+	r.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "big", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: part, Offset: value, Metadata: &meta}}}}
 	resp, err := c.OffsetCommit(ctx, r)
 	if err != nil {
 		return false, err
