@@ -74,9 +74,6 @@ func New(cfg Config) (*Coordinator, error) {
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
 	}
-	if c.cfg.compactMin <= 0 {
-		c.cfg.compactMin = defaultCompactMin
-	}
 	if err := c.fs.MkdirAll(cfg.Dir); err != nil {
 		return nil, fmt.Errorf("groups: create %s: %w", cfg.Dir, err)
 	}
@@ -86,9 +83,10 @@ func New(cfg Config) (*Coordinator, error) {
 }
 
 // SetView tells the coordinator which groups this broker coordinates: those for which owns
-// returns true, as of coordinatorEpoch epoch (DESIGN.md "Alive set and assignment"). Call it
-// with every new cluster view; it returns at once. A lower epoch than the last one is
-// ignored. owns is called with the coordinator's lock held and must not call back into it.
+// returns true, as of coordinatorEpoch epoch (docs/groups.md "API and how the broker calls
+// it"). Call it with every new cluster view; it returns at once. A lower epoch than the last
+// one is ignored. owns is called with the coordinator's lock held and must not call back into
+// it.
 //
 // Groups no longer owned are unloaded: their waiting JoinGroup and SyncGroup requests are
 // answered NOT_COORDINATOR and their membership is dropped (Owned counts them until their

@@ -1,6 +1,7 @@
 package groups
 
 import (
+	"cmp"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -62,8 +63,8 @@ func (cl *call) withdraw() bool { return cl.state.CompareAndSwap(0, 2) }
 var errUnloaded = errors.New("group unloaded")
 
 // group is one consumer group: all of its state is owned by the goroutine running run, and
-// requests reach it only through calls (kfake's groups.go model; DESIGN.md "one owner per
-// group"). The fields above the line are set before the goroutine starts or are
+// requests reach it only through calls (kfake's groups.go model; docs/groups.md "One owner
+// per group"). The fields above the line are set before the goroutine starts or are
 // synchronization; everything below is touched only by run.
 type group struct {
 	c  *Coordinator
@@ -252,11 +253,12 @@ func (g *group) ensureStore() int16 {
 
 // takeover serves the group at the coordinator epoch: reuse this process's claim when the
 // fence still holds it (nobody took the group since, so our own file is current), else claim
-// the view's epoch; then load. DESIGN.md "Consumer groups": claim, load, serve.
+// the view's epoch; then load (docs/groups.md "Takeover, commit, deposition": claim, load,
+// serve).
 func (g *group) takeover(st *store) error {
 	c := g.c
 	start := c.clock.Now()
-	st.compactMin = c.cfg.compactMin
+	st.compactMin = cmp.Or(c.cfg.compactMin, defaultCompactMin)
 	cl, own := c.claimFor(g.id)
 	if own {
 		d, err := st.load(cl.epoch, cl.acked, start.UnixMilli())

@@ -10,8 +10,8 @@ import (
 	"github.com/paddock-dev/paddock/broker/storage"
 )
 
-// Committed offsets on the group's goroutine (DATAPLANE.md §8 OffsetCommit, OffsetFetch,
-// OffsetDelete, DeleteGroups). Every change is appended to the group's file and acknowledged
+// Committed offsets on the group's goroutine (docs/groups.md "State machine": OffsetCommit,
+// OffsetFetch, OffsetDelete, DeleteGroups). Every change is appended to the group's file and acknowledged
 // only when durable and still fenced-in (store.append); the in-memory offsets change only
 // after that, so whatever OffsetFetch returns has been acknowledged.
 
@@ -191,7 +191,8 @@ func (g *group) handleFetch(a fetchArgs) fetchResult {
 
 // visible: a committed offset is hidden when the broker's view knows the topic under another
 // id — the topic was deleted and re-created, and the old incarnation's offsets must never
-// resurface (DESIGN.md "Topics"), even where the purge did not reach them.
+// resurface (docs/groups.md "Takeover, commit, deposition", deleted topics), even where the
+// purge did not reach them.
 func (g *group) visible(k tp) (committed, bool) {
 	c, ok := g.offsets[k]
 	if !ok {
