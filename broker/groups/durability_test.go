@@ -409,3 +409,26 @@ func TestReadOnlyRequestsToUnknownGroupsLeaveNoFiles(t *testing.T) {
 	}
 	t.Fatalf("Owned %d: goroutines of groups that do not exist linger", e.c.Owned())
 }
+
+// TestTheScanTakesOverAGroupWhoseDirectoryNameIsAHash: a group id too long to escape into a
+// directory name is stored under a hash; the scan reads the id from the snapshot's header.
+func TestTheScanTakesOverAGroupWhoseDirectoryNameIsAHash(t *testing.T) {
+	e := newEnv(t)
+	long := strings.Repeat("long-group-", 40)
+	if code := e.commit(e.c, long, "", -1, map[int32]int64{0: 4})[0]; code != 0 {
+		t.Fatal(codeName(code))
+	}
+	if name := dirName(long); !strings.HasPrefix(name, "h-") {
+		t.Fatalf("directory %q is not a hash", name)
+	}
+	_ = e.c.Close()
+	next := e.start(2)
+	for range 200 {
+		resp, _ := next.ListGroups(ctxT(t), kmsg.NewPtrListGroupsRequest())
+		if resp.ErrorCode == 0 && len(resp.Groups) == 1 && resp.Groups[0].Group == long {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatal("the scan did not take over the group stored under a hashed name")
+}

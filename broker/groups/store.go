@@ -543,6 +543,9 @@ func parseEntry(n string) (int64, bool) {
 func peekID(fsys storage.FS, dir string) (string, error) {
 	s := &store{fs: fsys, dir: dir}
 	files, err := s.listFiles()
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil // removed since the groups directory was listed
+	}
 	if err != nil {
 		return "", err
 	}
