@@ -82,7 +82,7 @@ func (w *commitWorkload) commit(i int) []offsetEntry {
 // five seconds for `days` days, through the store's own append path at one coordinator epoch.
 func fixture(b *testing.B, partitions int, days float64) *loadFixture {
 	b.Helper()
-	key := fmt.Sprintf("%d/%g", partitions, days)
+	key := fmt.Sprintf("%d partitions, %g h of commits", partitions, days*24)
 	loadFixturesMu.Lock()
 	defer loadFixturesMu.Unlock()
 	if f, ok := loadFixtures[key]; ok {
