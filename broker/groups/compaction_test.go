@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"github.com/paddock-dev/paddock/broker/storage"
 )
 
@@ -27,40 +25,21 @@ func (e *env) commitBig(c *Coordinator, group string, parts []int32, value int64
 	return e.commitTopic(c, group, "big", parts, value, meta)
 }
 
+// commitTopic commits value+p to every partition p in parts of topic, with metadata meta
+// (generation -1), and returns the per-partition codes.
 func (e *env) commitTopic(c *Coordinator, group, topic string, parts []int32, value int64, meta string) map[int32]int16 {
 	e.t.Helper()
-	r := kmsg.NewPtrOffsetCommitRequest()
-	r.Version, r.Group, r.Generation = 8, group, -1
-	rt := kmsg.NewOffsetCommitRequestTopic()
-	rt.Topic = topic
+	offs := map[int32]int64{}
 	for _, p := range parts {
-		rp := kmsg.NewOffsetCommitRequestTopicPartition()
-		rp.Partition, rp.Offset, rp.Metadata = p, value+int64(p), strp(meta)
-		rt.Partitions = append(rt.Partitions, rp)
+		offs[p] = value + int64(p)
 	}
-	r.Topics = []kmsg.OffsetCommitRequestTopic{rt}
-	resp, err := c.OffsetCommit(ctxT(e.t), r)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	out := map[int32]int16{}
-	for _, p := range resp.Topics[0].Partitions {
-		out[p.Partition] = p.ErrorCode
-	}
-	return out
+	return firstTopicCodes(e.commitResp(c, commitReq(group, "", -1, map[string]map[int32]int64{topic: offs}, meta)))
 }
 
 // fetchTopic reads every committed offset of topic and its metadata.
 func (e *env) fetchTopic(c *Coordinator, group, topic string) (map[int32]int64, map[int32]string, int16) {
 	e.t.Helper()
-	r := kmsg.NewPtrOffsetFetchRequest()
-	r.Version = 8
-	r.Groups = []kmsg.OffsetFetchRequestGroup{{Group: group}}
-	resp, err := c.OffsetFetch(ctxT(e.t), r)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	g := resp.Groups[0]
+	g := e.offsetFetch(c, group)
 	offs, metas := map[int32]int64{}, map[int32]string{}
 	for _, t := range g.Topics {
 		if t.Topic != topic {

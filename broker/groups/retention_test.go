@@ -16,31 +16,10 @@ import (
 
 const week = 7 * 24 * time.Hour
 
-// commitReq is a v8 OffsetCommit of offsets (topic → partition → offset).
-func commitReq(group, member string, gen int32, offsets map[string]map[int32]int64) *kmsg.OffsetCommitRequest {
-	r := kmsg.NewPtrOffsetCommitRequest()
-	r.Version, r.Group, r.MemberID, r.Generation = 8, group, member, gen
-	for topic, parts := range offsets {
-		rt := kmsg.NewOffsetCommitRequestTopic()
-		rt.Topic = topic
-		for p, o := range parts {
-			rp := kmsg.NewOffsetCommitRequestTopicPartition()
-			rp.Partition, rp.Offset = p, o
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		r.Topics = append(r.Topics, rt)
-	}
-	return r
-}
-
 // send commits r and fails the test unless every partition is acknowledged.
 func (e *env) send(c *Coordinator, r *kmsg.OffsetCommitRequest) {
 	e.t.Helper()
-	resp, err := c.OffsetCommit(ctxT(e.t), r)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	for _, t := range resp.Topics {
+	for _, t := range e.commitResp(c, r).Topics {
 		for _, p := range t.Partitions {
 			if p.ErrorCode != 0 {
 				e.t.Fatalf("commit %s[%d]: %s", t.Topic, p.Partition, codeName(p.ErrorCode))
@@ -52,18 +31,12 @@ func (e *env) send(c *Coordinator, r *kmsg.OffsetCommitRequest) {
 // committed lists group's offsets as "topic/partition" → offset.
 func (e *env) committed(c *Coordinator, group string) map[string]int64 {
 	e.t.Helper()
-	r := kmsg.NewPtrOffsetFetchRequest()
-	r.Version = 8
-	r.Groups = []kmsg.OffsetFetchRequestGroup{{Group: group}}
-	resp, err := c.OffsetFetch(ctxT(e.t), r)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if code := resp.Groups[0].ErrorCode; code != 0 {
-		e.t.Fatalf("fetch %s: %s", group, codeName(code))
+	g := e.offsetFetch(c, group)
+	if g.ErrorCode != 0 {
+		e.t.Fatalf("fetch %s: %s", group, codeName(g.ErrorCode))
 	}
 	out := map[string]int64{}
-	for _, t := range resp.Groups[0].Topics {
+	for _, t := range g.Topics {
 		for _, p := range t.Partitions {
 			out[t.Topic+"/"+strconv.Itoa(int(p.Partition))] = p.Offset
 		}
