@@ -115,6 +115,11 @@ type group struct {
 
 	offsets map[tp]committed
 	created bool // created by a JoinGroup or OffsetCommit and not yet forgotten
+	// gone: the group was deleted, or a retention check found it Empty without offsets: its
+	// files are removed as it exits. A group loaded from files that hold no offsets does not
+	// exist either, but keeps its files (and its claim on the fence) until a retention check,
+	// so a coordinator with a stale view that still has members cannot claim it back at once.
+	gone bool
 	// emptySince is when the group last became Empty (meaningful while it is): an Empty
 	// group's offsets expire a retention after it. Kept durable at every transition to and
 	// from Empty.
@@ -167,7 +172,7 @@ func (g *group) run() {
 		if g.fatal != nil {
 			return
 		}
-		if !g.exists() {
+		if !g.exists() && (g.st == nil || g.gone) {
 			g.removeFiles()
 			return
 		}
@@ -472,7 +477,7 @@ func (g *group) nextDeadline() (at time.Time, fire func()) {
 		consider(g.joinDeadline, g.onJoinDeadline)
 	}
 	consider(g.syncDeadline, g.onSyncDeadline)
-	if g.st != nil && g.exists() {
+	if g.st != nil {
 		consider(g.retentionAt, g.onRetentionCheck)
 	}
 	return at, fire

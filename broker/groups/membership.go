@@ -151,7 +151,7 @@ func (g *group) handleJoin(a joinArgs, w *waiter[joinResult]) {
 			w.send(joinError(a.memberID, code))
 			return
 		}
-		g.created = true
+		g.create()
 	}
 	switch {
 	case !g.acceptJoiningMember(a.memberID):

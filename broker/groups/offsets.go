@@ -11,9 +11,9 @@ import (
 )
 
 // Committed offsets on the group's goroutine (docs/groups.md "State machine": OffsetCommit,
-// OffsetFetch, OffsetDelete, DeleteGroups). Every change is appended to the group's file and acknowledged
-// only when durable and still fenced-in (store.append); the in-memory offsets change only
-// after that, so whatever OffsetFetch returns has been acknowledged.
+// OffsetFetch, OffsetDelete, DeleteGroups). Every change is appended to the group's file and
+// acknowledged only when durable and still fenced-in (store.append); the in-memory offsets
+// change only after that, so whatever OffsetFetch returns has been acknowledged.
 
 type commitEntry struct {
 	offsetEntry
@@ -45,7 +45,7 @@ func (g *group) handleCommit(a commitArgs) []int16 {
 		if code := g.ensureStore(); code != 0 {
 			return all(code)
 		}
-		g.created = true
+		g.create()
 	}
 	if code := g.validateOffsetCommit(a); code != 0 {
 		return all(code)
@@ -264,7 +264,7 @@ func (g *group) handleDeleteGroup() int16 {
 	}
 	clear(g.offsets)
 	g.protocolType = ""
-	g.created = false
+	g.created, g.gone = false, true
 	clear(g.pending)
 	g.transition(StateDead)
 	return 0

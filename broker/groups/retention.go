@@ -16,7 +16,8 @@ import (
 // onRetentionCheck is Apache's periodic cleanup of one group (GroupMetadataManager's
 // cleanupGroupMetadata, every offsets.retention.check.interval.ms): expired offsets are
 // deleted (durably, like an OffsetDelete), and a group left Empty with no offsets and no
-// members is no more — its files are removed when its goroutine exits.
+// members is no more — its files are removed when its goroutine exits. A group only loaded
+// (no offsets in its files) is removed at its first check.
 func (g *group) onRetentionCheck() {
 	g.retentionAt = g.retentionAt.Add(g.c.cfg.CleanupInterval)
 	if expired := g.expiredOffsets(g.now()); len(expired) > 0 {
@@ -31,9 +32,12 @@ func (g *group) onRetentionCheck() {
 		g.c.log.V(1).Info("Offsets expired", "group", g.id, "partitions", len(expired), "left", len(g.offsets))
 	}
 	if g.state == StateEmpty && len(g.offsets) == 0 && len(g.members) == 0 && len(g.pending) == 0 {
-		g.created = false
+		g.created, g.gone = false, true
 	}
 }
+
+// create marks the group created by a JoinGroup or OffsetCommit.
+func (g *group) create() { g.created, g.gone = true, false }
 
 // expiredOffsets is Apache 3.7's GroupMetadata.removeExpiredOffsets: which committed offsets
 // have outlived offsets.retention.minutes at now.
@@ -124,9 +128,10 @@ func (g *group) maybeCompact() {
 		"took", g.c.clock.Since(start).String())
 }
 
-// removeFiles removes the files of a group that no longer exists (deleted, all of its offsets
-// expired, or Empty without offsets at a retention check). A failure is logged: the files
-// hold an empty state, so they cost only space until the next removal.
+// removeFiles removes the files of a group that is gone (deleted, or found Empty without
+// offsets at a retention check — all of its offsets expired, or none since it was loaded). A
+// failure is logged: the files hold an empty state, so they cost only space until the next
+// removal.
 func (g *group) removeFiles() {
 	if g.st == nil || g.fatal != nil {
 		return

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -287,4 +288,35 @@ func TestACrashAtEveryStepOfADeleteNeverBringsBackOlderOffsets(t *testing.T) {
 			return
 		}
 	}
+}
+
+// TestAGroupLoadedWithoutOffsetsKeepsItsFenceUntilARetentionCheck: a group that has members
+// at a coordinator but no offsets yet, taken over by a newer coordinator (which cannot see
+// the members), is not removed at once — that would let the older coordinator, whose view is
+// behind, claim it again and keep serving its members — but at the newer one's first
+// retention check.
+func TestAGroupLoadedWithoutOffsetsKeepsItsFenceUntilARetentionCheck(t *testing.T) {
+	e := newEnv(t)
+	old := e.c
+	ids, _ := e.stableGroup(old, "g", 1)
+	next := e.start(2)
+	for range 2 { // the second is handled once the first request's goroutine is done with it
+		if d := e.describe(next, "g"); d.State != "Dead" {
+			t.Fatalf("the group without offsets at the new coordinator: %s, want Dead", d.State)
+		}
+	}
+	if _, err := os.Stat(groupDir(e, "g")); err != nil {
+		t.Fatalf("the group's directory went at the takeover: %v", err)
+	}
+	// The old coordinator's member rejoins, is refused, and joins afresh (its client still
+	// finds the old coordinator): the old one must not create the group again.
+	if r := await(t, e.join(old, joinReq(5, "g", ids[0]))); r.ErrorCode != kerr.NotCoordinator.Code {
+		t.Fatalf("the old coordinator's member rejoins: %s, want NOT_COORDINATOR", codeName(r.ErrorCode))
+	}
+	if r := await(t, e.join(old, joinReq(5, "g", ""))); r.ErrorCode != kerr.NotCoordinator.Code {
+		t.Fatalf("a fresh join at the old coordinator: %s, want NOT_COORDINATOR", codeName(r.ErrorCode))
+	}
+	e.step(e.cfg.CleanupInterval)
+	e.describe(next, "g")
+	e.gone("g")
 }

@@ -119,7 +119,7 @@ func (s *store) claim(epoch int32) error {
 // the fence. acked is -1 for a claim made just now; for a claim this process made earlier it
 // is how much of its own file `epoch` it acknowledged, and the file is cut there. nowMs is the
 // clock: a state inherited from a coordinator whose group had members is recorded as Empty
-// since then (membership does not move).
+// since then (membership does not move); a new group's records no time.
 func (s *store) load(epoch int32, acked, nowMs int64) (*durable, error) {
 	s.epoch = epoch
 	listed, err := s.listFiles()
@@ -148,7 +148,8 @@ func (s *store) load(epoch int32, acked, nowMs int64) (*durable, error) {
 	if err != nil {
 		return nil, err
 	}
-	if st.emptySinceMs == 0 {
+	if st.emptySinceMs == 0 && src >= 0 {
+		// Inherited from a coordinator whose group had members: Empty from now on.
 		st.emptySinceMs = max(nowMs, 1)
 	}
 	if err := s.writeSnapshot(st, exists); err != nil {
