@@ -133,10 +133,15 @@ bench-storage: ## Run the broker/storage benchmarks (group commit vs plain fsync
 bench-dataplane: ## Benchmark kgo produce (acks=all, 1 KiB records; pipelined and not), consume, and SIGTERM-to-exit drains (0, 100, 1000 partitions) on in-process brokers, for BENCHTIME each.
 	go test -run='^$$' -bench='BenchmarkProduceKgo|BenchmarkConsumeKgo|BenchmarkDrain' -benchtime=$(BENCHTIME) ./broker/
 
+.PHONY: bench-groups
+bench-groups: ## Benchmark a group coordinator's load of a 1,000-partition group after an hour, a day and 30 days of 5-second commits (time, peak heap, state, file size).
+	go test -run='^$$' -bench='^BenchmarkGroupLoad$$' -benchtime=5x ./broker/groups/
+
 .PHONY: bench
 bench: ## In one run: the plain write+fdatasync loop (the disk bound), then kgo produce (acks=all, 1 KiB, 16 partitions) and consume through one broker and through franz-go's kfake; prints the ratios (hack/benchreport).
 	{ go test -run='^$$' -bench='^BenchmarkSyncLoop$$' -benchtime=$(BENCHTIME) -count=$(BENCH_COUNT) ./broker/storage/ && \
 	  go test -run='^$$' -bench='^BenchmarkCompare$$' -benchtime=$(BENCH_RECORDS)x -count=$(BENCH_COUNT) ./broker/; } | tee /dev/stderr | go run ./hack/benchreport
+	$(MAKE) --no-print-directory bench-groups
 
 .PHONY: test-update-golden
 test-update-golden: ## Regenerate golden files for the child-object builders (controllers/kafkacluster/testdata/golden).
