@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"os"
@@ -118,16 +119,17 @@ func (e *Env) NodeList(ctx context.Context) ([]NodeInfo, error) {
 
 // controlRequest is one command on the control channel.
 type controlRequest struct {
-	Op   string       `json:"op"` // list, stop, thaw, start
+	Op   string       `json:"op"` // list, stop, thaw, start; status, down
 	Node string       `json:"node,omitempty"`
 	Mode NodeStopMode `json:"mode,omitempty"`
 }
 
-// controlAnswer is its answer: Error, or Nodes (list) and Message.
+// controlAnswer is its answer: Error, or Nodes (list), Status (status) and Message.
 type controlAnswer struct {
 	Error   string     `json:"error,omitempty"`
 	Message string     `json:"message,omitempty"`
 	Nodes   []NodeInfo `json:"nodes,omitempty"`
+	Status  *envStatus `json:"status,omitempty"`
 }
 
 // serveControl listens on the control socket until ctx ends.
@@ -182,6 +184,15 @@ func (e *Env) do(ctx context.Context, req controlRequest) controlAnswer {
 			return controlAnswer{Error: err.Error()}
 		}
 		return controlAnswer{Nodes: nodes}
+	case "status":
+		st, err := e.status(ctx)
+		if err != nil {
+			return controlAnswer{Error: err.Error()}
+		}
+		return controlAnswer{Status: &st}
+	case "down":
+		e.requestStop()
+		msg = "stopping"
 	case "stop":
 		mode := req.Mode
 		if mode == "" {
@@ -210,7 +221,7 @@ func (e *Env) do(ctx context.Context, req controlRequest) controlAnswer {
 
 // nodeMain runs `paddock dev node <list|stop|thaw|start> …` against the environment whose
 // state directory is dir.
-func nodeMain(dir string, args []string, stdout, stderr *os.File) int {
+func nodeMain(dir string, args []string, stdout, stderr io.Writer) int {
 	usage := `Usage: paddock dev [--dir=DIR] node list
        paddock dev [--dir=DIR] node stop <node> [--freeze|--kill]
        paddock dev [--dir=DIR] node thaw <node>
@@ -298,7 +309,7 @@ func control(dir string, req controlRequest) (controlAnswer, error) {
 	return ans, nil
 }
 
-func printNodes(out *os.File, nodes []NodeInfo) {
+func printNodes(out io.Writer, nodes []NodeInfo) {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tZONE\tAGENT\tREADY\tPODS\tFROZEN")
 	for _, n := range nodes {
