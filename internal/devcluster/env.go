@@ -189,17 +189,18 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 
 // startSteps are Start's phases, in order; each line is what paddock dev prints when it ends.
 func (e *Env) startSteps() []step {
+	rel := relativeToWD
 	return []step{
-		{"state directory " + e.cfg.Dir + " ready, locked for this run", e.prepareState},
+		{"state directory " + rel(e.cfg.Dir) + " ready, locked for this run", e.prepareState},
 		{"credentials written: CA, apiserver certificate, admin token, kubeconfigs", e.cp.writeCredentials},
 		{"etcd healthy", e.cp.startEtcd},
 		{"kube-apiserver ready at https://" + e.cfg.apiServerAddr(), e.cp.startAPIServer},
 		{"kube-controller-manager and kube-scheduler started", e.cp.startControllers},
-		{"operator manifests applied from " + filepath.Join(e.cfg.ConfigDir, "default") + " (CRDs, RBAC, Deployment " + e.inst.manager.String() + ")", e.connectAndInstall},
+		{"operator manifests applied from " + rel(filepath.Join(e.cfg.ConfigDir, "default")) + " (CRDs, RBAC, Deployment " + e.inst.manager.String() + ")", e.connectAndInstall},
 		{"cluster DNS (CoreDNS) answering at " + ClusterDNSIP, e.startClusterDNS},
 		{fmt.Sprintf("service proxy forwarding %s; %d node agents running", e.cfg.hostAPIServerAddr(), e.cfg.Nodes), e.startNodes},
 		{"operator Deployment " + e.inst.manager.String() + " Available", e.waitManager},
-		{"shell " + filepath.Join(e.cfg.Dir, "shell") + " and control socket ready", e.serveShellAndControl},
+		{"shell " + rel(e.ShellPath()) + " and control socket ready", e.serveShellAndControl},
 	}
 }
 

@@ -269,7 +269,7 @@ func bringUpSample(ctx context.Context, env *Env, opts options, p *progress) (bo
 			}
 			return nil
 		}},
-		step{"its bootstrap Service reachable from the host; " + filepath.Join(env.Dir(), "env") + " written", func(ctx context.Context) error {
+		step{"its bootstrap Service reachable from the host; " + relativeToWD(filepath.Join(env.Dir(), "env")) + " written", func(ctx context.Context) error {
 			var err error
 			if boot, err = waitBootstrap(ctx, env, cluster.Namespace, cluster.Name); err != nil {
 				return err
@@ -312,11 +312,12 @@ func printHowToUse(w io.Writer, env *Env, boot bootstrap, detached bool) {
 	rel := relativeToWD
 	stop := "Ctrl-C stops it, or paddock dev down from another terminal"
 	if detached {
-		stop = "in the background: paddock dev down stops it"
+		stop = "in the background; paddock dev down stops it"
 	}
 	fmt.Fprintf(w, `
-paddock dev is running (%s). In any terminal of this machine — nothing
-to enter — the apiserver and every nodePort answer at %s:
+paddock dev is running (%s).
+In any terminal of this machine, from this directory — nothing to enter — the apiserver and
+every nodePort answer at %s:
 
   source %s       # KUBECONFIG; %s first on PATH (kubectl, paddock); the bootstrap addresses
   kubectl get kafkaclusters,brokers

@@ -102,8 +102,8 @@ func (r *preflightReport) failed() []check {
 // print writes one line per check.
 func (r *preflightReport) print(w io.Writer) {
 	for _, c := range r.checks {
-		mark := map[checkState]string{checkOK: "ok", checkNote: "note", checkFailed: "MISSING"}[c.state]
-		fmt.Fprintf(w, "  %-8s %-20s %s\n", mark, c.name, c.found)
+		mark := map[checkState]string{checkOK: "ok", checkNote: "note", checkFailed: "FAIL"}[c.state]
+		fmt.Fprintf(w, "  %-4s  %-18s  %s\n", mark, c.name, c.found)
 	}
 }
 

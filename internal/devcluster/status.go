@@ -106,21 +106,35 @@ func (e *Env) clusterStatuses(ctx context.Context) ([]clusterStatus, error) {
 	var out []clusterStatus
 	for _, kc := range list.Items {
 		cs := clusterStatus{Name: kc.Namespace + "/" + kc.Name, Replicas: kc.Spec.Replicas,
-			Registered: kc.Status.Counts.Registered, Serving: kc.Status.Counts.Serving,
-			Inside: map[string]string{}, FromHost: map[string]string{}}
+			Registered: kc.Status.Counts.Registered, Serving: kc.Status.Counts.Serving}
 		svc := &corev1.Service{}
 		name := kafkav1alpha1.BootstrapServiceName(kc.Name)
 		if err := e.client.Get(ctx, client.ObjectKey{Namespace: kc.Namespace, Name: name}, svc); err == nil {
-			for _, p := range svc.Spec.Ports {
-				cs.Inside[p.Name] = net.JoinHostPort(name+"."+kc.Namespace, strconv.Itoa(int(p.Port)))
-				if p.NodePort != 0 {
-					cs.FromHost[p.Name] = net.JoinHostPort(e.cfg.HostAddress, strconv.Itoa(int(p.NodePort)))
-				}
-			}
+			cs.Inside, cs.FromHost = bootstrapAddresses(kc.Spec.Listeners, svc, e.cfg.HostAddress)
 		}
 		out = append(out, cs)
 	}
 	return out, nil
+}
+
+// bootstrapAddresses are where the bootstrap Service svc is reached on each listener: an
+// Internal listener's brokers advertise names and addresses of the private network, so it is
+// reached inside, by the Service's name; a NodePort listener's brokers advertise host-reachable
+// addresses (the sample's advertise the host address), so it is reached at its nodePort.
+func bootstrapAddresses(listeners []kafkav1alpha1.Listener, svc *corev1.Service, hostAddress string) (inside, fromHost map[string]string) {
+	inside, fromHost = map[string]string{}, map[string]string{}
+	for _, l := range listeners {
+		for _, p := range svc.Spec.Ports {
+			switch {
+			case p.Name != l.Name:
+			case l.Type == kafkav1alpha1.ListenerNodePort && p.NodePort != 0:
+				fromHost[l.Name] = net.JoinHostPort(hostAddress, strconv.Itoa(int(p.NodePort)))
+			case l.Type == kafkav1alpha1.ListenerInternal || l.Type == "":
+				inside[l.Name] = net.JoinHostPort(svc.Name+"."+svc.Namespace, strconv.Itoa(int(p.Port)))
+			}
+		}
+	}
+	return inside, fromHost
 }
 
 // controlStatus asks the environment of dir for its status over the control socket.
