@@ -191,8 +191,8 @@ func coordinatorBrokers(rows []kafkav1alpha1.BrokerRow) kafkav1alpha1.Coordinato
 }
 
 // nextCoordinatorEpoch is the coordinator epoch for the brokers the rows give: the stored
-// epoch when the stored sets and incarnations are the same, else one more (DESIGN.md
-// "Coordinator epoch": bumped, never lowered, whenever the registered or alive set changes).
+// epoch when the stored sets and incarnations are the same, else one more (docs/coordinator.md,
+// "The coordinator epoch": bumped, never lowered, whenever the registered or alive set changes).
 // No sets stored counts as empty sets, so a cluster gets epoch 1 when its first broker
 // registers.
 //
