@@ -66,29 +66,33 @@ func firstRecord(ctx context.Context, bootstrap string) error {
 
 // createWelcomeTopic creates the topic, trying again while the brokers cannot yet.
 func createWelcomeTopic(ctx context.Context, adm *kadm.Client) error {
-	for {
+	return retryEvery(ctx, "create topic "+welcomeTopic, func() error {
 		_, err := adm.CreateTopic(ctx, 1, 1, nil, welcomeTopic)
-		if err == nil || errors.Is(err, kerr.TopicAlreadyExists) {
+		if errors.Is(err, kerr.TopicAlreadyExists) {
 			return nil
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("create topic %s: %w", welcomeTopic, err)
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
+		return err
+	})
 }
 
 // produceOnce produces value, trying again while its partition has no leader yet.
 func produceOnce(ctx context.Context, cl *kgo.Client, value string) error {
+	return retryEvery(ctx, "produce the first record to "+welcomeTopic, func() error {
+		return cl.ProduceSync(ctx, &kgo.Record{Topic: welcomeTopic, Value: []byte(value)}).FirstErr()
+	})
+}
+
+// retryEvery calls try every 500 ms until it succeeds, or until ctx ends: then it fails with
+// try's last error.
+func retryEvery(ctx context.Context, what string, try func() error) error {
 	for {
-		err := cl.ProduceSync(ctx, &kgo.Record{Topic: welcomeTopic, Value: []byte(value)}).FirstErr()
+		err := try()
 		if err == nil {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("produce the first record to %s: %w", welcomeTopic, err)
+			return fmt.Errorf("%s: %w", what, err)
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
