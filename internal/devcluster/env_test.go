@@ -246,6 +246,11 @@ func TestEnvironmentRunsAStatefulSetLikeAKubelet(t *testing.T) {
 		}
 	})
 
+	t.Run("a second start with the same state directory changes nothing", func(t *testing.T) {
+		waitReadyPods(ctx, t, c, ns, 2)
+		secondStartChangesNothing(ctx, t, env, cfg, ns+"/helper-0", ns+"/helper-1")
+	})
+
 	t.Run("the cluster DNS answers the records of the Kubernetes DNS specification", func(t *testing.T) {
 		ips := waitReadyPods(ctx, t, c, ns, 2)
 		var svc corev1.Service
