@@ -36,8 +36,9 @@ var quickstartSteps = []quickstartStep{
 	{"brokers", regexp.MustCompile(`^kubectl get \S*brokers\b`), "listing the brokers"},
 	{"produce", regexp.MustCompile(`\|\s*kcat -P\b`), "producing a record with kcat"},
 	{"consume", regexp.MustCompile(`^kcat -C\b`), "consuming it with kcat"},
-	{"crash", regexp.MustCompile(`^kill -9 \$\(cat \.paddock/dev/run/\S+\.pid\)`), "crashing a broker"},
+	{"freeze", regexp.MustCompile(`^kill -STOP \$\(cat \.paddock/dev/run/\S+\.pid\)`), "freezing a broker"},
 	{"fenced", regexp.MustCompile(`^kubectl wait .*=Fenced\b`), "watching it fence"},
+	{"crash", regexp.MustCompile(`^kill -9 \$\(cat \.paddock/dev/run/\S+\.pid\)`), "crashing a broker"},
 	{"serving", regexp.MustCompile(`^kubectl wait .*=Serving\b`), "watching it come back"},
 	{"stop", regexp.MustCompile(`^paddock dev down\b`), "stopping it"},
 }
@@ -180,7 +181,7 @@ var (
 
 // TestReadmeQuickstart runs the README's quickstart and checks what each line shows: make dev
 // started in the background and consumed its first record, the three brokers Serving and
-// Alive, the produced record consumed back, the crashed broker Fenced and then Serving again,
+// Alive, the produced record consumed back, the frozen broker Fenced and, crashed, Serving again,
 // everything stopped; and a second make dev while it ran refused and changed nothing.
 func TestReadmeQuickstart(t *testing.T) {
 	lines := readmeQuickstart(t)
