@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
@@ -29,26 +30,15 @@ var _ = Describe("Assignment", Ordered, func() {
 	var writes *testenv.CountingClient
 
 	BeforeAll(func() {
-		SetDefaultEventuallyTimeout(10 * time.Second)
-		DeferCleanup(SetDefaultEventuallyTimeout, time.Second)
-		mgr, err := env.NewManager()
-		Expect(err).NotTo(HaveOccurred())
-		writes = testenv.NewCountingClient(mgr.GetClient())
-		Expect((&Reconciler{Client: writes, Recorder: mgr.GetEventRecorder("assignment")}).SetupWithManager(mgr)).To(Succeed())
-		Expect((&kafkacluster.Reconciler{
-			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("kafkacluster"),
-			Options: kafkacluster.Options{DefaultBrokerImage: "paddock:test"},
-		}).SetupWithManager(mgr)).To(Succeed())
-		mgrCtx, stop := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer GinkgoRecover()
-			defer close(done)
-			Expect(mgr.Start(mgrCtx)).To(Succeed())
-		}()
-		DeferCleanup(func() {
-			stop()
-			<-done
+		env.StartManager(func(mgr ctrl.Manager) error {
+			writes = testenv.NewCountingClient(mgr.GetClient())
+			if err := (&Reconciler{Client: writes, Recorder: mgr.GetEventRecorder("assignment")}).SetupWithManager(mgr); err != nil {
+				return err
+			}
+			return (&kafkacluster.Reconciler{
+				Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("kafkacluster"),
+				Options: kafkacluster.Options{DefaultBrokerImage: "paddock:test"},
+			}).SetupWithManager(mgr)
 		})
 	})
 

@@ -23,8 +23,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
@@ -38,47 +36,27 @@ const (
 // testManager is the running manager of the provisioning specs.
 type testManager struct {
 	mgr    ctrl.Manager
-	stop   context.CancelFunc
-	done   chan struct{}
+	Stop   func() // stops the manager and waits for it to return
 	recon  *Reconciler
 	writes *countingClient
 }
 
-// startTestManager starts a manager running only the KafkaCluster reconciler. The
-// reconciler writes through a counting client so a spec can tell how many writes a
-// reconcile made.
+// startTestManager starts a manager running only the KafkaCluster reconciler until Stop or
+// the end of the Ginkgo node that started it. The reconciler writes through a counting
+// client so a spec can tell how many writes a reconcile made.
 func startTestManager() *testManager {
 	GinkgoHelper()
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:                 env.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		// A restarted manager registers the same controller name again in this process.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache:      cache.Options{ByObject: labelledClaimsOnly()},
-	})
-	Expect(err).NotTo(HaveOccurred())
-	writes := &countingClient{Client: mgr.GetClient()}
-	recon := &Reconciler{
-		Client: writes, APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("kafkacluster"),
-		Options: Options{DefaultBrokerImage: testImage},
-	}
-	Expect(recon.SetupWithManager(mgr)).To(Succeed())
-
-	mctx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer GinkgoRecover()
-		defer close(done)
-		Expect(mgr.Start(mctx)).To(Succeed())
-	}()
-	return &testManager{mgr: mgr, stop: stop, done: done, recon: recon, writes: writes}
-}
-
-// Stop stops the manager and waits for it to return.
-func (m *testManager) Stop() {
-	m.stop()
-	Eventually(m.done).WithTimeout(waitTimeout).Should(BeClosed())
+	m := &testManager{}
+	m.Stop = env.StartManager(func(mgr ctrl.Manager) error {
+		m.mgr = mgr
+		m.writes = &countingClient{Client: mgr.GetClient()}
+		m.recon = &Reconciler{
+			Client: m.writes, APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("kafkacluster"),
+			Options: Options{DefaultBrokerImage: testImage},
+		}
+		return m.recon.SetupWithManager(mgr)
+	}, func(o *ctrl.Options) { o.Cache = cache.Options{ByObject: labelledClaimsOnly()} })
+	return m
 }
 
 // countingClient counts the writes the reconciler makes in one namespace (set
@@ -267,7 +245,6 @@ var _ = Describe("KafkaCluster provisioning", Ordered, func() {
 
 	BeforeAll(func() {
 		m = startTestManager()
-		DeferCleanup(func() { m.Stop() })
 	})
 
 	It("creates every child, owned by the cluster except the retained data claim, with the broker pod contract", func(ctx SpecContext) {

@@ -102,12 +102,7 @@ func removeClaim(ctx context.Context, ns string) {
 // KafkaCluster with blockOwnerDeletion is collected with it, a claim without one never is —
 // and that is what the specs assert.
 var _ = Describe("The data claim", Ordered, func() {
-	var m *testManager
-
-	BeforeAll(func() {
-		m = startTestManager()
-		DeferCleanup(func() { m.Stop() })
-	})
+	BeforeAll(func() { startTestManager() })
 
 	It("outlives a deleted cluster by default: no owner reference, labelled, annotated with the clusterID, and an Event says so", func(ctx SpecContext) {
 		ns := newNamespace(ctx)

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
@@ -34,18 +35,10 @@ type world struct {
 // startRecovery runs the recovery reconciler in a manager of its own until the spec ends.
 func startRecovery() {
 	GinkgoHelper()
-	mgr, err := env.NewManager()
-	Expect(err).NotTo(HaveOccurred())
-	Expect((&Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("recovery")}).
-		SetupWithManager(mgr)).To(Succeed())
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer GinkgoRecover()
-		defer close(done)
-		Expect(mgr.Start(ctx)).To(Succeed())
-	}()
-	DeferCleanup(func() { stop(); <-done })
+	env.StartManager(func(mgr ctrl.Manager) error {
+		return (&Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("recovery")}).
+			SetupWithManager(mgr)
+	})
 }
 
 func makeNode(ctx context.Context, name string, ready corev1.ConditionStatus) {

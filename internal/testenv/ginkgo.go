@@ -2,20 +2,26 @@ package testenv
 
 import (
 	"context"
+	"sync"
 
 	. "github.com/onsi/ginkgo/v2" //nolint:staticcheck // the Ginkgo DSL reads best unqualified
 	. "github.com/onsi/gomega"    //nolint:staticcheck // the Gomega DSL reads best unqualified
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/paddock-dev/paddock/internal/testwait"
 )
 
 // StartSuite is a Ginkgo suite's BeforeSuite: it routes controller-runtime's log to the
-// GinkgoWriter, starts the control plane, and stops it after the suite.
+// GinkgoWriter, makes every Eventually wait testwait.Patience unless it says otherwise, starts
+// the control plane, and stops it after the suite.
 func StartSuite() *Env {
 	GinkgoHelper()
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	SetDefaultEventuallyTimeout(testwait.Patience)
 	env, err := Start()
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(env.Stop()).To(Succeed()) })
@@ -31,4 +37,31 @@ func (e *Env) SpecNamespace(ctx context.Context) string {
 		_ = e.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}) // the suite's end removes it anyway
 	})
 	return ns
+}
+
+// StartManager builds a manager with NewManager (opts adjust its options), lets setup add the
+// reconcilers under test, and runs it until the returned stop is called or the Ginkgo node
+// that started it ends (a BeforeAll's container, an It's spec). stop waits for the manager to
+// return and is safe to call twice.
+func (e *Env) StartManager(setup func(ctrl.Manager) error, opts ...func(*ctrl.Options)) (stop func()) {
+	GinkgoHelper()
+	mgr, err := e.NewManager(opts...)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(setup(mgr)).To(Succeed())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer GinkgoRecover()
+		defer close(done)
+		Expect(mgr.Start(ctx)).To(Succeed())
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			Eventually(done).Should(BeClosed(), "the manager did not stop")
+		})
+	}
+	DeferCleanup(stop)
+	return stop
 }
