@@ -33,6 +33,7 @@ import (
 	"github.com/paddock-dev/paddock/broker/groups"
 	"github.com/paddock-dev/paddock/broker/storage"
 	"github.com/paddock-dev/paddock/internal/balance"
+	"github.com/paddock-dev/paddock/internal/testwait"
 )
 
 // ClusterID is the cluster id every harness cluster uses (the data lives under
@@ -428,17 +429,9 @@ func (c *Cluster) Drain(id int32) {
 	c.publishLocked()
 }
 
-// Eventually polls cond every 10 ms until it holds, failing the test after 30 s.
-func Eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
+// Eventually polls cond until it holds, failing the test after testwait.Patience: it is
+// testwait.Eventually, kept under this name for the broker's tests that call it.
+var Eventually = testwait.Eventually
 
 // listenBelow32768 listens on a free loopback port below 32768 (the ephemeral range above
 // it is where clients' outgoing ports come from).

@@ -13,12 +13,13 @@ import (
 
 	"github.com/paddock-dev/paddock/broker/groups"
 	"github.com/paddock-dev/paddock/internal/coordinator"
+	"github.com/paddock-dev/paddock/internal/testwait"
 	"github.com/paddock-dev/paddock/test/kubebrokers"
 )
 
 var (
-	testCtx    = kubebrokers.TestCtx
-	eventually = kubebrokers.Eventually
+	testCtx    = testwait.Context
+	eventually = testwait.Eventually
 )
 
 // cluster is one test's KafkaCluster with its in-process brokers.
