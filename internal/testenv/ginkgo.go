@@ -3,6 +3,7 @@ package testenv
 import (
 	"context"
 	"sync"
+	"testing"
 
 	. "github.com/onsi/ginkgo/v2" //nolint:staticcheck // the Ginkgo DSL reads best unqualified
 	. "github.com/onsi/gomega"    //nolint:staticcheck // the Gomega DSL reads best unqualified
@@ -14,6 +15,15 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/testwait"
 )
+
+// RunSuite runs the Ginkgo specs of a package's TestSuite against a control plane of their own:
+// *env is set (StartSuite) before the first spec, and the control plane is stopped after the
+// last.
+func RunSuite(t *testing.T, description string, env **Env) {
+	RegisterFailHandler(Fail)
+	BeforeSuite(func() { *env = StartSuite() })
+	RunSpecs(t, description)
+}
 
 // StartSuite is a Ginkgo suite's BeforeSuite: it routes controller-runtime's log to the
 // GinkgoWriter, makes every Eventually wait testwait.Patience unless it says otherwise, starts
