@@ -4,9 +4,6 @@ import (
 	"context"
 	"testing"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
-
 	"github.com/paddock-dev/paddock/internal/testenv"
 )
 
@@ -15,12 +12,7 @@ import (
 // env.Client is uncached: every read sees the apiserver's current state.
 var env *testenv.Env
 
-func TestSuite(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "registry controller suite")
-}
-
-var _ = BeforeSuite(func() { env = testenv.StartSuite() })
+func TestSuite(t *testing.T) { testenv.RunSuite(t, "registry controller suite", &env) }
 
 // newNamespace creates a namespace for one spec and deletes it afterwards.
 func newNamespace(ctx context.Context) string { return env.SpecNamespace(ctx) }
