@@ -105,14 +105,17 @@ func report(w io.Writer, all []result, slowest int) {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	defer func() { _ = tw.Flush() }()
-	passed := 0
+	passed, failed := 0, 0
 	for _, t := range tests {
-		if t.action == "pass" {
+		switch t.action {
+		case "pass":
 			passed++
+		case "fail":
+			failed++
 		}
 	}
-	fmt.Fprintf(tw, "\n=== test summary: %d packages, %d tests passed, %d failed, %d packages failed outside a test\n",
-		len(pkgs), passed, len(failedTests), len(failedPkgs))
+	fmt.Fprintf(tw, "\n=== test summary: %d packages, %d tests passed, %d failed (subtests not counted; failed ones listed), %d packages failed outside a test\n",
+		len(pkgs), passed, failed, len(failedPkgs))
 	for _, r := range failedTests {
 		fmt.Fprintf(tw, "FAIL\t%s\t%s\t%s\t%s\n", r.run, r.pkg, r.test, r.elapsed.Round(time.Millisecond))
 	}

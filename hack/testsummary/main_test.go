@@ -39,7 +39,7 @@ func TestSummaryNamesEachFailureAndTheSlowestTests(t *testing.T) {
 	report(&out, all, 2)
 	got := out.String()
 	for _, want := range []string{
-		`2 packages, 2 tests passed, 1 failed, 1 packages failed outside a test`,
+		`2 packages, 2 tests passed, 1 failed \(subtests not counted; failed ones listed\), 1 packages failed outside a test`,
 		`FAIL\s+pass-1/race\s+a\s+TestFlaky\s+2.931s`,
 		`FAIL\s+pass-1/race\s+b\s+\(the package`,
 	} {
