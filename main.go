@@ -3,6 +3,11 @@
 //	paddock manager   the operator: provisions KafkaClusters and keeps the broker registry
 //	paddock broker    one Kafka-wire-compatible broker (run by the StatefulSet)
 //	paddock dev       a whole paddock system on this machine, without Docker
+//	paddock version   what this binary is: version, commit, Go version, flavour
+//
+// The image's binary is built with the tag nodev (`make build`, the Dockerfile): it carries
+// only what runs in a cluster, and its `paddock dev` says how to get one that has the dev
+// environment (`make dev`, or a plain `go build`). dev.go and nodev.go are the two flavours.
 //
 // Run `paddock <command> --help` for a command's flags.
 package main
@@ -13,7 +18,7 @@ import (
 	"os"
 
 	"github.com/paddock-dev/paddock/broker"
-	"github.com/paddock-dev/paddock/internal/devcluster"
+	"github.com/paddock-dev/paddock/internal/buildinfo"
 )
 
 // command is one subcommand: run gets the arguments after its name and returns the exit code.
@@ -25,7 +30,8 @@ type command struct {
 var commands = []command{
 	{"manager", "run the operator (controller-runtime manager with leader election)", runManager},
 	{"broker", "run one broker: the Kafka wire server, heartbeat and drain", broker.Main},
-	{"dev", "run etcd, kube-apiserver, controllers, the operator and broker processes locally", devcluster.Main},
+	devCommand, // dev.go, or nodev.go in the image's build
+	{"version", "print this binary's version, commit, Go version and flavour", runVersion},
 }
 
 func main() {
@@ -63,4 +69,14 @@ func usage(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Run 'paddock <command> --help' for a command's flags.")
+}
+
+// runVersion is `paddock version`: the build facts of internal/buildinfo, one per line.
+func runVersion(args []string) int {
+	if len(args) > 0 {
+		fmt.Fprintf(os.Stderr, "paddock version: takes no arguments, got %q\n", args)
+		return 2
+	}
+	fmt.Print(buildinfo.Get())
+	return 0
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// Label keys and values every paddock-managed object carries (DESIGN.md "Names").
+// Label keys and values every paddock-managed object carries (docs/names.md, "Labels").
 const (
 	// LabelName is app.kubernetes.io/name; its value is always LabelNameValue.
 	LabelName = "app.kubernetes.io/name"
@@ -39,7 +39,8 @@ func NodeReaderBindingName(namespace, cluster string) string {
 	return NodeReaderClusterRoleName + ":" + namespace + ":" + cluster
 }
 
-// Annotations a broker writes on its heartbeat Lease (DESIGN.md "Heartbeat Lease").
+// Annotations a broker writes on its heartbeat Lease (docs/registry.md, "Heartbeat Lease";
+// docs/names.md, "Annotations").
 const (
 	// AnnotationDraining is "true" once the broker has received SIGTERM and is handing its
 	// work over.

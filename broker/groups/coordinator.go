@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/paddock-dev/paddock/broker/storage"
+	"github.com/paddock-dev/paddock/internal/notify"
 )
 
 // Coordinator is this broker's group coordinator: the groups it coordinates, each owned by
@@ -47,6 +48,8 @@ type Coordinator struct {
 	// NOT_COORDINATOR without touching the disk until the view's epoch moves. Guarded by mu.
 	fenced  map[string]int32
 	running int // group goroutines not yet exited; guarded by mu
+	// ownedChanged wakes OwnedChanged's waiters whenever running changes (owned.go).
+	ownedChanged notify.Notifier
 }
 
 // New returns a Coordinator that coordinates nothing until the first SetView.
@@ -327,6 +330,7 @@ func (c *Coordinator) startLocked(id string, first *call) *group {
 	g.first = first
 	c.groups[id] = g
 	c.running++
+	c.ownedChanged.Notify()
 	c.m.coordinated(c.running)
 	c.wg.Add(1)
 	go g.run()
@@ -391,6 +395,7 @@ func (c *Coordinator) groupExited(g *group, deposed bool, st *store) {
 		}
 	}
 	c.running--
+	c.ownedChanged.Notify()
 	c.m.coordinated(c.running)
 	c.wg.Done()
 }

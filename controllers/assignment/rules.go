@@ -19,20 +19,12 @@ import (
 // They are pure — plain inputs, no client — and each is pinned by a table test in
 // rules_test.go.
 
-// kafkaName is the Kafka name topic kt is served under.
-func kafkaName(kt *kafkav1alpha1.KafkaTopic) string {
-	if kt.Spec.TopicName != "" {
-		return kt.Spec.TopicName
-	}
-	return kt.Name
-}
-
 // conflicts maps each live topic that is not served because an older one claims its Kafka
 // name (or a colliding one) to that older topic (topicname.Conflicts).
 func conflicts(live []*kafkav1alpha1.KafkaTopic) map[string]string {
 	claims := make([]topicname.Claim, len(live))
 	for i, kt := range live {
-		claims[i] = topicname.Claim{Object: kt.Name, Name: kafkaName(kt), Created: kt.CreationTimestamp.Time}
+		claims[i] = topicname.Claim{Object: kt.Name, Name: kt.KafkaName(), Created: kt.CreationTimestamp.Time}
 	}
 	return topicname.Conflicts(claims)
 }
@@ -191,8 +183,8 @@ func coordinatorBrokers(rows []kafkav1alpha1.BrokerRow) kafkav1alpha1.Coordinato
 }
 
 // nextCoordinatorEpoch is the coordinator epoch for the brokers the rows give: the stored
-// epoch when the stored sets and incarnations are the same, else one more (DESIGN.md
-// "Coordinator epoch": bumped, never lowered, whenever the registered or alive set changes).
+// epoch when the stored sets and incarnations are the same, else one more (docs/coordinator.md,
+// "The coordinator epoch": bumped, never lowered, whenever the registered or alive set changes).
 // No sets stored counts as empty sets, so a cluster gets epoch 1 when its first broker
 // registers.
 //

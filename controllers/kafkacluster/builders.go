@@ -399,14 +399,8 @@ func dataVolume(cluster *kafkav1alpha1.KafkaCluster) corev1.Volume {
 // a time. The grace period covers the drain, zone spread and one-broker-per-node placement
 // are preferences (a cluster with fewer zones or nodes than brokers still runs).
 func desiredStatefulSet(cluster *kafkav1alpha1.KafkaCluster, opts Options) *appsv1.StatefulSet {
-	ports := make([]corev1.ContainerPort, 0, len(cluster.Spec.Listeners)+1)
-	for _, l := range cluster.Spec.Listeners {
-		ports = append(ports, corev1.ContainerPort{Name: l.Name, ContainerPort: l.Port, Protocol: corev1.ProtocolTCP})
-	}
-	ports = append(ports, corev1.ContainerPort{Name: kafkav1alpha1.HealthPortName, ContainerPort: kafkav1alpha1.HealthPort, Protocol: corev1.ProtocolTCP})
-	selector := &metav1.LabelSelector{MatchLabels: podSelector(cluster)}
-
 	name := kafkav1alpha1.StatefulSetName(cluster.Name)
+	selector := &metav1.LabelSelector{MatchLabels: podSelector(cluster)}
 	return &appsv1.StatefulSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "StatefulSet"},
 		ObjectMeta: childMeta(cluster, name),
@@ -418,62 +412,92 @@ func desiredStatefulSet(cluster *kafkav1alpha1.KafkaCluster, opts Options) *apps
 			UpdateStrategy:      appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: kafkav1alpha1.ClusterLabels(cluster.Name)},
-				Spec: corev1.PodSpec{
-					ServiceAccountName:            name,
-					TerminationGracePeriodSeconds: ptr.To(gracePeriodSeconds(cluster)),
-					// Service links would put one env var per Service of the namespace into the
-					// broker's environment; the broker learns what it needs from its flags.
-					EnableServiceLinks: ptr.To(false),
-					SecurityContext: &corev1.PodSecurityContext{
-						RunAsNonRoot:   ptr.To(true),
-						RunAsUser:      ptr.To[int64](brokerUser),
-						RunAsGroup:     ptr.To[int64](brokerUser),
-						FSGroup:        ptr.To[int64](brokerUser),
-						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-					},
-					TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{
-						MaxSkew:           1,
-						TopologyKey:       cluster.Spec.RackTopologyKey(),
-						WhenUnsatisfiable: corev1.ScheduleAnyway,
-						LabelSelector:     selector,
-					}},
-					Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
-						PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
-							Weight: antiAffinityWeight,
-							PodAffinityTerm: corev1.PodAffinityTerm{
-								LabelSelector: selector,
-								TopologyKey:   corev1.LabelHostname,
-							},
-						}},
-					}},
-					Containers: []corev1.Container{{
-						Name:           kafkav1alpha1.BrokerContainerName,
-						Image:          brokerImage(cluster, opts),
-						Args:           brokerArgs(cluster),
-						Env:            downwardEnv(),
-						Ports:          ports,
-						ReadinessProbe: hTTPProbe("/readyz", readinessPeriod, readinessFailures),
-						LivenessProbe:  hTTPProbe("/healthz", livenessPeriod, livenessFailures),
-						StartupProbe:   hTTPProbe("/healthz", startupPeriod, startupFailures),
-						Resources:      *cluster.Spec.Resources.DeepCopy(),
-						VolumeMounts: []corev1.VolumeMount{
-							{Name: kafkav1alpha1.DataVolumeName, MountPath: kafkav1alpha1.DataMountPath},
-							{Name: tmpVolumeName, MountPath: "/tmp"},
-						},
-						SecurityContext: &corev1.SecurityContext{
-							AllowPrivilegeEscalation: ptr.To(false),
-							ReadOnlyRootFilesystem:   ptr.To(true),
-							RunAsNonRoot:             ptr.To(true),
-							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-						},
-					}},
-					Volumes: []corev1.Volume{
-						dataVolume(cluster),
-						// The root filesystem is read-only; the broker gets a scratch /tmp.
-						{Name: tmpVolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-					},
-				},
+				Spec:       brokerPodSpec(cluster, opts, name, selector),
 			},
+		},
+	}
+}
+
+// brokerPodSpec is a broker pod: its identity (ServiceAccount serviceAccount), the drain's
+// grace period, a restricted security context, its placement, the broker container, and the
+// data and scratch volumes.
+func brokerPodSpec(cluster *kafkav1alpha1.KafkaCluster, opts Options, serviceAccount string, selector *metav1.LabelSelector) corev1.PodSpec {
+	return corev1.PodSpec{
+		ServiceAccountName:            serviceAccount,
+		TerminationGracePeriodSeconds: ptr.To(gracePeriodSeconds(cluster)),
+		// Service links would put one env var per Service of the namespace into the
+		// broker's environment; the broker learns what it needs from its flags.
+		EnableServiceLinks: ptr.To(false),
+		SecurityContext: &corev1.PodSecurityContext{
+			RunAsNonRoot:   ptr.To(true),
+			RunAsUser:      ptr.To[int64](brokerUser),
+			RunAsGroup:     ptr.To[int64](brokerUser),
+			FSGroup:        ptr.To[int64](brokerUser),
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
+		TopologySpreadConstraints: []corev1.TopologySpreadConstraint{zoneSpread(cluster, selector)},
+		Affinity:                  onePerNode(selector),
+		Containers:                []corev1.Container{brokerContainer(cluster, opts)},
+		Volumes: []corev1.Volume{
+			dataVolume(cluster),
+			// The root filesystem is read-only; the broker gets a scratch /tmp.
+			{Name: tmpVolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		},
+	}
+}
+
+// zoneSpread prefers an even spread of the brokers over the cluster's rack topology key
+// (zones by default); a cluster with fewer zones than brokers still schedules.
+func zoneSpread(cluster *kafkav1alpha1.KafkaCluster, selector *metav1.LabelSelector) corev1.TopologySpreadConstraint {
+	return corev1.TopologySpreadConstraint{
+		MaxSkew:           1,
+		TopologyKey:       cluster.Spec.RackTopologyKey(),
+		WhenUnsatisfiable: corev1.ScheduleAnyway,
+		LabelSelector:     selector,
+	}
+}
+
+// onePerNode prefers one broker per node, without requiring it.
+func onePerNode(selector *metav1.LabelSelector) *corev1.Affinity {
+	return &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+			Weight: antiAffinityWeight,
+			PodAffinityTerm: corev1.PodAffinityTerm{
+				LabelSelector: selector,
+				TopologyKey:   corev1.LabelHostname,
+			},
+		}},
+	}}
+}
+
+// brokerContainer runs `paddock broker` (docs/architecture.md, "The broker pod"): its flags
+// and downward-API environment, one port per listener and the health port, the probes, the
+// resources, the mounts, and a read-only root without privileges.
+func brokerContainer(cluster *kafkav1alpha1.KafkaCluster, opts Options) corev1.Container {
+	ports := make([]corev1.ContainerPort, 0, len(cluster.Spec.Listeners)+1)
+	for _, l := range cluster.Spec.Listeners {
+		ports = append(ports, corev1.ContainerPort{Name: l.Name, ContainerPort: l.Port, Protocol: corev1.ProtocolTCP})
+	}
+	ports = append(ports, corev1.ContainerPort{Name: kafkav1alpha1.HealthPortName, ContainerPort: kafkav1alpha1.HealthPort, Protocol: corev1.ProtocolTCP})
+	return corev1.Container{
+		Name:           kafkav1alpha1.BrokerContainerName,
+		Image:          brokerImage(cluster, opts),
+		Args:           brokerArgs(cluster),
+		Env:            downwardEnv(),
+		Ports:          ports,
+		ReadinessProbe: hTTPProbe("/readyz", readinessPeriod, readinessFailures),
+		LivenessProbe:  hTTPProbe("/healthz", livenessPeriod, livenessFailures),
+		StartupProbe:   hTTPProbe("/healthz", startupPeriod, startupFailures),
+		Resources:      *cluster.Spec.Resources.DeepCopy(),
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: kafkav1alpha1.DataVolumeName, MountPath: kafkav1alpha1.DataMountPath},
+			{Name: tmpVolumeName, MountPath: "/tmp"},
+		},
+		SecurityContext: &corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptr.To(false),
+			ReadOnlyRootFilesystem:   ptr.To(true),
+			RunAsNonRoot:             ptr.To(true),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 		},
 	}
 }

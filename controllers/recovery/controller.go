@@ -96,52 +96,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{RequeueAfter: s.next.Sub(s.now) + time.Millisecond}, nil
 }
 
-// observe reads the cluster's pods, Broker objects and Leases from the cache and dates
-// every Lease renewal on the operator's clock.
+// observe reads the cluster's pods, Broker objects and Leases from the cache, dates every
+// Lease renewal on the operator's clock, and gathers the facts every broker shares.
 func (r *Reconciler) observe(ctx context.Context, s *scope) error {
 	c := s.cluster
-	inCluster := []client.ListOption{client.InNamespace(c.Namespace), client.MatchingLabels{kafkav1alpha1.LabelCluster: c.Name}}
-	pods := &corev1.PodList{}
-	if err := r.List(ctx, pods, inCluster...); err != nil {
-		return fmt.Errorf("list pods of cluster %s: %w", c.Name, err)
-	}
-	s.pods = map[int32]*corev1.Pod{}
-	for i := range pods.Items {
-		if id, ok := rules.Ordinal(c.Name, pods.Items[i].Name); ok {
-			s.pods[id] = &pods.Items[i]
-		}
-	}
-	brokers := &kafkav1alpha1.BrokerList{}
-	if err := r.List(ctx, brokers, inCluster...); err != nil {
-		return fmt.Errorf("list brokers of cluster %s: %w", c.Name, err)
-	}
-	s.brokers = map[int32]*kafkav1alpha1.Broker{}
-	for i := range brokers.Items {
-		b := &brokers.Items[i]
-		if b.Name == kafkav1alpha1.BrokerObjectName(c.Name, b.Status.ID) && b.Status.State != "" {
-			s.brokers[b.Status.ID] = b
-		}
-	}
-	leases := &coordinationv1.LeaseList{}
-	if err := r.List(ctx, leases, inCluster...); err != nil {
-		return fmt.Errorf("list leases of cluster %s: %w", c.Name, err)
-	}
-	s.leases = map[int32]time.Time{}
 	s.base = Facts{
 		Now: s.now, AutoRecover: c.Annotations[kafkav1alpha1.AnnotationAutoRecover] != "false",
 		NodeLossTimeout: c.Spec.NodeLossTimeoutOrDefault(), SessionTimeout: c.Spec.SessionTimeout(),
 		Claimed: map[int32]string{},
 	}
-	for i := range leases.Items {
-		l := &leases.Items[i]
-		id, ok := rules.Ordinal(c.Name, l.Name)
-		if !ok {
-			continue
-		}
-		_, _, obs := r.leases.Observe(l, s.now)
-		s.leases[id] = obs.At
-		if v, ok := l.Annotations[kafkav1alpha1.AnnotationClaimed]; ok {
-			s.base.Claimed[id] = v
+	inCluster := []client.ListOption{client.InNamespace(c.Namespace), client.MatchingLabels{kafkav1alpha1.LabelCluster: c.Name}}
+	for _, read := range []func(context.Context, *scope, []client.ListOption) error{r.readPods, r.readBrokers, r.readLeases} {
+		if err := read(ctx, s, inCluster); err != nil {
+			return err
 		}
 	}
 	for _, row := range c.Status.Brokers {
@@ -152,14 +119,76 @@ func (r *Reconciler) observe(ctx context.Context, s *scope) error {
 	if cb := c.Status.CoordinatorBrokers; cb != nil {
 		s.base.CoordinatorAlive = append([]int32{}, cb.Alive...)
 	}
-	for id, b := range s.brokers {
-		if cond := meta.FindStatusCondition(b.Status.Conditions, kafkav1alpha1.ConditionBrokerRecovery); cond != nil &&
-			Recovering(cond.Reason, cond.LastTransitionTime.Time, s.now, slices.Contains(s.base.Alive, id)) {
-			s.base.Recovering = append(s.base.Recovering, id)
+	s.base.Recovering = recovering(s.brokers, s.base.Alive, s.now)
+	return nil
+}
+
+// readPods reads the cluster's broker pods by id.
+func (r *Reconciler) readPods(ctx context.Context, s *scope, inCluster []client.ListOption) error {
+	pods := &corev1.PodList{}
+	if err := r.List(ctx, pods, inCluster...); err != nil {
+		return fmt.Errorf("list pods of cluster %s: %w", s.cluster.Name, err)
+	}
+	s.pods = map[int32]*corev1.Pod{}
+	for i := range pods.Items {
+		if id, ok := rules.Ordinal(s.cluster.Name, pods.Items[i].Name); ok {
+			s.pods[id] = &pods.Items[i]
 		}
 	}
-	slices.Sort(s.base.Recovering)
 	return nil
+}
+
+// readBrokers reads the cluster's Broker objects by id, those the registry has written a
+// row into.
+func (r *Reconciler) readBrokers(ctx context.Context, s *scope, inCluster []client.ListOption) error {
+	brokers := &kafkav1alpha1.BrokerList{}
+	if err := r.List(ctx, brokers, inCluster...); err != nil {
+		return fmt.Errorf("list brokers of cluster %s: %w", s.cluster.Name, err)
+	}
+	s.brokers = map[int32]*kafkav1alpha1.Broker{}
+	for i := range brokers.Items {
+		b := &brokers.Items[i]
+		if b.Name == kafkav1alpha1.BrokerObjectName(s.cluster.Name, b.Status.ID) && b.Status.State != "" {
+			s.brokers[b.Status.ID] = b
+		}
+	}
+	return nil
+}
+
+// readLeases dates each broker's last Lease renewal on the operator's clock and reads the
+// partitions it announces claimed.
+func (r *Reconciler) readLeases(ctx context.Context, s *scope, inCluster []client.ListOption) error {
+	leases := &coordinationv1.LeaseList{}
+	if err := r.List(ctx, leases, inCluster...); err != nil {
+		return fmt.Errorf("list leases of cluster %s: %w", s.cluster.Name, err)
+	}
+	s.leases = map[int32]time.Time{}
+	for i := range leases.Items {
+		l := &leases.Items[i]
+		id, ok := rules.Ordinal(s.cluster.Name, l.Name)
+		if !ok {
+			continue
+		}
+		_, _, obs := r.leases.Observe(l, s.now)
+		s.leases[id] = obs.At
+		if v, ok := l.Annotations[kafkav1alpha1.AnnotationClaimed]; ok {
+			s.base.Claimed[id] = v
+		}
+	}
+	return nil
+}
+
+// recovering is the sorted ids of the brokers still being recovered at now (Recovering).
+func recovering(brokers map[int32]*kafkav1alpha1.Broker, alive []int32, now time.Time) []int32 {
+	var out []int32
+	for id, b := range brokers {
+		if cond := meta.FindStatusCondition(b.Status.Conditions, kafkav1alpha1.ConditionBrokerRecovery); cond != nil &&
+			Recovering(cond.Reason, cond.LastTransitionTime.Time, now, slices.Contains(alive, id)) {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // observeAssignment reads the current assignment: every partition of the cluster's topics.

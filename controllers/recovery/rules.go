@@ -7,6 +7,7 @@ import (
 	"time"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	rules "github.com/paddock-dev/paddock/internal/registry"
 )
 
 // The recovery rules (docs/recovery.md): pure functions of what the reconciler gathered. No
@@ -154,12 +155,13 @@ func nodeLossTimeoutPassed(f *Facts) (Verdict, bool) {
 }
 
 // heartbeatExpired: the broker's Lease has not been renewed for a session timeout, on the
-// operator's clock. A broker that still beats is alive, whatever its node's kubelet says.
+// operator's clock (the registry's expiry rule, rules.Fresh). A broker that still beats is
+// alive, whatever its node's kubelet says.
 func heartbeatExpired(f *Facts) (Verdict, bool) {
 	if f.LeaseRenewedAt.IsZero() {
 		return pass, true
 	}
-	if f.Now.Sub(f.LeaseRenewedAt) < f.SessionTimeout {
+	if _, fresh := rules.Fresh(f.LeaseRenewedAt, f.SessionTimeout, f.Now); fresh {
 		return held(kafkav1alpha1.ReasonHeartbeatFresh, "Broker %d still renews its heartbeat (session timeout %s): it is alive, whatever node %s says",
 			f.Broker, f.SessionTimeout, f.NodeName)
 	}
@@ -244,7 +246,8 @@ func Recovering(reason string, since, now time.Time, alive bool) bool {
 // about brokers whose node is in trouble.
 func NextChange(f Facts) time.Time {
 	var next time.Time
-	for _, t := range []time.Time{f.NodeNotReadySince.Add(f.NodeLossTimeout), f.LeaseRenewedAt.Add(f.SessionTimeout)} {
+	leaseExpiry, _ := rules.Fresh(f.LeaseRenewedAt, f.SessionTimeout, f.Now)
+	for _, t := range []time.Time{f.NodeNotReadySince.Add(f.NodeLossTimeout), leaseExpiry} {
 		if t.After(f.Now) && (next.IsZero() || t.Before(next)) {
 			next = t
 		}

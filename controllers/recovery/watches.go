@@ -2,14 +2,13 @@ package recovery
 
 import (
 	"context"
-	"maps"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,6 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/controllers/internal/leasewatch"
+	rules "github.com/paddock-dev/paddock/internal/registry"
 )
 
 // decisions counts the recovery decisions that changed a broker's BrokerRecovery condition,
@@ -94,42 +95,12 @@ func readyStatus(n *corev1.Node) corev1.ConditionStatus {
 	return corev1.ConditionUnknown
 }
 
-// leaseEvents dates every renewal as it arrives (the heartbeat gate is judged on the
-// operator's clock) and enqueues the cluster for every Lease event but a plain renewal:
-// that one cannot open a gate, and the requeue at the next expiry covers time.
+// leaseEvents handles the Lease watch (leasewatch.Handler): it dates every renewal as it
+// arrives (the heartbeat gate is judged on the operator's clock) and enqueues the cluster for
+// every Lease event but a plain renewal: that one cannot open a gate, and the requeue at the
+// next expiry covers time.
 func (r *Reconciler) leaseEvents() handler.TypedEventHandler[client.Object, reconcile.Request] {
-	enqueue := func(obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		for _, req := range requestFor(obj) {
-			q.Add(req)
-		}
-	}
-	return handler.TypedFuncs[client.Object, reconcile.Request]{
-		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			if l, ok := e.Object.(*coordinationv1.Lease); ok {
-				r.leases.Observe(l, r.clock().Now())
-			}
-			enqueue(e.Object, q)
-		},
-		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			old, okOld := e.ObjectOld.(*coordinationv1.Lease)
-			cur, okNew := e.ObjectNew.(*coordinationv1.Lease)
-			if !okOld || !okNew {
-				enqueue(e.ObjectNew, q)
-				return
-			}
-			r.leases.Observe(cur, r.clock().Now())
-			o, n := old.Spec.DeepCopy(), cur.Spec.DeepCopy()
-			o.RenewTime, n.RenewTime = nil, nil
-			if !equality.Semantic.DeepEqual(o, n) || !maps.Equal(old.Annotations, cur.Annotations) || !maps.Equal(old.Labels, cur.Labels) {
-				enqueue(cur, q)
-			}
-		},
-		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			r.leases.Forget(e.Object.GetNamespace(), e.Object.GetName())
-			enqueue(e.Object, q)
-		},
-		GenericFunc: func(_ context.Context, e event.TypedGenericEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(e.Object, q)
-		},
-	}
+	return leasewatch.Handler(&r.leases, func() time.Time { return r.clock().Now() },
+		func(_ context.Context, obj client.Object) []reconcile.Request { return requestFor(obj) },
+		func(u rules.Update) bool { return u.RenewalOnly })
 }

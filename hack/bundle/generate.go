@@ -102,67 +102,24 @@ var extraKinds = map[string]bool{
 	"PriorityClass": true, "ServiceMonitor": true, "PrometheusRule": true,
 }
 
+// sortInputs sorts the kustomize output by what the bundle does with each object, and checks
+// that the parts every bundle needs are there.
 func sortInputs(objs []*unstructured.Unstructured) (*inputs, error) {
 	in := &inputs{roles: map[string]*unstructured.Unstructured{}}
-	// The CRDs first: they decide which objects are examples.
-	owned := map[string]bool{}
-	for _, obj := range objs {
-		if obj.GetKind() == "CustomResourceDefinition" {
-			crd := &apiextensionsv1.CustomResourceDefinition{}
-			if err := fromUnstructured(obj, crd); err != nil {
-				return nil, err
-			}
-			in.crds = append(in.crds, crd)
-			in.crdObjs = append(in.crdObjs, obj)
-			owned[crd.Spec.Group+"/"+crd.Spec.Names.Kind] = true
-		}
+	owned, err := in.readCRDs(objs)
+	if err != nil {
+		return nil, err
 	}
 	var serviceAccounts []*unstructured.Unstructured
 	for _, obj := range objs {
-		kind := obj.GetKind()
-		group := obj.GroupVersionKind().Group
-		switch {
-		case kind == "CustomResourceDefinition", kind == "Namespace":
-			// CRDs are handled above; OLM installs into a namespace it is given.
-		case kind == "ClusterServiceVersion":
-			if in.base != nil {
-				return nil, errors.New("more than one ClusterServiceVersion base in the manifests")
-			}
-			in.base = &operatorsv1alpha1.ClusterServiceVersion{}
-			if err := fromUnstructured(obj, in.base); err != nil {
-				return nil, err
-			}
-		case kind == "Deployment":
-			if in.deployment != nil {
-				return nil, fmt.Errorf("more than one Deployment (%s, %s): the bundle installs one manager", in.deployment.Name, obj.GetName())
-			}
-			in.deployment = &appsv1.Deployment{}
-			if err := fromUnstructured(obj, in.deployment); err != nil {
-				return nil, err
-			}
-		case kind == "ServiceAccount":
+		if obj.GetKind() == "ServiceAccount" {
 			serviceAccounts = append(serviceAccounts, obj)
-		case kind == "Role" || kind == "ClusterRole":
-			in.roles[kind+"/"+obj.GetNamespace()+"/"+obj.GetName()] = obj
-		case kind == "RoleBinding" || kind == "ClusterRoleBinding":
-			in.bindings = append(in.bindings, obj)
-		case kind == "Configuration" && group == "scorecard.operatorframework.io":
-			in.scorecard = obj
-		case owned[group+"/"+kind]:
-			in.examples = append(in.examples, obj)
-		case extraKinds[kind]:
-			in.extras = append(in.extras, obj)
-		default:
-			return nil, fmt.Errorf("%s %s: OLM bundles do not ship this kind; leave it out of config/manifests", kind, obj.GetName())
+		} else if err := in.add(obj, owned); err != nil {
+			return nil, err
 		}
 	}
-	switch {
-	case in.base == nil:
-		return nil, errors.New("no ClusterServiceVersion base in the manifests (config/manifests/bases)")
-	case in.deployment == nil:
-		return nil, errors.New("no manager Deployment in the manifests")
-	case len(in.crds) == 0:
-		return nil, errors.New("no CustomResourceDefinitions in the manifests")
+	if err := in.complete(); err != nil {
+		return nil, err
 	}
 	// OLM creates the manager's ServiceAccount itself; any other one is shipped.
 	for _, sa := range serviceAccounts {
@@ -171,6 +128,74 @@ func sortInputs(objs []*unstructured.Unstructured) (*inputs, error) {
 		}
 	}
 	return in, nil
+}
+
+// readCRDs takes the CRDs first, since they decide which objects are examples: it returns
+// the group/kind of every custom resource the bundle owns.
+func (in *inputs) readCRDs(objs []*unstructured.Unstructured) (owned map[string]bool, err error) {
+	owned = map[string]bool{}
+	for _, obj := range objs {
+		if obj.GetKind() != "CustomResourceDefinition" {
+			continue
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := fromUnstructured(obj, crd); err != nil {
+			return nil, err
+		}
+		in.crds = append(in.crds, crd)
+		in.crdObjs = append(in.crdObjs, obj)
+		owned[crd.Spec.Group+"/"+crd.Spec.Names.Kind] = true
+	}
+	return owned, nil
+}
+
+// add files one object (not a CRD or ServiceAccount) by its kind; a kind OLM bundles do not
+// ship is an error.
+func (in *inputs) add(obj *unstructured.Unstructured, owned map[string]bool) error {
+	kind := obj.GetKind()
+	group := obj.GroupVersionKind().Group
+	switch {
+	case kind == "CustomResourceDefinition", kind == "Namespace":
+		// CRDs are read first; OLM installs into a namespace it is given.
+	case kind == "ClusterServiceVersion":
+		if in.base != nil {
+			return errors.New("more than one ClusterServiceVersion base in the manifests")
+		}
+		in.base = &operatorsv1alpha1.ClusterServiceVersion{}
+		return fromUnstructured(obj, in.base)
+	case kind == "Deployment":
+		if in.deployment != nil {
+			return fmt.Errorf("more than one Deployment (%s, %s): the bundle installs one manager", in.deployment.Name, obj.GetName())
+		}
+		in.deployment = &appsv1.Deployment{}
+		return fromUnstructured(obj, in.deployment)
+	case kind == "Role" || kind == "ClusterRole":
+		in.roles[kind+"/"+obj.GetNamespace()+"/"+obj.GetName()] = obj
+	case kind == "RoleBinding" || kind == "ClusterRoleBinding":
+		in.bindings = append(in.bindings, obj)
+	case kind == "Configuration" && group == "scorecard.operatorframework.io":
+		in.scorecard = obj
+	case owned[group+"/"+kind]:
+		in.examples = append(in.examples, obj)
+	case extraKinds[kind]:
+		in.extras = append(in.extras, obj)
+	default:
+		return fmt.Errorf("%s %s: OLM bundles do not ship this kind; leave it out of config/manifests", kind, obj.GetName())
+	}
+	return nil
+}
+
+// complete checks that the parts every bundle needs were found.
+func (in *inputs) complete() error {
+	switch {
+	case in.base == nil:
+		return errors.New("no ClusterServiceVersion base in the manifests (config/manifests/bases)")
+	case in.deployment == nil:
+		return errors.New("no manager Deployment in the manifests")
+	case len(in.crds) == 0:
+		return errors.New("no CustomResourceDefinitions in the manifests")
+	}
+	return nil
 }
 
 func fromUnstructured(obj *unstructured.Unstructured, into any) error {
@@ -192,59 +217,23 @@ func permissions(in *inputs) (cluster, namespaced []operatorsv1alpha1.StrategyDe
 	var clusterRules, nsRules []rbacv1.PolicyRule
 	bound := map[string]bool{}
 	for _, obj := range in.bindings {
-		var roleRef rbacv1.RoleRef
-		var subjects []rbacv1.Subject
-		if obj.GetKind() == "ClusterRoleBinding" {
-			b := &rbacv1.ClusterRoleBinding{}
-			if err := fromUnstructured(obj, b); err != nil {
-				return nil, nil, err
-			}
-			roleRef, subjects = b.RoleRef, b.Subjects
-		} else {
-			b := &rbacv1.RoleBinding{}
-			if err := fromUnstructured(obj, b); err != nil {
-				return nil, nil, err
-			}
-			roleRef, subjects = b.RoleRef, b.Subjects
+		roleRef, subjects, err := readBinding(obj)
+		if err != nil {
+			return nil, nil, err
 		}
-		toManager := false
-		for _, s := range subjects {
-			if s.Kind != rbacv1.ServiceAccountKind {
-				continue
-			}
-			if s.Name != sa || (s.Namespace != "" && s.Namespace != in.deployment.Namespace) {
-				return nil, nil, fmt.Errorf("%s %s binds ServiceAccount %s/%s, but the manager runs as %s/%s",
-					obj.GetKind(), obj.GetName(), s.Namespace, s.Name, in.deployment.Namespace, sa)
-			}
-			toManager = true
+		toManager, err := bindsManager(obj, subjects, sa, in.deployment.Namespace)
+		if err != nil {
+			return nil, nil, err
 		}
 		if !toManager {
 			in.extras = append(in.extras, obj)
 			continue
 		}
-		key := roleRef.Kind + "/" + obj.GetNamespace() + "/" + roleRef.Name
-		if roleRef.Kind == "ClusterRole" {
-			key = "ClusterRole//" + roleRef.Name
-		}
-		roleObj, ok := in.roles[key]
-		if !ok {
-			return nil, nil, fmt.Errorf("%s %s refers to %s %s, which is not in the manifests", obj.GetKind(), obj.GetName(), roleRef.Kind, roleRef.Name)
+		key, rules, err := in.boundRules(obj, roleRef)
+		if err != nil {
+			return nil, nil, err
 		}
 		bound[key] = true
-		var rules []rbacv1.PolicyRule
-		if roleRef.Kind == "ClusterRole" {
-			r := &rbacv1.ClusterRole{}
-			if err := fromUnstructured(roleObj, r); err != nil {
-				return nil, nil, err
-			}
-			rules = r.Rules
-		} else {
-			r := &rbacv1.Role{}
-			if err := fromUnstructured(roleObj, r); err != nil {
-				return nil, nil, err
-			}
-			rules = r.Rules
-		}
 		if obj.GetKind() == "ClusterRoleBinding" {
 			clusterRules = append(clusterRules, rules...)
 		} else {
@@ -256,13 +245,65 @@ func permissions(in *inputs) (cluster, namespaced []operatorsv1alpha1.StrategyDe
 			in.extras = append(in.extras, obj)
 		}
 	}
-	if len(clusterRules) > 0 {
-		cluster = []operatorsv1alpha1.StrategyDeploymentPermissions{{ServiceAccountName: sa, Rules: clusterRules}}
+	return deploymentPermissions(sa, clusterRules), deploymentPermissions(sa, nsRules), nil
+}
+
+// readBinding decodes a RoleBinding or ClusterRoleBinding.
+func readBinding(obj *unstructured.Unstructured) (rbacv1.RoleRef, []rbacv1.Subject, error) {
+	if obj.GetKind() == "ClusterRoleBinding" {
+		b := &rbacv1.ClusterRoleBinding{}
+		err := fromUnstructured(obj, b)
+		return b.RoleRef, b.Subjects, err
 	}
-	if len(nsRules) > 0 {
-		namespaced = []operatorsv1alpha1.StrategyDeploymentPermissions{{ServiceAccountName: sa, Rules: nsRules}}
+	b := &rbacv1.RoleBinding{}
+	err := fromUnstructured(obj, b)
+	return b.RoleRef, b.Subjects, err
+}
+
+// bindsManager reports whether binding obj names the manager's ServiceAccount sa (in
+// namespace ns, or in no namespace); naming any other ServiceAccount is an error.
+func bindsManager(obj *unstructured.Unstructured, subjects []rbacv1.Subject, sa, ns string) (bool, error) {
+	toManager := false
+	for _, s := range subjects {
+		if s.Kind != rbacv1.ServiceAccountKind {
+			continue
+		}
+		if s.Name != sa || (s.Namespace != "" && s.Namespace != ns) {
+			return false, fmt.Errorf("%s %s binds ServiceAccount %s/%s, but the manager runs as %s/%s",
+				obj.GetKind(), obj.GetName(), s.Namespace, s.Name, ns, sa)
+		}
+		toManager = true
 	}
-	return cluster, namespaced, nil
+	return toManager, nil
+}
+
+// boundRules returns the rules of the role binding obj refers to, and that role's key in
+// in.roles; a role that is not in the manifests is an error.
+func (in *inputs) boundRules(obj *unstructured.Unstructured, roleRef rbacv1.RoleRef) (string, []rbacv1.PolicyRule, error) {
+	key := roleRef.Kind + "/" + obj.GetNamespace() + "/" + roleRef.Name
+	if roleRef.Kind == "ClusterRole" {
+		key = "ClusterRole//" + roleRef.Name
+	}
+	roleObj, ok := in.roles[key]
+	if !ok {
+		return "", nil, fmt.Errorf("%s %s refers to %s %s, which is not in the manifests", obj.GetKind(), obj.GetName(), roleRef.Kind, roleRef.Name)
+	}
+	if roleRef.Kind == "ClusterRole" {
+		r := &rbacv1.ClusterRole{}
+		err := fromUnstructured(roleObj, r)
+		return key, r.Rules, err
+	}
+	r := &rbacv1.Role{}
+	err := fromUnstructured(roleObj, r)
+	return key, r.Rules, err
+}
+
+// deploymentPermissions is the CSV entry granting rules to sa, or none without rules.
+func deploymentPermissions(sa string, rules []rbacv1.PolicyRule) []operatorsv1alpha1.StrategyDeploymentPermissions {
+	if len(rules) == 0 {
+		return nil
+	}
+	return []operatorsv1alpha1.StrategyDeploymentPermissions{{ServiceAccountName: sa, Rules: rules}}
 }
 
 // setImage points the manager container at image. The manager's default broker image is its
@@ -295,25 +336,54 @@ func setImage(d *appsv1.Deployment, image string) (string, error) {
 	return "", fmt.Errorf("deployment %s has no container named manager", d.Name)
 }
 
-// generate builds the bundle from the kustomize output and the API package.
+// generate builds the bundle from the kustomize output and the API package: the options
+// checked, the objects sorted, the ClusterServiceVersion built, then the manifests and the
+// metadata written.
 func generate(objs []*unstructured.Unstructured, opts generateOptions) (*bundleOutput, error) {
-	version, err := semver.Parse(opts.Version)
+	version, err := opts.check()
 	if err != nil {
-		return nil, fmt.Errorf("version %q: %w", opts.Version, err)
-	}
-	if len(opts.Channels) == 0 {
-		return nil, errors.New("at least one channel is required")
-	}
-	if opts.DefaultChannel == "" {
-		opts.DefaultChannel = opts.Channels[0]
-	}
-	if !contains(opts.Channels, opts.DefaultChannel) {
-		return nil, fmt.Errorf("default channel %q is not one of the channels %v", opts.DefaultChannel, opts.Channels)
+		return nil, err
 	}
 	in, err := sortInputs(objs)
 	if err != nil {
 		return nil, err
 	}
+	csv, err := clusterServiceVersion(in, opts, version)
+	if err != nil {
+		return nil, err
+	}
+	out := &bundleOutput{Files: map[string][]byte{}}
+	if err := out.addManifests(opts.Package, csv, in); err != nil {
+		return nil, err
+	}
+	if err := out.addMetadata(opts, in.scorecard); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// check validates the version and the channels and fills in the default channel.
+func (opts *generateOptions) check() (semver.Version, error) {
+	version, err := semver.Parse(opts.Version)
+	if err != nil {
+		return version, fmt.Errorf("version %q: %w", opts.Version, err)
+	}
+	if len(opts.Channels) == 0 {
+		return version, errors.New("at least one channel is required")
+	}
+	if opts.DefaultChannel == "" {
+		opts.DefaultChannel = opts.Channels[0]
+	}
+	if !contains(opts.Channels, opts.DefaultChannel) {
+		return version, fmt.Errorf("default channel %q is not one of the channels %v", opts.DefaultChannel, opts.Channels)
+	}
+	return version, nil
+}
+
+// clusterServiceVersion is the base CSV completed with what the bundle derives: the owned
+// CRDs and their descriptors (from the API markers), the manager's permissions and image,
+// the examples, the icon, and the Deployment install strategy.
+func clusterServiceVersion(in *inputs, opts generateOptions, version semver.Version) (*operatorsv1alpha1.ClusterServiceVersion, error) {
 	types, err := parseAPITypes(opts.APIDir)
 	if err != nil {
 		return nil, err
@@ -343,40 +413,54 @@ func generate(objs []*unstructured.Unstructured, opts generateOptions) (*bundleO
 	csv.Name = opts.Package + ".v" + version.String()
 	csv.Namespace = ""
 	csv.Spec.Version.Version = version
+	annotateCSV(csv, opts.CreatedAt, image, examples)
+	csv.Spec.Icon = []operatorsv1alpha1.Icon{{Data: base64.StdEncoding.EncodeToString(icon), MediaType: "image/svg+xml"}}
+	csv.Spec.RelatedImages = []operatorsv1alpha1.RelatedImage{{Name: opts.Package, Image: image}}
+	csv.Spec.CustomResourceDefinitions.Owned = owned
+	csv.Spec.InstallStrategy = deploymentStrategy(in.deployment, nsPerms, clusterPerms)
+	return csv, nil
+}
+
+// annotateCSV sets the CSV annotations OLM and the catalogs read: the examples, the image,
+// the creation time (when given; else the base's stays) and who built the bundle.
+func annotateCSV(csv *operatorsv1alpha1.ClusterServiceVersion, createdAt, image, examples string) {
 	if csv.Annotations == nil {
 		csv.Annotations = map[string]string{}
 	}
 	csv.Annotations["alm-examples"] = examples
 	csv.Annotations["containerImage"] = image
-	if opts.CreatedAt != "" {
-		csv.Annotations["createdAt"] = opts.CreatedAt
+	if createdAt != "" {
+		csv.Annotations["createdAt"] = createdAt
 	}
 	csv.Annotations["operators.operatorframework.io/builder"] = builder
 	csv.Annotations["operators.operatorframework.io/project_layout"] = projectLayout
-	csv.Spec.Icon = []operatorsv1alpha1.Icon{{Data: base64.StdEncoding.EncodeToString(icon), MediaType: "image/svg+xml"}}
-	csv.Spec.RelatedImages = []operatorsv1alpha1.RelatedImage{{Name: opts.Package, Image: image}}
-	csv.Spec.CustomResourceDefinitions.Owned = owned
-	d := in.deployment
-	csv.Spec.InstallStrategy = operatorsv1alpha1.NamedInstallStrategy{
+}
+
+// deploymentStrategy installs the manager Deployment d with its permissions.
+func deploymentStrategy(d *appsv1.Deployment, namespaced, cluster []operatorsv1alpha1.StrategyDeploymentPermissions) operatorsv1alpha1.NamedInstallStrategy {
+	return operatorsv1alpha1.NamedInstallStrategy{
 		StrategyName: operatorsv1alpha1.InstallStrategyNameDeployment,
 		StrategySpec: operatorsv1alpha1.StrategyDetailsDeployment{
 			DeploymentSpecs:    []operatorsv1alpha1.StrategyDeploymentSpec{{Name: d.Name, Label: d.Labels, Spec: d.Spec}},
-			Permissions:        nsPerms,
-			ClusterPermissions: clusterPerms,
+			Permissions:        namespaced,
+			ClusterPermissions: cluster,
 		},
 	}
+}
 
-	out := &bundleOutput{Files: map[string][]byte{}}
+// addManifests writes manifests/: the CSV, the CRDs as kustomize rendered them, and the
+// extra objects without their namespace (OLM installs them into the operator's).
+func (out *bundleOutput) addManifests(pkg string, csv *operatorsv1alpha1.ClusterServiceVersion, in *inputs) error {
 	csvYAML, err := marshalObject(csv, "status")
 	if err != nil {
-		return nil, fmt.Errorf("marshal csv: %w", err)
+		return fmt.Errorf("marshal csv: %w", err)
 	}
-	out.Files["manifests/"+opts.Package+".clusterserviceversion.yaml"] = csvYAML
+	out.Files["manifests/"+pkg+".clusterserviceversion.yaml"] = csvYAML
 	for i, obj := range in.crdObjs {
 		crd := in.crds[i]
 		data, err := marshalObject(obj.Object)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		out.Files["manifests/"+crd.Spec.Group+"_"+crd.Spec.Names.Plural+".yaml"] = data
 	}
@@ -385,16 +469,27 @@ func generate(objs []*unstructured.Unstructured, opts generateOptions) (*bundleO
 		obj.SetNamespace("")
 		data, err := marshalObject(obj.Object)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		gvk := obj.GroupVersionKind()
-		gv := gvk.Version
-		if gvk.Group != "" {
-			gv = gvk.Group + "_" + gvk.Version
-		}
-		out.Files["manifests/"+obj.GetName()+"_"+gv+"_"+strings.ToLower(gvk.Kind)+".yaml"] = data
+		out.Files[extraManifestName(obj)] = data
 	}
+	return nil
+}
 
+// extraManifestName is where an extra object goes: manifests/<name>_<group>_<version>_<kind>.yaml
+// (no group for the core API), as operator-sdk names them.
+func extraManifestName(obj *unstructured.Unstructured) string {
+	gvk := obj.GroupVersionKind()
+	gv := gvk.Version
+	if gvk.Group != "" {
+		gv = gvk.Group + "_" + gvk.Version
+	}
+	return "manifests/" + obj.GetName() + "_" + gv + "_" + strings.ToLower(gvk.Kind) + ".yaml"
+}
+
+// addMetadata writes metadata/annotations.yaml, the scorecard configuration when there is
+// one, and the bundle.Dockerfile whose labels repeat the annotations.
+func (out *bundleOutput) addMetadata(opts generateOptions, scorecard *unstructured.Unstructured) error {
 	annotations := [][2]string{
 		{annMediatype, "registry+v1"},
 		{annManifests, "manifests/"},
@@ -406,17 +501,17 @@ func generate(objs []*unstructured.Unstructured, opts generateOptions) (*bundleO
 		{annMetricsMedia, "metrics+v1"},
 		{annLayout, projectLayout},
 	}
-	if in.scorecard != nil {
-		data, err := marshalObject(in.scorecard.Object)
+	if scorecard != nil {
+		data, err := marshalObject(scorecard.Object)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		out.Files[scorecardDir+"config.yaml"] = data
 		annotations = append(annotations, [2]string{annTestMedia, "scorecard+v1"}, [2]string{annTestConfig, scorecardDir})
 	}
 	out.Files["metadata/annotations.yaml"] = annotationsYAML(annotations)
-	out.Dockerfile = dockerfile(annotations, opts.CopyDir, in.scorecard != nil)
-	return out, nil
+	out.Dockerfile = dockerfile(annotations, opts.CopyDir, scorecard != nil)
+	return nil
 }
 
 // almExamples renders the samples as the alm-examples JSON array, without namespaces (the

@@ -13,8 +13,9 @@ import (
 type Input struct {
 	// Topics are the topics to place, in any order; their keys are unique.
 	Topics []Topic
-	// Alive are the brokers that may lead (DESIGN.md "Alive set": registered and Alive, not
-	// Draining or Dead), in any order; their ids are unique. Empty means keep everything.
+	// Alive are the brokers that may lead (docs/registry.md, "The alive set": registered and
+	// Alive, not Draining or Dead), in any order; their ids are unique. Empty means keep
+	// everything.
 	Alive []Broker
 }
 
@@ -52,7 +53,7 @@ type Partition struct {
 	// Incarnation is the Leader's Broker.Incarnation when it was given (or last confirmed in)
 	// this leadership at Epoch. The caller stores it with the assignment and passes it back:
 	// a leader that is alive under another incarnation has restarted, and keeps the partition
-	// at Epoch+1 (DESIGN.md "Topics"). 0 when unknown.
+	// at Epoch+1 (docs/assignment.md, "Restarts: an input, level-triggered"). 0 when unknown.
 	Incarnation int64
 }
 

@@ -476,7 +476,8 @@ func TestMalformedInputIsRefused(t *testing.T) {
 	}
 }
 
-// TestSeedAcceptanceCases restates the balancer cases of the seed system (REFERENCE.md §3).
+// TestSeedAcceptanceCases restates the balancer cases of the seed system (docs/assignment.md,
+// "The seed system's acceptance cases").
 func TestSeedAcceptanceCases(t *testing.T) {
 	brokers := alive(0, 1, 2)
 	stable := build(t, brokers, fresh("orders", 6), fresh("payments", 4), fresh("audit", 1))

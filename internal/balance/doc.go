@@ -1,6 +1,5 @@
 // Package balance decides which alive broker leads each partition, and at which leader epoch
-// (DESIGN.md "Alive set and assignment", "Topics"; the rules and their proofs are in
-// docs/assignment.md). Assign is the whole API: topics with their current leaders and epochs
+// (the rules and their proofs: docs/assignment.md). Assign is the whole API: topics with their current leaders and epochs
 // plus the alive set in, leaders, epochs and the list of moves out.
 //
 // The rules: with nothing alive nothing changes; otherwise every topic's partitions per broker

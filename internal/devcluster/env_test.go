@@ -34,7 +34,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/paddock-dev/paddock/internal/testwait"
+	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
 // helperEnv makes the test binary act as a pod's container: an HTTP server on $POD_IP:8080
@@ -217,7 +217,7 @@ func TestEnvironmentRunsAStatefulSetLikeAKubelet(t *testing.T) {
 
 	t.Run("pods run, are ready and are published in EndpointSlices", func(t *testing.T) {
 		ips := waitReadyPods(ctx, t, c, ns, 2)
-		testwait.EventuallyDetail(t, "EndpointSlices list both pod IPs as serving", func() (bool, string) {
+		testkit.EventuallyDetail(t, "EndpointSlices list both pod IPs as serving", func() (bool, string) {
 			var slices discoveryv1.EndpointSliceList
 			if err := c.List(ctx, &slices, client.InNamespace(ns), client.MatchingLabels{discoveryv1.LabelServiceName: "helper"}); err != nil {
 				return false, err.Error()
@@ -394,7 +394,7 @@ func TestEnvironmentRunsAStatefulSetLikeAKubelet(t *testing.T) {
 
 	t.Run("the token is replaced before it expires and the new one works", func(t *testing.T) {
 		first := whoamiOf(ctx, t, c, ns, "helper-1").Extra["authentication.kubernetes.io/credential-id"]
-		testwait.EventuallyDetail(t, "helper-1 authenticating with a new token", func() (bool, string) {
+		testkit.EventuallyDetail(t, "helper-1 authenticating with a new token", func() (bool, string) {
 			now := whoamiOf(ctx, t, c, ns, "helper-1").Extra["authentication.kubernetes.io/credential-id"]
 			return len(now) == 1 && len(first) == 1 && now[0] != first[0], fmt.Sprintf("credential %v, first %v", now, first)
 		})
@@ -426,7 +426,7 @@ func TestEnvironmentRunsAStatefulSetLikeAKubelet(t *testing.T) {
 			t.Fatal(err)
 		}
 		user := "system:serviceaccount:" + sa.Namespace + ":" + sa.Name
-		testwait.EventuallyDetail(t, "the manager's leader election in the audit log as "+user, func() (bool, string) {
+		testkit.EventuallyDetail(t, "the manager's leader election in the audit log as "+user, func() (bool, string) {
 			events, err := env.AuditEvents()
 			if err != nil {
 				return false, err.Error()
@@ -446,7 +446,7 @@ func TestEnvironmentRunsAStatefulSetLikeAKubelet(t *testing.T) {
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		testwait.EventuallyDetail(t, "helper-0 restarted once and ready", func() (bool, string) {
+		testkit.EventuallyDetail(t, "helper-0 restarted once and ready", func() (bool, string) {
 			var pod corev1.Pod
 			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "helper-0"}, &pod); err != nil {
 				return false, err.Error()
@@ -466,7 +466,7 @@ func TestEnvironmentRunsAStatefulSetLikeAKubelet(t *testing.T) {
 		if err := c.Delete(ctx, &old); err != nil {
 			t.Fatal(err)
 		}
-		testwait.EventuallyDetail(t, "a new helper-1 is ready", func() (bool, string) {
+		testkit.EventuallyDetail(t, "a new helper-1 is ready", func() (bool, string) {
 			var pod corev1.Pod
 			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "helper-1"}, &pod); err != nil {
 				return false, err.Error()
@@ -478,7 +478,7 @@ func TestEnvironmentRunsAStatefulSetLikeAKubelet(t *testing.T) {
 			t.Fatal(err)
 		}
 		ready := time.Now()
-		testwait.EventuallyDetail(t, "helper-1's name to follow it to its new pod IP", func() (bool, string) {
+		testkit.EventuallyDetail(t, "helper-1's name to follow it to its new pod IP", func() (bool, string) {
 			_, answers, _, err := queryDNS(ctx, "helper-1.helper.envtest.svc.cluster.local.", dnsmessage.TypeA)
 			return err == nil && slices.Equal(answers, []string{pod.Status.PodIP}), fmt.Sprintf("%q %v, want %s", answers, err, pod.Status.PodIP)
 		})
@@ -503,7 +503,7 @@ func TestEnvironmentRunsAStatefulSetLikeAKubelet(t *testing.T) {
 		if _, err := os.Stat(env.PIDFile(ns, "helper-0")); !os.IsNotExist(err) {
 			t.Errorf("pid file of helper-0 still there after its node was lost (err %v)", err)
 		}
-		testwait.EventuallyDetail(t, "helper-0 not ready", func() (bool, string) {
+		testkit.EventuallyDetail(t, "helper-0 not ready", func() (bool, string) {
 			var p corev1.Pod
 			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "helper-0"}, &p); err != nil {
 				return false, err.Error()
@@ -640,7 +640,7 @@ func mustCreate(ctx context.Context, t *testing.T, c client.Client, obj client.O
 func waitReadyPods(ctx context.Context, t *testing.T, c client.Client, ns string, n int) map[string]string {
 	t.Helper()
 	ips := map[string]string{}
-	testwait.EventuallyDetail(t, fmt.Sprintf("%d ready pods", n), func() (bool, string) {
+	testkit.EventuallyDetail(t, fmt.Sprintf("%d ready pods", n), func() (bool, string) {
 		var pods corev1.PodList
 		if err := c.List(ctx, &pods, client.InNamespace(ns)); err != nil {
 			return false, err.Error()

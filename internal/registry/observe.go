@@ -1,16 +1,18 @@
 package registry
 
 import (
+	"maps"
 	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 )
 
 // Observation is when the operator saw a Lease's current renewTime, on the operator's own
 // clock. Freshness is judged from it, never from renewTime itself, so a broker whose clock is
 // off by minutes is still judged correctly — as the node-lifecycle controller judges node
-// Leases (DESIGN.md "The registry").
+// Leases (docs/registry.md, "Health, on the operator's clock").
 type Observation struct {
 	// RenewTime is the renewTime seen, on the broker's clock: only ever compared with the
 	// next one, never with the operator's clock.
@@ -73,4 +75,43 @@ func FreshFor(l *coordinationv1.Lease) (d time.Duration, ok bool) {
 		return 0, false
 	}
 	return time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second, true
+}
+
+// Fresh is the expiry rule every reader of heartbeat Leases applies: a Lease whose last
+// renewal the operator observed at renewedAt (an Observation's At, on the operator's clock)
+// stays fresh for d after it — its leaseDurationSeconds, or the session timeout it is set
+// from — and is stale from renewedAt+d on. It returns that instant and whether now is before
+// it. The broker's renewTime never enters: a broker whose clock is off is judged correctly.
+func Fresh(renewedAt time.Time, d time.Duration, now time.Time) (expiry time.Time, fresh bool) {
+	expiry = renewedAt.Add(d)
+	return expiry, expiry.After(now)
+}
+
+// Update is what one update of a Lease tells its watch, once observed (ObserveUpdate).
+type Update struct {
+	// RenewalOnly is true when the update changed nothing but renewTime: the same holder,
+	// duration, transitions, labels and annotations.
+	RenewalOnly bool
+	// WasFresh is true when the renewal before this one was seen happen (not only found when
+	// the operator started watching) and was still fresh at the update, by the old Lease's
+	// duration: the broker was alive all along, not coming back.
+	WasFresh bool
+}
+
+// ObserveUpdate records cur as Observe does, at now, and says what the update from old
+// changed. The Lease watches of the registry and recovery reconcilers call it for every
+// update, so a renewal is dated when it arrives even when it enqueues nothing.
+func (o *Observer) ObserveUpdate(old, cur *coordinationv1.Lease, now time.Time) Update {
+	prev, had, _ := o.Observe(cur, now)
+	d, ok := FreshFor(old)
+	_, fresh := Fresh(prev.At, d, now)
+	return Update{RenewalOnly: renewalOnly(old, cur), WasFresh: had && prev.Changed && ok && fresh}
+}
+
+// renewalOnly reports whether cur differs from old in renewTime alone.
+func renewalOnly(old, cur *coordinationv1.Lease) bool {
+	o, n := old.Spec.DeepCopy(), cur.Spec.DeepCopy()
+	o.RenewTime, n.RenewTime = nil, nil
+	return equality.Semantic.DeepEqual(o, n) &&
+		maps.Equal(old.Annotations, cur.Annotations) && maps.Equal(old.Labels, cur.Labels)
 }

@@ -60,7 +60,7 @@ type Result struct {
 	// Counts sums Rows.
 	Counts v1alpha1.BrokerCounts
 	// Alive is the ids whose health is Alive, sorted. It may be empty: the caller must then
-	// keep the current assignment (DESIGN.md "Never unassign everything").
+	// keep the current assignment (docs/assignment.md, "The rules", rule 1).
 	Alive []int32
 	// NextExpiry is the earliest time the registry will change without any object changing:
 	// a fresh Lease going stale, or a starting broker's grace running out. Zero when nothing
@@ -130,7 +130,7 @@ type heartbeat struct {
 	listeners []v1alpha1.ListenerAddress // as the Lease announces them
 }
 
-// Compute applies the registry rules (DESIGN.md "The registry") to in. It does not modify in.
+// Compute applies the registry rules (docs/registry.md) to in. It does not modify in.
 func Compute(in Input) Result {
 	listed := listedEndpoints(in)
 	beats := heartbeats(in)
@@ -325,8 +325,7 @@ func leaseFresh(l *coordinationv1.Lease, obs Observation, written *v1alpha1.Brok
 	if !ok || !obs.Changed && written != nil && written.Reason == v1alpha1.ReasonHeartbeatExpired {
 		return time.Time{}, false
 	}
-	expiry = obs.At.Add(d)
-	return expiry, expiry.After(now)
+	return Fresh(obs.At, d, now)
 }
 
 // registeredAt is when broker id's Broker object was created, or now when it has none yet.

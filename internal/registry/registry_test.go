@@ -643,7 +643,7 @@ func TestRegistryNextExpiryCoversTheEndOfAStartupGrace(t *testing.T) {
 }
 
 // Freshness is judged on the operator's clock: when it observed each renewal, never the
-// broker's renewTime (DESIGN.md "The registry").
+// broker's renewTime (docs/registry.md, "Health, on the operator's clock").
 func TestRegistryFreshnessIsJudgedOnTheOperatorsClock(t *testing.T) {
 	behind := lease{id: 0, age: 10 * time.Second} // renewTime 10 s behind the operator's clock
 	ahead := lease{id: 0, age: -time.Hour}        // a clock an hour ahead

@@ -13,7 +13,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/paddock-dev/paddock/internal/testwait"
+	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
 // RunSuite runs the Ginkgo specs of a package's TestSuite against a control plane of their own:
@@ -26,12 +26,12 @@ func RunSuite(t *testing.T, description string, env **Env) {
 }
 
 // StartSuite is a Ginkgo suite's BeforeSuite: it routes controller-runtime's log to the
-// GinkgoWriter, makes every Eventually wait testwait.Patience unless it says otherwise, starts
+// GinkgoWriter, makes every Eventually wait testkit.Deadline unless it says otherwise, starts
 // the control plane, and stops it after the suite.
 func StartSuite() *Env {
 	GinkgoHelper()
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-	SetDefaultEventuallyTimeout(testwait.Patience)
+	SetDefaultEventuallyTimeout(testkit.Deadline)
 	env, err := Start()
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(env.Stop()).To(Succeed()) })

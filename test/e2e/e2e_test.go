@@ -27,7 +27,7 @@ import (
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/internal/coordinator"
 	"github.com/paddock-dev/paddock/internal/devcluster"
-	"github.com/paddock-dev/paddock/internal/testwait"
+	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
 // TestFencingScenarios runs the scenarios on one environment, in an order where each starts
@@ -95,7 +95,7 @@ func TestFencingScenarios(t *testing.T) {
 	}
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
-			testwait.Within(t, "three healthy brokers before the scenario", 3*time.Minute, func() (bool, string) { return s.healthy(ctx, 3) })
+			testkit.Within(t, "three healthy brokers before the scenario", 3*time.Minute, func() (bool, string) { return s.healthy(ctx, 3) })
 			sc.run(ctx, t, s)
 		})
 	}
@@ -127,7 +127,7 @@ func bringUp(ctx context.Context, t *testing.T, s *suite, applied time.Time) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		testwait.EventuallyDetail(t, fmt.Sprintf("broker %d's Metadata and DescribeCluster to list 3", id), func() (bool, string) {
+		testkit.EventuallyDetail(t, fmt.Sprintf("broker %d's Metadata and DescribeCluster to list 3", id), func() (bool, string) {
 			ids, err := metadataBrokers(ctx, addr)
 			if err != nil || !slices.Equal(ids, []int32{0, 1, 2}) {
 				return false, fmt.Sprintf("metadata %v %v", ids, err)
@@ -188,7 +188,7 @@ func (s *suite) shellProduceConsume(ctx context.Context, t *testing.T, bootstrap
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	createTopic(ctx, t, adm, 3, shellTopic)
-	testwait.EventuallyDetail(t, shellTopic+" led on every partition", func() (bool, string) { return s.topicLed(ctx, shellTopic) })
+	testkit.EventuallyDetail(t, shellTopic+" led on every partition", func() (bool, string) { return s.topicLed(ctx, shellTopic) })
 	env := []string{"PATH=" + os.Getenv("PATH")}
 	kctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -217,7 +217,7 @@ func (s *suite) shellProduceConsume(ctx context.Context, t *testing.T, bootstrap
 	if _, err := adm.DeleteTopic(ctx, shellTopic); err != nil {
 		t.Fatalf("delete %s: %v", shellTopic, err)
 	}
-	testwait.EventuallyDetail(t, shellTopic+"'s KafkaTopic gone", func() (bool, string) {
+	testkit.EventuallyDetail(t, shellTopic+"'s KafkaTopic gone", func() (bool, string) {
 		err := s.c.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: shellTopic}, &kafkav1alpha1.KafkaTopic{})
 		return apierrors.IsNotFound(err), fmt.Sprintf("get: %v", err)
 	})
@@ -244,7 +244,7 @@ func crash(ctx context.Context, t *testing.T, s *suite) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	testwait.EventuallyDetail(t, "a client to see the crashed broker fenced", func() (bool, string) {
+	testkit.EventuallyDetail(t, "a client to see the crashed broker fenced", func() (bool, string) {
 		fenced, err := describeCluster(ctx, witness, true)
 		if err != nil {
 			return false, err.Error()
@@ -256,7 +256,7 @@ func crash(ctx context.Context, t *testing.T, s *suite) {
 	if err != nil || slices.Contains(ids, victim) {
 		t.Errorf("Metadata lists %v (err %v); want the fenced broker %d omitted", ids, err, victim)
 	}
-	testwait.EventuallyDetail(t, "the crashed broker Dead", func() (bool, string) {
+	testkit.EventuallyDetail(t, "the crashed broker Dead", func() (bool, string) {
 		b, err := s.brokers(ctx)
 		if err != nil {
 			return false, err.Error()
@@ -265,7 +265,7 @@ func crash(ctx context.Context, t *testing.T, s *suite) {
 	})
 	measure(t, "2 crash", "kill -9 → Dead", time.Since(killed))
 	s.env.HoldRestarts(s.namespace, pod, false)
-	testwait.EventuallyDetail(t, "the restarted broker Serving/Alive with a higher epoch", func() (bool, string) {
+	testkit.EventuallyDetail(t, "the restarted broker Serving/Alive with a higher epoch", func() (bool, string) {
 		b, err := s.brokers(ctx)
 		if err != nil {
 			return false, err.Error()
@@ -307,7 +307,7 @@ func graceful(ctx context.Context, t *testing.T, s *suite) {
 		t.Fatal(err)
 	}
 	var run devcluster.ContainerRun
-	testwait.EventuallyDetail(t, "the node agent to SIGTERM the broker", func() (bool, string) {
+	testkit.EventuallyDetail(t, "the node agent to SIGTERM the broker", func() (bool, string) {
 		runs := s.env.ContainerRuns(s.namespace, podName)
 		run = runs[runsBefore-1]
 		return !run.TermSent.IsZero(), ""
@@ -316,7 +316,7 @@ func graceful(ctx context.Context, t *testing.T, s *suite) {
 	// The registry reports Draining in the cluster's status row first and on the Broker
 	// object right after; the earlier of the two is when the registry said it.
 	var drainingSeen, objectDrainingSeen, movedSeen time.Time
-	testwait.EventuallyDetail(t, "Draining on the Broker object and the group's coordinator moved", func() (bool, string) {
+	testkit.EventuallyDetail(t, "Draining on the Broker object and the group's coordinator moved", func() (bool, string) {
 		now := time.Now()
 		if drainingSeen.IsZero() {
 			if kc, err := s.cluster(ctx); err == nil {
@@ -346,7 +346,7 @@ func graceful(ctx context.Context, t *testing.T, s *suite) {
 	measure(t, "3 graceful", "SIGTERM → Draining seen (status row)", drainingSeen.Sub(sigterm))
 	measure(t, "3 graceful", "SIGTERM → Draining seen (Broker object)", objectDrainingSeen.Sub(sigterm))
 	measure(t, "3 graceful", "SIGTERM → coordinator moved", movedSeen.Sub(sigterm))
-	testwait.EventuallyDetail(t, "the broker process to exit", func() (bool, string) {
+	testkit.EventuallyDetail(t, "the broker process to exit", func() (bool, string) {
 		run = s.env.ContainerRuns(s.namespace, podName)[runsBefore-1]
 		return !run.Exited.IsZero(), ""
 	})
@@ -364,7 +364,7 @@ func graceful(ctx context.Context, t *testing.T, s *suite) {
 		t.Errorf("SIGTERM → exit took %s, not inside the %s grace period", took, grace)
 	}
 	measure(t, "3 graceful", "SIGTERM → exit 0", run.Exited.Sub(sigterm))
-	testwait.EventuallyDetail(t, "the replacement Serving/Alive", func() (bool, string) { return s.healthy(ctx, 3) })
+	testkit.EventuallyDetail(t, "the replacement Serving/Alive", func() (bool, string) { return s.healthy(ctx, 3) })
 	measure(t, "3 graceful", "SIGTERM → replacement Serving/Alive", time.Since(sigterm))
 }
 
@@ -446,7 +446,7 @@ func rollingRestart(ctx context.Context, t *testing.T, s *suite) {
 	started := time.Now()
 	fencedSeen := map[int32]bool{}
 	uids := s.podUIDs(ctx, t)
-	testwait.Within(t, "every pod replaced and all brokers Serving/Alive", 4*time.Minute, func() (bool, string) {
+	testkit.Within(t, "every pod replaced and all brokers Serving/Alive", 4*time.Minute, func() (bool, string) {
 		kc, err := s.cluster(ctx)
 		if err != nil {
 			return false, err.Error()
@@ -703,7 +703,7 @@ func nodeLoss(ctx context.Context, t *testing.T, s *suite) {
 	var fencedAt, goneAt time.Time
 	var fencedFor string
 	var nodeReadyWhenFenced, nodeReadyWhenGone bool
-	testwait.EventuallyDetail(t, "the lost broker Fenced and gone from Metadata", func() (bool, string) {
+	testkit.EventuallyDetail(t, "the lost broker Fenced and gone from Metadata", func() (bool, string) {
 		kc, err := s.cluster(ctx)
 		if err != nil {
 			return false, err.Error()
@@ -746,9 +746,9 @@ func nodeLoss(ctx context.Context, t *testing.T, s *suite) {
 		t.Fatal(err)
 	}
 	back := time.Now()
-	testwait.EventuallyDetail(t, "the node's broker back Serving/Alive", func() (bool, string) { return s.healthy(ctx, 3) })
+	testkit.Within(t, "the node's broker back Serving/Alive", 2*time.Minute, func() (bool, string) { return s.healthy(ctx, 3) })
 	measure(t, "6 node loss", "node back → Serving/Alive", time.Since(back))
-	testwait.EventuallyDetail(t, "the broker back in Metadata", func() (bool, string) {
+	testkit.EventuallyDetail(t, "the broker back in Metadata", func() (bool, string) {
 		ids, err := metadataBrokers(ctx, witness)
 		return err == nil && slices.Contains(ids, victim), fmt.Sprintf("metadata %v %v", ids, err)
 	})
@@ -771,7 +771,7 @@ func scaleDown(ctx context.Context, t *testing.T, s *suite) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testwait.EventuallyDetail(t, "broker 2 deregistered everywhere", func() (bool, string) {
+	testkit.Within(t, "broker 2 deregistered everywhere", 2*time.Minute, func() (bool, string) {
 		kc, err := s.cluster(ctx)
 		if err != nil {
 			return false, err.Error()

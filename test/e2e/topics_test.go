@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
-	"github.com/paddock-dev/paddock/internal/testwait"
+	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
 // 10. Topics: a topic created with kadm is listed by `kubectl get kafkatopics` Ready, with its
@@ -48,7 +48,7 @@ func topics(ctx context.Context, t *testing.T, s *suite) {
 	measure(t, "10 topics", "kadm CreateTopics answered (leaders assigned)", time.Since(created))
 
 	var kt *kafkav1alpha1.KafkaTopic
-	testwait.EventuallyDetail(t, "the topic Ready with leaders on all three brokers", func() (bool, string) {
+	testkit.EventuallyDetail(t, "the topic Ready with leaders on all three brokers", func() (bool, string) {
 		kt = &kafkav1alpha1.KafkaTopic{}
 		if err := s.c.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: topic}, kt); err != nil {
 			return false, err.Error()
@@ -88,7 +88,7 @@ func topics(ctx context.Context, t *testing.T, s *suite) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	testwait.EventuallyDetail(t, "the killed broker's partitions on new leaders", func() (bool, string) {
+	testkit.EventuallyDetail(t, "the killed broker's partitions on new leaders", func() (bool, string) {
 		now := &kafkav1alpha1.KafkaTopic{}
 		if err := s.c.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: topic}, now); err != nil {
 			return false, err.Error()
@@ -112,13 +112,13 @@ func topics(ctx context.Context, t *testing.T, s *suite) {
 		t.Errorf("kill -9 → new leaders took %s, want at most the session timeout + 30 s (%s)", took, bound)
 	}
 	s.env.HoldRestarts(s.namespace, pod, false)
-	testwait.EventuallyDetail(t, "the killed broker back", func() (bool, string) { return s.healthy(ctx, 3) })
+	testkit.Within(t, "the killed broker back", 2*time.Minute, func() (bool, string) { return s.healthy(ctx, 3) })
 
 	deleted := time.Now()
 	if _, err := adm.DeleteTopic(ctx, topic); err != nil {
 		t.Fatalf("kadm delete %s: %v", topic, err)
 	}
-	testwait.EventuallyDetail(t, "the deleted topic's KafkaTopic gone", func() (bool, string) {
+	testkit.EventuallyDetail(t, "the deleted topic's KafkaTopic gone", func() (bool, string) {
 		err := s.c.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: topic}, &kafkav1alpha1.KafkaTopic{})
 		return client.IgnoreNotFound(err) == nil && err != nil, fmt.Sprint(err)
 	})

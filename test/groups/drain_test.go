@@ -47,10 +47,10 @@ func TestADrainingCoordinatorHandsItsGroupOver(t *testing.T) {
 		t.Fatalf("broker 2's drain: exited %v, err %v", exited, err)
 	}
 	drained := time.Since(start)
-	// Membership lives in the coordinator's memory (DESIGN.md "Consumer groups"): the new
-	// coordinator does not know the member, so its first commit there may be refused
-	// (UNKNOWN_MEMBER_ID, as Apache answers an unknown member); kgo rejoins, resumes at the
-	// committed offsets and commits again.
+	// Membership lives in the coordinator's memory (docs/groups.md, "Deviations from Apache
+	// 3.7"): the new coordinator does not know the member, so its first commit there may be
+	// refused (UNKNOWN_MEMBER_ID, as Apache answers an unknown member); kgo rejoins, resumes at
+	// the committed offsets and commits again.
 	refused := 0
 	for {
 		poll(partitions*perPartition, func(err error) {

@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/paddock-dev/paddock/internal/testwait"
+	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
 // kgoRead runs a kgo group consumer of topic until done holds for what it read, commits
@@ -122,7 +122,7 @@ func pollUntilClosed(ctx context.Context, m *kgo.Client) {
 func waitSplit(t *testing.T, adm *kadm.Client, group, topic string, members, per int) {
 	t.Helper()
 	ctx := testCtx(t)
-	testwait.EventuallyDetail(t, fmt.Sprintf("group %s Stable with %d members of %d partitions of %s", group, members, per, topic), func() (bool, string) {
+	testkit.EventuallyDetail(t, fmt.Sprintf("group %s Stable with %d members of %d partitions of %s", group, members, per, topic), func() (bool, string) {
 		state, assigned, err := describeAssignments(ctx, adm, group, topic)
 		detail := fmt.Sprintf("state %q, assignments %v (err %v)", state, assigned, err)
 		if err != nil || state != "Stable" || len(assigned) != members {

@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/paddock-dev/paddock/internal/testwait"
+	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
 // header is one record header.
@@ -116,7 +116,7 @@ func waitLeaders(t *testing.T, addrs []string, topic string, partitions int32) {
 	ctx := testCtx(t)
 	for _, addr := range addrs {
 		adm := kadm.NewClient(kgoClient(t, []string{addr}))
-		testwait.Eventually(t, fmt.Sprintf("%s to lead every partition of %s", addr, topic), func() bool {
+		testkit.Eventually(t, fmt.Sprintf("%s to lead every partition of %s", addr, topic), func() bool {
 			md, err := adm.Metadata(ctx, topic)
 			if err != nil {
 				return false
@@ -146,5 +146,5 @@ func kgoClient(t *testing.T, addrs []string, opts ...kgo.Opt) *kgo.Client {
 	return cl
 }
 
-// testCtx is the context of a test's requests (testwait.Context).
-var testCtx = testwait.Context
+// testCtx is the context of a test's requests (testkit.Context).
+var testCtx = testkit.Context

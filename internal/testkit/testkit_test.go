@@ -1,4 +1,4 @@
-package testwait
+package testkit
 
 import (
 	"testing"
@@ -16,8 +16,8 @@ func TestEventuallyReturnsOnceTheConditionHolds(t *testing.T) {
 func TestContextOutlivesTheTestsOwnContext(t *testing.T) {
 	ctx := Context(t)
 	deadline, ok := ctx.Deadline()
-	if !ok || time.Until(deadline) < Patience-time.Minute {
-		t.Fatalf("deadline %v (set %v), want about %v away", deadline, ok, Patience)
+	if !ok || time.Until(deadline) < Deadline-30*time.Second {
+		t.Fatalf("deadline %v (set %v), want about %v away", deadline, ok, Deadline)
 	}
 	t.Cleanup(func() {
 		if ctx.Err() != nil {
