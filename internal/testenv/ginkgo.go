@@ -18,7 +18,9 @@ import (
 
 // RunSuite runs the Ginkgo specs of a package's TestSuite against a control plane of their own:
 // *env is set (StartSuite) before the first spec, and the control plane is stopped after the
-// last.
+// last. There is no fallback: without the binaries the suite fails and says how to build them.
+// env.Client is uncached: every read sees the apiserver's current state. There is no node
+// agent and no controller-manager: specs write Nodes, pods and their status by hand.
 func RunSuite(t *testing.T, description string, env **Env) {
 	RegisterFailHandler(Fail)
 	BeforeSuite(func() { *env = StartSuite() })
