@@ -472,10 +472,15 @@ var _ = Describe("KafkaCluster provisioning", Ordered, func() {
 		waitForChildren(ctx, ns, 3)
 		waitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionFalse, kafkav1alpha1.ReasonAsExpected)
 		before := settledVersions(ctx, ns, 3)
-		settled := readCluster(ctx, ns)
-		// The reconciler reads through the manager's cache: let it catch up with what the
-		// apiserver holds, so the reconcile below starts from the settled state.
+		// The cluster settles too: the reconciles its children's changes trigger may still
+		// write its status (on a loaded machine, seconds later). The reconciler reads through
+		// the manager's cache: let it catch up with what the apiserver holds, so the
+		// reconcile below starts from the settled state.
+		var settled *kafkav1alpha1.KafkaCluster
 		Eventually(func(g Gomega) {
+			settled = readCluster(ctx, ns)
+			time.Sleep(300 * time.Millisecond)
+			g.Expect(readCluster(ctx, ns).ResourceVersion).To(Equal(settled.ResourceVersion), "the cluster is still being written")
 			cached := &kafkav1alpha1.KafkaCluster{}
 			g.Expect(m.mgr.GetClient().Get(ctx, client.ObjectKeyFromObject(settled), cached)).To(Succeed())
 			g.Expect(cached.ResourceVersion).To(Equal(settled.ResourceVersion))
