@@ -12,49 +12,92 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/paddock-dev/paddock/broker/cluster"
 	"github.com/paddock-dev/paddock/broker/storage"
 )
 
-// Produce (key 0), versions 3–10 (DATAPLANE.md §1–§3; docs/dataplane.md, "Produce").
+// Produce (key 0): versions 3-10 (docs/dataplane.md, "Produce").
 //
-// Versions 0–2 carry the old message formats (v0/v1 message sets), which paddock does not
-// store, so they are not advertised; record batches v2 only. Apache 3.7 offers 0–10.
+// Behaviour:
+//   - Record batches v2 only: versions 0-2 carry the old message formats, which paddock does
+//     not store, so they are not advertised (Apache 3.7 offers 0-10).
+//   - Per partition, in Apache's order (KafkaApis.handleProduceRequest, ReplicaManager): an
+//     unknown topic or partition → UNKNOWN_TOPIC_OR_PARTITION; the records
+//     (ProduceRequest.validateRecords): no whole batch or magic ≠ 2 → INVALID_RECORD, zstd
+//     below v7 → UNSUPPORTED_COMPRESSION_TYPE, more than one batch → INVALID_RECORD (a
+//     trailing partial batch is dropped, as Apache's batch iterator drops it); a
+//     transactional batch → INVALID_TXN_STATE (no transaction can be ongoing yet); acks ∉
+//     {-1, 0, 1} → INVALID_REQUIRED_ACKS; not led or not taken over here →
+//     NOT_LEADER_OR_FOLLOWER; self-fenced → NOT_LEADER_OR_FOLLOWER; a CreateTime batch
+//     outside message.timestamp.before/after.max.ms (unbounded by default; the batch's base
+//     and max timestamps) → INVALID_TIMESTAMP; then storage.Append, whose errors map as
+//     storageCode says (CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE,
+//     RECORD_LIST_TOO_LARGE, KAFKA_STORAGE_ERROR, OUT_OF_ORDER_SEQUENCE_NUMBER,
+//     INVALID_PRODUCER_EPOCH, REQUEST_TIMED_OUT when timeout_ms passes first).
+//   - Every requested partition gets an entry; failures carry base offset -1.
+//   - A producer's retry of one of its last five batches gets the original offsets back.
+//   - Acknowledgement (docs/dataplane.md, "Produce"): acks=-1 once the batch is fsynced and
+//     the fence still holds the leader's epoch, acks=1 once written and fence-checked, acks=0
+//     once written. acks=0 gets no answer at all; if any of its partitions failed the
+//     connection is closed, as Apache does, so the producer notices.
+//   - A broker that has not renewed its Lease for a session timeout (self-fenced,
+//     docs/dataplane.md "Self-fence") refuses appends, and refuses to acknowledge one that
+//     completes after it became self-fenced.
+//   - timeout_ms ≤ 0 sets no deadline of its own.
+//   - The partitions of one request are appended in parallel, one goroutine each; a
+//     partition named twice is appended in request order. The wait for acknowledgements is
+//     answered later (pipelining: the connection reads on meanwhile).
+//   - Answers carry the append time for message.timestamp.type=LogAppendTime topics (else
+//     -1).
 //
-// Per partition, in Apache's order (KafkaApis.handleProduceRequest, ReplicaManager): an
-// unknown topic or partition index → UNKNOWN_TOPIC_OR_PARTITION; then the records
-// (ProduceRequest.validateRecords): no whole batch or magic ≠ 2 → INVALID_RECORD, zstd with
-// Produce < 7 → UNSUPPORTED_COMPRESSION_TYPE, more than one batch → INVALID_RECORD (a
-// trailing partial batch is dropped, as Apache's batch iterator drops it); a transactional
-// batch → INVALID_TXN_STATE (no transaction can be ongoing: paddock has no transactions
-// yet); acks ∉ {-1, 0, 1} → INVALID_REQUIRED_ACKS; not led or not taken over here →
-// NOT_LEADER_OR_FOLLOWER; a CreateTime batch outside message.timestamp.before/after.max.ms
-// (unbounded by default; batch base and max timestamps checked) → INVALID_TIMESTAMP; then
-// storage.Append, whose typed errors map as storageCode says
-// (CORRUPT_MESSAGE on a bad length or CRC, INVALID_RECORD, MESSAGE_TOO_LARGE against
-// max.message.bytes, RECORD_LIST_TOO_LARGE, KAFKA_STORAGE_ERROR, OUT_OF_ORDER_SEQUENCE_NUMBER,
-// INVALID_PRODUCER_EPOCH, and REQUEST_TIMED_OUT when timeout_ms passes first). A producer's
-// retry of one of its last five batches gets the original offsets back. Every requested
-// partition gets an entry; failures carry base offset -1 and (v8+) an error message.
-//
-// Acknowledgement (DESIGN.md "Produce, Fetch and the idempotent producer"): acks=-1 once the
-// batch is fsynced and the fence still holds the leader's epoch, acks=1 once written and
-// fence-checked, acks=0 once written — and acks=0 gets no answer at all; if any of its
-// partitions failed the connection is closed, as Apache does, so the producer notices. A
-// broker that has not renewed its Lease for a session timeout (self-fenced) refuses appends
-// with NOT_LEADER_OR_FOLLOWER, and refuses to acknowledge an append that completes after it
-// became self-fenced. timeout_ms ≤ 0 sets no deadline of its own. The partitions of one
-// request are appended in parallel (one goroutine each; a partition named twice is
-// appended in request order).
-//
-// Answers carry the append time for message.timestamp.type=LogAppendTime topics (else -1)
-// and the log-start offset (v5+). KIP-951 (v10): a NOT_LEADER_OR_FOLLOWER partition carries
-// CurrentLeader (the view's leader and epoch) and the response NodeEndpoints lists those
-// leaders' endpoints on the request's listener, so a client switches to the new leader
-// without a metadata round trip; below v10 neither is sent.
+// Version notes:
+//   - v5: the log-start offset.
+//   - v8: an error message per failed partition.
+//   - v10 (KIP-951): a NOT_LEADER_OR_FOLLOWER partition carries CurrentLeader (the view's
+//     leader and epoch) and the response's NodeEndpoints lists those leaders on the request's
+//     listener, so a client switches leader without a metadata round trip.
 func init() { register(0, 3, 10, handleProduce) }
 
 // errAcksZeroFailed closes the connection of an acks=0 Produce that failed somewhere.
 var errAcksZeroFailed = errors.New("acks=0 produce failed on a partition; closing the connection so the producer notices")
+
+func handleProduce(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
+	p := newProduce(rc, kreq.(*kmsg.ProduceRequest))
+	p.plan() // answer what cannot be appended, queue the rest
+	ctx, cancel := p.deadline()
+	p.begin() // write the batches: the next request appends after them
+	finish := func() (kmsg.Response, error) {
+		defer cancel()
+		return p.finish(ctx), nil
+	}
+	switch {
+	case p.req.Acks == 0:
+		_, _ = finish() // written is all acks=0 waits for
+		return nil, p.acksZeroOutcome()
+	case len(p.order) == 0:
+		return finish()
+	}
+	// The batches are in the logs, in request order; only their acknowledgement is left,
+	// which may wait for an fsync. Let the connection read its next request meanwhile.
+	rc.answerLater(finish)
+	return nil, nil
+}
+
+// produce is one Produce request in progress.
+type produce struct {
+	rc         *requestContext
+	req        *kmsg.ProduceRequest
+	resp       *kmsg.ProduceResponse
+	start      time.Time
+	selfFenced bool // when the request arrived
+	// jobs are the partitions that reach the append, by partition in request order; order
+	// lists their keys in request order.
+	jobs  map[partitionKey][]*produceJob
+	order []partitionKey
+	// notLeader collects the partitions answered NOT_LEADER_OR_FOLLOWER, for their KIP-951
+	// hints.
+	notLeader hintTargets
+}
 
 // produceJob is one requested partition that reached the append.
 type produceJob struct {
@@ -67,23 +110,27 @@ type produceJob struct {
 	err     error                  // Begin's, when it refused it
 }
 
-func handleProduce(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
-	start := time.Now()
-	req := kreq.(*kmsg.ProduceRequest)
-	resp := req.ResponseKind().(*kmsg.ProduceResponse)
-	acksValid := req.Acks == -1 || req.Acks == 0 || req.Acks == 1
-	selfFenced := rc.srv.SelfFenced != nil && rc.srv.SelfFenced()
+func newProduce(rc *requestContext, req *kmsg.ProduceRequest) *produce {
+	return &produce{
+		rc: rc, req: req, resp: req.ResponseKind().(*kmsg.ProduceResponse),
+		start: time.Now(), selfFenced: rc.selfFenced(),
+		jobs: map[partitionKey][]*produceJob{},
+	}
+}
 
-	byPartition := map[partitionKey][]*produceJob{}
-	var order []partitionKey
-	var notLeader hintTargets // partitions answered NOT_LEADER_OR_FOLLOWER (KIP-951)
-	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
-	for i, rt := range req.Topics {
-		out := &resp.Topics[i]
+// selfFenced reports the self-fence now (docs/dataplane.md, "Self-fence").
+func (rc *requestContext) selfFenced() bool { return rc.h.SelfFenced != nil && rc.h.SelfFenced() }
+
+// plan gives every requested partition its answer entry, answers those that cannot reach
+// the append and queues the others as jobs.
+func (p *produce) plan() {
+	p.resp.Topics = make([]kmsg.ProduceResponseTopic, len(p.req.Topics))
+	for i, rt := range p.req.Topics {
+		out := &p.resp.Topics[i]
 		*out = kmsg.NewProduceResponseTopic()
 		out.Topic = rt.Topic
 		out.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
-		t, known := rc.view.Topic(rt.Topic)
+		t, known := p.rc.view.Topic(rt.Topic)
 		for j, rp := range rt.Partitions {
 			pr := &out.Partitions[j]
 			*pr = kmsg.NewProduceResponseTopicPartition()
@@ -92,144 +139,157 @@ func handleProduce(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error)
 				setProduceError(pr, kerr.UnknownTopicOrPartition.Code, "This server does not host this topic-partition.")
 				continue
 			}
-			sp := rc.partition(t, rp.Partition, -1)
-			if sp.code == kerr.UnknownTopicOrPartition.Code {
-				setProduceError(pr, sp.code, "This server does not host this topic-partition.")
-				continue
-			}
-			records, code, msg := checkProduceRecords(req.Version, rp.Records)
-			switch {
-			case code != 0:
-			case !acksValid:
-				code, msg = kerr.InvalidRequiredAcks.Code, fmt.Sprintf("acks=%d: must be -1, 0 or 1", req.Acks)
-			case sp.code != 0:
-				code = sp.code
-			case selfFenced:
-				code, msg = kerr.NotLeaderForPartition.Code, "this broker has not renewed its heartbeat Lease for a session timeout and acknowledges nothing"
-				rc.srv.Metrics.selfFencedAppend()
-			case !t.Config.LogAppendTime():
-				code, msg = checkTimestamps(records, t.Config.MessageTimestampBeforeMaxMs, t.Config.MessageTimestampAfterMaxMs, start.UnixMilli())
-			}
-			if code != 0 {
-				setProduceError(pr, code, msg)
-				if code == kerr.NotLeaderForPartition.Code {
-					notLeader.add(t.Name, rp.Partition, produceLeaderSetter(pr))
-				}
-				continue
-			}
-			key := partitionKey{t.ID, rp.Partition}
-			if _, seen := byPartition[key]; !seen {
-				order = append(order, key)
-			}
-			byPartition[key] = append(byPartition[key], &produceJob{topic: t.Name, log: sp.log, records: records, out: pr})
+			p.planPartition(t, rp, pr)
 		}
 	}
-
-	ctx, cancel := rc.ctx, context.CancelFunc(func() {})
-	if req.TimeoutMillis > 0 {
-		ctx, cancel = context.WithTimeout(rc.ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
-	}
-	rc.beginAppends(storage.Acks(req.Acks), order, byPartition, &notLeader)
-
-	finish := func() (kmsg.Response, error) {
-		defer cancel()
-		for _, key := range order {
-			for _, j := range byPartition[key] {
-				rc.awaitAppend(ctx, j, &notLeader)
-			}
-		}
-		rc.srv.Metrics.produceLatency(time.Since(start))
-		if req.Version >= 10 && len(notLeader) > 0 {
-			for _, e := range notLeader.resolve(rc) {
-				b := kmsg.NewProduceResponseBroker()
-				b.NodeID, b.Host, b.Port, b.Rack = e.id, e.host, e.port, e.rack
-				resp.Brokers = append(resp.Brokers, b)
-			}
-		}
-		return resp, nil
-	}
-	if req.Acks == 0 {
-		// Written is all acks=0 waits for: nothing to defer, and no answer.
-		_, _ = finish()
-		for i := range resp.Topics {
-			for _, pr := range resp.Topics[i].Partitions {
-				if pr.ErrorCode != 0 {
-					return nil, errAcksZeroFailed
-				}
-			}
-		}
-		return nil, nil
-	}
-	if len(order) == 0 {
-		return finish()
-	}
-	// The batches are in the logs, in request order; only their acknowledgement is left,
-	// which may wait for an fsync. Let the connection read its next request meanwhile.
-	rc.answerLater(finish)
-	return nil, nil
 }
 
-// beginAppends writes every job's batch (storage.Log.Begin), the partitions in parallel and
-// a partition named twice in request order, and returns once all are written or refused: so
-// a connection's next request appends after this one. A refused job is answered here.
-func (rc *requestContext) beginAppends(acks storage.Acks, order []partitionKey, byPartition map[partitionKey][]*produceJob, notLeader *hintTargets) {
-	begin := func(jobs []*produceJob) {
+// planPartition checks one partition of known topic t in Apache's order and queues its job,
+// or answers its error.
+func (p *produce) planPartition(t *cluster.Topic, rp kmsg.ProduceRequestTopicPartition, pr *kmsg.ProduceResponseTopicPartition) {
+	sp := p.rc.partition(t, rp.Partition, -1)
+	if sp.code == kerr.UnknownTopicOrPartition.Code {
+		setProduceError(pr, sp.code, "This server does not host this topic-partition.")
+		return
+	}
+	records, code, msg := p.check(t, sp, rp.Records)
+	if code != 0 {
+		setProduceError(pr, code, msg)
+		if code == kerr.NotLeaderForPartition.Code {
+			p.notLeader.add(t.Name, rp.Partition, produceLeaderSetter(pr))
+		}
+		return
+	}
+	key := partitionKey{t.ID, rp.Partition}
+	if _, seen := p.jobs[key]; !seen {
+		p.order = append(p.order, key)
+	}
+	p.jobs[key] = append(p.jobs[key], &produceJob{topic: t.Name, log: sp.log, records: records, out: pr})
+}
+
+// check runs the checks between a partition's existence and its append, in Apache's order:
+// the records, acks, leadership here, the self-fence, the timestamps. It returns the batch to
+// append (without trailing partial bytes), or the error code and message.
+func (p *produce) check(t *cluster.Topic, sp servedPartition, raw []byte) ([]byte, int16, string) {
+	records, code, msg := checkProduceRecords(p.req.Version, raw)
+	switch {
+	case code != 0:
+	case p.req.Acks != -1 && p.req.Acks != 0 && p.req.Acks != 1:
+		code, msg = kerr.InvalidRequiredAcks.Code, fmt.Sprintf("acks=%d: must be -1, 0 or 1", p.req.Acks)
+	case sp.code != 0:
+		code = sp.code
+	case p.selfFenced:
+		code, msg = kerr.NotLeaderForPartition.Code, "this broker has not renewed its heartbeat Lease for a session timeout and acknowledges nothing"
+		p.rc.h.Metrics.selfFencedAppend()
+	case !t.Config.LogAppendTime():
+		code, msg = checkTimestamps(records, t.Config.MessageTimestampBeforeMaxMs, t.Config.MessageTimestampAfterMaxMs, p.start.UnixMilli())
+	}
+	return records, code, msg
+}
+
+// begin writes every job's batch (storage.Log.Begin), the partitions in parallel and a
+// partition named twice in request order, and returns once all are written or refused: so a
+// connection's next request appends after this one. A refused job is answered here.
+func (p *produce) begin() {
+	acks := storage.Acks(p.req.Acks)
+	write := func(jobs []*produceJob) {
 		for _, j := range jobs {
 			j.pending, j.err = j.log.Begin(j.records, acks)
 			j.size, j.records = len(j.records), nil // the frame buffer is reused by the next request
 		}
 	}
-	if len(order) == 1 {
-		begin(byPartition[order[0]])
+	if len(p.order) == 1 {
+		write(p.jobs[p.order[0]])
 	} else {
 		var wg sync.WaitGroup
-		for _, key := range order {
+		for _, key := range p.order {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				begin(byPartition[key])
+				write(p.jobs[key])
 			}()
 		}
 		wg.Wait()
 	}
-	for _, key := range order {
-		for _, j := range byPartition[key] {
+	for _, key := range p.order {
+		for _, j := range p.jobs[key] {
 			if j.err != nil {
-				rc.answerAppend(j, storage.AppendResult{}, j.err, notLeader)
+				p.answer(j, storage.AppendResult{}, j.err)
 			}
 		}
 	}
 }
 
-// awaitAppend waits for one begun job's acknowledgement and fills its answer.
-func (rc *requestContext) awaitAppend(ctx context.Context, j *produceJob, notLeader *hintTargets) {
+// deadline is the context the acknowledgements are awaited under: the request's timeout_ms
+// (none of its own when ≤ 0) within the request's context.
+func (p *produce) deadline() (context.Context, context.CancelFunc) {
+	if p.req.TimeoutMillis <= 0 {
+		return p.rc.ctx, func() {}
+	}
+	return context.WithTimeout(p.rc.ctx, time.Duration(p.req.TimeoutMillis)*time.Millisecond)
+}
+
+// finish waits for every begun append's acknowledgement, in request order, and completes the
+// answer (from v10 with the KIP-951 leader endpoints).
+func (p *produce) finish(ctx context.Context) kmsg.Response {
+	for _, key := range p.order {
+		for _, j := range p.jobs[key] {
+			p.await(ctx, j)
+		}
+	}
+	p.rc.h.Metrics.produceLatency(time.Since(p.start))
+	if p.req.Version >= 10 && len(p.notLeader) > 0 {
+		for _, e := range p.notLeader.resolve(p.rc) {
+			b := kmsg.NewProduceResponseBroker()
+			b.NodeID, b.Host, b.Port, b.Rack = e.id, e.host, e.port, e.rack
+			p.resp.Brokers = append(p.resp.Brokers, b)
+		}
+	}
+	return p.resp
+}
+
+// acksZeroOutcome is what an acks=0 request, which gets no answer, ends with: nothing, or
+// errAcksZeroFailed (closing the connection) when any partition failed.
+func (p *produce) acksZeroOutcome() error {
+	for i := range p.resp.Topics {
+		for _, pr := range p.resp.Topics[i].Partitions {
+			if pr.ErrorCode != 0 {
+				return errAcksZeroFailed
+			}
+		}
+	}
+	return nil
+}
+
+// await waits for one begun job's acknowledgement and fills its answer.
+func (p *produce) await(ctx context.Context, j *produceJob) {
 	if j.pending == nil {
 		return // refused by Begin, answered already
 	}
 	err := j.pending.Wait(ctx)
-	if err == nil && rc.srv.SelfFenced != nil && rc.srv.SelfFenced() {
+	if err == nil && p.rc.selfFenced() {
 		// Durable, perhaps, but the broker may have been declared dead while it waited: a
 		// newer leader may already serve the partition. Unacknowledged records may exist;
 		// acknowledged ones must never be lost, so this one is not acknowledged.
-		rc.srv.Metrics.selfFencedAppend()
+		p.rc.h.Metrics.selfFencedAppend()
 		err = fmt.Errorf("%w: the heartbeat Lease expired while the append waited", storage.ErrNotLeader)
 	}
-	rc.answerAppend(j, j.pending.Result, err, notLeader)
+	p.answer(j, j.pending.Result, err)
 }
 
-// answerAppend fills one job's answer from its append's result or error; a
-// NOT_LEADER_OR_FOLLOWER answer is recorded in notLeader for the KIP-951 hints.
-func (rc *requestContext) answerAppend(j *produceJob, res storage.AppendResult, err error, notLeader *hintTargets) {
+// answer fills one job's answer from its append's result or error; a NOT_LEADER_OR_FOLLOWER
+// answer is recorded for the KIP-951 hints.
+func (p *produce) answer(j *produceJob, res storage.AppendResult, err error) {
 	if code := storageCode(err); code != 0 {
 		setProduceError(j.out, code, err.Error())
 		if code == kerr.NotLeaderForPartition.Code {
-			notLeader.add(j.topic, j.out.Partition, produceLeaderSetter(j.out))
+			p.notLeader.add(j.topic, j.out.Partition, produceLeaderSetter(j.out))
 		}
 		return
 	}
 	j.out.BaseOffset, j.out.LogAppendTime, j.out.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
 	if !res.Duplicate {
-		rc.srv.Metrics.bytesIn(j.topic, j.size)
+		p.rc.h.Metrics.bytesIn(j.topic, j.size)
 	}
 }
 
@@ -240,7 +300,7 @@ func setProduceError(pr *kmsg.ProduceResponseTopicPartition, code int16, msg str
 	}
 }
 
-// Record batch v2 header fields the handler reads (DATAPLANE.md §1.1).
+// Record batch v2 header fields the handler reads (docs/dataplane.md, "Record batch v2").
 const (
 	batchLengthOffset     = 8
 	batchMagicOffset      = 16
@@ -281,7 +341,7 @@ func checkProduceRecords(version int16, b []byte) ([]byte, int16, string) {
 	return b[:size], 0, ""
 }
 
-// Record batch v2 timestamp fields (DATAPLANE.md §1.1).
+// Record batch v2 timestamp fields (docs/dataplane.md, "Record batch v2").
 const (
 	batchBaseTimestampOffset = 27
 	batchMaxTimestampOffset  = 35

@@ -8,49 +8,55 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/paddock-dev/paddock/broker/cluster"
 	"github.com/paddock-dev/paddock/broker/storage"
 )
 
-// Fetch (key 1), versions 4–16 (DATAPLANE.md §4; docs/dataplane.md, "Fetch").
+// Fetch (key 1): versions 4-16 (docs/dataplane.md, "Fetch").
 //
-// Versions 0–3 read the old message formats, which paddock does not store; Apache 3.7 offers
-// 0–16. v13+ name topics by id: an unknown id → UNKNOWN_TOPIC_ID (below v13 an unknown name
-// → UNKNOWN_TOPIC_OR_PARTITION).
+// Behaviour:
+//   - Record batches v2 only: versions 0-3 read the old message formats, which paddock does
+//     not store (Apache 3.7 offers 0-16).
+//   - Per partition, in Apache's order: an unknown topic or partition index is answered with
+//     its error and does not end the wait; a CurrentLeaderEpoch below the view's epoch →
+//     FENCED_LEADER_EPOCH, above → UNKNOWN_LEADER_EPOCH; not led or not taken over here →
+//     NOT_LEADER_OR_FOLLOWER (KAFKA_STORAGE_ERROR when a storage error took it offline); a
+//     LastFetchedEpoch whose epoch ended before the fetch offset → DivergingEpoch; a fetch
+//     offset below the log start or past the log end → OFFSET_OUT_OF_RANGE. Any of these but
+//     the unknown topic or partition ends the wait. Error partitions carry high watermark,
+//     last stable offset and log start -1.
+//   - Records are never null: a partition without data (or with an error) carries an empty
+//     record set, as Apache's MemoryRecords.EMPTY (librdkafka rejects a null one: "invalid
+//     MessageSetSize -1").
+//   - Records are whole stored batches below the high watermark only (a consumer never reads
+//     a record a takeover could lose), passed from the log file into the answer as bytes,
+//     never decoded, and written around the encoded answer (codec.go, encodeFetchFrame).
+//   - The last stable offset is the high watermark at both isolation levels (no
+//     transactions yet); aborted transactions are an empty list under READ_COMMITTED and
+//     null otherwise.
+//   - Sizes: at most min(max_bytes, fetch.max.bytes = 55 MiB) of records, each partition at
+//     most its partition_max_bytes, except that the first partition with data returns its
+//     first batch whole even when it is larger than both (a consumer always makes progress);
+//     a later partition whose first batch does not fit returns nothing.
+//   - Waiting: the answer goes at once when max_wait_ms ≤ 0, when no partition is served,
+//     when an error above ends the wait, or when min_bytes (capped by the size limit) are
+//     there; otherwise it waits on the high-watermark channels of the partitions that had no
+//     data (storage closes them when a durable append moves the high watermark, or the log
+//     stops), re-reads those that moved, and answers at min_bytes or max_wait_ms — never
+//     polling. A broker shutting down ends every wait at once.
+//   - Sessions (KIP-227) are not kept: a full fetch (session epoch 0 or -1) is answered with
+//     session id 0, which clients read as "no session" (Apache does the same when its session
+//     cache is full); an incremental fetch → FETCH_SESSION_ID_NOT_FOUND, so the client falls
+//     back to full fetches. Forgotten topics are ignored (nothing is remembered).
 //
-// Per partition, in Apache's order: an unknown topic or partition index is answered with its
-// error and does not end the wait; CurrentLeaderEpoch (v9+, -1 = none) below the view's
-// epoch → FENCED_LEADER_EPOCH, above → UNKNOWN_LEADER_EPOCH; not led or not taken over here →
-// NOT_LEADER_OR_FOLLOWER (KAFKA_STORAGE_ERROR when a storage error took it offline); a
-// LastFetchedEpoch (v12+) whose epoch ended before the fetch offset → DivergingEpoch; a fetch
-// offset below the log start or past the log end → OFFSET_OUT_OF_RANGE. Any of these but
-// the unknown topic/partition ends the wait. Error partitions carry high watermark, last
-// stable offset and log start -1; v16 adds CurrentLeader and the response NodeEndpoints for
-// NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH (KIP-951).
-//
-// Records are never null: a partition without data (or with an error) carries an empty record
-// set, as Apache's MemoryRecords.EMPTY (librdkafka rejects a null one: "invalid MessageSetSize
-// -1"). Records are whole stored batches, below the high watermark only (a consumer never reads a
-// record that a takeover could lose), passed from the log file into the response as bytes:
-// never decoded. The last stable offset is the high watermark at both isolation levels (no
-// transactions yet); aborted transactions are an empty list under READ_COMMITTED and null
-// otherwise. zstd batches to Fetch < 10 → UNSUPPORTED_COMPRESSION_TYPE.
-//
-// Sizes: the response holds at most min(max_bytes, fetch.max.bytes = 55 MiB) of records and
-// each partition at most its partition_max_bytes, except that the first partition with data
-// returns its first batch whole even when it is larger than both (so a consumer always makes
-// progress); a later partition whose first batch does not fit returns nothing.
-//
-// Waiting: the answer goes at once when max_wait_ms ≤ 0, when no partition is served, when
-// an error above ends the wait, or when min_bytes (capped by the size limit) are there;
-// otherwise the handler waits on the high-watermark channels of the partitions that had no
-// data (storage closes them when a durable append moves the high watermark, or the log
-// stops), re-reads the partitions that moved, and answers at min_bytes or max_wait_ms — never
-// polling. A broker shutting down ends every wait at once.
-//
-// Sessions (KIP-227) are not kept: a full fetch (session epoch 0 or -1) is answered with
-// session id 0, which clients read as "no session" (Apache does the same when its session
-// cache is full); an incremental fetch → FETCH_SESSION_ID_NOT_FOUND, so the client falls back
-// to full fetches. Forgotten topics are ignored (nothing is remembered).
+// Version notes:
+//   - v9: CurrentLeaderEpoch (-1 = none).
+//   - v4-v9: a zstd batch → UNSUPPORTED_COMPRESSION_TYPE (zstd came with v10).
+//   - v12: LastFetchedEpoch and DivergingEpoch.
+//   - v13: topics by id; an unknown id → UNKNOWN_TOPIC_ID (below v13 an unknown name →
+//     UNKNOWN_TOPIC_OR_PARTITION).
+//   - v16 (KIP-951): CurrentLeader and the response's NodeEndpoints for NOT_LEADER_OR_FOLLOWER
+//     and FENCED_LEADER_EPOCH partitions.
 func init() { register(1, 4, 16, handleFetch) }
 
 // fetchMaxBytes is Apache's fetch.max.bytes: the most record bytes one answer carries.
@@ -82,7 +88,7 @@ type fetchState struct {
 
 func handleFetch(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	start := time.Now()
-	defer func() { rc.srv.Metrics.fetchLatency(time.Since(start)) }()
+	defer func() { rc.h.Metrics.fetchLatency(time.Since(start)) }()
 	req := kreq.(*kmsg.FetchRequest)
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	resp.SessionID = 0
@@ -143,7 +149,7 @@ func (f *fetchState) resolve(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) [
 		*ot = kmsg.NewFetchResponseTopic()
 		ot.Topic, ot.TopicID = rt.Topic, rt.TopicID
 		var (
-			t     *Topic
+			t     *cluster.Topic
 			known bool
 		)
 		unknown := kerr.UnknownTopicOrPartition.Code
@@ -234,7 +240,7 @@ func (f *fetchState) read(p *fetchPart) {
 	f.anyData = true
 	f.total += len(res.Records)
 	f.remaining -= len(res.Records)
-	f.rc.srv.Metrics.bytesOut(p.topic, len(res.Records))
+	f.rc.h.Metrics.bytesOut(p.topic, len(res.Records))
 }
 
 func (f *fetchState) readError(p *fetchPart, err error) {
@@ -252,7 +258,7 @@ func (f *fetchState) wait(parts []*fetchPart, timeout <-chan time.Time) bool {
 	cases := make([]reflect.SelectCase, 0, len(parts)+3)
 	cases = append(cases,
 		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timeout)},
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(f.rc.srv.stopping)},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(f.rc.stopping)},
 		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(f.rc.ctx.Done())},
 	)
 	for _, p := range parts {

@@ -7,32 +7,37 @@ import (
 	"github.com/paddock-dev/paddock/broker/storage"
 )
 
-// ListOffsets (key 2), versions 0–8 (Apache 3.7 parity; DATAPLANE.md §5).
+// ListOffsets (key 2): versions 0-8, Apache 3.7's (docs/dataplane.md, "ListOffsets,
+// OffsetForLeaderEpoch, InitProducerId").
 //
-// Per partition (v1+), answered from the partition's log on its leader:
+// Behaviour, per partition, answered from the partition's log on its leader:
+//   - timestamp -1 (latest): the high watermark (= the last stable offset at both isolation
+//     levels: no transactions), timestamp -1, the leader's epoch.
+//   - timestamp -2 (earliest): the log-start offset, timestamp -1, the epoch it was written
+//     at.
+//   - timestamp -3 (max timestamp): the largest batch maxTimestamp and, as Apache 3.7, the
+//     last offset of that batch, with its epoch.
+//   - timestamp -4 (earliest local): the log-start offset, as -2: there is no tiered storage.
+//   - any other timestamp t: the first record at or after t below the high watermark (Apache
+//     searches with t as given, so another negative t finds the first record).
+//   - A lookup that finds nothing (an empty log, no timestamp ≥ t) answers NONE with offset,
+//     timestamp and epoch -1.
+//   - Errors: an unknown topic or partition → UNKNOWN_TOPIC_OR_PARTITION; a partition named
+//     twice in one request → INVALID_REQUEST for each occurrence; a CurrentLeaderEpoch below
+//     the view's → FENCED_LEADER_EPOCH, above → UNKNOWN_LEADER_EPOCH; not led or not taken
+//     over here → NOT_LEADER_OR_FOLLOWER; offline → KAFKA_STORAGE_ERROR. Apache's
+//     OFFSET_NOT_AVAILABLE (a new leader's high watermark below its epoch start) cannot
+//     happen: a takeover makes the high watermark the log end before it serves.
 //
-//	timestamp -1 (latest)        the high watermark (= last stable offset at both isolation
-//	                             levels: no transactions), timestamp -1, the leader's epoch
-//	timestamp -2 (earliest)      the log-start offset, timestamp -1, the epoch it was written at
-//	timestamp -3 (max timestamp) the largest batch maxTimestamp and, as Apache 3.7, the last
-//	                             offset of that batch, with its epoch (v7 introduced it)
-//	timestamp -4 (earliest local, v8) the log-start offset, as -2: there is no tiered storage
-//	timestamp t (any other)      the first record at or after t below the high watermark
-//	                             (Apache searches with t as given, so another negative t finds
-//	                             the first record)
-//
-// Lookups that find nothing (an empty log, no timestamp ≥ t) answer NONE with offset,
-// timestamp and epoch -1. Errors: unknown topic or partition → UNKNOWN_TOPIC_OR_PARTITION;
-// a partition named twice in one request (v1+) → INVALID_REQUEST for each occurrence;
-// CurrentLeaderEpoch (v4+) below the view's → FENCED_LEADER_EPOCH, above → UNKNOWN_LEADER_EPOCH;
-// not led or not taken over here → NOT_LEADER_OR_FOLLOWER; offline → KAFKA_STORAGE_ERROR.
-// Apache's OFFSET_NOT_AVAILABLE (a new leader's high watermark below its epoch start) cannot
-// happen: a takeover makes the high watermark the log end before it serves.
-//
-// v0 answers OldStyleOffsets, at most MaxNumOffsets of them: [high watermark] for -1,
-// [log start] for -2, and for a timestamp the offset of the first record at or after it (or
-// the high watermark when there is none). Apache's v0 lists segment base offsets by file
-// modification time; paddock never dates data by file times (docs/dataplane.md, deviations).
+// Version notes:
+//   - v0: OldStyleOffsets, at most MaxNumOffsets of them: [high watermark] for -1, [log start]
+//     for -2, and for a timestamp the offset of the first record at or after it (or the high
+//     watermark when there is none). Apache's v0 lists segment base offsets by file
+//     modification time; paddock never dates data by file times (a deviation listed at the
+//     end of docs/dataplane.md).
+//   - v1: one offset per partition; a partition named twice is refused from here.
+//   - v4: CurrentLeaderEpoch.
+//   - v7: timestamp -3; v8: timestamp -4.
 func init() { register(2, 0, 8, handleListOffsets) }
 
 // ListOffsets special timestamps.

@@ -4,30 +4,33 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/paddock-dev/paddock/broker/cluster"
 	"github.com/paddock-dev/paddock/internal/topicname"
 )
 
-// Metadata (key 3), versions 0–12 (Apache 3.7 parity).
+// Metadata (key 3): versions 0-12, Apache 3.7's (docs/wire.md, "Metadata").
 //
-// Brokers: every registered broker whose state is Serving, plus always the answering broker
-// with the endpoint of the listener the request came in on (see brokers). Fenced brokers are
-// omitted, as Apache does: advertising one would send clients to a broker that cannot answer.
+// Behaviour:
+//   - Brokers: every registered broker whose state is Serving, at its address on the
+//     listener the request came in on, plus always the answering broker (see brokers).
+//     Fenced brokers are omitted, as Apache does: a client sent to one could not be answered.
+//   - Topics come from the cluster's served KafkaTopics (not being deleted, no older topic
+//     claiming the name). A null topic list means all topics; an empty list means none.
+//   - An unknown name → UNKNOWN_TOPIC_OR_PARTITION; when auto-creation is allowed (by the
+//     request and by the cluster's auto.create.topics.enable) it also starts creating the
+//     topic in the background (autocreate.go), as KRaft does: the client's next Metadata
+//     finds it. A name that breaks Kafka's rules → INVALID_TOPIC_EXCEPTION. Internal names
+//     (__consumer_offsets, __transaction_state) are never auto-created: paddock keeps group
+//     and transaction state elsewhere.
+//   - A partition whose leader is not in the broker list (fenced, gone, or unassigned -1) →
+//     LEADER_NOT_AVAILABLE with leader -1. Replicas and ISR are the leader alone: a partition
+//     has one writer, and its data lives on shared storage rather than on follower replicas.
+//   - There is no authorizer: requested authorized operations report everything allowed.
 //
-// Topics come from the cluster's KafkaTopics (the served ones: not being deleted, no older
-// topic claiming the name). A null topic list means all topics, and so does an empty list in
-// v0 (v0 has no null); an empty list in v1+ means none. A name we do not know answers
-// UNKNOWN_TOPIC_OR_PARTITION; when AllowAutoTopicCreation is set (implied before v4) and the
-// cluster's auto.create.topics.enable is true, it also starts creating the topic in the
-// background (autocreate.go), as KRaft does: the client's next Metadata finds it. A name
-// that breaks Kafka's rules answers INVALID_TOPIC_EXCEPTION instead; internal topic names
-// (__consumer_offsets, __transaction_state) are never auto-created — paddock keeps group and
-// transaction state elsewhere. A topic id (v10+) we do not know answers UNKNOWN_TOPIC_ID.
-//
-// A partition whose leader is not in the broker list (fenced, gone, or unassigned -1) answers
-// LEADER_NOT_AVAILABLE with leader -1. Replicas and ISR are the leader alone: a partition has
-// one writer, and its data lives on shared storage rather than on follower replicas.
-//
-// There is no authorizer: requested authorized operations report everything allowed.
+// Version notes:
+//   - v0: an empty topic list means all topics too (v0 has no null).
+//   - v0-v3: auto-creation is implied; v4+ asks for it with AllowAutoTopicCreation.
+//   - v10+: topic ids; a requested id that is not known → UNKNOWN_TOPIC_ID.
 func init() { register(3, 0, 12, handleMetadata) }
 
 // Authorized-operation bitfields (bit n = AclOperation n) with no authorizer: every operation
@@ -42,7 +45,23 @@ const (
 func handleMetadata(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	listed := rc.metadataBrokers(resp)
+	rc.metadataCluster(req, resp)
+	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
+		for i := range rc.view.Topics {
+			resp.Topics = append(resp.Topics, describeTopic(req, &rc.view.Topics[i], listed))
+		}
+		return resp, nil
+	}
+	for _, rt := range req.Topics {
+		resp.Topics = append(resp.Topics, rc.requestedTopic(req, rt, listed))
+	}
+	return resp, nil
+}
 
+// metadataBrokers fills the answer's broker list and returns the ids it lists: the leaders an
+// answer may name.
+func (rc *requestContext) metadataBrokers(resp *kmsg.MetadataResponse) map[int32]bool {
 	listed := rc.brokers(false)
 	ids := make(map[int32]bool, len(listed))
 	for _, b := range listed {
@@ -51,6 +70,12 @@ func handleMetadata(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error
 		mb.NodeID, mb.Host, mb.Port, mb.Rack = b.id, b.host, b.port, b.rack
 		resp.Brokers = append(resp.Brokers, mb)
 	}
+	return ids
+}
+
+// metadataCluster fills the cluster's fields: its id, the controller, its authorized
+// operations when asked.
+func (rc *requestContext) metadataCluster(req *kmsg.MetadataRequest, resp *kmsg.MetadataResponse) {
 	if rc.view.ClusterID != "" {
 		id := rc.view.ClusterID
 		resp.ClusterID = &id
@@ -59,61 +84,61 @@ func handleMetadata(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error
 	if req.IncludeClusterAuthorizedOperations {
 		resp.AuthorizedOperations = clusterAuthorizedOps
 	}
+}
 
-	describe := func(t *Topic) kmsg.MetadataResponseTopic {
-		mt := kmsg.NewMetadataResponseTopic()
-		name := t.Name
-		mt.Topic, mt.TopicID = &name, t.ID
-		if req.IncludeTopicAuthorizedOperations {
-			mt.AuthorizedOperations = topicAuthorizedOps
-		}
-		mt.Partitions = make([]kmsg.MetadataResponseTopicPartition, 0, len(t.Partitions))
-		for _, p := range t.Partitions {
-			mp := kmsg.NewMetadataResponseTopicPartition()
-			mp.Partition, mp.LeaderEpoch = p.Index, p.LeaderEpoch
-			if p.Leader >= 0 && ids[p.Leader] {
-				mp.Leader = p.Leader
-				mp.Replicas = []int32{p.Leader}
-				mp.ISR = []int32{p.Leader}
-			} else {
-				mp.ErrorCode = kerr.LeaderNotAvailable.Code
-				mp.Leader = -1
-				mp.Replicas, mp.ISR = []int32{}, []int32{}
-			}
-			mt.Partitions = append(mt.Partitions, mp)
-		}
-		return mt
+// requestedTopic answers one topic the request names, by name or (v10+) by id.
+func (rc *requestContext) requestedTopic(req *kmsg.MetadataRequest, rt kmsg.MetadataRequestTopic, listed map[int32]bool) kmsg.MetadataResponseTopic {
+	var (
+		t  *cluster.Topic
+		ok bool
+	)
+	if rt.Topic != nil {
+		t, ok = rc.view.Topic(*rt.Topic)
+	} else {
+		t, ok = rc.view.TopicByID(rt.TopicID)
 	}
+	if ok {
+		return describeTopic(req, t, listed)
+	}
+	mt := kmsg.NewMetadataResponseTopic()
+	mt.Topic, mt.TopicID = rt.Topic, rt.TopicID
+	mt.ErrorCode = kerr.UnknownTopicID.Code
+	if rt.Topic != nil {
+		mt.ErrorCode = rc.unknownTopic(*rt.Topic, req.Version < 4 || req.AllowAutoTopicCreation)
+	}
+	return mt
+}
 
-	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
-		for i := range rc.view.Topics {
-			resp.Topics = append(resp.Topics, describe(&rc.view.Topics[i]))
-		}
-		return resp, nil
+// describeTopic is a served topic's answer; listed are the brokers the answer names.
+func describeTopic(req *kmsg.MetadataRequest, t *cluster.Topic, listed map[int32]bool) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	name := t.Name
+	mt.Topic, mt.TopicID = &name, t.ID
+	if req.IncludeTopicAuthorizedOperations {
+		mt.AuthorizedOperations = topicAuthorizedOps
 	}
-	for _, rt := range req.Topics {
-		var (
-			t  *Topic
-			ok bool
-		)
-		if rt.Topic != nil {
-			t, ok = rc.view.Topic(*rt.Topic)
-		} else {
-			t, ok = rc.view.TopicByID(rt.TopicID)
-		}
-		if ok {
-			resp.Topics = append(resp.Topics, describe(t))
-			continue
-		}
-		mt := kmsg.NewMetadataResponseTopic()
-		mt.Topic, mt.TopicID = rt.Topic, rt.TopicID
-		mt.ErrorCode = kerr.UnknownTopicID.Code
-		if rt.Topic != nil {
-			mt.ErrorCode = rc.unknownTopic(*rt.Topic, req.Version < 4 || req.AllowAutoTopicCreation)
-		}
-		resp.Topics = append(resp.Topics, mt)
+	mt.Partitions = make([]kmsg.MetadataResponseTopicPartition, 0, len(t.Partitions))
+	for _, p := range t.Partitions {
+		mt.Partitions = append(mt.Partitions, describePartition(p, listed))
 	}
-	return resp, nil
+	return mt
+}
+
+// describePartition is one partition's answer: its leader when the answer lists it, else
+// LEADER_NOT_AVAILABLE.
+func describePartition(p cluster.Partition, listed map[int32]bool) kmsg.MetadataResponseTopicPartition {
+	mp := kmsg.NewMetadataResponseTopicPartition()
+	mp.Partition, mp.LeaderEpoch = p.Index, p.LeaderEpoch
+	if p.Leader >= 0 && listed[p.Leader] {
+		mp.Leader = p.Leader
+		mp.Replicas = []int32{p.Leader}
+		mp.ISR = []int32{p.Leader}
+		return mp
+	}
+	mp.ErrorCode = kerr.LeaderNotAvailable.Code
+	mp.Leader = -1
+	mp.Replicas, mp.ISR = []int32{}, []int32{}
+	return mp
 }
 
 // unknownTopic is the error of a Metadata topic the view does not have, after starting its
@@ -123,7 +148,7 @@ func (rc *requestContext) unknownTopic(name string, allowCreate bool) int16 {
 		return kerr.InvalidTopicException.Code
 	}
 	if allowCreate && rc.view.Config.AutoCreateTopics && !isInternal(name) {
-		rc.srv.autoCreateTopic(name, rc.view.Config.NumPartitions)
+		rc.h.autoCreateTopic(name, rc.view.Config.NumPartitions)
 	}
 	return kerr.UnknownTopicOrPartition.Code
 }

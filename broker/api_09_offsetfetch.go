@@ -4,18 +4,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// OffsetFetch (key 9), the versions broker/groups serves (docs/groups.md): the coordinator applies
-// every rule; this handler only routes. Answered in place; shows only acknowledged commits.
+// OffsetFetch (key 9): the versions broker/groups serves (groups.VersionRange;
+// docs/groups.md).
+//
+// Behaviour:
+//   - The coordinator applies every rule; this handler only routes (rc.coordinator).
+//   - Answered in place; shows only acknowledged commits.
 func init() { registerGroupAPI(9, handleOffsetFetch) }
 
 func handleOffsetFetch(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
-	c := rc.srv.Groups.Coordinator()
-	if c == nil {
-		return groupsUnavailable(kreq), nil
-	}
-	resp, err := c.OffsetFetch(rc.ctx, kreq.(*kmsg.OffsetFetchRequest))
-	if err != nil {
-		return nil, err
-	}
-	return resp, nil
+	return answer(rc.coordinator().OffsetFetch(rc.ctx, kreq.(*kmsg.OffsetFetchRequest)))
 }

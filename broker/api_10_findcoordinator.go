@@ -7,18 +7,23 @@ import (
 	"github.com/paddock-dev/paddock/internal/coordinator"
 )
 
-// FindCoordinator (key 10), versions 0–4 (v4 batches keys; v0–v3 answer one key at top level).
+// FindCoordinator (key 10): versions 0-4 (docs/wire.md, "FindCoordinator").
 //
-// Group keys (type 0; v0 has no type and means group) follow the registry's coordinator rule,
-// coordinator.Pick over the view's registered ids and Alive ids. The answer is read from the
-// view only — the answering broker is not added to either set — so every broker gives the same
-// answer for a group, and a draining broker (no longer Alive) stops being picked. The answer's
-// endpoint is the chosen broker's address on the request's listener (its registry row's, or
-// this connection's when it is the answering broker). Nothing alive, or a chosen broker with
-// no address on this listener → COORDINATOR_NOT_AVAILABLE.
+// Behaviour:
+//   - Group keys follow the registry's coordinator rule, coordinator.Pick over the view's
+//     registered and Alive ids. The answer is read from the view only — the answering broker
+//     is added to neither set — so every broker gives the same answer for a group, and a
+//     draining broker (no longer Alive) stops being picked.
+//   - The endpoint is the chosen broker's address on the request's listener (its registry
+//     row's, or this connection's when it is the answering broker).
+//   - Nothing alive, or a chosen broker with no address on this listener →
+//     COORDINATOR_NOT_AVAILABLE.
+//   - Transaction keys (type 1) → COORDINATOR_NOT_AVAILABLE until transactions exist; any
+//     other key type → INVALID_REQUEST.
 //
-// Transaction keys (type 1) answer COORDINATOR_NOT_AVAILABLE until transactions exist; any
-// other key type is INVALID_REQUEST.
+// Version notes:
+//   - v0: no key type: the key is a group.
+//   - v0-v3: one key, answered at the top level; v4 batches keys, each answered on its own.
 func init() { register(10, 0, 4, handleFindCoordinator) }
 
 const (
@@ -62,7 +67,7 @@ func (rc *requestContext) findCoordinator(key string, keyType int8) kmsg.FindCoo
 		return fail(kerr.InvalidRequest, "unknown coordinator key type")
 	}
 
-	id, ok := coordinator.Pick(key, rc.view.registered, rc.view.alive)
+	id, ok := coordinator.Pick(key, rc.view.RegisteredIDs(), rc.view.AliveIDs())
 	if !ok {
 		return fail(kerr.CoordinatorNotAvailable, "no broker is alive")
 	}

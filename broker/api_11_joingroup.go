@@ -6,31 +6,29 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// JoinGroup (key 11), the versions broker/groups serves (0–9; docs/groups.md). The
-// coordinator applies every rule; this handler only routes. A join may wait for its
-// rebalance (the initial delay, the other members' rejoins) for up to the rebalance timeout,
-// so it is answered later and alone (pipeline.go): the connection handles its next request
-// only once this one is answered, as an Apache broker does, and a client that goes away ends
-// the wait (the member stays in the group, as in Kafka). The protocol metadata is copied
-// first: it aliases the connection's frame buffer, which the next request reuses.
+// JoinGroup (key 11): the versions broker/groups serves (groups.VersionRange;
+// docs/groups.md).
+//
+// Behaviour:
+//   - The coordinator applies every rule; this handler only routes (rc.coordinator).
+//   - A join may wait for its rebalance (the initial delay, the other members' rejoins) for up
+//     to the rebalance timeout, so it is answered later and alone (wire.Answer.Alone): the
+//     connection handles its next request only once this one is answered, as an Apache
+//     broker does, and a client that goes away ends the wait (the member stays in the group,
+//     as in Kafka).
+//   - The protocol metadata is copied first: it aliases the connection's frame buffer, which
+//     the next request reuses.
 func init() { registerGroupAPI(11, handleJoinGroup) }
 
 func handleJoinGroup(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
-	c := rc.srv.Groups.Coordinator()
-	if c == nil {
-		return groupsUnavailable(kreq), nil
-	}
+	c := rc.coordinator()
 	req := kreq.(*kmsg.JoinGroupRequest)
 	for i := range req.Protocols {
 		req.Protocols[i].Metadata = bytes.Clone(req.Protocols[i].Metadata)
 	}
 	ctx, cl := rc.connCtx, rc.groupClient()
 	rc.answerLaterAlone(func() (kmsg.Response, error) {
-		resp, err := c.JoinGroup(ctx, cl, req)
-		if err != nil {
-			return nil, err
-		}
-		return resp, nil
+		return answer(c.JoinGroup(ctx, cl, req))
 	})
 	return nil, nil
 }

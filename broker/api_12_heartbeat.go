@@ -4,19 +4,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Heartbeat (key 12), the versions broker/groups serves (docs/groups.md): the coordinator applies
-// every rule; this handler only routes. It never waits for other clients, so it is answered in
-// place.
+// Heartbeat (key 12): the versions broker/groups serves (groups.VersionRange;
+// docs/groups.md).
+//
+// Behaviour:
+//   - The coordinator applies every rule; this handler only routes (rc.coordinator).
+//   - It never waits for other clients, so it is answered in place.
 func init() { registerGroupAPI(12, handleHeartbeat) }
 
 func handleHeartbeat(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
-	c := rc.srv.Groups.Coordinator()
-	if c == nil {
-		return groupsUnavailable(kreq), nil
-	}
-	resp, err := c.Heartbeat(rc.ctx, kreq.(*kmsg.HeartbeatRequest))
-	if err != nil {
-		return nil, err
-	}
-	return resp, nil
+	return answer(rc.coordinator().Heartbeat(rc.ctx, kreq.(*kmsg.HeartbeatRequest)))
 }

@@ -6,28 +6,25 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// SyncGroup (key 14), the versions broker/groups serves (0–5; docs/groups.md). A follower's
-// sync waits for the leader's assignment (up to the rebalance timeout), so it is answered
-// later and alone, as JoinGroup is (api_11_joingroup.go). The leader's assignments are
-// copied first: they alias the connection's frame buffer.
+// SyncGroup (key 14): the versions broker/groups serves (groups.VersionRange;
+// docs/groups.md).
+//
+// Behaviour:
+//   - The coordinator applies every rule; this handler only routes (rc.coordinator).
+//   - A follower's sync waits for the leader's assignment (up to the rebalance timeout), so
+//     it is answered later and alone, as JoinGroup is (api_11_joingroup.go).
+//   - The leader's assignments are copied first: they alias the connection's frame buffer.
 func init() { registerGroupAPI(14, handleSyncGroup) }
 
 func handleSyncGroup(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
-	c := rc.srv.Groups.Coordinator()
-	if c == nil {
-		return groupsUnavailable(kreq), nil
-	}
+	c := rc.coordinator()
 	req := kreq.(*kmsg.SyncGroupRequest)
 	for i := range req.GroupAssignment {
 		req.GroupAssignment[i].MemberAssignment = bytes.Clone(req.GroupAssignment[i].MemberAssignment)
 	}
 	ctx := rc.connCtx
 	rc.answerLaterAlone(func() (kmsg.Response, error) {
-		resp, err := c.SyncGroup(ctx, req)
-		if err != nil {
-			return nil, err
-		}
-		return resp, nil
+		return answer(c.SyncGroup(ctx, req))
 	})
 	return nil, nil
 }

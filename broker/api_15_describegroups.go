@@ -4,18 +4,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// DescribeGroups (key 15), the versions broker/groups serves (docs/groups.md): the coordinator
-// applies every rule; this handler only routes. Answered in place.
+// DescribeGroups (key 15): the versions broker/groups serves (groups.VersionRange;
+// docs/groups.md).
+//
+// Behaviour:
+//   - The coordinator applies every rule; this handler only routes (rc.coordinator).
+//   - Answered in place.
 func init() { registerGroupAPI(15, handleDescribeGroups) }
 
 func handleDescribeGroups(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
-	c := rc.srv.Groups.Coordinator()
-	if c == nil {
-		return groupsUnavailable(kreq), nil
-	}
-	resp, err := c.DescribeGroups(rc.ctx, kreq.(*kmsg.DescribeGroupsRequest))
-	if err != nil {
-		return nil, err
-	}
-	return resp, nil
+	return answer(rc.coordinator().DescribeGroups(rc.ctx, kreq.(*kmsg.DescribeGroupsRequest)))
 }

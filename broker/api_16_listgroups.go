@@ -4,18 +4,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// ListGroups (key 16), the versions broker/groups serves (docs/groups.md): the coordinator applies
-// every rule; this handler only routes. The groups this broker coordinates; answered in place.
+// ListGroups (key 16): the versions broker/groups serves (groups.VersionRange;
+// docs/groups.md).
+//
+// Behaviour:
+//   - The coordinator applies every rule; this handler only routes (rc.coordinator).
+//   - The groups this broker coordinates; answered in place.
 func init() { registerGroupAPI(16, handleListGroups) }
 
 func handleListGroups(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
-	c := rc.srv.Groups.Coordinator()
-	if c == nil {
-		return groupsUnavailable(kreq), nil
-	}
-	resp, err := c.ListGroups(rc.ctx, kreq.(*kmsg.ListGroupsRequest))
-	if err != nil {
-		return nil, err
-	}
-	return resp, nil
+	return answer(rc.coordinator().ListGroups(rc.ctx, kreq.(*kmsg.ListGroupsRequest)))
 }

@@ -3,22 +3,29 @@ package broker
 import (
 	"errors"
 	"slices"
+	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/paddock-dev/paddock/broker/wire"
 )
 
-// ApiVersions (key 18), versions 0–3. Every ApiVersions rule lives in this file.
+// ApiVersions (key 18): versions 0-3 (docs/wire.md, "Connections"). Every ApiVersions rule
+// lives in this file.
 //
-// The answer lists every key in the apis table with the range its handler implements, sorted
-// by key, so a client never sees a version we cannot decode. The response header is always
-// v0, even for the flexible v3, because the client reads it before it knows our versions
-// (responseHeaderTagged).
+// Behaviour:
+//   - The answer lists every key of the apis table with the range its handler implements,
+//     sorted by key, so a client never sees a version the broker cannot decode.
+//   - The response header is always v0, even for the flexible v3, because the client reads
+//     it before it knows our versions (responseHeaderTagged).
+//   - A request newer than v3 is not decoded at all: it is answered with a v0 body carrying
+//     UNSUPPORTED_VERSION and our key-18 range (apiVersionsFallback), and the client retries
+//     with a version we listed. Any other key with a version outside its range closes the
+//     connection.
 //
-// A request newer than v3 is not decoded at all: the connection answers it with a v0 body
-// carrying UNSUPPORTED_VERSION and our key-18 range (apiVersionsFallback), and the client
-// retries with a version we listed. Any other key with an unknown version closes the
-// connection. v3's client software name/version are accepted as sent.
+// Version notes:
+//   - v3: the client software name and version are accepted as sent.
 const apiVersionsKey = 18
 
 func init() { register(apiVersionsKey, 0, 3, handleApiVersions) }
@@ -42,10 +49,25 @@ func advertisedKeys() []kmsg.ApiVersionsResponseApiKey {
 	return keys
 }
 
+// servedAPIs names every key of the apis table with its range ("Metadata 0-12"), sorted by
+// key: what `paddock broker --help` lists.
+func servedAPIs() []string {
+	keys := advertisedKeys()
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		r := strconv.Itoa(int(k.MinVersion))
+		if k.MaxVersion != k.MinVersion {
+			r += "-" + strconv.Itoa(int(k.MaxVersion))
+		}
+		out[i] = kmsg.NameForKey(k.ApiKey) + " " + r
+	}
+	return out
+}
+
 // apiVersionsFallback is the answer to a request decodeRequest refused with err, when that
 // request is an ApiVersions newer than ours: ok is false for every other refusal, which
 // closes the connection.
-func apiVersionsFallback(h requestHeader, err error) (resp kmsg.Response, ok bool) {
+func apiVersionsFallback(h wire.Header, err error) (resp kmsg.Response, ok bool) {
 	if !errors.Is(err, errVersionRange) || h.Key != apiVersionsKey || h.Version <= apis[apiVersionsKey].max {
 		return nil, false
 	}

@@ -9,32 +9,38 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/broker/cluster"
 	"github.com/paddock-dev/paddock/internal/kafkaconfig"
 	"github.com/paddock-dev/paddock/internal/topicname"
 )
 
-// CreateTopics (key 19), versions 0–7 (Apache 3.7 parity). Each topic becomes a KafkaTopic
-// (Admin.newTopicObject); the assignment reconciler then gives its partitions leaders.
+// CreateTopics (key 19): versions 0-7, Apache 3.7's (docs/topics.md, "Admin APIs (broker)").
 //
-// Checks, per topic, in Apache's order (DATAPLANE.md §7): a name repeated in the request →
-// INVALID_REQUEST (every occurrence); Kafka's name rules → INVALID_TOPIC_EXCEPTION; a name
-// that exists → TOPIC_ALREADY_EXISTS; one that collides with an existing or earlier name by
-// '.' against '_' → INVALID_TOPIC_EXCEPTION; num_partitions 0 or below -1 (or above
-// v1alpha1.MaxPartitions) → INVALID_PARTITIONS, -1 → the cluster's num.partitions;
-// replication_factor 0 or below -1 → INVALID_REPLICATION_FACTOR, and above 1 too: storage is
-// shared, each partition has one replica (its leader) and the volume is the durability;
-// manual replica assignments → INVALID_REPLICA_ASSIGNMENT when counts are also set
-// (INVALID_REQUEST in Apache's words), and refused otherwise too: paddock places leaders
-// itself; an unknown config key, a null value or one paddock cannot honour (compaction,
-// recompression, min.insync.replicas > 1) → INVALID_CONFIG. validate_only (v1+) runs every
-// check and creates nothing.
+// Behaviour:
+//   - Each topic becomes a KafkaTopic (cluster.Admin.CreateTopic); the assignment reconciler
+//     then gives its partitions leaders.
+//   - Checks, per topic, in Apache's order: a name repeated in the request → INVALID_REQUEST
+//     (every occurrence); Kafka's name rules → INVALID_TOPIC_EXCEPTION; a name that exists →
+//     TOPIC_ALREADY_EXISTS; one that collides with an existing or earlier name by '.' against
+//     '_' → INVALID_TOPIC_EXCEPTION; num_partitions 0 or below -1 (or above
+//     v1alpha1.MaxPartitions) → INVALID_PARTITIONS, -1 → the cluster's num.partitions;
+//     replication_factor 0 or below -1 → INVALID_REPLICATION_FACTOR, and above 1 too: storage
+//     is shared, each partition has one replica (its leader) and the volume is the
+//     durability; manual replica assignments → INVALID_REPLICA_ASSIGNMENT when counts are
+//     also set (INVALID_REQUEST in Apache's words), and refused otherwise too: paddock places
+//     leaders itself; an unknown config key, a null value or one paddock cannot honour
+//     (compaction, recompression, min.insync.replicas > 1) → INVALID_CONFIG.
+//   - The answer waits, for at most the request's timeout (never more than maxAdminWait),
+//     until this broker's view shows every created topic with a topic id and a listed leader
+//     on every partition, so a client that produces right after creating finds a leader; it
+//     still answers NONE if the wait runs out (the topic exists; leaders follow).
+//   - A topic being deleted under the same name is waited out the same way before it is
+//     created again.
 //
-// The answer waits, for at most the request's timeout (and never more than maxAdminWait),
-// until the broker's view shows every created topic with a topic id and a listed leader on
-// every partition, so a client that produces right after creating finds a leader; it still
-// answers NONE if the wait runs out (the topic exists; leaders follow). A topic being deleted
-// under the same name is waited out the same way before it is created again. v5+ answers carry
-// the partition count, replication factor 1 and the topic's configs; v7 the topic id.
+// Version notes:
+//   - v1: validate_only runs every check and creates nothing.
+//   - v5: answers carry the partition count, replication factor 1 and the topic's configs.
+//   - v7: the topic id.
 func init() { register(19, 0, 7, handleCreateTopics) }
 
 // createSpec is one topic a client asked for, checked.
@@ -63,7 +69,7 @@ func handleCreateTopics(rc *requestContext, kreq kmsg.Request) (kmsg.Response, e
 		switch {
 		case counts[t.Topic] > 1:
 			r.ErrorCode, r.ErrorMessage = kerr.InvalidRequest.Code, errorf("Create topics request from client contains multiple topics named '%s'", t.Topic)
-		case rc.srv.Admin == nil:
+		case rc.h.Admin == nil:
 			r.ErrorCode, r.ErrorMessage = kerr.UnknownServerError.Code, strptr(errNoAdmin)
 		default:
 			spec, code, msg := checkCreate(rc.view, t, claimed)
@@ -90,7 +96,7 @@ func handleCreateTopics(rc *requestContext, kreq kmsg.Request) (kmsg.Response, e
 	}
 	snap := rc.view
 	if !req.ValidateOnly {
-		snap, _ = waitView(wait, rc.srv.View, func(s *Snapshot) bool { return rc.createdAndLed(s, specs) })
+		snap, _ = waitView(wait, rc.h.View, func(s *cluster.Snapshot) bool { return rc.createdAndLed(s, specs) })
 	}
 	for i, spec := range specs {
 		if spec != nil && req.Version >= 5 {
@@ -103,7 +109,7 @@ func handleCreateTopics(rc *requestContext, kreq kmsg.Request) (kmsg.Response, e
 
 // checkCreate checks one requested topic against the view and the names claimed so far; on
 // failure it returns the error code and Apache's message for it.
-func checkCreate(s *Snapshot, t kmsg.CreateTopicsRequestTopic, claimed map[string]string) (*createSpec, int16, string) {
+func checkCreate(s *cluster.Snapshot, t kmsg.CreateTopicsRequestTopic, claimed map[string]string) (*createSpec, int16, string) {
 	if err := topicname.Validate(t.Topic); err != nil {
 		return nil, kerr.InvalidTopicException.Code, err.Error()
 	}
@@ -155,12 +161,12 @@ func checkCreate(s *Snapshot, t kmsg.CreateTopicsRequestTopic, claimed map[strin
 // createTopic creates spec's KafkaTopic. A KafkaTopic of the same name that is being deleted
 // is waited out (until wait ends) and the create retried once.
 func (rc *requestContext) createTopic(write, wait context.Context, spec *createSpec) (int16, string) {
-	a := rc.srv.Admin
-	err := a.Client.Create(write, a.newTopicObject(spec.name, spec.partitions, spec.config))
+	a := rc.h.Admin
+	err := a.CreateTopic(write, spec.name, spec.partitions, spec.config)
 	if apierrors.IsAlreadyExists(err) {
-		if _, deleting := rc.srv.View.Snapshot().Deleted(spec.name); deleting {
-			if _, gone := waitView(wait, rc.srv.View, func(s *Snapshot) bool { _, d := s.Deleted(spec.name); return !d }); gone {
-				err = a.Client.Create(write, a.newTopicObject(spec.name, spec.partitions, spec.config))
+		if _, deleting := rc.h.View.Snapshot().Deleted(spec.name); deleting {
+			if _, gone := waitView(wait, rc.h.View, func(s *cluster.Snapshot) bool { _, d := s.Deleted(spec.name); return !d }); gone {
+				err = a.CreateTopic(write, spec.name, spec.partitions, spec.config)
 			} else {
 				return kerr.TopicAlreadyExists.Code, fmt.Sprintf("Topic '%s' is marked for deletion.", spec.name)
 			}
@@ -178,7 +184,7 @@ func (rc *requestContext) createTopic(write, wait context.Context, spec *createS
 
 // createdAndLed is true when every created topic is in the view with a topic id and a listed
 // leader for every partition.
-func (rc *requestContext) createdAndLed(s *Snapshot, specs []*createSpec) bool {
+func (rc *requestContext) createdAndLed(s *cluster.Snapshot, specs []*createSpec) bool {
 	for _, spec := range specs {
 		if spec == nil {
 			continue
@@ -193,7 +199,7 @@ func (rc *requestContext) createdAndLed(s *Snapshot, specs []*createSpec) bool {
 
 // fillCreated fills the v5+ fields of a successful topic: the partition count, replication
 // factor 1, its configs (as DescribeConfigs reports them) and, when the view has it, its id.
-func fillCreated(r *kmsg.CreateTopicsResponseTopic, s *Snapshot, spec *createSpec) {
+func fillCreated(r *kmsg.CreateTopicsResponseTopic, s *cluster.Snapshot, spec *createSpec) {
 	r.NumPartitions, r.ReplicationFactor = spec.partitions, 1
 	if t, ok := s.Topic(spec.name); ok {
 		r.TopicID = t.ID

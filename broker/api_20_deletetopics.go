@@ -7,22 +7,27 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/broker/cluster"
 )
 
-// DeleteTopics (key 20), versions 0–6 (Apache 3.7 parity). v0–5 name topics in TopicNames,
-// v6 in Topics, each by name or by topic id. Deleting a topic deletes its KafkaTopic, guarded
-// by the object's uid (a topic re-created meanwhile is not deleted by a stale request); the
-// assignment reconciler then unassigns it and one broker removes its data (docs/topics.md).
+// DeleteTopics (key 20): versions 0-6, Apache 3.7's (docs/topics.md, "Admin APIs (broker)").
 //
-// Errors: in v6 an entry with both a name and an id, or neither, and a topic named twice →
-// INVALID_REQUEST; an unknown name → UNKNOWN_TOPIC_OR_PARTITION, an unknown id →
-// UNKNOWN_TOPIC_ID; the cluster's delete.topic.enable=false → TOPIC_DELETION_DISABLED
-// (INVALID_REQUEST before v3, which has no such code). A deleted topic stops being served at
-// once: the answer waits (for at most the request's timeout) until this broker's view no
-// longer lists it, so the client's next Metadata here does not see it.
+// Behaviour:
+//   - Deleting a topic deletes its KafkaTopic, guarded by the object's uid (a topic re-created
+//     meanwhile is not deleted by a stale request); the assignment reconciler then unassigns
+//     it and one broker removes its data (docs/topics.md, "Deleting a topic").
+//   - Errors: a topic named twice → INVALID_REQUEST; an unknown name →
+//     UNKNOWN_TOPIC_OR_PARTITION, an unknown id → UNKNOWN_TOPIC_ID; the cluster's
+//     delete.topic.enable=false → TOPIC_DELETION_DISABLED.
+//   - A deleted topic stops being served at once: the answer waits (for at most the
+//     request's timeout) until this broker's view no longer lists it, so the client's next
+//     Metadata here does not see it.
+//
+// Version notes:
+//   - v0-v2: TOPIC_DELETION_DISABLED does not exist: INVALID_REQUEST instead.
+//   - v0-v5: topics by name in TopicNames; v6: in Topics, each by name or by topic id, and an
+//     entry with both or neither → INVALID_REQUEST.
 func init() { register(20, 0, 6, handleDeleteTopics) }
 
 func handleDeleteTopics(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
@@ -40,7 +45,7 @@ func handleDeleteTopics(rc *requestContext, kreq kmsg.Request) (kmsg.Response, e
 		}
 	}
 	seen := countBy(entries, deleteKey)
-	var deleted []*Topic
+	var deleted []*cluster.Topic
 	for _, e := range entries {
 		r := kmsg.NewDeleteTopicsResponseTopic()
 		r.Topic, r.TopicID = e.Topic, e.TopicID
@@ -56,7 +61,7 @@ func handleDeleteTopics(rc *requestContext, kreq kmsg.Request) (kmsg.Response, e
 		}
 		resp.Topics = append(resp.Topics, r)
 	}
-	waitView(wait, rc.srv.View, func(s *Snapshot) bool {
+	waitView(wait, rc.h.View, func(s *cluster.Snapshot) bool {
 		for _, t := range deleted {
 			if live, ok := s.Topic(t.Name); ok && live.UID == t.UID {
 				return false
@@ -76,14 +81,14 @@ func deleteKey(e kmsg.DeleteTopicsRequestTopic) string {
 }
 
 // checkDelete finds the topic an entry names, or the error the entry answers with.
-func (rc *requestContext) checkDelete(e kmsg.DeleteTopicsRequestTopic, duplicate bool, version int16) (*Topic, int16, string) {
+func (rc *requestContext) checkDelete(e kmsg.DeleteTopicsRequestTopic, duplicate bool, version int16) (*cluster.Topic, int16, string) {
 	hasID := e.TopicID != ([16]byte{})
 	switch {
 	case (e.Topic != nil) == hasID:
 		return nil, kerr.InvalidRequest.Code, "Exactly one of the topic name and the topic id must be set."
 	case duplicate:
 		return nil, kerr.InvalidRequest.Code, "Duplicate topic in the request."
-	case rc.srv.Admin == nil:
+	case rc.h.Admin == nil:
 		return nil, kerr.UnknownServerError.Code, errNoAdmin
 	case !rc.view.Config.DeleteTopicEnable:
 		if version < 3 {
@@ -104,11 +109,8 @@ func (rc *requestContext) checkDelete(e kmsg.DeleteTopicsRequestTopic, duplicate
 }
 
 // deleteTopic deletes t's KafkaTopic, if it is still the object the view showed.
-func (rc *requestContext) deleteTopic(write context.Context, t *Topic) (int16, string) {
-	a := rc.srv.Admin
-	kt := &v1alpha1.KafkaTopic{}
-	kt.Name, kt.Namespace = t.Object, a.Namespace
-	err := a.Client.Delete(write, kt, client.Preconditions{UID: &t.UID})
+func (rc *requestContext) deleteTopic(write context.Context, t *cluster.Topic) (int16, string) {
+	err := rc.h.Admin.DeleteTopic(write, t.Object, t.UID)
 	switch {
 	case err == nil:
 		return 0, ""

@@ -11,28 +11,32 @@ import (
 	"github.com/paddock-dev/paddock/broker/storage"
 )
 
-// InitProducerId (key 22), versions 0–4 (Apache 3.7 parity; DATAPLANE.md §3).
+// InitProducerId (key 22): versions 0-4, Apache 3.7's (docs/dataplane.md, "ListOffsets,
+// OffsetForLeaderEpoch, InitProducerId").
 //
-// Idempotent producers (null transactional id): a new producer id every time, epoch 0 —
-// also when the request names an existing producer id and epoch (v3+, KIP-360), as Apache's
-// coordinator does for a null transactional id. Ids come from storage.ProducerIDs on the
-// shared volume (<data>/<clusterID>/producer-ids/, blocks claimed and made durable before
-// any id in them is handed out), so they are unique across brokers and restarts. The
-// allocator is opened on first use, once the view knows the cluster id; until then the
-// answer is COORDINATOR_NOT_AVAILABLE (retriable). A volume failure answers
-// KAFKA_STORAGE_ERROR (retriable).
+// Behaviour:
+//   - Idempotent producers (a null transactional id) get a new producer id every time, epoch
+//     0 — also when the request names an existing producer id and epoch, as Apache's
+//     coordinator does for a null transactional id.
+//   - Ids come from storage.ProducerIDs on the shared volume (<data>/<clusterID>/producer-ids/:
+//     blocks claimed and made durable before any id in them is handed out), so they are
+//     unique across brokers and restarts. The allocator opens on first use, once the view
+//     knows the cluster id; until then → COORDINATOR_NOT_AVAILABLE (retriable). A volume
+//     failure → KAFKA_STORAGE_ERROR (retriable).
+//   - Checks, in Apache's order (KafkaApis.handleInitProducerIdRequest, then
+//     TransactionCoordinator.handleInitProducerId): exactly one of producer id and epoch is
+//     -1 → INVALID_REQUEST; a null transactional id → a new id; an empty one →
+//     INVALID_REQUEST; transaction_timeout_ms ≤ 0 or above transaction.max.timeout.ms
+//     (900000) → INVALID_TRANSACTION_TIMEOUT.
+//   - Transactions are not supported yet: any other transactional id is answered at once
+//     with UNSUPPORTED_FOR_MESSAGE_FORMAT (43, not retriable: "the broker does not support
+//     the request"), which clients surface as a fatal error instead of retrying; the broker
+//     logs why. (FindCoordinator for a transaction key answers COORDINATOR_NOT_AVAILABLE, so
+//     a client that asks for its transaction coordinator first retries until its own
+//     timeout.)
 //
-// Checks, in Apache's order (KafkaApis.handleInitProducerIdRequest, then
-// TransactionCoordinator.handleInitProducerId): exactly one of producer id and epoch is -1 →
-// INVALID_REQUEST; a null transactional id → a new id; an empty one → INVALID_REQUEST;
-// transaction_timeout_ms ≤ 0 or above transaction.max.timeout.ms (900000) →
-// INVALID_TRANSACTION_TIMEOUT.
-//
-// Transactions are not supported yet: any other transactional id is answered at once with
-// UNSUPPORTED_FOR_MESSAGE_FORMAT (43, not retriable: "the broker does not support the
-// request"), which clients surface as a fatal error instead of retrying; the broker logs
-// why. (FindCoordinator for a transaction key answers COORDINATOR_NOT_AVAILABLE, so a
-// client that asks for its transaction coordinator first retries until its own timeout.)
+// Version notes:
+//   - v3 (KIP-360): an existing producer id and epoch may be named.
 func init() { register(22, 0, 4, handleInitProducerID) }
 
 // transactionMaxTimeoutMs is Apache's transaction.max.timeout.ms default.
@@ -46,12 +50,12 @@ func handleInitProducerID(rc *requestContext, kreq kmsg.Request) (kmsg.Response,
 	case (req.ProducerID == -1) != (req.ProducerEpoch == -1):
 		resp.ErrorCode = kerr.InvalidRequest.Code
 	case req.TransactionalID == nil:
-		id, err := rc.srv.ProducerIDs.next(rc.view.ClusterID)
+		id, err := rc.h.ProducerIDs.next(rc.view.ClusterID)
 		switch {
 		case errors.Is(err, errNoClusterID):
 			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		case err != nil:
-			rc.srv.Log.Error(err, "InitProducerId: no producer id allocated")
+			rc.h.Log.Error(err, "InitProducerId: no producer id allocated")
 			resp.ErrorCode = kerr.KafkaStorageError.Code
 		default:
 			resp.ProducerID, resp.ProducerEpoch = id, 0
@@ -61,7 +65,7 @@ func handleInitProducerID(rc *requestContext, kreq kmsg.Request) (kmsg.Response,
 	case req.TransactionTimeoutMillis <= 0 || req.TransactionTimeoutMillis > transactionMaxTimeoutMs:
 		resp.ErrorCode = kerr.InvalidTransactionTimeout.Code
 	default:
-		rc.srv.Log.Info("InitProducerId for a transactional id refused: paddock does not support transactions yet", "transactionalID", *req.TransactionalID)
+		rc.h.Log.Info("InitProducerId for a transactional id refused: paddock does not support transactions yet", "transactionalID", *req.TransactionalID)
 		resp.ErrorCode = kerr.UnsupportedForMessageFormat.Code
 	}
 	return resp, nil

@@ -5,21 +5,25 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// OffsetForLeaderEpoch (key 23), versions 0–4 (Apache 3.7 parity; DATAPLANE.md §6).
-// librdkafka sends exactly v2, franz-go v4; clients use it to detect truncation after a
-// leader change (kgo validates committed offsets carrying an epoch, and reacts to
-// FENCED_LEADER_EPOCH with it).
+// OffsetForLeaderEpoch (key 23): versions 0-4, Apache 3.7's (docs/dataplane.md, "ListOffsets,
+// OffsetForLeaderEpoch, InitProducerId"). librdkafka sends exactly v2, franz-go v4; clients
+// use it to detect truncation after a leader change (kgo validates committed offsets carrying
+// an epoch, and reacts to FENCED_LEADER_EPOCH with it).
 //
-// Per partition: CurrentLeaderEpoch (v2+, -1 = none) below the view's epoch →
-// FENCED_LEADER_EPOCH, above → UNKNOWN_LEADER_EPOCH; unknown topic or partition →
-// UNKNOWN_TOPIC_OR_PARTITION; not led or not taken over here → NOT_LEADER_OR_FOLLOWER;
-// offline → KAFKA_STORAGE_ERROR. Otherwise the answer is storage's EpochEndOffset, Apache's
-// LeaderEpochFileCache.endOffsetFor from the epochs the segments are stamped with: the
-// leader's own epoch → (epoch, log end offset); an older epoch → (the largest epoch ≤ it, the
-// start offset of the epoch after that); older than every epoch → (the requested epoch, the
-// first epoch's start); newer than every epoch → (-1, -1). Every leader rolls a segment at
-// its epoch when it takes over, so the current epoch always answers. v0 has no epoch in the
-// answer.
+// Behaviour, per partition:
+//   - A CurrentLeaderEpoch (-1 = none) below the view's epoch → FENCED_LEADER_EPOCH, above →
+//     UNKNOWN_LEADER_EPOCH; an unknown topic or partition → UNKNOWN_TOPIC_OR_PARTITION; not
+//     led or not taken over here → NOT_LEADER_OR_FOLLOWER; offline → KAFKA_STORAGE_ERROR.
+//   - Otherwise storage's EpochEndOffset (Apache's LeaderEpochFileCache.endOffsetFor) from the
+//     epochs the segments are stamped with: the leader's own epoch → (epoch, log end offset);
+//     an older epoch → (the largest epoch ≤ it, the start offset of the epoch after that);
+//     older than every epoch → (the requested epoch, the first epoch's start); newer than
+//     every epoch → (-1, -1). Every leader rolls a segment at its epoch when it takes over, so
+//     the current epoch always answers.
+//
+// Version notes:
+//   - v0: no epoch in the answer.
+//   - v2: CurrentLeaderEpoch.
 func init() { register(23, 0, 4, handleOffsetForLeaderEpoch) }
 
 func handleOffsetForLeaderEpoch(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {

@@ -12,21 +12,26 @@ import (
 	"github.com/paddock-dev/paddock/internal/topicname"
 )
 
-// DescribeConfigs (key 32), versions 0–4 (Apache 3.7 parity), answered from the view with
-// internal/kafkaconfig's table: Apache's defaults, config types (v3+) and documentation (v3+,
-// when asked), and for every value its source (v1+; IsDefault in v0) and, when asked, its
-// synonyms in precedence order.
+// DescribeConfigs (key 32): versions 0-4, Apache 3.7's (docs/topics.md, "Admin APIs
+// (broker)"), answered from the view with internal/kafkaconfig's table.
 //
-// Resources: TOPIC — every topic key, the KafkaTopic's valid spec.config values
-// (DYNAMIC_TOPIC_CONFIG) over the cluster's through the key's broker synonyms
-// (DYNAMIC_DEFAULT_BROKER_CONFIG: the KafkaCluster's spec.config applies to every broker and
-// changes at run time) over Apache's defaults (DEFAULT_CONFIG); an invalid name →
-// INVALID_TOPIC_EXCEPTION, an unknown topic → UNKNOWN_TOPIC_OR_PARTITION. BROKER "" — the
-// cluster-wide configs that are set; BROKER <this broker's id> — every broker key
-// (broker.id read-only, STATIC_BROKER_CONFIG); another id or a non-number → INVALID_REQUEST, as
-// in Apache. BROKER_LOGGER <this id> — no loggers (paddock's log level is a flag). Other types
-// → INVALID_REQUEST. ConfigNames filters the keys; null or empty means all, and unknown names
-// are left out. Entries are never sensitive.
+// Behaviour:
+//   - TOPIC: every topic key, the KafkaTopic's valid spec.config values
+//     (DYNAMIC_TOPIC_CONFIG) over the cluster's through the key's broker synonyms
+//     (DYNAMIC_DEFAULT_BROKER_CONFIG: the KafkaCluster's spec.config applies to every broker
+//     and changes at run time) over Apache's defaults (DEFAULT_CONFIG); an invalid name →
+//     INVALID_TOPIC_EXCEPTION, an unknown topic → UNKNOWN_TOPIC_OR_PARTITION.
+//   - BROKER "": the cluster-wide configs that are set; BROKER <this broker's id>: every broker
+//     key (broker.id read-only, STATIC_BROKER_CONFIG); another id or a non-number →
+//     INVALID_REQUEST, as in Apache.
+//   - BROKER_LOGGER <this id>: no loggers (paddock's log level is a flag). Other types →
+//     INVALID_REQUEST.
+//   - ConfigNames filters the keys; null or empty means all, and unknown names are left out.
+//   - Entries are never sensitive; synonyms come in precedence order, when asked.
+//
+// Version notes:
+//   - v0: IsDefault instead of a source; v1: every value's source and, when asked, synonyms.
+//   - v3: config types, and documentation when asked.
 func init() { register(32, 0, 4, handleDescribeConfigs) }
 
 func handleDescribeConfigs(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {

@@ -9,17 +9,18 @@ import (
 	"github.com/paddock-dev/paddock/internal/kafkaconfig"
 )
 
-// AlterConfigs (key 33), versions 0–2 (Apache 3.7 parity): the legacy alter, which replaces a
-// topic's whole config with the given entries — keys left out revert to their defaults
-// (DATAPLANE.md §10). It writes the KafkaTopic's spec.config (topic_config.go).
+// AlterConfigs (key 33): versions 0-2, Apache 3.7's (docs/topics.md, "Admin APIs (broker)"):
+// the legacy alter, which replaces a topic's whole config with the given entries — keys left
+// out revert to their defaults. It writes the KafkaTopic's spec.config (topic_config.go).
 //
-// Errors per resource: a resource named twice → INVALID_REQUEST; a broker or broker-logger
-// resource → INVALID_REQUEST (broker configs are the KafkaCluster's spec.config, changed with
-// kubectl); an invalid topic name → INVALID_TOPIC_EXCEPTION; an unknown topic →
-// UNKNOWN_TOPIC_OR_PARTITION; a key given twice, a null value, an unknown key or a value
-// paddock cannot honour → INVALID_CONFIG, and nothing of that resource changes. ValidateOnly
-// runs the checks and changes nothing. The answer waits briefly (configWaitMs) until this
-// broker's view shows the change.
+// Behaviour, per resource:
+//   - A resource named twice → INVALID_REQUEST; a broker or broker-logger resource →
+//     INVALID_REQUEST (broker configs are the KafkaCluster's spec.config, changed with
+//     kubectl); an invalid topic name → INVALID_TOPIC_EXCEPTION; an unknown topic →
+//     UNKNOWN_TOPIC_OR_PARTITION; a key given twice, a null value, an unknown key or a value
+//     paddock cannot honour → INVALID_CONFIG, and nothing of that resource changes.
+//   - ValidateOnly runs the checks and changes nothing.
+//   - The answer waits briefly (configWaitMs) until this broker's view shows the change.
 func init() { register(33, 0, 2, handleAlterConfigs) }
 
 func handleAlterConfigs(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {

@@ -9,18 +9,22 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/broker/cluster"
 )
 
-// CreatePartitions (key 37), versions 0–3 (Apache 3.7 parity). Count is the topic's new
-// total; the KafkaTopic's spec.partitions is raised to it (the CRD refuses any decrease) and
-// the assignment reconciler places the new partitions.
+// CreatePartitions (key 37): versions 0-3, Apache 3.7's (docs/topics.md, "Admin APIs
+// (broker)").
 //
-// Errors: a topic named twice → INVALID_REQUEST; unknown → UNKNOWN_TOPIC_OR_PARTITION; Count
-// not above the current count, or above v1alpha1.MaxPartitions → INVALID_PARTITIONS; an
-// assignment → INVALID_REPLICA_ASSIGNMENT (with a wrong number of entries in Apache's words,
-// otherwise because paddock places leaders itself). ValidateOnly runs the checks and changes
-// nothing. The answer waits (for at most the request's timeout) until this broker's view shows
-// the new partitions with listed leaders.
+// Behaviour:
+//   - Count is the topic's new total: the KafkaTopic's spec.partitions is raised to it (the
+//     CRD refuses any decrease) and the assignment reconciler places the new partitions.
+//   - Errors: a topic named twice → INVALID_REQUEST; unknown → UNKNOWN_TOPIC_OR_PARTITION;
+//     Count not above the current count, or above v1alpha1.MaxPartitions →
+//     INVALID_PARTITIONS; an assignment → INVALID_REPLICA_ASSIGNMENT (with a wrong number of
+//     entries in Apache's words, otherwise because paddock places leaders itself).
+//   - ValidateOnly runs the checks and changes nothing.
+//   - The answer waits (for at most the request's timeout) until this broker's view shows
+//     the new partitions with listed leaders.
 func init() { register(37, 0, 3, handleCreatePartitions) }
 
 func handleCreatePartitions(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
@@ -46,7 +50,7 @@ func handleCreatePartitions(rc *requestContext, kreq kmsg.Request) (kmsg.Respons
 		resp.Topics = append(resp.Topics, r)
 	}
 	if !req.ValidateOnly {
-		waitView(wait, rc.srv.View, func(s *Snapshot) bool {
+		waitView(wait, rc.h.View, func(s *cluster.Snapshot) bool {
 			for name, n := range grown {
 				t, ok := s.Topic(name)
 				if !ok || len(t.Partitions) < int(n) || !rc.leadersListed(s, t) {
@@ -59,11 +63,11 @@ func handleCreatePartitions(rc *requestContext, kreq kmsg.Request) (kmsg.Respons
 	return resp, nil
 }
 
-func (rc *requestContext) checkCreatePartitions(rt kmsg.CreatePartitionsRequestTopic, duplicate bool) (*Topic, int16, string) {
+func (rc *requestContext) checkCreatePartitions(rt kmsg.CreatePartitionsRequestTopic, duplicate bool) (*cluster.Topic, int16, string) {
 	if duplicate {
 		return nil, kerr.InvalidRequest.Code, "Duplicate topic in the request."
 	}
-	if rc.srv.Admin == nil {
+	if rc.h.Admin == nil {
 		return nil, kerr.UnknownServerError.Code, errNoAdmin
 	}
 	t, ok := rc.view.Topic(rt.Topic)
@@ -87,14 +91,14 @@ func (rc *requestContext) checkCreatePartitions(rt kmsg.CreatePartitionsRequestT
 }
 
 // growTopic raises t's spec.partitions to count, on the current object.
-func (rc *requestContext) growTopic(write context.Context, t *Topic, count int32) (int16, string) {
-	_, err := rc.srv.Admin.updateTopic(write, t.Object, string(t.UID), liveTopic(func(kt *v1alpha1.KafkaTopic) error {
+func (rc *requestContext) growTopic(write context.Context, t *cluster.Topic, count int32) (int16, string) {
+	_, err := rc.h.Admin.UpdateSpec(write, t.Object, t.UID, func(kt *v1alpha1.KafkaTopic) error {
 		if kt.Spec.Partitions >= count {
 			return errAlreadyGrown{have: kt.Spec.Partitions}
 		}
 		kt.Spec.Partitions = count
 		return nil
-	}))
+	})
 	var grown errAlreadyGrown
 	switch {
 	case err == nil:

@@ -11,17 +11,21 @@ import (
 	"github.com/paddock-dev/paddock/internal/kafkaconfig"
 )
 
-// IncrementalAlterConfigs (key 44), versions 0–1 (Apache 3.7 parity): changes single keys of
-// a topic's config, on the current KafkaTopic (topic_config.go). Ops: SET (0) sets a value,
-// DELETE (1) removes the key (back to its default), APPEND (2) and SUBTRACT (3) add or remove
-// items of a list key, starting from its current effective value.
+// IncrementalAlterConfigs (key 44): versions 0-1, Apache 3.7's (docs/topics.md, "Admin APIs
+// (broker)"): changes single keys of a topic's config, on the current KafkaTopic
+// (topic_config.go).
 //
-// Errors per resource, besides those of AlterConfigs (api_33_alterconfigs.go): a key named
-// twice → INVALID_REQUEST; an unknown op or a SET with a null value → INVALID_REQUEST; an
-// unknown key, APPEND or SUBTRACT on a key that is no list, or a value paddock cannot honour →
-// INVALID_CONFIG. Only the keys the request names are checked, so an existing invalid entry
-// (set with kubectl, reported by the topic's Degraded condition) does not block other changes.
-// Nothing of a resource changes unless all of its ops pass.
+// Behaviour:
+//   - Ops: SET (0) sets a value, DELETE (1) removes the key (back to its default), APPEND (2)
+//     and SUBTRACT (3) add or remove items of a list key, starting from its current effective
+//     value.
+//   - Errors per resource, besides those of AlterConfigs (api_33_alterconfigs.go): a key
+//     named twice → INVALID_REQUEST; an unknown op or a SET with a null value →
+//     INVALID_REQUEST; an unknown key, APPEND or SUBTRACT on a key that is no list, or a value
+//     paddock cannot honour → INVALID_CONFIG.
+//   - Only the keys the request names are checked, so an existing invalid entry (set with
+//     kubectl, reported by the topic's Degraded condition) does not block other changes.
+//   - Nothing of a resource changes unless all of its ops pass.
 func init() { register(44, 0, 1, handleIncrementalAlterConfigs) }
 
 func handleIncrementalAlterConfigs(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {

@@ -4,18 +4,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// OffsetDelete (key 47), the versions broker/groups serves (docs/groups.md): the coordinator
-// applies every rule; this handler only routes. Answered in place, once the deletion is durable.
+// OffsetDelete (key 47): the versions broker/groups serves (groups.VersionRange;
+// docs/groups.md).
+//
+// Behaviour:
+//   - The coordinator applies every rule; this handler only routes (rc.coordinator).
+//   - Answered in place, once the deletion is durable.
 func init() { registerGroupAPI(47, handleOffsetDelete) }
 
 func handleOffsetDelete(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
-	c := rc.srv.Groups.Coordinator()
-	if c == nil {
-		return groupsUnavailable(kreq), nil
-	}
-	resp, err := c.OffsetDelete(rc.ctx, kreq.(*kmsg.OffsetDeleteRequest))
-	if err != nil {
-		return nil, err
-	}
-	return resp, nil
+	return answer(rc.coordinator().OffsetDelete(rc.ctx, kreq.(*kmsg.OffsetDeleteRequest)))
 }

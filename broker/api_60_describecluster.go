@@ -5,19 +5,23 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// DescribeCluster (key 60), versions 0–2. Apache 3.7 serves 0–1; v2 (KIP-1073, Kafka 4.0) is a
-// deliberate exception to our parity target, because it is the only way a client can see the
-// fenced state the registry reports.
+// DescribeCluster (key 60): versions 0-2 (docs/wire.md, "DescribeCluster"). Apache 3.7 serves
+// 0-1; v2 (KIP-1073, Kafka 4.0) is a deliberate exception to our parity target, because it is
+// the only way a client can see the fenced state the registry reports.
 //
-// v0/v1 and v2 without IncludeFencedBrokers list the serving brokers only (as Metadata does);
-// v2 with IncludeFencedBrokers lists every registered broker with IsFenced. The answering
-// broker is always listed and never fenced (see brokers).
+// Behaviour:
+//   - The serving brokers only (as Metadata lists them), unless v2 asks for the fenced ones.
+//     The answering broker is always listed and never fenced (see brokers).
+//   - An error answer is, as Apache's, the response's defaults plus the error: no brokers, an
+//     empty cluster id, endpoint type 1 and controller -1.
+//   - ControllerID follows Metadata's (controllerID).
+//   - ClusterAuthorizedOperations stays at the INT32_MIN sentinel unless requested (there is
+//     no authorizer, so requested means "all").
 //
-// EndpointType (v1+): 1 (brokers) is served; 2 (controllers) is MISMATCHED_ENDPOINT_TYPE, since
-// clients reach brokers only; any other type is UNSUPPORTED_ENDPOINT_TYPE. An error answer is,
-// as Apache's, the response's defaults plus the error: no brokers, an empty cluster id,
-// endpoint type 1 and controller -1. ControllerID follows Metadata. ClusterAuthorizedOperations stays at the
-// INT32_MIN sentinel unless requested (there is no authorizer, so requested means "all").
+// Version notes:
+//   - v1: EndpointType: 1 (brokers) is served; 2 (controllers) → MISMATCHED_ENDPOINT_TYPE,
+//     since clients reach brokers only; any other type → UNSUPPORTED_ENDPOINT_TYPE.
+//   - v2: IncludeFencedBrokers lists every registered broker with IsFenced.
 func init() { register(60, 0, 2, handleDescribeCluster) }
 
 const (

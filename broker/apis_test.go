@@ -1,18 +1,18 @@
 package broker
 
 import (
-	"context"
 	"slices"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/broker/cluster"
 	"github.com/paddock-dev/paddock/internal/coordinator"
+	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
 func newKgo(t *testing.T, seeds ...string) *kgo.Client {
@@ -23,13 +23,6 @@ func newKgo(t *testing.T, seeds ...string) *kgo.Client {
 	}
 	t.Cleanup(cl.Close)
 	return cl
-}
-
-func testCtx(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 func metadataBrokerIDs(resp *kmsg.MetadataResponse) []int32 {
@@ -48,7 +41,7 @@ func TestMetadataOmitsFencedBrokerAndKeepsSelf(t *testing.T) {
 	// A real client seeded with broker 0 only ever learns brokers 0 and 1.
 	cl := newKgo(t, tc.addrs[0])
 	for range 3 {
-		resp, err := kmsg.NewPtrMetadataRequest().RequestWith(testCtx(t), cl)
+		resp, err := kmsg.NewPtrMetadataRequest().RequestWith(testkit.Context(t), cl)
 		if err != nil {
 			t.Fatalf("metadata: %v", err)
 		}
@@ -91,13 +84,13 @@ func TestMetadataTopics(t *testing.T) {
 	tc := newTestCluster(t, 3)
 	tc.rows[2].State = v1alpha1.BrokerFenced
 	ordersID := [16]byte{1, 2, 3}
-	tc.publish([]Topic{
-		{Name: "orders", ID: ordersID, Partitions: []Partition{
+	tc.publish([]cluster.Topic{
+		{Name: "orders", ID: ordersID, Partitions: []cluster.Partition{
 			{Index: 0, Leader: 0, LeaderEpoch: 4},
 			{Index: 1, Leader: 2, LeaderEpoch: 1}, // fenced leader
 			{Index: 2, Leader: -1},                // unassigned
 		}},
-		{Name: "payments", Partitions: []Partition{{Index: 0, Leader: 1, LeaderEpoch: 2}}},
+		{Name: "payments", Partitions: []cluster.Partition{{Index: 0, Leader: 1, LeaderEpoch: 2}}},
 	})
 	c := dialKafka(t, tc.addrs[0])
 	topic := func(name string) kmsg.MetadataRequestTopic {
@@ -139,7 +132,7 @@ func TestMetadataTopics(t *testing.T) {
 		req := kmsg.NewPtrMetadataRequest()
 		req.Topics = []kmsg.MetadataRequestTopic{topic("missing")}
 		req.AllowAutoTopicCreation = true
-		resp, err := req.RequestWith(testCtx(t), cl)
+		resp, err := req.RequestWith(testkit.Context(t), cl)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -188,7 +181,7 @@ func TestMetadataTopics(t *testing.T) {
 
 func TestMetadataEveryAdvertisedVersionRoundTrips(t *testing.T) {
 	tc := newTestCluster(t, 2)
-	tc.publish([]Topic{{Name: "t", Partitions: []Partition{{Index: 0, Leader: 1}}}})
+	tc.publish([]cluster.Topic{{Name: "t", Partitions: []cluster.Partition{{Index: 0, Leader: 1}}}})
 	c := dialKafka(t, tc.addrs[0])
 	for v := int16(0); v <= 12; v++ {
 		req := kmsg.NewPtrMetadataRequest()
@@ -284,7 +277,7 @@ func TestDescribeClusterFencedVisibility(t *testing.T) {
 		cl := newKgo(t, tc.addrs[2])
 		req := kmsg.NewPtrDescribeClusterRequest()
 		req.IncludeFencedBrokers = true
-		resp, err := req.RequestWith(testCtx(t), cl)
+		resp, err := req.RequestWith(testkit.Context(t), cl)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -404,7 +397,7 @@ func TestFindCoordinatorFollowsTheRuleAndHealth(t *testing.T) {
 	cl := newKgo(t, tc.addrs[2])
 	req := kmsg.NewPtrFindCoordinatorRequest()
 	req.CoordinatorKey = "billing"
-	resp, err := req.RequestWith(testCtx(t), cl)
+	resp, err := req.RequestWith(testkit.Context(t), cl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -464,8 +457,9 @@ func TestApiVersionsAdvertisesExactlyTheHandlerTable(t *testing.T) {
 	for _, k := range resp.ApiKeys {
 		got = append(got, kr{k.ApiKey, k.MinVersion, k.MaxVersion})
 	}
-	// Apache 3.7's ranges (REFERENCE.md) for every key served; DescribeCluster goes to v2,
-	// Produce starts at 3 and Fetch at 4 (record batches v2 only, DATAPLANE.md §1.3).
+	// Apache 3.7's ranges (docs/wire.md, "Keys and versions") for every key served;
+	// DescribeCluster goes to v2, Produce starts at 3 and Fetch at 4 (record batches v2 only:
+	// docs/dataplane.md, "Record batch v2").
 	// The group APIs (8, 9, 11–16, 42, 47) are broker/groups' ranges, Apache 3.7's too.
 	want := []kr{{0, 3, 10}, {1, 4, 16}, {2, 0, 8}, {3, 0, 12}, {8, 0, 9}, {9, 0, 9}, {10, 0, 4}, {11, 0, 9}, {12, 0, 4}, {13, 0, 5},
 		{14, 0, 5}, {15, 0, 5}, {16, 0, 4}, {18, 0, 3}, {19, 0, 7}, {20, 0, 6}, {22, 0, 4}, {23, 0, 4}, {32, 0, 4}, {33, 0, 2},
@@ -608,5 +602,43 @@ func TestBrokerWithoutAnAddressIsNeverAdvertised(t *testing.T) {
 	}
 	if onTwo == 0 {
 		t.Fatal("no group of 60 lives on broker 2: the test does not reach the rule")
+	}
+}
+
+// A broker without a group coordinator (no data directory) answers every group API as
+// broker/groups does before its first view — COORDINATOR_NOT_AVAILABLE, so a client looks
+// for the coordinator again — on one connection that stays open throughout.
+func TestGroupAPIsWithoutACoordinatorAnswerCoordinatorNotAvailable(t *testing.T) {
+	tc := newTestCluster(t, 1)
+	tc.publish([]cluster.Topic{{Name: "t", Partitions: []cluster.Partition{{Index: 0, Leader: 0}}}})
+	c := dialKafka(t, tc.addrs[0])
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Version, commit.Group = 8, "g"
+	commit.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1}}}}
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Version, join.Group, join.ProtocolType, join.SessionTimeoutMillis = 9, "g", "consumer", 10000
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range"}}
+	for _, tt := range []struct {
+		req  kmsg.Request
+		code func(kmsg.Response) int16
+	}{
+		{join, func(r kmsg.Response) int16 { return r.(*kmsg.JoinGroupResponse).ErrorCode }},
+		{&kmsg.SyncGroupRequest{Version: 5, Group: "g", ProtocolType: strptr("consumer"), Protocol: strptr("range")},
+			func(r kmsg.Response) int16 { return r.(*kmsg.SyncGroupResponse).ErrorCode }},
+		{&kmsg.HeartbeatRequest{Version: 4, Group: "g"}, func(r kmsg.Response) int16 { return r.(*kmsg.HeartbeatResponse).ErrorCode }},
+		{&kmsg.LeaveGroupRequest{Version: 5, Group: "g"}, func(r kmsg.Response) int16 { return r.(*kmsg.LeaveGroupResponse).ErrorCode }},
+		{commit, func(r kmsg.Response) int16 { return r.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode }},
+		{&kmsg.OffsetFetchRequest{Version: 8, Groups: []kmsg.OffsetFetchRequestGroup{{Group: "g"}}},
+			func(r kmsg.Response) int16 { return r.(*kmsg.OffsetFetchResponse).Groups[0].ErrorCode }},
+		{&kmsg.DescribeGroupsRequest{Version: 5, Groups: []string{"g"}},
+			func(r kmsg.Response) int16 { return r.(*kmsg.DescribeGroupsResponse).Groups[0].ErrorCode }},
+		{&kmsg.ListGroupsRequest{Version: 4}, func(r kmsg.Response) int16 { return r.(*kmsg.ListGroupsResponse).ErrorCode }},
+		{&kmsg.DeleteGroupsRequest{Version: 2, Groups: []string{"g"}},
+			func(r kmsg.Response) int16 { return r.(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode }},
+		{&kmsg.OffsetDeleteRequest{Version: 0, Group: "g"}, func(r kmsg.Response) int16 { return r.(*kmsg.OffsetDeleteResponse).ErrorCode }},
+	} {
+		if got := tt.code(roundTrip(t, c, tt.req)); got != kerr.CoordinatorNotAvailable.Code {
+			t.Errorf("%s: error %d, want COORDINATOR_NOT_AVAILABLE", kmsg.NameForKey(tt.req.Key()), got)
+		}
 	}
 }

@@ -8,7 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
-// Metadata auto-creation (DATAPLANE.md §7): a Metadata request naming an unknown topic with
+// Metadata auto-creation (docs/topics.md, "Admin APIs (broker)"): a Metadata request naming an unknown topic with
 // allow_auto_topic_creation (implied before v4), on a cluster whose auto.create.topics.enable
 // is true (the default), creates the topic with num.partitions partitions — in the background:
 // the Metadata answer does not wait, it says UNKNOWN_TOPIC_OR_PARTITION as KRaft brokers do,
@@ -56,22 +56,23 @@ func (a *autoCreator) start(name string, create func()) bool {
 func (a *autoCreator) wait() { a.wg.Wait() }
 
 // autoCreateTopic creates topic name with partitions partitions in the background. Its context
-// is the server's, so Close ends it.
-func (s *Server) autoCreateTopic(name string, partitions int32) {
-	if s.Admin == nil {
+// is the Handler's, so Handler.Close ends it.
+func (h *Handler) autoCreateTopic(name string, partitions int32) {
+	if h.Admin == nil {
 		return
 	}
-	s.autoCreate.start(name, func() {
-		ctx, cancel := context.WithTimeout(s.base, autoCreateTimeout)
+	h.init()
+	h.autoCreate.start(name, func() {
+		ctx, cancel := context.WithTimeout(h.base, autoCreateTimeout)
 		defer cancel()
-		err := s.Admin.Client.Create(ctx, s.Admin.newTopicObject(name, partitions, nil))
+		err := h.Admin.CreateTopic(ctx, name, partitions, nil)
 		switch {
 		case err == nil:
-			s.Log.Info("Auto-created topic", "topic", name, "partitions", partitions)
+			h.Log.Info("Auto-created topic", "topic", name, "partitions", partitions)
 		case apierrors.IsAlreadyExists(err):
-			s.Log.V(1).Info("Auto-creation found the topic already created", "topic", name)
-		case s.base.Err() == nil:
-			s.Log.Error(err, "Auto-creating topic failed", "topic", name)
+			h.Log.V(1).Info("Auto-creation found the topic already created", "topic", name)
+		case h.base.Err() == nil:
+			h.Log.Error(err, "Auto-creating topic failed", "topic", name)
 		}
 	})
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/broker/cluster"
+	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
 // The benchmarks compare round trips of the same request bytes against paddock and against
@@ -23,30 +25,29 @@ import (
 
 func benchPaddock(b *testing.B) string {
 	b.Helper()
-	view := NewMemoryView(Snapshot{})
+	view := cluster.NewMemoryView(cluster.Snapshot{})
 	var rows []v1alpha1.BrokerRow
 	var addr string
 	for i := range 3 {
-		ln := listenLoopback(b)
+		ln := testkit.Listen(b)
 		host, portStr, _ := net.SplitHostPort(ln.Addr().String())
 		port, _ := strconv.Atoi(portStr)
-		srv := &Server{View: view, Self: int32(i), Log: logr.Discard()}
+		srv := newTestServer(b, &Handler{View: view, Self: int32(i), Log: logr.Discard()})
 		go func() { _ = srv.Serve(ln) }()
-		b.Cleanup(func() { _ = srv.Close() })
 		rows = append(rows, v1alpha1.BrokerRow{ID: int32(i), Host: host, Port: int32(port), State: v1alpha1.BrokerServing, Health: v1alpha1.BrokerAlive})
 		if i == 0 {
 			addr = ln.Addr().String()
 		}
 	}
-	var topics []Topic
+	var topics []cluster.Topic
 	for _, name := range []string{"a", "b", "c"} {
-		t := Topic{Name: name}
+		t := cluster.Topic{Name: name}
 		for p := range int32(3) {
-			t.Partitions = append(t.Partitions, Partition{Index: p, Leader: p})
+			t.Partitions = append(t.Partitions, cluster.Partition{Index: p, Leader: p})
 		}
 		topics = append(topics, t)
 	}
-	view.Set(Snapshot{ClusterID: testClusterID, Brokers: rows, Topics: topics})
+	view.Set(cluster.Snapshot{ClusterID: testClusterID, Brokers: rows, Topics: topics})
 	return addr
 }
 

@@ -10,17 +10,16 @@ import (
 	"time"
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/broker/cluster"
+	"github.com/paddock-dev/paddock/broker/wire"
 	"github.com/paddock-dev/paddock/internal/registry"
 )
-
-// DefaultMaxFrameBytes caps a request frame, as Kafka's socket.request.max.bytes does.
-const DefaultMaxFrameBytes = 100 << 20
 
 // Config is everything `paddock broker` is told at start: flags (docs/architecture.md, "The broker pod"), each with a
 // PADDOCK_<FLAG> environment default, and the pod identity from the downward API.
 type Config struct {
 	Cluster           string
-	Listeners         []ListenerSpec
+	Listeners         []cluster.ListenerSpec
 	HealthPort        int
 	HeartbeatInterval time.Duration
 	SessionTimeout    time.Duration
@@ -31,51 +30,8 @@ type Config struct {
 	MaxFrameBytes     int
 	LogLevel          string
 
-	Identity Identity
+	Identity cluster.Identity
 }
-
-// ListenerSpec is one --listeners entry, name:port:how, with its --advertised-host-templates
-// entry. how is PodDNS or PodIP for an Internal listener, NodePort or LoadBalancer for an
-// external one (addresses.go).
-type ListenerSpec struct {
-	Name string
-	Port int32
-	// Type is Internal (also when empty), NodePort or LoadBalancer.
-	Type v1alpha1.ListenerType
-	// Mode is an Internal listener's PodDNS or PodIP; empty for the external types.
-	Mode v1alpha1.AdvertisedHostMode
-	// Template is the listener's advertisedHostTemplate as given; empty without one.
-	Template string
-	// Host is the advertised host as far as the flags and the pod identity tell it: the
-	// template with every placeholder but {nodeAddress} replaced, else Mode's host. Empty for
-	// a NodePort or LoadBalancer listener without a template, whose host only the node or
-	// the load balancer can give.
-	Host string
-}
-
-// NeedsNodeAddress is the API's rule (v1alpha1.Listener.NeedsNodeAddress) for this listener.
-func (l ListenerSpec) NeedsNodeAddress() bool {
-	return v1alpha1.Listener{Type: l.Type, AdvertisedHostTemplate: l.Template}.NeedsNodeAddress()
-}
-
-// Static reports whether the listener's address is known from the flags and the pod identity
-// alone: an Internal listener whose template names no {nodeAddress}.
-func (l ListenerSpec) Static() bool {
-	return (l.Type == "" || l.Type == v1alpha1.ListenerInternal) && !l.NeedsNodeAddress()
-}
-
-// Identity is who this broker is, from the pod's downward-API environment.
-type Identity struct {
-	ID        int32
-	Pod       string // POD_NAME
-	Namespace string // POD_NAMESPACE
-	UID       string // POD_UID
-	IP        string // POD_IP
-	Node      string // NODE_NAME
-}
-
-// HolderIdentity is the heartbeat Lease's holderIdentity: one value per pod incarnation.
-func (id Identity) HolderIdentity() string { return id.Pod + "_" + id.UID }
 
 // envName is the environment variable that defaults flag name: PADDOCK_<NAME_IN_UPPER_SNAKE>.
 func envName(flagName string) string {
@@ -128,7 +84,7 @@ func newFlagSet(cfg *Config, listeners, templates *string, getenv func(string) s
 	str(&cfg.DataDir, "data-dir", "/var/lib/paddock", "directory of the cluster's shared data volume (partition data; deleted topics' data is removed from it)")
 	str(&cfg.ClusterDomain, "cluster-domain", "cluster.local", "cluster DNS domain used in PodDNS advertised hosts")
 	str(&cfg.BindAddress, "bind-address", "", "IP address the listeners and the health server bind to; empty binds every interface")
-	num(&cfg.MaxFrameBytes, "max-frame-bytes", DefaultMaxFrameBytes, "largest request frame accepted; a larger size prefix closes the connection before any allocation")
+	num(&cfg.MaxFrameBytes, "max-frame-bytes", wire.DefaultMaxFrameBytes, "largest request frame accepted; a larger size prefix closes the connection before any allocation")
 	str(&cfg.LogLevel, "log-level", "info", "log level: debug, info or error")
 	return fs, &envErrs
 }
@@ -150,8 +106,8 @@ func parseConfig(cfg *Config, listeners, templates string, envErrs []error, gete
 	if cfg.DrainTimeout < 0 {
 		return fmt.Errorf("--drain-timeout %s is negative", cfg.DrainTimeout)
 	}
-	if cfg.MaxFrameBytes < minFrameBytes {
-		return fmt.Errorf("--max-frame-bytes %d is below the smallest request (%d)", cfg.MaxFrameBytes, minFrameBytes)
+	if cfg.MaxFrameBytes < wire.MinFrameBytes {
+		return fmt.Errorf("--max-frame-bytes %d is below the smallest request (%d)", cfg.MaxFrameBytes, wire.MinFrameBytes)
 	}
 	id, err := identityFromEnv(cfg.Cluster, getenv)
 	if err != nil {
@@ -168,7 +124,7 @@ func parseConfig(cfg *Config, listeners, templates string, envErrs []error, gete
 	for i := range ls {
 		switch {
 		case ls[i].Template != "":
-			ls[i].Host = expandTemplate(ls[i].Template, id)
+			ls[i].Host = cluster.ExpandTemplate(ls[i].Template, id)
 		case ls[i].Type == v1alpha1.ListenerInternal:
 			h, err := advertisedHost(ls[i].Mode, cfg.Cluster, cfg.ClusterDomain, id)
 			if err != nil {
@@ -182,14 +138,14 @@ func parseConfig(cfg *Config, listeners, templates string, envErrs []error, gete
 }
 
 // parseTemplates sets the Template of the listeners s names: name=template[,...].
-func parseTemplates(ls []ListenerSpec, s string) error {
+func parseTemplates(ls []cluster.ListenerSpec, s string) error {
 	for _, item := range strings.Split(s, ",") {
 		item = strings.TrimSpace(item)
 		if item == "" {
 			continue
 		}
 		name, tmpl, ok := strings.Cut(item, "=")
-		i := slices.IndexFunc(ls, func(l ListenerSpec) bool { return l.Name == name })
+		i := slices.IndexFunc(ls, func(l cluster.ListenerSpec) bool { return l.Name == name })
 		switch {
 		case !ok || tmpl == "":
 			return fmt.Errorf("advertised host template %q: want name=template", item)
@@ -203,22 +159,11 @@ func parseTemplates(ls []ListenerSpec, s string) error {
 	return nil
 }
 
-// expandTemplate replaces the placeholders the pod identity answers; {nodeAddress} stays for
-// the node to answer (addresses.go).
-func expandTemplate(tmpl string, id Identity) string {
-	return strings.NewReplacer(
-		v1alpha1.PlaceholderID, strconv.Itoa(int(id.ID)),
-		v1alpha1.PlaceholderPod, id.Pod,
-		v1alpha1.PlaceholderNamespace, id.Namespace,
-		v1alpha1.PlaceholderNode, id.Node,
-	).Replace(tmpl)
-}
-
 // identityFromEnv reads the pod identity. The broker id is the registry's own rule for pod
 // names (registry.Ordinal): a pod the registry would not register as a broker of cluster is
 // refused here, so a broker can never claim an id the registry does not give it.
-func identityFromEnv(cluster string, getenv func(string) string) (Identity, error) {
-	id := Identity{
+func identityFromEnv(clusterName string, getenv func(string) string) (cluster.Identity, error) {
+	id := cluster.Identity{
 		Pod:       getenv("POD_NAME"),
 		Namespace: getenv("POD_NAMESPACE"),
 		UID:       getenv("POD_UID"),
@@ -228,18 +173,18 @@ func identityFromEnv(cluster string, getenv func(string) string) (Identity, erro
 	if id.Pod == "" || id.Namespace == "" {
 		return id, errors.New("POD_NAME and POD_NAMESPACE must be set (downward API)")
 	}
-	n, ok := registry.Ordinal(cluster, id.Pod)
+	n, ok := registry.Ordinal(clusterName, id.Pod)
 	if !ok {
 		return id, fmt.Errorf("POD_NAME %q is not a broker pod of cluster %s (want %s<id>, the id without leading zeros)",
-			id.Pod, cluster, v1alpha1.StatefulSetName(cluster)+"-")
+			id.Pod, clusterName, v1alpha1.StatefulSetName(clusterName)+"-")
 	}
 	id.ID = n
 	return id, nil
 }
 
 // parseListeners parses name:port:how[,...]; how defaults to PodDNS when omitted.
-func parseListeners(s string) ([]ListenerSpec, error) {
-	var out []ListenerSpec
+func parseListeners(s string) ([]cluster.ListenerSpec, error) {
+	var out []cluster.ListenerSpec
 	seen := map[string]bool{}
 	for _, item := range strings.Split(s, ",") {
 		item = strings.TrimSpace(item)
@@ -254,7 +199,7 @@ func parseListeners(s string) ([]ListenerSpec, error) {
 		if err != nil || port == 0 {
 			return nil, fmt.Errorf("listener %q: bad port %q", item, parts[1])
 		}
-		l := ListenerSpec{Name: parts[0], Port: int32(port), Type: v1alpha1.ListenerInternal, Mode: v1alpha1.AdvertisePodDNS}
+		l := cluster.ListenerSpec{Name: parts[0], Port: int32(port), Type: v1alpha1.ListenerInternal, Mode: v1alpha1.AdvertisePodDNS}
 		if len(parts) == 3 {
 			switch how := parts[2]; how {
 			case string(v1alpha1.AdvertisePodDNS), string(v1alpha1.AdvertisePodIP):
@@ -278,12 +223,12 @@ func parseListeners(s string) ([]ListenerSpec, error) {
 }
 
 // advertisedHost is the host clients are told for a listener in mode (docs/architecture.md, "The broker pod").
-func advertisedHost(mode v1alpha1.AdvertisedHostMode, cluster, domain string, id Identity) (string, error) {
+func advertisedHost(mode v1alpha1.AdvertisedHostMode, clusterName, domain string, id cluster.Identity) (string, error) {
 	if mode == v1alpha1.AdvertisePodIP {
 		if id.IP == "" {
 			return "", errors.New("mode PodIP needs POD_IP")
 		}
 		return id.IP, nil
 	}
-	return fmt.Sprintf("%s.%s.%s.svc.%s", id.Pod, v1alpha1.HeadlessServiceName(cluster), id.Namespace, domain), nil
+	return fmt.Sprintf("%s.%s.%s.svc.%s", id.Pod, v1alpha1.HeadlessServiceName(clusterName), id.Namespace, domain), nil
 }

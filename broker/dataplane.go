@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/paddock-dev/paddock/broker/cluster"
 	"github.com/paddock-dev/paddock/broker/storage"
 )
 
@@ -16,8 +17,8 @@ import (
 // servedPartition is one requested partition as the request's view and this broker's
 // Partitions see it.
 type servedPartition struct {
-	part Partition    // from the view
-	log  *storage.Log // set only when code is 0
+	part cluster.Partition // from the view
+	log  *storage.Log      // set only when code is 0
 	code int16
 }
 
@@ -28,9 +29,9 @@ type servedPartition struct {
 // no topic id yet, no data directory, takeover queued or running, fenced by a newer epoch
 // than the view shows, or held at another epoch — is NOT_LEADER_OR_FOLLOWER too; a partition
 // a storage error took offline is KAFKA_STORAGE_ERROR.
-func (rc *requestContext) partition(t *Topic, index int32, currentEpoch int32) servedPartition {
+func (rc *requestContext) partition(t *cluster.Topic, index int32, currentEpoch int32) servedPartition {
 	if index < 0 || int(index) >= len(t.Partitions) {
-		return servedPartition{part: Partition{Index: index, Leader: -1, LeaderEpoch: -1}, code: kerr.UnknownTopicOrPartition.Code}
+		return servedPartition{part: cluster.Partition{Index: index, Leader: -1, LeaderEpoch: -1}, code: kerr.UnknownTopicOrPartition.Code}
 	}
 	sp := servedPartition{part: t.Partitions[index]}
 	switch {
@@ -45,7 +46,7 @@ func (rc *requestContext) partition(t *Topic, index int32, currentEpoch int32) s
 	if sp.part.Leader != rc.self || t.ID == ([16]byte{}) {
 		return sp
 	}
-	l := rc.srv.Partitions.Leader(partitionKey{t.ID, index})
+	l := rc.h.Partitions.Leader(partitionKey{t.ID, index})
 	if l == nil || l.epoch != sp.part.LeaderEpoch {
 		return sp
 	}
@@ -122,7 +123,7 @@ func (h *hintTargets) add(topic string, index int32, set func(leader, epoch int3
 // metadata.
 func (h hintTargets) resolve(rc *requestContext) []endpoint {
 	fresh := *rc
-	fresh.view = rc.srv.View.Snapshot()
+	fresh.view = rc.h.View.Snapshot()
 	listed := fresh.brokers(false)
 	var eps []endpoint
 	seen := map[int32]bool{}

@@ -1,7 +1,6 @@
 package broker_test
 
 import (
-	"context"
 	"sync"
 	"testing"
 	"time"
@@ -72,13 +71,6 @@ func batches(t *testing.T, b []byte) []kmsg.RecordBatch {
 		b = b[12+int(rb.Length):]
 	}
 	return out
-}
-
-func testCtx(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 // slowSyncs is a storage file system whose every file sync first sleeps for a delay the test

@@ -14,14 +14,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/broker/cluster"
 	"github.com/paddock-dev/paddock/broker/internal/recordbatch"
 	"github.com/paddock-dev/paddock/broker/storage"
+	"github.com/paddock-dev/paddock/broker/wire"
+	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
-// dataServer is one wire Server with a partition manager over an in-memory view that gives
+// dataServer is one wire server with a partition manager over an in-memory view that gives
 // it topic "t" (one partition, epoch 1), on a fresh data directory.
 type dataServer struct {
-	srv   *Server
+	srv   *wire.Server
 	parts *Partitions
 	addr  string
 	id    [16]byte
@@ -30,28 +33,28 @@ type dataServer struct {
 func startDataServer(t *testing.T, fsys storage.FS, selfFenced func() bool) *dataServer {
 	t.Helper()
 	id := [16]byte{7, 7, 7}
-	view := NewMemoryView(Snapshot{
+	view := cluster.NewMemoryView(cluster.Snapshot{
 		ClusterID: testClusterID,
 		Brokers:   []v1alpha1.BrokerRow{{ID: 0, State: v1alpha1.BrokerServing, Health: v1alpha1.BrokerAlive}},
-		Topics:    []Topic{{Name: "t", ID: id, Partitions: []Partition{{Index: 0, Leader: 0, LeaderEpoch: 1}}}},
+		Topics:    []cluster.Topic{{Name: "t", ID: id, Partitions: []cluster.Partition{{Index: 0, Leader: 0, LeaderEpoch: 1}}}},
 	})
 	parts := NewPartitions(PartitionsConfig{Self: 0, DataDir: t.TempDir(), View: view, FS: fsys, Log: testr.New(t)})
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan struct{})
 	go func() { parts.Run(ctx); close(ran) }()
-	srv := &Server{View: view, Self: 0, Log: testr.New(t), Partitions: parts, SelfFenced: selfFenced}
-	ln := listenLoopback(t)
+	srv := newTestServer(t, &Handler{View: view, Self: 0, Log: testr.New(t), Partitions: parts, SelfFenced: selfFenced})
+	ln := testkit.Listen(t)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	t.Cleanup(func() {
 		_ = srv.Close() // always nil
-		if err := <-served; !errors.Is(err, ErrServerClosed) {
+		if err := <-served; !errors.Is(err, wire.ErrServerClosed) {
 			t.Errorf("Serve returned %v, want ErrServerClosed", err)
 		}
 		cancel()
 		<-ran
 	})
-	eventually(t, "the partition taken over", parts.CaughtUp)
+	testkit.Eventually(t, "the partition taken over", parts.CaughtUp)
 	return &dataServer{srv: srv, parts: parts, addr: ln.Addr().String(), id: id}
 }
 
@@ -86,7 +89,7 @@ func TestSelfFenceRule(t *testing.T) {
 	if (&Broker{}).selfFenced() {
 		t.Error("a broker without a heartbeat (an in-memory view) self-fenced")
 	}
-	b := &Broker{Heartbeat: &Heartbeat{SessionTimeout: time.Second}, started: time.Now().Add(-2 * time.Second)}
+	b := &Broker{Heartbeat: &cluster.Heartbeat{SessionTimeout: time.Second}, started: time.Now().Add(-2 * time.Second)}
 	if !b.selfFenced() {
 		t.Error("a broker that has not renewed its Lease once in a session timeout since its start is not self-fenced")
 	}
@@ -223,11 +226,11 @@ func TestProduceRecordsShapeRules(t *testing.T) {
 // TestWantedHereFollowsTheView pins which partitions the view gives a broker to take over.
 func TestWantedHereFollowsTheView(t *testing.T) {
 	id := [16]byte{1}
-	v := NewMemoryView(Snapshot{
+	v := cluster.NewMemoryView(cluster.Snapshot{
 		ClusterID: testClusterID,
-		Topics: []Topic{
-			{Name: "t", ID: id, Partitions: []Partition{{Index: 0, Leader: 3, LeaderEpoch: 4}, {Index: 1, Leader: 2, LeaderEpoch: 1}, {Index: 2, Leader: -1}}},
-			{Name: "no-id-yet", Partitions: []Partition{{Index: 0, Leader: 3, LeaderEpoch: 1}}},
+		Topics: []cluster.Topic{
+			{Name: "t", ID: id, Partitions: []cluster.Partition{{Index: 0, Leader: 3, LeaderEpoch: 4}, {Index: 1, Leader: 2, LeaderEpoch: 1}, {Index: 2, Leader: -1}}},
+			{Name: "no-id-yet", Partitions: []cluster.Partition{{Index: 0, Leader: 3, LeaderEpoch: 1}}},
 		},
 	})
 	got := wantedHere(v.Snapshot(), 3, "/data")
@@ -235,7 +238,7 @@ func TestWantedHereFollowsTheView(t *testing.T) {
 	if len(got) != 1 || !ok || w.epoch != 4 || w.dir != storage.PartitionDir("/data", testClusterID, "t", id, 0) || w.cfg != storage.DefaultConfig() {
 		t.Fatalf("wanted %+v: want only t/0 at epoch 4 in its directory, with Apache's default config", got)
 	}
-	noCluster := NewMemoryView(Snapshot{Topics: v.Snapshot().Topics})
+	noCluster := cluster.NewMemoryView(cluster.Snapshot{Topics: v.Snapshot().Topics})
 	if got := wantedHere(noCluster.Snapshot(), 3, "/data"); len(got) != 0 {
 		t.Fatalf("without a cluster id: %+v, want nothing (no directory name)", got)
 	}
@@ -245,9 +248,9 @@ func TestWantedHereFollowsTheView(t *testing.T) {
 // max.message.bytes and index.interval.bytes are below storage's; they are raised to values
 // that answer the same, so a topic with them is served rather than failing its takeover.
 func TestStorageConfigTakesEveryValueKafkaAccepts(t *testing.T) {
-	v := NewMemoryView(Snapshot{ClusterID: testClusterID, Topics: []Topic{{Name: "t", ID: [16]byte{1},
+	v := cluster.NewMemoryView(cluster.Snapshot{ClusterID: testClusterID, Topics: []cluster.Topic{{Name: "t", ID: [16]byte{1},
 		ConfigMap:  map[string]string{"segment.bytes": "14", "max.message.bytes": "0", "index.interval.bytes": "0", "message.timestamp.type": "LogAppendTime", "retention.ms": "-1"},
-		Partitions: []Partition{{Index: 0, Leader: 0, LeaderEpoch: 1}}}}})
+		Partitions: []cluster.Partition{{Index: 0, Leader: 0, LeaderEpoch: 1}}}}})
 	s := v.Snapshot()
 	cfg := storageConfig(&s.Topics[0], s)
 	if err := cfg.Validate(); err != nil {

@@ -6,14 +6,11 @@ import (
 	"time"
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/broker/cluster"
 )
 
-// drainPoll is how often the drain looks at the groups still held once the view gives this
-// broker no more.
-const drainPoll = 50 * time.Millisecond
-
-// drain is what a broker does between SIGTERM and closing its listeners (DESIGN.md
-// "Draining"): it marks itself draining and writes a draining beat at once, then keeps serving
+// drain is what a broker does between SIGTERM and closing its listeners (docs/dataplane.md,
+// "Drain with data"): it marks itself draining and writes a draining beat at once, then keeps serving
 // until the view gives it no partition and no group (drained), every partition log it held
 // has been relinquished (Leading() == 0: its last appends acknowledged, its checkpoint
 // written, its files closed) and it holds no group any more (Groups.Owned() == 0: waiting
@@ -37,22 +34,17 @@ func (b *Broker) drain(ctx context.Context, signals <-chan os.Signal) error {
 	var lingered <-chan time.Time // fires one heartbeat interval after the handover; nil until then
 wait:
 	for {
-		updated := b.View.Updated() // taken before the check, so no change slips between
-		released := b.partitionsChanged()
+		// The signals are taken before the checks, so no change slips between.
+		updated, released, unloaded := b.View.Updated(), b.partitionsChanged(), b.groups.Changed()
 		snap := b.View.Snapshot()
-		var poll <-chan time.Time // groups unload on their own goroutines, with no signal: poll
-		if lingered == nil && drained(snap, b.Config.Identity.ID) && b.Leading() == 0 {
-			if held := b.groups.Owned(); held > 0 {
-				poll = time.After(drainPoll)
-			} else {
-				b.Log.Info("Drained: the cluster view gives this broker no partition and no group, and it leads and coordinates none")
-				lingered = time.After(min(b.Config.HeartbeatInterval, max(time.Until(deadline), 0)))
-			}
+		if lingered == nil && drained(snap, b.Config.Identity.ID) && b.Leading() == 0 && b.groups.Owned() == 0 {
+			b.Log.Info("Drained: the cluster view gives this broker no partition and no group, and it leads and coordinates none")
+			lingered = time.After(min(b.Config.HeartbeatInterval, max(time.Until(deadline), 0)))
 		}
 		select {
 		case <-updated:
 		case <-released:
-		case <-poll:
+		case <-unloaded:
 		case <-lingered:
 			break wait
 		case <-timeout.C:
@@ -113,7 +105,7 @@ func (b *Broker) writeDrainingBeat() {
 // registry has seen the draining beat — and "the coordinator epoch was bumped for an alive
 // set without it" (status.coordinatorBrokers), so every group has a new coordinator at an
 // epoch that fences this one.
-func workHere(s *Snapshot, self int32) (partitions int, groups bool) {
+func workHere(s *cluster.Snapshot, self int32) (partitions int, groups bool) {
 	for _, t := range s.Topics {
 		for _, p := range t.Partitions {
 			if p.Leader == self {
@@ -127,7 +119,7 @@ func workHere(s *Snapshot, self int32) (partitions int, groups bool) {
 
 // drained is true once the view gives this broker no partition and no group: the broker may
 // then close its listeners (after the linger).
-func drained(s *Snapshot, self int32) bool {
+func drained(s *cluster.Snapshot, self int32) bool {
 	partitions, groups := workHere(s, self)
 	return partitions == 0 && !groups
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/paddock-dev/paddock/broker/wire"
 )
 
 // FuzzDecodeRequest feeds arbitrary bytes through the frame reader and the header/body
@@ -22,20 +24,20 @@ func FuzzDecodeRequest(f *testing.F) {
 		r := bytes.NewReader(data)
 		var buf []byte
 		for {
-			frame, err := readFrame(r, buf, maxBytes)
+			frame, err := wire.ReadFrame(r, buf, maxBytes)
 			if err != nil {
-				if errors.Is(err, errFrameTooLarge) && len(data) >= 4 && len(frame) > maxBytes {
+				if errors.Is(err, wire.ErrFrameTooLarge) && len(data) >= 4 && len(frame) > maxBytes {
 					t.Fatalf("refused frame still allocated %d bytes", len(frame))
 				}
 				return
 			}
 			buf = frame
-			h, req, err := decodeRequest(frame)
+			h, req, err := decodeFrame(frame)
 			if err != nil {
 				continue
 			}
 			again := appendRequestFrame(nil, req, h.CorrelationID)
-			h2, req2, err := decodeRequest(again[4:])
+			h2, req2, err := decodeFrame(again[4:])
 			if err != nil {
 				t.Fatalf("re-encoded %s v%d does not decode: %v", kmsg.NameForKey(h.Key), h.Version, err)
 			}
@@ -44,6 +46,17 @@ func FuzzDecodeRequest(f *testing.F) {
 			}
 		}
 	})
+}
+
+// decodeFrame decodes a frame (without its size prefix) as a connection does: the header the
+// wire server parses, then the request the Handler decodes.
+func decodeFrame(frame []byte) (wire.Header, kmsg.Request, error) {
+	h, rest, err := wire.ParseHeader(frame)
+	if err != nil {
+		return h, nil, err
+	}
+	req, err := decodeRequest(h, rest)
+	return h, req, err
 }
 
 // seedFrames is one valid frame per served key and version, plus frames that must be refused.

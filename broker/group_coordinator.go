@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"sync"
 	"sync/atomic"
 
 	"github.com/go-logr/logr"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/paddock-dev/paddock/broker/cluster"
 	"github.com/paddock-dev/paddock/broker/groups"
 	"github.com/paddock-dev/paddock/broker/storage"
 	"github.com/paddock-dev/paddock/internal/coordinator"
@@ -21,12 +22,13 @@ import (
 // under storage.GroupsDir(data, clusterID)), hands it every new coordinator epoch with the
 // coordinator rule (SetView), purges the offsets of deleted topics, and closes it at exit.
 // The group API handlers (api_08 … api_47) reach the Coordinator through Coordinator; before
-// it exists they answer COORDINATOR_NOT_AVAILABLE.
+// it exists they are answered by broker/groups' Unavailable coordinator, as a coordinator
+// answers before its first view.
 type Groups struct {
 	// Self is this broker's id; DataDir the shared volume; View the cluster view.
 	Self    int32
 	DataDir string
-	View    View
+	View    cluster.View
 	// FS is the groups' file system (storage.OSFS when nil).
 	FS storage.FS
 	// Metrics are the coordinator's series; registered by the broker on its registry.
@@ -37,6 +39,9 @@ type Groups struct {
 	Log       logr.Logger
 
 	cur atomic.Pointer[groups.Coordinator]
+	// started is closed once cur is set (Changed); made by startedCh.
+	startedOnce sync.Once
+	started     chan struct{}
 }
 
 // Coordinator is the running coordinator, nil until the view gave the cluster id (or
@@ -46,6 +51,24 @@ func (g *Groups) Coordinator() *groups.Coordinator {
 		return nil
 	}
 	return g.cur.Load()
+}
+
+// Changed returns a channel closed at the next change of Owned: the coordinator's start, a
+// group taken over, a group unloaded. Take it before reading Owned, so no change slips
+// between. Never closed on a nil Groups (no data directory: nothing is ever held).
+func (g *Groups) Changed() <-chan struct{} {
+	if g == nil {
+		return nil
+	}
+	if c := g.cur.Load(); c != nil {
+		return c.OwnedChanged()
+	}
+	return g.startedCh()
+}
+
+func (g *Groups) startedCh() chan struct{} {
+	g.startedOnce.Do(func() { g.started = make(chan struct{}) })
+	return g.started
 }
 
 // Owned is how many groups this broker still holds (groups.Coordinator.Owned); 0 before the
@@ -66,7 +89,7 @@ func (g *Groups) Run(ctx context.Context) {
 		}
 	}()
 	purged := map[topicIncarnation]bool{}
-	var last *Snapshot
+	var last *cluster.Snapshot
 	for {
 		updated := g.View.Updated() // taken before reading, so no change slips between
 		s := g.View.Snapshot()
@@ -95,13 +118,14 @@ func (g *Groups) Run(ctx context.Context) {
 // start creates the coordinator with the cluster's group settings as the view s gives them
 // (group.initial.rebalance.delay.ms, group.{min,max}.session.timeout.ms, group.max.size,
 // offset.metadata.max.bytes: read once, so a change applies at the broker's next restart).
-func (g *Groups) start(s *Snapshot) (*groups.Coordinator, error) {
+func (g *Groups) start(s *cluster.Snapshot) (*groups.Coordinator, error) {
 	cfg := groups.DefaultConfig()
 	cfg.Dir = storage.GroupsDir(g.DataDir, s.ClusterID)
 	cfg.InitialRebalanceDelay = s.Config.GroupInitialRebalanceDelay
 	cfg.MinSessionTimeout, cfg.MaxSessionTimeout = s.Config.GroupMinSessionTimeout, s.Config.GroupMaxSessionTimeout
 	cfg.MaxGroupSize = int(s.Config.GroupMaxSize)
 	cfg.MaxMetadataSize = int(s.Config.OffsetMetadataMaxBytes)
+	cfg.OffsetsRetention = s.Config.OffsetsRetention
 	cfg.Topics = viewTopics{g.View}
 	cfg.FS = g.FS
 	cfg.Metrics = g.Metrics
@@ -114,6 +138,7 @@ func (g *Groups) start(s *Snapshot) (*groups.Coordinator, error) {
 		return nil, err
 	}
 	g.cur.Store(c)
+	close(g.startedCh())
 	g.Log.Info("Group coordinator started", "dir", cfg.Dir, "initialRebalanceDelay", cfg.InitialRebalanceDelay,
 		"sessionTimeouts", fmt.Sprintf("%v-%v", cfg.MinSessionTimeout, cfg.MaxSessionTimeout), "maxGroupSize", cfg.MaxGroupSize)
 	return c, nil
@@ -128,8 +153,8 @@ type topicIncarnation struct {
 // purge removes, from the groups held here, the offsets of every topic incarnation the view
 // shows deleted (being deleted, or served in the last view and gone from this one), once per
 // incarnation. A purge that fails is logged; the offsets stay hidden once a topic of that
-// name with another id exists (docs/groups.md, "Deleted topics").
-func (g *Groups) purge(ctx context.Context, c *groups.Coordinator, last, s *Snapshot, done map[topicIncarnation]bool) {
+// name with another id exists (docs/groups.md, "How the broker does it": deleted topics).
+func (g *Groups) purge(ctx context.Context, c *groups.Coordinator, last, s *cluster.Snapshot, done map[topicIncarnation]bool) {
 	var gone []topicIncarnation
 	for _, d := range s.Deleting {
 		gone = append(gone, topicIncarnation{d.Name, d.ID})
@@ -165,7 +190,7 @@ func (g *Groups) purge(ctx context.Context, c *groups.Coordinator, last, s *Snap
 // FindCoordinator applies the same rule (coordinator.Pick) to the registry rows themselves;
 // the two differ only between a registry change and the epoch bump that follows it, when a
 // client sent to the new coordinator is answered NOT_COORDINATOR and asks again.
-func coordinatorView(s *Snapshot, self int32) (epoch int32, owns func(string) bool, ok bool) {
+func coordinatorView(s *cluster.Snapshot, self int32) (epoch int32, owns func(string) bool, ok bool) {
 	if s.CoordinatorEpoch <= 0 || s.CoordinatorBrokers == nil {
 		return 0, nil, false
 	}
@@ -179,7 +204,7 @@ func coordinatorView(s *Snapshot, self int32) (epoch int32, owns func(string) bo
 
 // coordinatesGroups reports whether the snapshot's coordinator rule can still pick this
 // broker for some group: it is in the alive set the coordinator epoch was set for.
-func coordinatesGroups(s *Snapshot, self int32) bool {
+func coordinatesGroups(s *cluster.Snapshot, self int32) bool {
 	if s.CoordinatorBrokers == nil {
 		return false
 	}
@@ -193,7 +218,7 @@ func coordinatesGroups(s *Snapshot, self int32) bool {
 
 // viewTopics is the coordinator's view of the topics (groups.Topics), read from the
 // current snapshot at each call.
-type viewTopics struct{ view View }
+type viewTopics struct{ view cluster.View }
 
 func (v viewTopics) Topic(name string) (id [16]byte, partitions int32, ok bool) {
 	t, ok := v.view.Snapshot().Topic(name)
@@ -217,95 +242,23 @@ func (rc *requestContext) groupClient() groups.Client {
 	return cl
 }
 
-// groupsUnavailable answers a group request while no coordinator runs here (no data
-// directory, or the cluster id is not known yet): COORDINATOR_NOT_AVAILABLE wherever the
-// response has a place for it, as the coordinator itself answers before its first view.
-func groupsUnavailable(kreq kmsg.Request) kmsg.Response {
-	code := kerr.CoordinatorNotAvailable.Code
-	switch req := kreq.(type) {
-	case *kmsg.JoinGroupRequest:
-		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
-		resp.ErrorCode, resp.Generation, resp.MemberID = code, -1, req.MemberID
-		if req.Version < 7 {
-			resp.Protocol = new(string)
-		}
-		return resp
-	case *kmsg.SyncGroupRequest:
-		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
-		resp.ErrorCode = code
-		return resp
-	case *kmsg.HeartbeatRequest:
-		resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
-		resp.ErrorCode = code
-		return resp
-	case *kmsg.LeaveGroupRequest:
-		resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
-		resp.ErrorCode = code
-		return resp
-	case *kmsg.OffsetCommitRequest:
-		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-		for _, t := range req.Topics {
-			rt := kmsg.NewOffsetCommitResponseTopic()
-			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				rp := kmsg.NewOffsetCommitResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p.Partition, code
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-		return resp
-	case *kmsg.OffsetFetchRequest:
-		resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
-		if req.Version >= 8 {
-			for _, g := range req.Groups {
-				rg := kmsg.NewOffsetFetchResponseGroup()
-				rg.Group, rg.ErrorCode = g.Group, code
-				resp.Groups = append(resp.Groups, rg)
-			}
-			return resp
-		}
-		if req.Version >= 2 {
-			resp.ErrorCode = code
-			return resp
-		}
-		for _, t := range req.Topics {
-			rt := kmsg.NewOffsetFetchResponseTopic()
-			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				rp := kmsg.NewOffsetFetchResponseTopicPartition()
-				rp.Partition, rp.Offset, rp.LeaderEpoch, rp.ErrorCode = p, -1, -1, code
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-		return resp
-	case *kmsg.DescribeGroupsRequest:
-		resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
-		for _, id := range req.Groups {
-			rg := kmsg.NewDescribeGroupsResponseGroup()
-			rg.Group, rg.ErrorCode = id, code
-			resp.Groups = append(resp.Groups, rg)
-		}
-		return resp
-	case *kmsg.ListGroupsRequest:
-		resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
-		resp.ErrorCode = code
-		return resp
-	case *kmsg.DeleteGroupsRequest:
-		resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
-		for _, id := range req.Groups {
-			rg := kmsg.NewDeleteGroupsResponseGroup()
-			rg.Group, rg.ErrorCode = id, code
-			resp.Groups = append(resp.Groups, rg)
-		}
-		return resp
-	case *kmsg.OffsetDeleteRequest:
-		resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
-		resp.ErrorCode = code
-		return resp
+// coordinator is the group coordinator the request is answered by: the running one, or
+// broker/groups' Unavailable one while there is none (no data directory, or no cluster id
+// yet).
+func (rc *requestContext) coordinator() *groups.Coordinator {
+	if c := rc.h.Groups.Coordinator(); c != nil {
+		return c
 	}
-	panic("broker: groupsUnavailable for a request that is not a group API")
+	return rc.h.unavailable
+}
+
+// answer is a coordinator's typed answer as a handler returns it: no typed nil response
+// next to an error.
+func answer[R kmsg.Response](resp R, err error) (kmsg.Response, error) {
+	if err != nil {
+		return nil, err
+	}
+	return resp, nil
 }
 
 // registerGroupAPI registers a group API key at the version range broker/groups

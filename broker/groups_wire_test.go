@@ -13,6 +13,7 @@ import (
 	"github.com/paddock-dev/paddock/broker/brokertest"
 	"github.com/paddock-dev/paddock/broker/groups"
 	"github.com/paddock-dev/paddock/internal/coordinator"
+	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
 // fastGroups shortens the initial rebalance delay so group tests do not wait 3 s per group.
@@ -24,7 +25,7 @@ func fastGroups(cfg *groups.Config) { cfg.InitialRebalanceDelay = 100 * time.Mil
 func TestKgoGroupConsumerCommitsAndResumesAtTheCommittedOffset(t *testing.T) {
 	c := brokertest.Start(t, brokertest.Options{Brokers: 2, GroupConfig: fastGroups})
 	c.CreateTopic("gw", 3, nil)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	var recs []*kgo.Record
 	for i := range 60 {
 		recs = append(recs, &kgo.Record{Value: []byte(fmt.Sprint(i)), Partition: int32(i % 3)})
@@ -134,7 +135,7 @@ func TestGroupsAnswerNotCoordinatorOnTheOtherBroker(t *testing.T) {
 	if got.ErrorCode != kerr.NotCoordinator.Code {
 		t.Fatalf("broker %d (not the coordinator) answered %v, want NOT_COORDINATOR", other, kerr.ErrorForCode(got.ErrorCode))
 	}
-	brokertest.Eventually(t, "the coordinator serving the group", func() bool {
+	testkit.Eventually(t, "the coordinator serving the group", func() bool {
 		got := brokertest.Dial(t, c.Addrs()[owner]).Request(req).(*kmsg.OffsetFetchResponse)
 		return got.ErrorCode == 0 && len(got.Topics) == 1 && got.Topics[0].Partitions[0].Offset == -1
 	})
@@ -153,7 +154,7 @@ func TestDrainWaitsUntilTheBrokerCoordinatesNoGroup(t *testing.T) {
 			break
 		}
 	}
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	if err := c.Client(kgo.DefaultProduceTopic("dr")).ProduceSync(ctx, &kgo.Record{Value: []byte("a")}, &kgo.Record{Value: []byte("b")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +169,7 @@ func TestDrainWaitsUntilTheBrokerCoordinatesNoGroup(t *testing.T) {
 	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
 		t.Fatalf("commit on broker 1: %v", err)
 	}
-	brokertest.Eventually(t, "broker 1 holding the group", func() bool { return c.Broker(1).B.CoordinatesGroups() > 0 })
+	testkit.Eventually(t, "broker 1 holding the group", func() bool { return c.Broker(1).B.CoordinatesGroups() > 0 })
 	c.Drain(1)
 	if err, ok := c.Broker(1).Wait(30 * time.Second); !ok || err != nil {
 		t.Fatalf("drain: exited=%v err=%v", ok, err)
@@ -180,7 +181,7 @@ func TestDrainWaitsUntilTheBrokerCoordinatesNoGroup(t *testing.T) {
 	adm.Version, adm.Group = 5, group
 	conn := brokertest.Dial(t, c.Addrs()[0])
 	var resp *kmsg.OffsetFetchResponse
-	brokertest.Eventually(t, "broker 0 serving the group's offsets", func() bool {
+	testkit.Eventually(t, "broker 0 serving the group's offsets", func() bool {
 		resp = conn.Request(adm).(*kmsg.OffsetFetchResponse)
 		return resp.ErrorCode == 0
 	})
@@ -199,7 +200,7 @@ func TestDrainWaitsUntilTheBrokerCoordinatesNoGroup(t *testing.T) {
 // coordinator epoch (ListGroups answers without error).
 func waitGroupsServed(t *testing.T, conn *brokertest.Conn) {
 	t.Helper()
-	brokertest.Eventually(t, "the group coordinator serving", func() bool {
+	testkit.Eventually(t, "the group coordinator serving", func() bool {
 		req := kmsg.NewPtrListGroupsRequest()
 		req.Version = 3
 		return conn.Request(req).(*kmsg.ListGroupsResponse).ErrorCode == 0
@@ -247,7 +248,7 @@ func TestADeletedTopicsOffsetsArePurged(t *testing.T) {
 		t.Fatalf("before the deletion the group lists %v, want doomed 2 and kept 1", got)
 	}
 	c.DeleteTopic("doomed")
-	brokertest.Eventually(t, "the deleted topic's offsets purged", func() bool {
+	testkit.Eventually(t, "the deleted topic's offsets purged", func() bool {
 		got := listed()
 		return got["doomed"] == 0 && got["kept"] == 1
 	})
@@ -297,7 +298,7 @@ func BenchmarkOffsetCommitThroughTheWire(b *testing.B) {
 	c := brokertest.Start(b, brokertest.Options{Brokers: 1, Log: &discard})
 	c.CreateTopic("bench", 1, nil)
 	conn := brokertest.Dial(b, c.Addrs()[0])
-	brokertest.Eventually(b, "the group coordinator serving", func() bool {
+	testkit.Eventually(b, "the group coordinator serving", func() bool {
 		req := kmsg.NewPtrListGroupsRequest()
 		req.Version = 3
 		return conn.Request(req).(*kmsg.ListGroupsResponse).ErrorCode == 0

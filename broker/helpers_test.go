@@ -13,13 +13,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/broker/cluster"
+	"github.com/paddock-dev/paddock/broker/wire"
+	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
 // testCluster is n in-process brokers, each a Server on its own loopback listeners, sharing
 // one in-memory view whose rows point at those listeners — so a real client can follow any
 // address an answer gives it.
 type testCluster struct {
-	view *MemoryView
+	view *cluster.MemoryView
 	// addrs[i] is broker i's first listener; listenerAddrs[l][i] its listener l.
 	addrs         []string
 	listenerAddrs [][]string
@@ -43,14 +46,14 @@ func newTestCluster(t *testing.T, n int) *testCluster {
 
 func newTestClusterWith(t *testing.T, n int, listeners ...testListener) *testCluster {
 	t.Helper()
-	tc := &testCluster{view: NewMemoryView(Snapshot{}), listenerAddrs: make([][]string, len(listeners))}
+	tc := &testCluster{view: cluster.NewMemoryView(cluster.Snapshot{}), listenerAddrs: make([][]string, len(listeners))}
 	for i := range n {
-		srv := &Server{View: tc.view, Self: int32(i), Log: testr.New(t).WithValues("broker", i)}
+		srv := newTestServer(t, &Handler{View: tc.view, Self: int32(i), Log: testr.New(t).WithValues("broker", i)})
 		row := v1alpha1.BrokerRow{
 			ID: int32(i), Rack: "zone-" + strconv.Itoa(i%2), State: v1alpha1.BrokerServing, Health: v1alpha1.BrokerAlive,
 		}
 		for l, spec := range listeners {
-			ln := listenLoopback(t)
+			ln := testkit.Listen(t)
 			host, portStr, _ := net.SplitHostPort(ln.Addr().String())
 			port, _ := strconv.Atoi(portStr)
 			if spec.host != nil {
@@ -60,7 +63,7 @@ func newTestClusterWith(t *testing.T, n int, listeners ...testListener) *testClu
 			go func() { done <- srv.Serve(Advertise(ln, spec.name, host, int32(port))) }()
 			t.Cleanup(func() {
 				_ = srv.Close()
-				if err := <-done; !errors.Is(err, ErrServerClosed) {
+				if err := <-done; !errors.Is(err, wire.ErrServerClosed) {
 					t.Errorf("Serve returned %v, want ErrServerClosed", err)
 				}
 			})
@@ -75,9 +78,20 @@ func newTestClusterWith(t *testing.T, n int, listeners ...testListener) *testClu
 	return tc
 }
 
+// newTestServer is a wire server for h, closed (and h with it) when the test ends.
+func newTestServer(t testing.TB, h *Handler) *wire.Server {
+	t.Helper()
+	srv := newWireServer(h, 0, 0, h.Log)
+	t.Cleanup(func() {
+		_ = srv.Close() // always nil
+		h.Close()
+	})
+	return srv
+}
+
 // publish puts the current rows and topics in the view.
-func (tc *testCluster) publish(topics []Topic) {
-	tc.view.Set(Snapshot{ClusterID: testClusterID, Brokers: tc.rows, Topics: topics})
+func (tc *testCluster) publish(topics []cluster.Topic) {
+	tc.view.Set(cluster.Snapshot{ClusterID: testClusterID, Brokers: tc.rows, Topics: topics})
 }
 
 // dialKafka opens a raw Kafka connection; the test speaks kmsg over it directly.

@@ -9,7 +9,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/paddock-dev/paddock/broker/wire"
 )
 
 // WedgedAfter is how old the liveness tick may get before the broker calls itself unhealthy.
@@ -54,13 +57,13 @@ func (l *Liveness) Age() time.Duration { return l.elapsed() - time.Duration(l.la
 func (l *Liveness) Healthy() bool { return l.Age() < WedgedAfter }
 
 // RunIdleTicks keeps the liveness tick honest for an idle broker: every period it connects to
-// one of the server's own listeners and sends an ApiVersions request, exactly as a client
-// would, so the answer passes through the accept loop, a connection's reader and writer
-// goroutines, decode and dispatch — and dispatch ticks the liveness clock. A busy broker is
-// kept ticking by its clients' requests as well. When any part of that path is wedged, no
-// probe is answered, nothing ticks, and after WedgedAfter the broker reports itself unhealthy.
-// It returns when ctx ends.
-func (s *Server) RunIdleTicks(ctx context.Context, period time.Duration) {
+// one of srv's own listeners and sends an ApiVersions request, exactly as a client would, so
+// the answer passes through the accept loop, a connection's reader and writer goroutines,
+// decode and dispatch — and dispatch ticks the liveness clock. A busy broker is kept ticking
+// by its clients' requests as well. When any part of that path is wedged, no probe is
+// answered, nothing ticks, and after WedgedAfter the broker reports itself unhealthy. It
+// returns when ctx ends.
+func RunIdleTicks(ctx context.Context, srv *wire.Server, period time.Duration, log logr.Logger) {
 	frame := appendRequestFrameFrom(nil, probeClientID, kmsg.NewPtrApiVersionsRequest(), 0)
 	t := time.NewTicker(period)
 	defer t.Stop()
@@ -69,38 +72,36 @@ func (s *Server) RunIdleTicks(ctx context.Context, period time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			addr, ok := s.probeAddr()
+			addr, ok := probeAddr(srv)
 			if !ok {
 				continue // not serving yet, or shut down
 			}
 			if err := probe(ctx, addr, frame); err != nil && ctx.Err() == nil {
-				s.Log.V(1).Info("Liveness probe got no answer", "addr", addr, "reason", err.Error())
+				log.V(1).Info("Liveness probe got no answer", "addr", addr, "reason", err.Error())
 			}
 		}
 	}
 }
 
-// probeAddr is a dialable address of one of the server's listeners: the bound address, or
-// loopback when it is bound to every interface.
-func (s *Server) probeAddr() (string, bool) {
-	s.init()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for ln := range s.listeners {
-		a, ok := ln.Addr().(*net.TCPAddr)
-		if !ok {
-			return ln.Addr().String(), true
-		}
-		ip := a.IP
-		switch {
-		case ip == nil || ip.IsUnspecified() && ip.To4() != nil:
-			ip = net.IPv4(127, 0, 0, 1)
-		case ip.IsUnspecified():
-			ip = net.IPv6loopback
-		}
-		return (&net.TCPAddr{IP: ip, Port: a.Port}).String(), true
+// probeAddr is a dialable address of one of srv's listeners: the bound address, or loopback
+// when it is bound to every interface.
+func probeAddr(srv *wire.Server) (string, bool) {
+	addrs := srv.Addrs()
+	if len(addrs) == 0 {
+		return "", false
 	}
-	return "", false
+	a, ok := addrs[0].(*net.TCPAddr)
+	if !ok {
+		return addrs[0].String(), true
+	}
+	ip := a.IP
+	switch {
+	case ip == nil || ip.IsUnspecified() && ip.To4() != nil:
+		ip = net.IPv4(127, 0, 0, 1)
+	case ip.IsUnspecified():
+		ip = net.IPv6loopback
+	}
+	return (&net.TCPAddr{IP: ip, Port: a.Port}).String(), true
 }
 
 // probe sends frame to addr and reads the answer, giving up after WedgedAfter.

@@ -8,17 +8,15 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/zapr"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/config"
-	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/paddock-dev/paddock/internal/scheme"
+	"github.com/paddock-dev/paddock/broker/cluster"
 )
 
 // Main runs `paddock broker` with args and returns the process exit code: 0 after a clean
@@ -31,19 +29,24 @@ func Main(args []string) int {
 	return run(args, os.Getenv, os.Stderr, signals)
 }
 
-const usageHeader = `Usage: paddock broker [flags]
+// usage is the text of `paddock broker --help` before the flags. The Kafka APIs it lists are
+// the handler table's (servedAPIs), so the help cannot drift from what is served.
+func usage() string {
+	return `Usage: paddock broker [flags]
 
-Runs one paddock broker: a Kafka-wire-compatible server (ApiVersions, Metadata,
-DescribeCluster 0-2, FindCoordinator, CreateTopics, DeleteTopics, CreatePartitions,
-DescribeConfigs, AlterConfigs, IncrementalAlterConfigs, Produce, Fetch, ListOffsets,
-OffsetForLeaderEpoch, InitProducerId) answering from its KafkaCluster's registry and
-KafkaTopics, which it watches through informers; it takes over the partitions they give it
-on the shared volume --data-dir and serves their logs; the admin APIs write KafkaTopics, and
-the lowest-id alive broker removes deleted topics' data from --data-dir; a heartbeat Lease
-<cluster>-broker-<id>; and /healthz, /readyz, /metrics on --health-port.
+Runs one paddock broker: a Kafka-wire-compatible server answering from its KafkaCluster's
+registry and KafkaTopics, which it watches through informers; it takes over the partitions
+they give it on the shared volume --data-dir and serves their logs, coordinates the consumer
+groups the coordinator rule gives it (their committed offsets on the same volume), writes
+KafkaTopics for the admin APIs, and, as the lowest-id alive broker, removes deleted topics'
+data from --data-dir; it renews a heartbeat Lease <cluster>-broker-<id> and serves /healthz,
+/readyz and /metrics on --health-port.
 SIGTERM or SIGINT starts a drain: a draining heartbeat at once, serving until the registry
 moves this broker's partitions and groups away and every partition log is relinquished (or
 --drain-timeout), then exit 0. A second signal exits at once.
+
+Kafka APIs served (versions):
+` + wrap(servedAPIs(), 90, "  ") + `
 
 Environment (downward API): POD_NAME (<cluster>-broker-<id>; the id is that ordinal, read
 as the registry reads it), POD_NAMESPACE, POD_UID, POD_IP (PodIP listeners), NODE_NAME.
@@ -51,6 +54,28 @@ Kubernetes access: in-cluster config, or $KUBECONFIG when set. Every flag defaul
 
 Flags:
 `
+}
+
+// wrap joins words with ", " into lines of at most width characters, each after indent.
+func wrap(words []string, width int, indent string) string {
+	var b strings.Builder
+	line := indent
+	for i, w := range words {
+		if i < len(words)-1 {
+			w += ","
+		}
+		if len(line) > len(indent) && len(line)+1+len(w) > width {
+			b.WriteString(line + "\n")
+			line = indent
+		}
+		if len(line) > len(indent) {
+			line += " "
+		}
+		line += w
+	}
+	b.WriteString(line)
+	return b.String()
+}
 
 func run(args []string, getenv func(string) string, stderr io.Writer, signals <-chan os.Signal) int {
 	var cfg Config
@@ -58,7 +83,7 @@ func run(args []string, getenv func(string) string, stderr io.Writer, signals <-
 	fs, envErrs := newFlagSet(&cfg, &listeners, &templates, getenv)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), usageHeader)
+		fmt.Fprint(fs.Output(), usage())
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -82,9 +107,6 @@ func run(args []string, getenv func(string) string, stderr io.Writer, signals <-
 	}
 	defer sync()
 	log = log.WithValues("cluster", cfg.Cluster, "broker", cfg.Identity.ID)
-	// The informers and clients log through controller-runtime's logger; without one set it
-	// prints a stack trace to stderr the first time something logs (a watch that ends).
-	crlog.SetLogger(log.WithName("client"))
 
 	if err := runWithCluster(cfg, log, signals); err != nil {
 		log.Error(err, "Broker stopped")
@@ -95,19 +117,11 @@ func run(args []string, getenv func(string) string, stderr io.Writer, signals <-
 
 // runWithCluster connects to the API server, starts the informer view and runs the broker.
 func runWithCluster(cfg Config, log logr.Logger, signals <-chan os.Signal) error {
-	restCfg, err := config.GetConfig()
-	if err != nil {
-		return fmt.Errorf("kubernetes config: %w", err)
-	}
-	s, err := scheme.New()
+	conn, err := cluster.Connect(log.WithName("client"))
 	if err != nil {
 		return err
 	}
-	c, err := client.New(restCfg, client.Options{Scheme: s})
-	if err != nil {
-		return fmt.Errorf("kubernetes client: %w", err)
-	}
-	view, err := NewInformerView(restCfg, s, cfg.Identity.Namespace, cfg.Cluster, log.WithName("view"))
+	view, err := conn.InformerView(cfg.Identity.Namespace, cfg.Cluster, log.WithName("view"))
 	if err != nil {
 		return err
 	}
@@ -128,14 +142,14 @@ func runWithCluster(cfg Config, log logr.Logger, signals <-chan os.Signal) error
 	}
 
 	b := NewBroker(cfg, view, log)
-	b.Admin = &Admin{Client: c, Namespace: cfg.Identity.Namespace, Cluster: cfg.Cluster}
+	b.Admin = &cluster.Admin{Client: conn.Client, Namespace: cfg.Identity.Namespace, Cluster: cfg.Cluster}
 	if b.Addresses.NeedsWatch() {
-		if err := WatchAddresses(ctx, restCfg, s, cfg, b.Addresses, log.WithName("addresses")); err != nil {
+		if err := conn.WatchAddresses(ctx, b.Addresses, log.WithName("addresses")); err != nil {
 			return err
 		}
 	}
-	b.Heartbeat = &Heartbeat{
-		Client:         c,
+	b.Heartbeat = &cluster.Heartbeat{
+		Client:         conn.Client,
 		Cluster:        cfg.Cluster,
 		Identity:       cfg.Identity,
 		Interval:       cfg.HeartbeatInterval,

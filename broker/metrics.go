@@ -1,10 +1,13 @@
 package broker
 
 import (
+	"net"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/paddock-dev/paddock/broker/wire"
 )
 
 // Metrics are the broker's Prometheus series, on a registry of their own (not the process
@@ -86,14 +89,15 @@ func (m *Metrics) connError(reason string) {
 	}
 }
 
-func (m *Metrics) connOpened() {
-	if m != nil {
-		m.connections.Inc()
+// connState follows the open connections (wire.Server.ConnState).
+func (m *Metrics) connState(_ net.Conn, state wire.ConnState) {
+	if m == nil {
+		return
 	}
-}
-
-func (m *Metrics) connClosed() {
-	if m != nil {
+	switch state {
+	case wire.StateNew:
+		m.connections.Inc()
+	case wire.StateClosed:
 		m.connections.Dec()
 	}
 }

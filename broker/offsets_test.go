@@ -68,7 +68,8 @@ func listPart(partition int32, ts int64, current int32) kmsg.ListOffsetsRequestT
 	return rp
 }
 
-// TestListOffsets pins ListOffsets' lookups and errors (DATAPLANE.md §5).
+// TestListOffsets pins ListOffsets' lookups and errors (docs/dataplane.md, "ListOffsets,
+// OffsetForLeaderEpoch, InitProducerId").
 func TestListOffsets(t *testing.T) {
 	h := newEpochHistory(t)
 	t0 := h.t0
@@ -134,7 +135,8 @@ func TestListOffsets(t *testing.T) {
 }
 
 // TestOffsetForLeaderEpoch pins OffsetForLeaderEpoch's answers from the epochs the segments
-// carry (DATAPLANE.md §6), at every version, v2 (librdkafka's) included.
+// carry (docs/dataplane.md, "ListOffsets, OffsetForLeaderEpoch, InitProducerId"), at every
+// version, v2 (librdkafka's) included.
 func TestOffsetForLeaderEpoch(t *testing.T) {
 	h := newEpochHistory(t)
 	req := func(v int16, epoch, current int32) *kmsg.OffsetForLeaderEpochRequest {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/paddock-dev/paddock/broker/brokertest"
 	"github.com/paddock-dev/paddock/broker/storage"
+	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
 // TestUntilItsTakeoverCompletesAPartitionAnswersNotLeaderAndTheBrokerIsNotReady: a takeover
@@ -40,7 +41,7 @@ func TestUntilItsTakeoverCompletesAPartitionAnswersNotLeaderAndTheBrokerIsNotRea
 	hold.Store(true)
 	c.Move("t", 0, 1)
 	b1 := c.Broker(1)
-	brokertest.Eventually(t, "broker 1 claiming the fence", func() bool { return metric(t, b1, "paddock_broker_partitions_under_takeover") == 1 })
+	testkit.Eventually(t, "broker 1 claiming the fence", func() bool { return metric(t, b1, "paddock_broker_partitions_under_takeover") == 1 })
 	if b1.Ready() {
 		t.Fatal("broker 1 ready while its takeover is held")
 	}
@@ -87,7 +88,7 @@ func TestAStorageErrorTakesThePartitionOfflineAndAFailingVolumeTheBroker(t *test
 	if f := fetchOne(t, conn, fetchReq(16, "t", tp.ID, 0, 0)); f.ErrorCode != kerr.KafkaStorageError.Code || f.HighWatermark != -1 {
 		t.Fatalf("fetch from the failed partition: %+v, want KAFKA_STORAGE_ERROR", f)
 	}
-	brokertest.Eventually(t, "the broker to report itself unhealthy", func() bool { return !b.B.Healthy() })
+	testkit.Eventually(t, "the broker to report itself unhealthy", func() bool { return !b.B.Healthy() })
 	if b.Ready() {
 		t.Fatal("/readyz 200 with a failing volume")
 	}
@@ -100,7 +101,7 @@ func TestAStorageErrorTakesThePartitionOfflineAndAFailingVolumeTheBroker(t *test
 		t.Fatalf("/healthz %d: a storage failure must not get the process restarted", resp.StatusCode)
 	}
 	failing.Store(false)
-	brokertest.Eventually(t, "the volume probe to pass again", b.B.Healthy)
+	testkit.Eventually(t, "the volume probe to pass again", b.B.Healthy)
 	if p, _ := produceOne(t, conn, 10, "t", 0, brokertest.Plain([]byte("x")).Bytes()); p.ErrorCode != kerr.KafkaStorageError.Code {
 		t.Fatalf("the failed partition before it moves: %+v, want KAFKA_STORAGE_ERROR (offline at this epoch)", p)
 	}

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
@@ -15,7 +14,9 @@ import (
 	"github.com/go-logr/logr"
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/broker/cluster"
 	"github.com/paddock-dev/paddock/broker/storage"
+	"github.com/paddock-dev/paddock/internal/notify"
 )
 
 // The partitions this broker leads (docs/dataplane.md, "Ownership"). The view's KafkaTopics
@@ -89,7 +90,7 @@ type leader struct {
 type PartitionsConfig struct {
 	Self    int32
 	DataDir string
-	View    View
+	View    cluster.View
 	// FS is the storage file system (storage.OSFS when nil).
 	FS storage.FS
 	// Cache bounds the closed-segment files open over every partition (256 when nil).
@@ -119,12 +120,12 @@ type Partitions struct {
 	// open counts logs from Open until their relinquish returned (or their open failed):
 	// the broker leads nothing only when it is zero.
 	open         atomic.Int64
-	takeoverDone atomic.Bool              // every partition the reconciled view gives here is served or failed
-	reconciled   atomic.Pointer[Snapshot] // the view snapshot the owner last acted on
-	storageOK    atomic.Bool              // the volume probe passed (or never ran)
+	takeoverDone atomic.Bool                      // every partition the reconciled view gives here is served or failed
+	reconciled   atomic.Pointer[cluster.Snapshot] // the view snapshot the owner last acted on
+	storageOK    atomic.Bool                      // the volume probe passed (or never ran)
 	probing      atomic.Bool
-	changed      notifier      // wakes Changed waiters on every change of open or takeoverDone
-	quit         chan struct{} // closed when Run's context ends: stops the volume probe
+	changed      notify.Notifier // wakes Changed waiters on every change of open or takeoverDone
+	quit         chan struct{}   // closed when Run's context ends: stops the volume probe
 
 	workers sync.WaitGroup // takeover, relinquish, watcher and probe goroutines
 
@@ -233,7 +234,7 @@ func (p *Partitions) Claims() []v1alpha1.PartitionClaim {
 	for key, l := range p.led {
 		if l.phase == phaseServing || l.phase == phaseFenced {
 			out = append(out, v1alpha1.PartitionClaim{
-				TopicID: base64.RawURLEncoding.EncodeToString(key.topicID[:]), Partition: key.index, Epoch: l.epoch})
+				TopicID: v1alpha1.KafkaUUID(key.topicID).String(), Partition: key.index, Epoch: l.epoch})
 		}
 	}
 	return out
@@ -244,7 +245,7 @@ func (p *Partitions) Claims() []v1alpha1.PartitionClaim {
 func (p *Partitions) StorageHealthy() bool { return p == nil || p.storageOK.Load() }
 
 // Changed returns a channel closed at the next change of Open or TakeoverDone.
-func (p *Partitions) Changed() <-chan struct{} { return p.changed.wait() }
+func (p *Partitions) Changed() <-chan struct{} { return p.changed.Changed() }
 
 // Run follows the view until ctx ends, then relinquishes every partition it holds (each
 // bounded by relinquishTimeout, all at once) and returns once every worker goroutine has
@@ -277,7 +278,7 @@ type want struct {
 
 // wantedHere is what s gives broker self: every partition it leads of every topic that has
 // a topic id, with its directory and storage configuration. Nothing without a cluster id.
-func wantedHere(s *Snapshot, self int32, dataDir string) map[partitionKey]want {
+func wantedHere(s *cluster.Snapshot, self int32, dataDir string) map[partitionKey]want {
 	out := map[partitionKey]want{}
 	if s.ClusterID == "" {
 		return out
@@ -310,7 +311,7 @@ const batchHeaderBytes = 61
 // index.interval.bytes from 0); they are raised to storage's minimum, which answers the same:
 // a segment or message limit below a batch header refuses every batch, as Apache's does, and
 // an index interval of 0 indexes every batch, as 1 does.
-func storageConfig(t *Topic, s *Snapshot) storage.Config {
+func storageConfig(t *cluster.Topic, s *cluster.Snapshot) storage.Config {
 	c := t.Config
 	return storage.Config{
 		SegmentBytes:           max(int64(c.SegmentBytes), batchHeaderBytes),
@@ -326,7 +327,7 @@ func storageConfig(t *Topic, s *Snapshot) storage.Config {
 
 // reconcile makes the held partitions match what s gives this broker: release what it no
 // longer gives (or gives at another epoch), take over what is new, and pass config changes on.
-func (p *Partitions) reconcile(ctx context.Context, s *Snapshot) {
+func (p *Partitions) reconcile(ctx context.Context, s *cluster.Snapshot) {
 	wanted := wantedHere(s, p.cfg.Self, p.cfg.DataDir)
 	for key, o := range p.owned {
 		if w, ok := wanted[key]; !ok || w.epoch != o.cur.epoch || w.dir != o.dir {
@@ -362,7 +363,7 @@ func (p *Partitions) reconcile(ctx context.Context, s *Snapshot) {
 }
 
 // acquire opens key's log and queues its takeover at w.epoch.
-func (p *Partitions) acquire(ctx context.Context, key partitionKey, w want, s *Snapshot) {
+func (p *Partitions) acquire(ctx context.Context, key partitionKey, w want, s *cluster.Snapshot) {
 	opts := storage.Options{
 		FS: p.cfg.FS, Cache: p.cfg.Cache, Now: p.cfg.Now,
 		Log:                    p.log.WithValues("topic", w.topic, "partition", key.index),
@@ -477,60 +478,78 @@ func (p *Partitions) releaseAll() {
 func (p *Partitions) handle(ev partitionEvent) {
 	switch ev.kind {
 	case eventRelinquished:
-		if ev.err != nil {
-			p.log.Error(ev.err, "Relinquish did not finish in time; the log closes in the background", "partition", ev.key.index)
-		}
-		p.open.Add(-1)
-		if ch, ok := p.relinquishing[ev.key]; ok {
-			select {
-			case <-ch:
-				delete(p.relinquishing, ev.key) // the newest relinquish of key has ended
-			default:
-			}
-		}
+		p.relinquished(ev)
 	case eventTakenOver:
-		o := p.current(ev)
-		if o == nil {
-			return // released meanwhile: its relinquish reports on its own
-		}
-		p.cfg.Metrics.underTakeover(-1)
-		next := *o.cur
-		switch {
-		case ev.err == nil:
-			next.phase = phaseServing
-			p.cfg.Metrics.takeover(ev.took)
-			p.cfg.Metrics.partitionsLed(1)
-			p.log.Info("Took over partition", "topic", next.topic, "partition", ev.key.index, "epoch", next.epoch, "took", ev.took.String())
-			p.workers.Add(1)
-			go p.watch(ev.key, ev.log)
-		case errors.Is(ev.err, storage.ErrFenced):
-			next.phase, next.err = phaseFenced, ev.err
-			p.log.Info("Takeover refused: the partition is claimed at a newer epoch", "topic", next.topic, "partition", ev.key.index, "epoch", next.epoch, "reason", ev.err.Error())
-		default:
-			next.phase, next.err = phaseFailed, ev.err
-			p.log.Error(ev.err, "Takeover failed; the partition is offline on this broker", "topic", next.topic, "partition", ev.key.index, "epoch", next.epoch)
-			p.storageFailed(ev.err)
-		}
-		o.cur = &next
-		p.publish(ev.key, o.cur)
+		p.tookOver(ev)
 	case eventStopped:
-		o := p.current(ev)
-		if o == nil || o.cur.phase != phaseServing {
-			return
-		}
-		p.cfg.Metrics.partitionsLed(-1)
-		next := *o.cur
-		next.err = ev.log.Err()
-		if errors.Is(next.err, storage.ErrStorage) {
-			next.phase = phaseFailed
-			p.storageFailed(next.err)
-		} else {
-			next.phase = phaseFenced
-		}
-		o.cur = &next
-		p.publish(ev.key, o.cur)
+		p.stopped(ev)
 	}
 	p.refresh()
+}
+
+// relinquished counts a log closed, and forgets the partition's relinquish once its newest
+// one has ended.
+func (p *Partitions) relinquished(ev partitionEvent) {
+	if ev.err != nil {
+		p.log.Error(ev.err, "Relinquish did not finish in time; the log closes in the background", "partition", ev.key.index)
+	}
+	p.open.Add(-1)
+	if ch, ok := p.relinquishing[ev.key]; ok {
+		select {
+		case <-ch:
+			delete(p.relinquishing, ev.key) // the newest relinquish of key has ended
+		default:
+		}
+	}
+}
+
+// tookOver publishes a takeover's outcome: serving (and watched from then on), fenced by a
+// newer epoch, or failed.
+func (p *Partitions) tookOver(ev partitionEvent) {
+	o := p.current(ev)
+	if o == nil {
+		return // released meanwhile: its relinquish reports on its own
+	}
+	p.cfg.Metrics.underTakeover(-1)
+	next := *o.cur
+	switch {
+	case ev.err == nil:
+		next.phase = phaseServing
+		p.cfg.Metrics.takeover(ev.took)
+		p.cfg.Metrics.partitionsLed(1)
+		p.log.Info("Took over partition", "topic", next.topic, "partition", ev.key.index, "epoch", next.epoch, "took", ev.took.String())
+		p.workers.Add(1)
+		go p.watch(ev.key, ev.log)
+	case errors.Is(ev.err, storage.ErrFenced):
+		next.phase, next.err = phaseFenced, ev.err
+		p.log.Info("Takeover refused: the partition is claimed at a newer epoch", "topic", next.topic, "partition", ev.key.index, "epoch", next.epoch, "reason", ev.err.Error())
+	default:
+		next.phase, next.err = phaseFailed, ev.err
+		p.log.Error(ev.err, "Takeover failed; the partition is offline on this broker", "topic", next.topic, "partition", ev.key.index, "epoch", next.epoch)
+		p.storageFailed(ev.err)
+	}
+	o.cur = &next
+	p.publish(ev.key, o.cur)
+}
+
+// stopped publishes a serving log that stopped on its own: fenced by a newer leader, or
+// failed with a storage error.
+func (p *Partitions) stopped(ev partitionEvent) {
+	o := p.current(ev)
+	if o == nil || o.cur.phase != phaseServing {
+		return
+	}
+	p.cfg.Metrics.partitionsLed(-1)
+	next := *o.cur
+	next.err = ev.log.Err()
+	if errors.Is(next.err, storage.ErrStorage) {
+		next.phase = phaseFailed
+		p.storageFailed(next.err)
+	} else {
+		next.phase = phaseFenced
+	}
+	o.cur = &next
+	p.publish(ev.key, o.cur)
 }
 
 // current is the owned partition ev is about, if ev is about its current log.
@@ -572,7 +591,7 @@ func (p *Partitions) refresh() {
 		}
 	}
 	p.takeoverDone.Store(done)
-	p.changed.notify()
+	p.changed.Notify()
 }
 
 // storageFailed starts probing the volume after a storage error, unless that error is the
@@ -621,28 +640,4 @@ func (p *Partitions) probe() error {
 		return fmt.Errorf("probe %s: %w", name, err)
 	}
 	return nil
-}
-
-// notifier wakes everyone waiting on wait at the next notify.
-type notifier struct {
-	mu sync.Mutex
-	ch chan struct{} // closed and replaced by notify; guarded by mu
-}
-
-func (n *notifier) wait() <-chan struct{} {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.ch == nil {
-		n.ch = make(chan struct{})
-	}
-	return n.ch
-}
-
-func (n *notifier) notify() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.ch != nil {
-		close(n.ch)
-	}
-	n.ch = make(chan struct{})
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/paddock-dev/paddock/broker/brokertest"
+	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
 // TestKgoIdempotentProducerReadsBackByteExact: an idempotent acks=all kgo producer writes to
@@ -30,7 +31,7 @@ func TestKgoIdempotentProducerReadsBackByteExact(t *testing.T) {
 			topic := "exact-" + codec.name
 			c.CreateTopic(topic, 4, nil)
 			p := c.Client(kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchCompression(codec.c))
-			ctx := testCtx(t)
+			ctx := testkit.Context(t)
 			rng := rand.New(rand.NewPCG(1, 2))
 			var sent []*kgo.Record
 			for i := range 400 {
@@ -80,7 +81,7 @@ func TestKgoIdempotentProducerReadsBackByteExact(t *testing.T) {
 func consumeAll(t *testing.T, c *brokertest.Cluster, topic string, n int) map[int32][]*kgo.Record {
 	t.Helper()
 	cons := c.Client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	out := map[int32][]*kgo.Record{}
 	for got := 0; got < n; {
 		fs := cons.PollFetches(ctx)

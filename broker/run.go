@@ -13,8 +13,10 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/paddock-dev/paddock/broker/cluster"
 	"github.com/paddock-dev/paddock/broker/groups"
 	"github.com/paddock-dev/paddock/broker/storage"
+	"github.com/paddock-dev/paddock/broker/wire"
 )
 
 // errInterrupted is Run's answer to a second signal during the drain: exit at once.
@@ -31,13 +33,13 @@ const shutdownGrace = 5 * time.Second
 type Broker struct {
 	Config Config
 	// View is the cluster state the broker answers from and drains against.
-	View View
+	View cluster.View
 	// Heartbeat renews the Lease; nil runs without one (an in-memory view in tests).
-	Heartbeat *Heartbeat
+	Heartbeat *cluster.Heartbeat
 	// Admin is the broker's write access to its KafkaTopics (admin APIs, the data removal
 	// of deleted topics); nil runs without it: admin requests are refused and deleted
 	// topics' data is left for another broker.
-	Admin *Admin
+	Admin *cluster.Admin
 	Log   logr.Logger
 	// OnListening, when set, is called once every listener is bound, with the Kafka listener
 	// addresses in configuration order and the health server's address.
@@ -45,11 +47,11 @@ type Broker struct {
 	// Addresses is where the broker is reachable on each listener (addresses.go); answers,
 	// the heartbeat and /readyz read it. NewBroker makes it from the config; WatchAddresses
 	// keeps its external listeners' addresses current.
-	Addresses *Addresses
+	Addresses *cluster.Addresses
 	// StorageFS is the file system the partition logs use (storage.OSFS when nil; tests
 	// inject faults through storage.FaultFS).
 	StorageFS storage.FS
-	// PipelineDepth is the wire server's Server.PipelineDepth (0: the default).
+	// PipelineDepth is the wire server's wire.Server.PipelineDepth (0: the default).
 	PipelineDepth int
 	// GroupConfig, when set, adjusts the group coordinator's configuration
 	// (groups.DefaultConfig) before it starts: tests shorten the initial rebalance delay.
@@ -70,8 +72,8 @@ type Broker struct {
 
 // NewBroker returns a broker for cfg answering from view. Set Heartbeat before Run to renew
 // the Lease.
-func NewBroker(cfg Config, view View, log logr.Logger) *Broker {
-	b := &Broker{Config: cfg, View: view, Log: log, liveness: NewLiveness(nil), Addresses: NewAddresses(cfg)}
+func NewBroker(cfg Config, view cluster.View, log logr.Logger) *Broker {
+	b := &Broker{Config: cfg, View: view, Log: log, liveness: NewLiveness(nil), Addresses: cluster.NewAddresses(cfg.Cluster, cfg.Listeners, cfg.Identity)}
 	b.metrics = NewMetrics(func() float64 {
 		if age := b.Heartbeat.Age(); age >= 0 {
 			return age.Seconds()
@@ -94,7 +96,7 @@ func (b *Broker) Healthy() bool {
 // Draining is the heartbeat's draining bit: true from the first SIGTERM on.
 func (b *Broker) Draining() bool { return b.draining.Load() }
 
-// Run serves until the first signal on signals, then drains (DESIGN.md "Draining", drain.go)
+// Run serves until the first signal on signals, then drains (docs/dataplane.md, "Drain with data"; drain.go)
 // and shuts down: it returns nil after a clean drain, errInterrupted when a second signal cut
 // the drain short, the error of a listener that failed, or ctx's error when ctx ended (which
 // closes everything without draining).
@@ -150,8 +152,9 @@ func (b *Broker) listen() (*bound, error) {
 
 // running is a broker between start and shutdown.
 type running struct {
-	wire   *Server
-	health *http.Server
+	wire    *wire.Server
+	handler *Handler // what wire serves
+	health  *http.Server
 	// serveErr receives the error of a listener whose Serve ended on its own.
 	serveErr chan error
 	// stopBackground ends the heartbeat loop and the idle ticks. They live until Run returns —
@@ -169,28 +172,45 @@ type running struct {
 // and starts the heartbeat and the idle liveness ticks.
 func (b *Broker) start(lns *bound) *running {
 	b.started = time.Now()
+	h := &Handler{
+		View:       b.View,
+		Self:       b.Config.Identity.ID,
+		Log:        b.Log.WithName("wire"),
+		Metrics:    b.metrics,
+		Liveness:   b.liveness,
+		Admin:      b.Admin,
+		SelfFenced: b.selfFenced,
+	}
 	r := &running{
-		wire: &Server{
-			View:          b.View,
-			Self:          b.Config.Identity.ID,
-			MaxFrameBytes: b.Config.MaxFrameBytes,
-			Log:           b.Log.WithName("wire"),
-			Metrics:       b.metrics,
-			Liveness:      b.liveness,
-			Admin:         b.Admin,
-			SelfFenced:    b.selfFenced,
-			PipelineDepth: b.PipelineDepth,
-		},
+		wire:     newWireServer(h, b.Config.MaxFrameBytes, b.PipelineDepth, b.Log.WithName("wire")),
+		handler:  h,
 		health:   &http.Server{Handler: b.healthHandler(), ReadHeaderTimeout: 5 * time.Second},
 		serveErr: make(chan error, len(lns.kafka)+1),
 	}
 	b.startPartitions(r)
 	b.startGroups(r)
-	addrs := make([]net.Addr, len(lns.kafka))
-	for i, ln := range lns.kafka {
+	addrs := b.serveKafka(r, lns.kafka)
+	go func() {
+		if err := r.health.Serve(lns.health); !errors.Is(err, http.ErrServerClosed) {
+			r.serveErr <- fmt.Errorf("health server: %w", err)
+		}
+	}()
+	b.listenersBound.Store(true)
+	b.startBackground(r)
+	if b.OnListening != nil {
+		b.OnListening(addrs, lns.health.Addr())
+	}
+	return r
+}
+
+// serveKafka serves the wire protocol on every Kafka listener, each advertising this broker's
+// address on it, and returns their addresses in configuration order.
+func (b *Broker) serveKafka(r *running, lns []net.Listener) []net.Addr {
+	addrs := make([]net.Addr, len(lns))
+	for i, ln := range lns {
 		l := b.Config.Listeners[i]
 		if l.Port == 0 { // an ephemeral port (tests): advertise what was bound
-			b.Addresses.bound(i, int32(ln.Addr().(*net.TCPAddr).Port))
+			b.Addresses.Bound(i, int32(ln.Addr().(*net.TCPAddr).Port))
 		}
 		addrs[i] = ln.Addr()
 		go func() { r.serveErr <- r.wire.Serve(AdvertiseFrom(ln, l.Name, b.Addresses)) }()
@@ -200,16 +220,15 @@ func (b *Broker) start(lns *bound) *running {
 		}
 		b.Log.Info("Listening", "listener", l.Name, "type", l.Type, "addr", ln.Addr().String(), "advertised", advertised)
 	}
-	go func() {
-		if err := r.health.Serve(lns.health); !errors.Is(err, http.ErrServerClosed) {
-			r.serveErr <- fmt.Errorf("health server: %w", err)
-		}
-	}()
-	b.listenersBound.Store(true)
+	return addrs
+}
 
+// startBackground starts what lives until Run returns: the idle liveness ticks, the
+// heartbeat and, with API access, the data removal of deleted topics.
+func (b *Broker) startBackground(r *running) {
 	bg, stop := context.WithCancel(context.Background())
 	r.stopBackground = stop
-	go r.wire.RunIdleTicks(bg, idleTickPeriod)
+	go RunIdleTicks(bg, r.wire, idleTickPeriod, b.Log.WithName("wire"))
 	if b.Heartbeat != nil {
 		b.Heartbeat.Listeners = b.Addresses.Known
 		b.Heartbeat.Claims = b.Claims
@@ -220,10 +239,6 @@ func (b *Broker) start(lns *bound) *running {
 			dataDir: b.Config.DataDir, fs: storage.OSFS{}, log: b.Log.WithName("topic-removal")}
 		go remover.run(bg)
 	}
-	if b.OnListening != nil {
-		b.OnListening(addrs, lns.health.Addr())
-	}
-	return r
 }
 
 // waitForSignal returns nil at the first signal, the error of a listener that stopped on its
@@ -243,7 +258,8 @@ func (b *Broker) waitForSignal(ctx context.Context, signals <-chan os.Signal, r 
 // closeNow closes every listener and connection at once, without flushing.
 func (b *Broker) closeNow(r *running) {
 	b.listenersBound.Store(false)
-	_ = r.wire.Close()   // always nil
+	_ = r.wire.Close() // always nil
+	r.handler.Close()
 	_ = r.health.Close() // the probes' connections carry nothing worth keeping
 	b.stopGroups(r)
 	b.stopPartitions(r)
@@ -262,6 +278,7 @@ func (b *Broker) shutdown(r *running) {
 	if err := r.wire.Shutdown(ctx); err != nil {
 		b.Log.Info("Connections closed hard after the shutdown grace", "reason", err.Error())
 	}
+	r.handler.Close() // the background auto-creations: no request is left to start one
 	b.stopPartitions(r)
 	if err := r.health.Shutdown(ctx); err != nil {
 		b.Log.Info("Health server closed hard after the shutdown grace", "reason", err.Error())

@@ -9,7 +9,7 @@ import (
 )
 
 // startPartitions starts the partition manager that follows the view (partitions.go) and
-// plugs it and the producer-id source into the wire server, before the first Serve. Without
+// plugs it and the producer-id source into the Handler, before the first Serve. Without
 // --data-dir the broker serves no partition data: every partition answers
 // NOT_LEADER_OR_FOLLOWER and InitProducerId a storage error.
 func (b *Broker) startPartitions(r *running) {
@@ -26,8 +26,8 @@ func (b *Broker) startPartitions(r *running) {
 		Metrics: b.metrics, Log: b.Log.WithName("partitions"),
 	})
 	b.partitions.Store(p)
-	r.wire.Partitions = p
-	r.wire.ProducerIDs = &ProducerIDSource{DataDir: b.Config.DataDir, FS: fsys}
+	r.handler.Partitions = p
+	r.handler.ProducerIDs = &ProducerIDSource{DataDir: b.Config.DataDir, FS: fsys}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -86,7 +86,7 @@ func (b *Broker) selfFenced() bool {
 func leaseExpired(age, sessionTimeout time.Duration) bool { return age >= sessionTimeout }
 
 // startGroups starts the group coordinator that follows the view (group_coordinator.go) and
-// plugs it into the wire server, before the first Serve. Without --data-dir there is no
+// plugs it into the Handler, before the first Serve. Without --data-dir there is no
 // volume for committed offsets: every group request answers COORDINATOR_NOT_AVAILABLE.
 func (b *Broker) startGroups(r *running) {
 	if b.Config.DataDir == "" {
@@ -97,7 +97,7 @@ func (b *Broker) startGroups(r *running) {
 		Metrics: b.groupMetrics, Configure: b.GroupConfig, Log: b.Log.WithName("groups"),
 	}
 	b.groups = g
-	r.wire.Groups = g
+	r.handler.Groups = g
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

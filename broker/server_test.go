@@ -15,6 +15,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/broker/cluster"
+	"github.com/paddock-dev/paddock/broker/wire"
+	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
 // expectServing asserts a fresh connection to addr is answered.
@@ -100,7 +103,7 @@ func TestGarbageFramesCloseTheConnection(t *testing.T) {
 // body buffer is allocated: a 2 GiB prefix must cost nothing.
 func TestHugeSizePrefixRefusedWithoutAllocating(t *testing.T) {
 	tc := newTestCluster(t, 1)
-	for _, size := range []uint32{2 << 30, 2<<30 - 1, DefaultMaxFrameBytes + 1} {
+	for _, size := range []uint32{2 << 30, 2<<30 - 1, wire.DefaultMaxFrameBytes + 1} {
 		c := dialKafka(t, tc.addrs[0])
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
@@ -116,10 +119,10 @@ func TestHugeSizePrefixRefusedWithoutAllocating(t *testing.T) {
 	expectServing(t, tc.addrs[0])
 
 	t.Run("the cap is configurable", func(t *testing.T) {
-		srv := &Server{View: NewMemoryView(Snapshot{}), MaxFrameBytes: 64, Log: testr.New(t)}
-		ln := listenLoopback(t)
+		srv := newTestServer(t, &Handler{View: cluster.NewMemoryView(cluster.Snapshot{}), Log: testr.New(t)})
+		srv.MaxFrameBytes = 64
+		ln := testkit.Listen(t)
 		go func() { _ = srv.Serve(ln) }()
-		t.Cleanup(func() { _ = srv.Close() })
 		c := dialKafka(t, ln.Addr().String())
 		req := kmsg.NewPtrMetadataRequest()
 		name := string(make([]byte, 100))
@@ -131,11 +134,11 @@ func TestHugeSizePrefixRefusedWithoutAllocating(t *testing.T) {
 
 // panicView panics on Snapshot while armed: a fault hook for the handler path.
 type panicView struct {
-	View
+	cluster.View
 	armed atomic.Bool
 }
 
-func (v *panicView) Snapshot() *Snapshot {
+func (v *panicView) Snapshot() *cluster.Snapshot {
 	if v.armed.Load() {
 		panic("injected handler fault")
 	}
@@ -143,11 +146,10 @@ func (v *panicView) Snapshot() *Snapshot {
 }
 
 func TestHandlerPanicClosesOnlyThatConnection(t *testing.T) {
-	pv := &panicView{View: NewMemoryView(Snapshot{})}
-	srv := &Server{View: pv, Log: testr.New(t)}
-	ln := listenLoopback(t)
+	pv := &panicView{View: cluster.NewMemoryView(cluster.Snapshot{})}
+	srv := newTestServer(t, &Handler{View: pv, Log: testr.New(t)})
+	ln := testkit.Listen(t)
 	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
 
 	healthy := dialKafka(t, ln.Addr().String())
 	roundTrip(t, healthy, kmsg.NewPtrMetadataRequest())
@@ -183,8 +185,8 @@ func TestResponsesComeInRequestOrder(t *testing.T) {
 }
 
 func TestShutdownFlushesAnswersThenCloses(t *testing.T) {
-	srv := &Server{View: NewMemoryView(Snapshot{}), Log: testr.New(t)}
-	ln := listenLoopback(t)
+	srv := newTestServer(t, &Handler{View: cluster.NewMemoryView(cluster.Snapshot{}), Log: testr.New(t)})
+	ln := testkit.Listen(t)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	c := dialKafka(t, ln.Addr().String())
@@ -209,13 +211,13 @@ func TestShutdownFlushesAnswersThenCloses(t *testing.T) {
 		}
 	}
 	expectClosed(t, c)
-	if err := <-served; !errors.Is(err, ErrServerClosed) {
+	if err := <-served; !errors.Is(err, wire.ErrServerClosed) {
 		t.Fatalf("Serve returned %v", err)
 	}
 	if _, err := net.DialTimeout("tcp", ln.Addr().String(), time.Second); err == nil {
 		t.Fatal("listener still accepts after Shutdown")
 	}
-	if err := srv.Serve(ln); !errors.Is(err, ErrServerClosed) {
+	if err := srv.Serve(ln); !errors.Is(err, wire.ErrServerClosed) {
 		t.Fatalf("Serve after Shutdown returned %v", err)
 	}
 	_ = srv.Close()
@@ -227,8 +229,9 @@ func TestShutdownFlushesAnswersThenCloses(t *testing.T) {
 func TestNoGoroutineLeak(t *testing.T) {
 	before := runtime.NumGoroutine()
 	func() {
-		srv := &Server{View: NewMemoryView(Snapshot{}), Log: testr.New(t)}
-		ln := listenLoopback(t)
+		h := &Handler{View: cluster.NewMemoryView(cluster.Snapshot{}), Log: testr.New(t)}
+		srv := newWireServer(h, 0, 0, h.Log)
+		ln := testkit.Listen(t)
 		go func() { _ = srv.Serve(ln) }()
 		addr := ln.Addr().String()
 		var idle []net.Conn
@@ -253,6 +256,7 @@ func TestNoGoroutineLeak(t *testing.T) {
 			}
 		}
 		_ = srv.Close()
+		h.Close()
 		for _, c := range idle {
 			_ = c.Close()
 		}
@@ -382,15 +386,16 @@ func TestIdleTicksCoverTheAcceptLoop(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var mono atomic.Int64
 			live := NewLiveness(func() time.Duration { return time.Duration(mono.Load()) })
-			srv := &Server{View: NewMemoryView(Snapshot{}), Liveness: live, Log: testr.New(t)}
-			ln := net.Listener(listenLoopback(t))
+			h := &Handler{View: cluster.NewMemoryView(cluster.Snapshot{}), Liveness: live, Log: testr.New(t)}
+			srv := newWireServer(h, 0, 0, h.Log)
+			ln := net.Listener(testkit.Listen(t))
 			if tc.wedged {
 				ln = &wedgedListener{Listener: ln, closed: make(chan struct{})}
 			}
 			go func() { _ = srv.Serve(ln) }()
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan struct{})
-			go func() { defer close(done); srv.RunIdleTicks(ctx, 20*time.Millisecond) }()
+			go func() { defer close(done); RunIdleTicks(ctx, srv, 20*time.Millisecond, h.Log) }()
 			t.Cleanup(func() { cancel(); _ = srv.Close(); <-done })
 
 			mono.Add(int64(WedgedAfter + time.Second)) // six seconds without a client request

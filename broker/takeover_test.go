@@ -16,6 +16,7 @@ import (
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/broker/brokertest"
+	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
 // ledger is what a numbered producer learns: which records each partition acknowledged, in
@@ -306,7 +307,7 @@ func TestABrokerClaimsExactlyThePartitionsItTookOver(t *testing.T) {
 	from, _ := c.Leader("t", 0)
 	c.Move("t", 0, 1-from)
 	c.WaitServed()
-	brokertest.Eventually(t, "the new leader's claims follow the move", func() bool {
+	testkit.Eventually(t, "the new leader's claims follow the move", func() bool {
 		return v1alpha1.FormatClaims(c.Broker(1-from).B.Claims()) == assigned(1-from) &&
 			v1alpha1.FormatClaims(c.Broker(from).B.Claims()) == assigned(from)
 	})

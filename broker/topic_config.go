@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/broker/cluster"
 	"github.com/paddock-dev/paddock/internal/topicname"
 )
 
@@ -64,7 +65,7 @@ func (rc *requestContext) alterAll(resources []alterResource, validateOnly bool)
 
 // alterTarget checks one resource of an alter request and returns the topic it names, or the
 // error the resource answers with.
-func (rc *requestContext) alterTarget(typ kmsg.ConfigResourceType, name string, duplicate bool) (*Topic, int16, string) {
+func (rc *requestContext) alterTarget(typ kmsg.ConfigResourceType, name string, duplicate bool) (*cluster.Topic, int16, string) {
 	switch {
 	case duplicate:
 		return nil, kerr.InvalidRequest.Code, "Duplicate resource in the request."
@@ -74,7 +75,7 @@ func (rc *requestContext) alterTarget(typ kmsg.ConfigResourceType, name string, 
 		return nil, kerr.InvalidRequest.Code, "paddock brokers have no loggers to configure; their log level is the --log-level flag"
 	case typ != kmsg.ConfigResourceTypeTopic:
 		return nil, kerr.InvalidRequest.Code, fmt.Sprintf("Unsupported resource type: %d", typ)
-	case rc.srv.Admin == nil:
+	case rc.h.Admin == nil:
 		return nil, kerr.UnknownServerError.Code, errNoAdmin
 	}
 	if err := topicname.Validate(name); err != nil {
@@ -101,14 +102,14 @@ func (e *configError) Error() string { return e.msg }
 // alterTopicConfig applies change to t's spec.config: on the view's copy only when
 // validateOnly, else on the current object, written back. It returns the generation written
 // (0 when nothing was) and the error code and message.
-func (rc *requestContext) alterTopicConfig(ctx context.Context, t *Topic, validateOnly bool, change configChange) (int64, int16, string) {
+func (rc *requestContext) alterTopicConfig(ctx context.Context, t *cluster.Topic, validateOnly bool, change configChange) (int64, int16, string) {
 	if validateOnly {
 		if _, cerr := change(maps.Clone(t.ConfigMap)); cerr != nil {
 			return 0, cerr.code, cerr.msg
 		}
 		return 0, 0, ""
 	}
-	kt, err := rc.srv.Admin.updateTopic(ctx, t.Object, string(t.UID), liveTopic(func(kt *v1alpha1.KafkaTopic) error {
+	kt, err := rc.h.Admin.UpdateSpec(ctx, t.Object, t.UID, func(kt *v1alpha1.KafkaTopic) error {
 		next, cerr := change(maps.Clone(kt.Spec.Config))
 		if cerr != nil {
 			return cerr
@@ -118,7 +119,7 @@ func (rc *requestContext) alterTopicConfig(ctx context.Context, t *Topic, valida
 		}
 		kt.Spec.Config = next
 		return nil
-	}))
+	})
 	if cerr, ok := err.(*configError); ok {
 		return 0, cerr.code, cerr.msg
 	}
@@ -137,7 +138,7 @@ func (rc *requestContext) waitForGenerations(written map[string]int64) {
 	}
 	_, wait, cancel := rc.adminDeadlines(configWaitMs)
 	defer cancel()
-	waitView(wait, rc.srv.View, func(s *Snapshot) bool {
+	waitView(wait, rc.h.View, func(s *cluster.Snapshot) bool {
 		for name, gen := range written {
 			if t, ok := s.Topic(name); !ok || t.Generation < gen {
 				return false

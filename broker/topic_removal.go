@@ -12,10 +12,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/broker/cluster"
 	"github.com/paddock-dev/paddock/broker/storage"
 )
 
@@ -43,8 +42,8 @@ const removalRetry = 5 * time.Second
 
 // dataRemover runs the broker's step for every deleted topic its view shows.
 type dataRemover struct {
-	view    View
-	admin   *Admin
+	view    cluster.View
+	admin   *cluster.Admin
 	self    int32
 	dataDir string
 	fs      storage.FS
@@ -72,7 +71,7 @@ func (d *dataRemover) run(ctx context.Context) {
 
 // removeDue removes the data of every topic of s that awaits it, when this broker is the one
 // to do it.
-func (d *dataRemover) removeDue(ctx context.Context, s *Snapshot) error {
+func (d *dataRemover) removeDue(ctx context.Context, s *cluster.Snapshot) error {
 	if !s.Synced || !lowestAlive(s, d.self) {
 		return nil
 	}
@@ -86,7 +85,7 @@ func (d *dataRemover) removeDue(ctx context.Context, s *Snapshot) error {
 }
 
 // lowestAlive is true when self is the lowest-id broker whose row is Alive.
-func lowestAlive(s *Snapshot, self int32) bool {
+func lowestAlive(s *cluster.Snapshot, self int32) bool {
 	for _, row := range s.Brokers { // sorted by id
 		if row.Health == v1alpha1.BrokerAlive {
 			return row.ID == self
@@ -97,7 +96,7 @@ func lowestAlive(s *Snapshot, self int32) bool {
 
 // remove runs the three steps for one topic. A topic without an id, or a cluster without one,
 // never had a data directory (the path needs both), so only the finalizer goes.
-func (d *dataRemover) remove(ctx context.Context, clusterID string, t DeletingTopic) error {
+func (d *dataRemover) remove(ctx context.Context, clusterID string, t cluster.DeletingTopic) error {
 	if clusterID != "" && t.ID != ([16]byte{}) {
 		dir := topicDir(d.dataDir, clusterID, t.Name, t.ID)
 		exists, err := fenceTopic(d.fs, dir)
@@ -111,21 +110,10 @@ func (d *dataRemover) remove(ctx context.Context, clusterID string, t DeletingTo
 			d.log.Info("Removed a deleted topic's data", "topic", t.Name, "dir", dir)
 		}
 	}
-	if err := d.dropFinalizer(ctx, t); err != nil {
+	if err := d.admin.DropDataFinalizer(ctx, t.Object, t.UID); err != nil {
 		return fmt.Errorf("release deleted topic %s: %w", t.Name, err)
 	}
 	return nil
-}
-
-// dropFinalizer removes the data finalizer of t's KafkaTopic (if it is still that object).
-func (d *dataRemover) dropFinalizer(ctx context.Context, t DeletingTopic) error {
-	_, err := d.admin.updateTopic(ctx, t.Object, string(t.UID), func(kt *v1alpha1.KafkaTopic) (bool, error) {
-		return controllerutil.RemoveFinalizer(kt, v1alpha1.FinalizerData), nil
-	})
-	if apierrors.IsNotFound(err) {
-		return nil // gone already: another broker finished first
-	}
-	return err
 }
 
 // topicDir is a topic's directory: the parent of its partition directories (storage layout).

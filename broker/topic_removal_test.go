@@ -15,7 +15,9 @@ import (
 	"github.com/go-logr/logr/testr"
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/broker/cluster"
 	"github.com/paddock-dev/paddock/broker/storage"
+	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
 // oneRecordBatch is a valid record batch v2 with one record, as a producer sends it.
@@ -49,7 +51,7 @@ func oneRecordBatch() []byte {
 }
 
 func TestRemovalFencesOutAStragglingLeader(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	data := t.TempDir()
 	id := [16]byte{7, 7, 7}
 	dir := topicDir(data, testClusterID, "orders", id)
@@ -126,7 +128,7 @@ func TestRemovalRepeatsSafely(t *testing.T) {
 
 func TestOnlyTheLowestAliveBrokerRemovesData(t *testing.T) {
 	rows := []v1alpha1.BrokerRow{{ID: 0, Health: v1alpha1.BrokerDead}, {ID: 1, Health: v1alpha1.BrokerAlive}, {ID: 2, Health: v1alpha1.BrokerAlive}}
-	s := NewMemoryView(Snapshot{Brokers: rows}).Snapshot()
+	s := cluster.NewMemoryView(cluster.Snapshot{Brokers: rows}).Snapshot()
 	for self, want := range map[int32]bool{0: false, 1: true, 2: false, 5: false} {
 		if got := lowestAlive(s, self); got != want {
 			t.Errorf("lowestAlive(%d) = %v, want %v", self, got, want)
@@ -151,7 +153,7 @@ func TestAFenceThatCannotBeClaimedRemovesNothing(t *testing.T) {
 		return nil
 	}}
 	d := &dataRemover{dataDir: data, fs: faulty, log: testr.New(t)} // no Admin: reaching the finalizer would panic
-	err := d.remove(testCtx(t), testClusterID, DeletingTopic{Object: "t", Name: "t", ID: id, Partitions: 1, AwaitsDataRemoval: true})
+	err := d.remove(testkit.Context(t), testClusterID, cluster.DeletingTopic{Object: "t", Name: "t", ID: id, Partitions: 1, AwaitsDataRemoval: true})
 	if !errors.Is(err, eio) {
 		t.Fatalf("remove = %v, want the fence error", err)
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -29,6 +28,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/devcluster"
 	"github.com/paddock-dev/paddock/internal/install"
 	"github.com/paddock-dev/paddock/internal/testenv"
+	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
 // A manager started with --namespace runs on the RBAC `make build-installer NAMESPACES=…`
@@ -46,8 +46,7 @@ func TestAManagerWatchingOneNamespaceRunsOnItsRoleBindingThere(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := testkit.Context(t)
 	for _, ns := range []string{"paddock-system", "watched", "other"} {
 		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			t.Fatal(err)
@@ -100,7 +99,7 @@ func TestAManagerWatchingOneNamespaceRunsOnItsRoleBindingThere(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	waitUntil(ctx, t, "cluster c of the watched namespace provisioned, reported and registered", func() (bool, string) {
+	testkit.EventuallyDetail(t, "cluster c of the watched namespace provisioned, reported and registered", func() (bool, string) {
 		kc := &kafkav1alpha1.KafkaCluster{}
 		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: "watched", Name: "c"}, kc); err != nil {
 			return false, err.Error()
@@ -197,21 +196,4 @@ func conditionText(c *metav1.Condition) string {
 		return "none yet"
 	}
 	return c.Reason + ": " + c.Message
-}
-
-// waitUntil polls cond until it holds or ctx ends (then the test fails with its last word).
-func waitUntil(ctx context.Context, t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	var why string
-	for {
-		var ok bool
-		if ok, why = cond(); ok {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s: %s (%v)", what, why, ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }

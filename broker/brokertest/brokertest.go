@@ -11,10 +11,8 @@ package brokertest
 import (
 	"context"
 	crand "crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -30,9 +28,12 @@ import (
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/broker"
+	"github.com/paddock-dev/paddock/broker/cluster"
 	"github.com/paddock-dev/paddock/broker/groups"
 	"github.com/paddock-dev/paddock/broker/storage"
+	"github.com/paddock-dev/paddock/broker/wire"
 	"github.com/paddock-dev/paddock/internal/balance"
+	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
 // ClusterID is the cluster id every harness cluster uses (the data lives under
@@ -72,9 +73,9 @@ type Cluster struct {
 	mu      sync.Mutex
 	brokers []*Broker
 	rows    []v1alpha1.BrokerRow
-	topics  []broker.Topic // the operator's truth, published to every view not lagging
+	topics  []cluster.Topic // the operator's truth, published to every view not lagging
 	// deleting are the topics DeleteTopic removed, published as being deleted.
-	deleting []broker.DeletingTopic
+	deleting []cluster.DeletingTopic
 	// coordinatorEpoch and coordinatorBrokers are status.coordinatorEpoch and
 	// status.coordinatorBrokers as the assignment reconciler keeps them: bumped whenever
 	// the registered or alive set changes, and when a registered broker restarts.
@@ -90,7 +91,7 @@ type Broker struct {
 	Addr, HealthAddr string
 	// B is the running broker; View the in-memory view it answers from.
 	B    *broker.Broker
-	View *broker.MemoryView
+	View *cluster.MemoryView
 
 	signals chan os.Signal
 	result  chan error
@@ -134,23 +135,21 @@ func (c *Cluster) logger(id int32) logr.Logger {
 
 func (c *Cluster) startBroker(id int32) {
 	c.t.Helper()
-	kafkaLn, kafkaPort := listenBelow32768(c.t)
-	healthPort := freePortBelow32768(c.t)
-	// Broker.Run binds its own listeners: hand the port over just before.
-	_ = kafkaLn.Close()
+	// Broker.Run binds its own listeners: free ports, handed over just before.
+	kafkaPort, healthPort := testkit.FreePort(c.t), testkit.FreePort(c.t)
 	cfg := broker.Config{
 		Cluster:           "c",
-		Listeners:         []broker.ListenerSpec{{Name: "kafka", Port: int32(kafkaPort), Host: "127.0.0.1"}},
+		Listeners:         []cluster.ListenerSpec{{Name: "kafka", Port: int32(kafkaPort), Host: "127.0.0.1"}},
 		HealthPort:        healthPort,
 		HeartbeatInterval: 100 * time.Millisecond,
 		SessionTimeout:    6 * time.Second,
 		DrainTimeout:      c.opts.DrainTimeout,
 		DataDir:           c.DataDir,
 		BindAddress:       "127.0.0.1",
-		MaxFrameBytes:     broker.DefaultMaxFrameBytes,
-		Identity:          broker.Identity{ID: id, Pod: "c-broker-" + strconv.Itoa(int(id)), Namespace: "brokertest"},
+		MaxFrameBytes:     wire.DefaultMaxFrameBytes,
+		Identity:          cluster.Identity{ID: id, Pod: "c-broker-" + strconv.Itoa(int(id)), Namespace: "brokertest"},
 	}
-	view := broker.NewMemoryView(broker.Snapshot{})
+	view := cluster.NewMemoryView(cluster.Snapshot{})
 	b := broker.NewBroker(cfg, view, c.logger(id))
 	if c.opts.StorageFS != nil {
 		b.StorageFS = c.opts.StorageFS(id)
@@ -220,7 +219,7 @@ func (c *Cluster) publishLocked() {
 		c.coordinatorEpoch++
 		c.coordinatorBrokers = &now
 	}
-	s := broker.Snapshot{ClusterID: ClusterID, Brokers: c.rows, ConfigMap: c.opts.ClusterConfig, Topics: c.topics, Deleting: c.deleting,
+	s := cluster.Snapshot{ClusterID: ClusterID, Brokers: c.rows, ConfigMap: c.opts.ClusterConfig, Topics: c.topics, Deleting: c.deleting,
 		CoordinatorEpoch: c.coordinatorEpoch, CoordinatorBrokers: c.coordinatorBrokers}
 	for _, b := range c.brokers {
 		if !b.lagging {
@@ -242,14 +241,14 @@ func (c *Cluster) Lag(id int32, lag bool) {
 // CreateTopic adds a topic with a fresh topic id, places its partitions with the real
 // balancer over the alive brokers (epoch 1), publishes it, and waits until every leader
 // has taken its partitions over. It returns the topic as the views hold it.
-func (c *Cluster) CreateTopic(name string, partitions int32, config map[string]string) broker.Topic {
+func (c *Cluster) CreateTopic(name string, partitions int32, config map[string]string) cluster.Topic {
 	c.t.Helper()
 	var id [16]byte
 	if _, err := crand.Read(id[:]); err != nil {
 		c.t.Fatal(err)
 	}
 	c.mu.Lock()
-	c.topics = append(c.topics, broker.Topic{Name: name, ID: id, Object: name, ConfigMap: config, Partitions: unassigned(partitions)})
+	c.topics = append(c.topics, cluster.Topic{Name: name, ID: id, Object: name, ConfigMap: config, Partitions: unassigned(partitions)})
 	c.rebalanceLocked()
 	c.publishLocked()
 	c.mu.Unlock()
@@ -267,7 +266,7 @@ func (c *Cluster) DeleteTopic(name string) {
 	for i, t := range c.topics {
 		if t.Name == name {
 			c.topics = slices.Delete(slices.Clone(c.topics), i, i+1)
-			c.deleting = append(c.deleting, broker.DeletingTopic{Object: t.Object, Name: t.Name, ID: t.ID,
+			c.deleting = append(c.deleting, cluster.DeletingTopic{Object: t.Object, Name: t.Name, ID: t.ID,
 				Partitions: int32(len(t.Partitions)), AwaitsDataRemoval: true})
 			c.publishLocked()
 			return
@@ -277,12 +276,12 @@ func (c *Cluster) DeleteTopic(name string) {
 }
 
 // TopicID renders id as KafkaTopic status.topicID does.
-func TopicID(id [16]byte) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+func TopicID(id [16]byte) string { return v1alpha1.KafkaUUID(id).String() }
 
-func unassigned(n int32) []broker.Partition {
-	ps := make([]broker.Partition, n)
+func unassigned(n int32) []cluster.Partition {
+	ps := make([]cluster.Partition, n)
 	for i := range ps {
-		ps[i] = broker.Partition{Index: int32(i), Leader: -1}
+		ps[i] = cluster.Partition{Index: int32(i), Leader: -1}
 	}
 	return ps
 }
@@ -315,16 +314,16 @@ func (c *Cluster) rebalanceLocked() {
 		if !ok {
 			continue
 		}
-		ps := make([]broker.Partition, len(a.Partitions))
+		ps := make([]cluster.Partition, len(a.Partitions))
 		for j, p := range a.Partitions {
-			ps[j] = broker.Partition{Index: p.Index, Leader: p.Leader, LeaderEpoch: p.Epoch}
+			ps[j] = cluster.Partition{Index: p.Index, Leader: p.Leader, LeaderEpoch: p.Epoch}
 		}
 		c.topics[i].Partitions = ps
 	}
 }
 
 // Topic is topic name as the operator last placed it.
-func (c *Cluster) Topic(name string) broker.Topic {
+func (c *Cluster) Topic(name string) cluster.Topic {
 	c.t.Helper()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -335,7 +334,7 @@ func (c *Cluster) Topic(name string) broker.Topic {
 		}
 	}
 	c.t.Fatalf("no topic %q", name)
-	return broker.Topic{}
+	return cluster.Topic{}
 }
 
 // Leader is the leader and epoch of topic's partition as the operator last placed it.
@@ -376,7 +375,7 @@ func (c *Cluster) WaitServed() {
 		if b.Exited() {
 			continue
 		}
-		Eventually(c.t, fmt.Sprintf("broker %d ready (every assigned partition taken over)", b.ID), func() bool {
+		testkit.Eventually(c.t, fmt.Sprintf("broker %d ready (every assigned partition taken over)", b.ID), func() bool {
 			return b.Exited() || b.B.CaughtUp() && b.Ready()
 		})
 	}
@@ -420,45 +419,12 @@ func (c *Cluster) Drain(id int32) {
 	c.t.Helper()
 	b := c.Broker(id)
 	b.signals <- syscall.SIGTERM
-	Eventually(c.t, fmt.Sprintf("broker %d draining", id), b.B.Draining)
+	testkit.Eventually(c.t, fmt.Sprintf("broker %d draining", id), b.B.Draining)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.rows[id].Health = v1alpha1.BrokerDraining
 	c.rebalanceLocked()
 	c.publishLocked()
-}
-
-// Eventually polls cond every 10 ms until it holds, failing the test after 30 s.
-func Eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// listenBelow32768 listens on a free loopback port below 32768 (the ephemeral range above
-// it is where clients' outgoing ports come from).
-func listenBelow32768(t testing.TB) (net.Listener, int) {
-	t.Helper()
-	for range 200 {
-		p := 20000 + rand.IntN(12000)
-		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
-		if err == nil {
-			return ln, p
-		}
-	}
-	t.Fatal("no free loopback port below 32768")
-	return nil, 0
-}
-
-func freePortBelow32768(t testing.TB) int {
-	ln, p := listenBelow32768(t)
-	_ = ln.Close()
-	return p
 }
 
 // ErrNoAnswer is returned by Request when the broker closed the connection instead of

@@ -3,7 +3,6 @@ package assignment
 import (
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -171,13 +170,13 @@ func (r *Reconciler) writeTopic(ctx context.Context, s *scope, kt *kafkav1alpha1
 	orig := kt.DeepCopy()
 	st := &kt.Status
 	st.ObservedGeneration = kt.Generation
-	st.TopicName = kafkaName(kt)
+	st.TopicName = kt.KafkaName()
 	if st.TopicID == "" && s.cluster != nil {
-		id, err := newTopicID(r.random())
+		id, err := kafkav1alpha1.NewKafkaUUID(r.random())
 		if err != nil {
 			return err
 		}
-		st.TopicID = id // minted once: the guarded write below fails if another reconcile stored one
+		st.TopicID = id.String() // minted once: the guarded write below fails if another reconcile stored one
 	}
 	f := topicFacts{
 		Generation: kt.Generation, ClusterFound: s.cluster != nil, Alive: len(s.alive),
@@ -189,7 +188,7 @@ func (r *Reconciler) writeTopic(ctx context.Context, s *scope, kt *kafkav1alpha1
 		// Keep the stored assignment: no broker reads it, and a cluster re-created under
 		// the name continues from it.
 	case yields:
-		f.YieldsTo, f.YieldsToName = other, kafkaName(kt)
+		f.YieldsTo, f.YieldsToName = other, kt.KafkaName()
 		st.Partitions = unassigned(kt)
 	default:
 		a, _ := s.result.Topic(kt.Name)
@@ -303,16 +302,4 @@ func (r *Reconciler) random() io.Reader {
 		return rand.Reader
 	}
 	return r.Random
-}
-
-// newTopicID mints a topic id: 16 random bytes, unpadded base64url (as Kafka prints a Uuid).
-// The all-zero id means "no id" to clients and is never minted.
-func newTopicID(random io.Reader) (string, error) {
-	var b [16]byte
-	for b == ([16]byte{}) {
-		if _, err := io.ReadFull(random, b[:]); err != nil {
-			return "", fmt.Errorf("read random bytes for a topic id: %w", err)
-		}
-	}
-	return base64.RawURLEncoding.EncodeToString(b[:]), nil
 }

@@ -19,20 +19,12 @@ import (
 // They are pure — plain inputs, no client — and each is pinned by a table test in
 // rules_test.go.
 
-// kafkaName is the Kafka name topic kt is served under.
-func kafkaName(kt *kafkav1alpha1.KafkaTopic) string {
-	if kt.Spec.TopicName != "" {
-		return kt.Spec.TopicName
-	}
-	return kt.Name
-}
-
 // conflicts maps each live topic that is not served because an older one claims its Kafka
 // name (or a colliding one) to that older topic (topicname.Conflicts).
 func conflicts(live []*kafkav1alpha1.KafkaTopic) map[string]string {
 	claims := make([]topicname.Claim, len(live))
 	for i, kt := range live {
-		claims[i] = topicname.Claim{Object: kt.Name, Name: kafkaName(kt), Created: kt.CreationTimestamp.Time}
+		claims[i] = topicname.Claim{Object: kt.Name, Name: kt.KafkaName(), Created: kt.CreationTimestamp.Time}
 	}
 	return topicname.Conflicts(claims)
 }

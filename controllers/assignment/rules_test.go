@@ -1,7 +1,6 @@
 package assignment
 
 import (
-	"bytes"
 	"slices"
 	"strings"
 	"testing"
@@ -148,20 +147,6 @@ func TestTopicConditions(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestATopicIDIsSixteenRandomBytesNeverZero(t *testing.T) {
-	random := bytes.NewReader(append(make([]byte, 16), bytes.Repeat([]byte{0xfb}, 16)...))
-	id, err := newTopicID(random)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if id != "-_v7-_v7-_v7-_v7-_v7-w" {
-		t.Errorf("id %q, want the second (non-zero) 16 bytes as unpadded base64url", id)
-	}
-	if _, err := newTopicID(bytes.NewReader(nil)); err == nil {
-		t.Error("an exhausted random source must fail, not mint")
 	}
 }
 

@@ -76,7 +76,7 @@ var _ = Describe("A broker's identity", Ordered, func() {
 			Expect(env.Client.Create(ctx, kc)).To(Succeed())
 			Eventually(func() error {
 				return env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: kafkav1alpha1.StatefulSetName(name)}, &rbacv1.RoleBinding{})
-			}).WithTimeout(waitTimeout).Should(Succeed())
+			}).Should(Succeed())
 			if name == "c" {
 				c = kc
 			} else {
@@ -94,7 +94,7 @@ var _ = Describe("A broker's identity", Ordered, func() {
 		Expect(env.Client.Create(ctx, lease(d, 0))).To(Succeed())
 
 		By("updating broker 2's Lease as broker 1: refused once the policy is loaded")
-		Eventually(func() error { return renew(ctx, broker1, lease(c, 2)) }).WithTimeout(waitTimeout).Should(MatchError(ContainSubstring("broker pod c-broker-1 may write only its own heartbeat Lease c-broker-1, not c-broker-2")))
+		Eventually(func() error { return renew(ctx, broker1, lease(c, 2)) }).Should(MatchError(ContainSubstring("broker pod c-broker-1 may write only its own heartbeat Lease c-broker-1, not c-broker-2")))
 
 		By("its own Lease is its to create and renew")
 		own := lease(c, 1)
@@ -158,7 +158,7 @@ var _ = Describe("A broker's identity", Ordered, func() {
 		Expect(env.Client.Create(ctx, others)).To(Succeed())
 
 		By("creating a KafkaTopic of another cluster: refused once the policy is loaded")
-		Eventually(func() error { return broker1.Create(ctx, topic(ns, "c.payments", "d")) }).WithTimeout(waitTimeout).
+		Eventually(func() error { return broker1.Create(ctx, topic(ns, "c.payments", "d")) }).
 			Should(MatchError(ContainSubstring("the brokers of cluster c may write only its KafkaTopics, not c.payments of cluster d")))
 
 		By("its own cluster's topics are its to create, change and delete (the admin APIs)")
@@ -211,7 +211,7 @@ var _ = Describe("A broker's identity", Ordered, func() {
 		})).To(Succeed())
 		app, err := client.New(env.PodIdentity(ns, "app", "app-7d9f", "uid-app"), client.Options{Scheme: env.Scheme})
 		Expect(err).NotTo(HaveOccurred())
-		Eventually(func() error { return renew(ctx, app, lease(c, 2)) }).WithTimeout(waitTimeout).Should(MatchError(ContainSubstring("heartbeat Lease c-broker-2 of cluster c is written only by broker pod c-broker-2")))
+		Eventually(func() error { return renew(ctx, app, lease(c, 2)) }).Should(MatchError(ContainSubstring("heartbeat Lease c-broker-2 of cluster c is written only by broker pod c-broker-2")))
 		refused(app.Create(ctx, lease(c, 0)), "is written only by broker pod c-broker-0")
 		Expect(app.Create(ctx, topic(ns, "app-topic", "d"))).To(Succeed(), "a KafkaTopic write of no cluster's broker is RBAC's to judge")
 		Expect(app.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "app-leader", Namespace: ns}})).

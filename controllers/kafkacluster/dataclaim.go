@@ -1,7 +1,6 @@
 package kafkacluster
 
 import (
-	"encoding/base64"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -79,12 +78,12 @@ func dataClaimVerdict(cluster *kafkav1alpha1.KafkaCluster, claim *corev1.Persist
 	return id, nil
 }
 
-// isClusterID reports whether s is a cluster id as newClusterID mints them: 16 bytes as
-// unpadded base64url. Anything else is refused before it can become status.clusterID, which
-// the brokers use as a directory name.
+// isClusterID reports whether s is a cluster id as newClusterID mints them: a Kafka Uuid in
+// its one written form (22 characters of unpadded base64url). Anything else is refused
+// before it can become status.clusterID, which the brokers use as a directory name.
 func isClusterID(s string) bool {
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	return err == nil && len(b) == 16 && len(s) == 22
+	id, err := kafkav1alpha1.ParseKafkaUUID(s)
+	return err == nil && id.String() == s
 }
 
 // dataClaimEvent is the Event that tells what this reconcile did to the fate of cluster's

@@ -50,19 +50,18 @@ var _ = Describe("Listener exposure", Ordered, func() {
 		Expect(env.Client.Create(ctx, kc)).To(Succeed())
 
 		for _, name := range []string{"c-bootstrap", "c-broker-0", "c-broker-1"} {
-			Eventually(service(ctx, ns, name)).WithTimeout(waitTimeout).Should(And(
+			Eventually(service(ctx, ns, name)).Should(And(
 				HaveField("Spec.Type", corev1.ServiceTypeNodePort),
 				WithTransform(portNames, Equal([]string{"external"})),
 				HaveField("Spec.ExternalTrafficPolicy", corev1.ServiceExternalTrafficPolicyLocal),
 				HaveField("Annotations", HaveKeyWithValue("example.com/lb", "yes")),
 			), name+" carries the external listener only")
 		}
-		Eventually(service(ctx, ns, "c-bootstrap-internal")).WithTimeout(waitTimeout).Should(And(
+		Eventually(service(ctx, ns, "c-bootstrap-internal")).Should(And(
 			HaveField("Spec.Type", corev1.ServiceTypeClusterIP),
 			WithTransform(portNames, Equal([]string{"kafka"})),
 		))
-		Eventually(func() []kafkav1alpha1.ListenerStatus { return readCluster(ctx, ns).Status.Listeners }).
-			WithTimeout(waitTimeout).Should(ContainElement(kafkav1alpha1.ListenerStatus{
+		Eventually(func() []kafkav1alpha1.ListenerStatus { return readCluster(ctx, ns).Status.Listeners }).Should(ContainElement(kafkav1alpha1.ListenerStatus{
 			Name: "kafka", Type: kafkav1alpha1.ListenerInternal, Bootstrap: "c-bootstrap-internal." + ns + ".svc:9092"}))
 
 		By("dropping the external listener, the internal bootstrap Service goes and c-bootstrap is the internal listener's again")
@@ -70,8 +69,8 @@ var _ = Describe("Listener exposure", Ordered, func() {
 		Eventually(func() bool {
 			_, err := service(ctx, ns, "c-bootstrap-internal")()
 			return apierrors.IsNotFound(err)
-		}).WithTimeout(waitTimeout).Should(BeTrue())
-		Eventually(service(ctx, ns, "c-bootstrap")).WithTimeout(waitTimeout).Should(And(
+		}).Should(BeTrue())
+		Eventually(service(ctx, ns, "c-bootstrap")).Should(And(
 			HaveField("Spec.Type", corev1.ServiceTypeClusterIP),
 			WithTransform(portNames, Equal([]string{"kafka"})),
 		))
@@ -83,12 +82,12 @@ var _ = Describe("Listener exposure", Ordered, func() {
 		policy := func() error {
 			return env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c-broker"}, &networkingv1.NetworkPolicy{})
 		}
-		Eventually(policy).WithTimeout(waitTimeout).Should(Succeed())
+		Eventually(policy).Should(Succeed())
 
 		updateSpec(ctx, ns, func(s *kafkav1alpha1.KafkaClusterSpec) { s.NetworkPolicy.Enabled = ptr.To(false) })
-		Eventually(func() bool { return apierrors.IsNotFound(policy()) }).WithTimeout(waitTimeout).Should(BeTrue())
+		Eventually(func() bool { return apierrors.IsNotFound(policy()) }).Should(BeTrue())
 
 		updateSpec(ctx, ns, func(s *kafkav1alpha1.KafkaClusterSpec) { s.NetworkPolicy.Enabled = nil })
-		Eventually(policy).WithTimeout(waitTimeout).Should(Succeed(), "back on with the default")
+		Eventually(policy).Should(Succeed(), "back on with the default")
 	})
 })

@@ -1,7 +1,6 @@
 package kafkacluster
 
 import (
-	"encoding/base64"
 	"fmt"
 	"io"
 	"strings"
@@ -120,12 +119,12 @@ func deref(s *string) string {
 	return *s
 }
 
-// newClusterID mints a Kafka cluster id the way Kafka's own tools do: 16 random
-// bytes (a UUID's worth) as unpadded base64url, 22 characters.
+// newClusterID mints a Kafka cluster id the way Kafka's own tools do: a Kafka Uuid (16
+// random bytes) written as unpadded base64url, 22 characters.
 func newClusterID(random io.Reader) (string, error) {
-	var b [16]byte
-	if _, err := io.ReadFull(random, b[:]); err != nil {
-		return "", fmt.Errorf("read random bytes for the cluster id: %w", err)
+	id, err := kafkav1alpha1.NewKafkaUUID(random)
+	if err != nil {
+		return "", fmt.Errorf("mint the cluster id: %w", err)
 	}
-	return base64.RawURLEncoding.EncodeToString(b[:]), nil
+	return id.String(), nil
 }

@@ -51,7 +51,7 @@ var _ = Describe("Forged claims", func() {
 		claim(ctx, w.ns, "1/deadbeefdeadbeef", 0)
 		victim := makePod(ctx, w.ns, 1, w.lost)
 		startRecovery()
-		Eventually(func() string { return reasonOf(ctx, w.ns, 1) }).WithTimeout(20 * time.Second).Should(Equal(kafkav1alpha1.ReasonPartitionsNotClaimed))
+		Eventually(func() string { return reasonOf(ctx, w.ns, 1) }).Should(Equal(kafkav1alpha1.ReasonPartitionsNotClaimed))
 
 		for _, lie := range []struct {
 			what, value string
@@ -78,7 +78,7 @@ var _ = Describe("Forged claims", func() {
 
 		By("the honest digest of the incarnation the assignment gave the partition to opens the gate")
 		claim(ctx, w.ns, honest, 0)
-		Eventually(func() string { return podUID(ctx, w.ns, victim.Name) }).WithTimeout(20 * time.Second).Should(Equal("gone"))
+		Eventually(func() string { return podUID(ctx, w.ns, victim.Name) }).Should(Equal("gone"))
 	})
 
 	It("warns about an auto-recover value other than true or false and keeps recovery on", func(ctx SpecContext) {
@@ -95,6 +95,6 @@ var _ = Describe("Forged claims", func() {
 		startRecovery()
 		Eventually(func() []string { return warned(ctx, w.ns, "c", kafkav1alpha1.EventInvalidAnnotation) }).
 			WithTimeout(20 * time.Second).Should(ContainElement(ContainSubstring(`is "False", not "true" or "false": node-loss recovery stays on`)))
-		Eventually(func() string { return podUID(ctx, w.ns, victim.Name) }).WithTimeout(20 * time.Second).Should(Equal("gone"))
+		Eventually(func() string { return podUID(ctx, w.ns, victim.Name) }).Should(Equal("gone"))
 	})
 })

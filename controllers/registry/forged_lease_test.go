@@ -25,8 +25,6 @@ var _ = Describe("Forged heartbeat Leases", Ordered, func() {
 	var clk *testClock
 
 	BeforeAll(func() {
-		SetDefaultEventuallyTimeout(15 * time.Second)
-		DeferCleanup(SetDefaultEventuallyTimeout, time.Second)
 		clk = &testClock{}
 		startRegistry(clk, nil)
 	})

@@ -19,6 +19,10 @@
 // 15 node frozen and back, 14 node never returns and 4 scale-down (which ends with two
 // brokers, so it comes last).
 //
+// TestReadmeQuickstart runs the README's quickstart block as written, line by line, with an
+// environment of its own started by `make dev` in a scratch checkout, and checks what each line
+// shows (and that a second `make dev` while it runs changes nothing).
+//
 // It prints every measured delay, and the numbers it counted, in summary tables. It must
 // never skip: a missing kcat, kubectl or missing Kubernetes binaries fail the suite.
 package e2e

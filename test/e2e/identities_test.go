@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +18,7 @@ import (
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/internal/devcluster"
+	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
 // 8. Identities: every broker and the operator talk to the apiserver as their own
@@ -110,7 +110,7 @@ func identities(ctx context.Context, t *testing.T, s *suite) {
 
 	t.Run("the audit log shows every broker request as the broker's ServiceAccount and operator writes as the manager's", func(t *testing.T) {
 		var detail string
-		waitFor(ctx, t, "each broker's Lease renewals in the audit log", 30*time.Second, func() (bool, string) {
+		testkit.EventuallyDetail(t, "each broker's Lease renewals in the audit log", func() (bool, string) {
 			events, err := s.env.AuditEvents()
 			if err != nil {
 				return false, err.Error()

@@ -22,6 +22,7 @@ import (
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/internal/scheme"
+	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
 // trustTopic is the topic the trust scenario checks the assignment of.
@@ -89,7 +90,7 @@ func createTrustTopic(ctx context.Context, t *testing.T, s *suite) {
 	if err := s.c.Create(ctx, kt); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(ctx, t, trustTopic+" led on every partition", 30*time.Second, func() (bool, string) { return s.topicLed(ctx, trustTopic) })
+	testkit.Within(t, trustTopic+" led on every partition", testkit.Deadline, func() (bool, string) { return s.topicLed(ctx, trustTopic) })
 }
 
 // outcomes prints what the operator decided: the registry rows, each partition's leader and
@@ -151,7 +152,7 @@ func (s *suite) peerLeaseRefused(ctx context.Context, t *testing.T, broker1 clie
 	if err := broker1.Update(ctx, own, client.DryRunAll); err != nil {
 		t.Fatalf("broker 1 writes its own Lease: %v", err)
 	}
-	waitFor(ctx, t, "the refusal in the audit log", 30*time.Second, func() (bool, string) {
+	testkit.Within(t, "the refusal in the audit log", testkit.Deadline, func() (bool, string) {
 		events, err := s.env.AuditEvents()
 		if err != nil {
 			return false, err.Error()
@@ -251,7 +252,7 @@ func (s *suite) forgedOwnLease(ctx context.Context, t *testing.T, broker1 client
 		}, "not <count>/<digest>"},
 	} {
 		started := time.Now()
-		waitFor(ctx, t, "broker 1's forged Lease ("+forged.what+") written and warned about", 30*time.Second, func() (bool, string) {
+		testkit.Within(t, "broker 1's forged Lease ("+forged.what+") written and warned about", testkit.Deadline, func() (bool, string) {
 			if err := forgeOwnLease(ctx, s, broker1, leaseName, forged.edit); err != nil {
 				return false, err.Error()
 			}
@@ -271,7 +272,7 @@ func (s *suite) forgedOwnLease(ctx context.Context, t *testing.T, broker1 client
 			}
 		}
 	}
-	waitFor(ctx, t, "three healthy brokers after the forgeries", time.Minute, func() (bool, string) { return s.healthy(ctx, 3) })
+	testkit.Within(t, "three healthy brokers after the forgeries", 3*time.Minute, func() (bool, string) { return s.healthy(ctx, 3) })
 }
 
 // forgeOwnLease applies edit to the current Lease name and writes it with broker's token.
@@ -349,7 +350,7 @@ func (s *suite) aggregatedRoles(ctx context.Context, t *testing.T) {
 	topic := &kafkav1alpha1.KafkaTopic{ObjectMeta: metav1.ObjectMeta{Namespace: s.namespace, Name: "e2e-by-editor"},
 		Spec: kafkav1alpha1.KafkaTopicSpec{Cluster: s.name, Partitions: 1}}
 	// kube-controller-manager aggregates the roles: wait for it.
-	waitFor(ctx, t, "the viewer reads KafkaClusters, KafkaTopics and Brokers, the editor creates a KafkaTopic", 30*time.Second, func() (bool, string) {
+	testkit.Within(t, "the viewer reads KafkaClusters, KafkaTopics and Brokers, the editor creates a KafkaTopic", testkit.Deadline, func() (bool, string) {
 		for _, list := range []client.ObjectList{&kafkav1alpha1.KafkaClusterList{}, &kafkav1alpha1.KafkaTopicList{}, &kafkav1alpha1.BrokerList{}} {
 			if err := viewer.List(ctx, list, client.InNamespace(s.namespace)); err != nil {
 				return false, err.Error()

@@ -1,16 +1,13 @@
-package broker
+package cluster
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
-	"strings"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -51,19 +48,8 @@ func NewInformerView(cfg *rest.Config, scheme *runtime.Scheme, namespace, cluste
 // Start runs the informers until ctx ends and returns once they have synced and the first
 // snapshot is published, or with an error.
 func (v *InformerView) Start(ctx context.Context) error {
-	mark := toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { v.markDirty() },
-		UpdateFunc: func(any, any) { v.markDirty() },
-		DeleteFunc: func(any) { v.markDirty() },
-	}
-	for _, obj := range []client.Object{&v1alpha1.KafkaCluster{}, &v1alpha1.KafkaTopic{}} {
-		inf, err := v.cache.GetInformer(ctx, obj)
-		if err != nil {
-			return fmt.Errorf("informer for %T: %w", obj, err)
-		}
-		if _, err := inf.AddEventHandler(mark); err != nil {
-			return fmt.Errorf("event handler for %T: %w", obj, err)
-		}
+	if err := markDirtyOnEvents(ctx, v.cache, []client.Object{&v1alpha1.KafkaCluster{}, &v1alpha1.KafkaTopic{}}, v.dirty); err != nil {
+		return err
 	}
 	go func() {
 		if err := v.cache.Start(ctx); err != nil {
@@ -79,8 +65,6 @@ func (v *InformerView) Start(ctx context.Context) error {
 	go v.rebuildLoop(ctx)
 	return nil
 }
-
-func (v *InformerView) markDirty() { markDirty(v.dirty) }
 
 func (v *InformerView) rebuildLoop(ctx context.Context) {
 	for {
@@ -142,7 +126,7 @@ func snapshotFrom(cluster string, kc *v1alpha1.KafkaCluster, topics []v1alpha1.K
 			continue
 		}
 		live = append(live, kt)
-		claims = append(claims, topicname.Claim{Object: kt.Name, Name: kafkaName(kt), Created: kt.CreationTimestamp.Time})
+		claims = append(claims, topicname.Claim{Object: kt.Name, Name: kt.KafkaName(), Created: kt.CreationTimestamp.Time})
 	}
 	yields := topicname.Conflicts(claims)
 	for _, kt := range live {
@@ -153,18 +137,10 @@ func snapshotFrom(cluster string, kc *v1alpha1.KafkaCluster, topics []v1alpha1.K
 	return s
 }
 
-// kafkaName is the Kafka name of kt: spec.topicName, or the object's name.
-func kafkaName(kt *v1alpha1.KafkaTopic) string {
-	if kt.Spec.TopicName != "" {
-		return kt.Spec.TopicName
-	}
-	return kt.Name
-}
-
 // servedTopic is the wire view of a live KafkaTopic.
 func servedTopic(kt *v1alpha1.KafkaTopic, clusterConfig map[string]string) Topic {
 	t := Topic{
-		Name: kafkaName(kt), ID: decodeTopicID(kt.Status.TopicID),
+		Name: kt.KafkaName(), ID: topicID(kt),
 		Object: kt.Name, UID: kt.UID, Generation: kt.Generation,
 		ConfigMap: kt.Spec.Config, Config: kafkaconfig.ResolveTopic(kt.Spec.Config, clusterConfig),
 	}
@@ -193,7 +169,7 @@ func partitionCount(kt *v1alpha1.KafkaTopic) int32 {
 // deletingTopic is what the data removal needs of a KafkaTopic being deleted.
 func deletingTopic(kt *v1alpha1.KafkaTopic) DeletingTopic {
 	d := DeletingTopic{
-		Object: kt.Name, UID: kt.UID, Name: kafkaName(kt), ID: decodeTopicID(kt.Status.TopicID),
+		Object: kt.Name, UID: kt.UID, Name: kt.KafkaName(), ID: topicID(kt),
 		Partitions: partitionCount(kt),
 		AwaitsDataRemoval: controllerutil.ContainsFinalizer(kt, v1alpha1.FinalizerData) &&
 			!controllerutil.ContainsFinalizer(kt, v1alpha1.FinalizerAssignment),
@@ -201,14 +177,12 @@ func deletingTopic(kt *v1alpha1.KafkaTopic) DeletingTopic {
 	return d
 }
 
-// decodeTopicID decodes status.topicID (base64url of 16 bytes, padded or not); anything else
-// is the zero id, which clients read as "no id".
-func decodeTopicID(s string) [16]byte {
-	var id [16]byte
-	b, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(s, "="))
-	if err != nil || len(b) != len(id) {
-		return id
+// topicID is kt's status.topicID; the zero id ("no id" to clients) while it is not minted or
+// does not parse.
+func topicID(kt *v1alpha1.KafkaTopic) [16]byte {
+	id, err := v1alpha1.ParseKafkaUUID(kt.Status.TopicID)
+	if err != nil {
+		return [16]byte{}
 	}
-	copy(id[:], b)
 	return id
 }

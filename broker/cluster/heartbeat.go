@@ -1,4 +1,4 @@
-package broker
+package cluster
 
 import (
 	"context"

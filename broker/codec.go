@@ -6,111 +6,64 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/paddock-dev/paddock/broker/wire"
 )
 
-// minFrameBytes is the smallest request frame: key, version, correlation id and a client id
-// length.
-const minFrameBytes = 2 + 2 + 4 + 2
+// Decoding requests and encoding answers with kmsg, over the frames broker/wire reads and
+// writes.
 
 // Errors that end a connection. Each one is logged with the connection and counted.
 var (
-	errFrameTooLarge   = errors.New("frame size exceeds the cap")
-	errFrameTooSmall   = errors.New("frame too small for a request header")
-	errUnknownKey      = errors.New("unknown api key")
-	errVersionRange    = errors.New("api version outside the advertised range")
-	errMalformedHeader = errors.New("malformed request header")
-	errMalformedBody   = errors.New("malformed request body")
+	errUnknownKey    = errors.New("unknown api key")
+	errVersionRange  = errors.New("api version outside the advertised range")
+	errMalformedBody = errors.New("malformed request body")
 )
 
-// readFrame reads one size-prefixed frame from r into buf (grown as needed) and returns it.
-// The size prefix is checked against maxBytes before anything is allocated for the body, so
-// a hostile or corrupt prefix (say 2 GiB) costs nothing.
-func readFrame(r io.Reader, buf []byte, maxBytes int) ([]byte, error) {
-	var size [4]byte
-	if _, err := io.ReadFull(r, size[:]); err != nil {
-		return buf, err
-	}
-	n := int32(binary.BigEndian.Uint32(size[:]))
-	if n < 0 || int64(n) > int64(maxBytes) {
-		return buf, fmt.Errorf("%w: %d bytes, cap %d", errFrameTooLarge, uint32(n), maxBytes)
-	}
-	if n < minFrameBytes {
-		return buf, fmt.Errorf("%w: %d bytes", errFrameTooSmall, n)
-	}
-	if cap(buf) < int(n) {
-		buf = make([]byte, n)
-	}
-	buf = buf[:n]
-	if _, err := io.ReadFull(r, buf); err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
-		}
-		return buf, fmt.Errorf("truncated frame: %w", err)
-	}
-	return buf, nil
-}
-
-// requestHeader is the part of a request header the broker needs.
-type requestHeader struct {
-	Key           int16
-	Version       int16
-	CorrelationID int32
-	ClientID      *string
-}
-
-// decodeRequest parses a frame (without its size prefix): the request header v1/v2 and the
-// body. It returns the header whenever the first eight bytes were readable, so the caller can
-// answer or log with the correlation id even when it returns an error.
+// decodeRequest decodes the request after header h: rest is what follows the client id (the
+// tagged fields of a flexible request header, then the body).
 //
 // errUnknownKey: kmsg has no such key or no handler is registered for it.
 // errVersionRange: the version is outside the range this broker advertises for the key.
-// The frame is not retained: kmsg's ReadFrom copies what it keeps.
-func decodeRequest(frame []byte) (requestHeader, kmsg.Request, error) {
-	var h requestHeader
-	if len(frame) < minFrameBytes {
-		return h, nil, errFrameTooSmall
-	}
-	h.Key = int16(binary.BigEndian.Uint16(frame[0:]))
-	h.Version = int16(binary.BigEndian.Uint16(frame[2:]))
-	h.CorrelationID = int32(binary.BigEndian.Uint32(frame[4:]))
-	rest := frame[8:]
-
-	// The client id is a nullable string with an int16 length in header v1 and v2 alike.
-	idLen := int16(binary.BigEndian.Uint16(rest))
-	rest = rest[2:]
-	switch {
-	case idLen == -1:
-	case idLen < -1 || int(idLen) > len(rest):
-		return h, nil, fmt.Errorf("%w: client id length %d", errMalformedHeader, idLen)
-	default:
-		id := string(rest[:idLen])
-		h.ClientID = &id
-		rest = rest[idLen:]
-	}
-
+// The bytes are not retained: kmsg's ReadFrom copies what it keeps (but []byte fields alias
+// rest: see answerLater).
+func decodeRequest(h wire.Header, rest []byte) (kmsg.Request, error) {
 	api, ok := apis[h.Key]
 	req := kmsg.RequestForKey(h.Key)
 	if !ok || req == nil {
-		return h, nil, fmt.Errorf("%w %d", errUnknownKey, h.Key)
+		return nil, fmt.Errorf("%w %d", errUnknownKey, h.Key)
 	}
 	if h.Version < api.min || h.Version > api.max {
-		return h, nil, fmt.Errorf("%w: %s v%d, advertised %d-%d", errVersionRange, kmsg.NameForKey(h.Key), h.Version, api.min, api.max)
+		return nil, fmt.Errorf("%w: %s v%d, advertised %d-%d", errVersionRange, kmsg.NameForKey(h.Key), h.Version, api.min, api.max)
 	}
 	req.SetVersion(h.Version)
 	if req.IsFlexible() {
 		var err error
 		if rest, err = skipTags(rest); err != nil {
-			return h, nil, fmt.Errorf("%w: tagged fields: %v", errMalformedHeader, err)
+			return nil, fmt.Errorf("%w: tagged fields: %v", wire.ErrMalformedHeader, err)
 		}
 	}
 	if err := req.ReadFrom(rest); err != nil {
-		return h, nil, fmt.Errorf("%w: %s v%d: %v", errMalformedBody, kmsg.NameForKey(h.Key), h.Version, err)
+		return nil, fmt.Errorf("%w: %s v%d: %v", errMalformedBody, kmsg.NameForKey(h.Key), h.Version, err)
 	}
-	return h, req, nil
+	return req, nil
+}
+
+// errorReason is the metric reason of a request decodeRequest refused.
+func errorReason(err error) string {
+	switch {
+	case errors.Is(err, errUnknownKey):
+		return "unknown_key"
+	case errors.Is(err, errVersionRange):
+		return "unsupported_version"
+	case errors.Is(err, wire.ErrMalformedHeader), errors.Is(err, wire.ErrFrameTooSmall):
+		return "bad_header"
+	default:
+		return "bad_body"
+	}
 }
 
 // skipTags skips a tagged-field section (uvarint count, then per field a uvarint tag, a
@@ -141,15 +94,12 @@ func appendResponse(dst []byte, correlationID int32, resp kmsg.Response) []byte 
 	if dst == nil {
 		dst = make([]byte, 0, responseSizeHint(resp)) // one allocation for a large Fetch, not a doubling series
 	}
-	start := len(dst)
-	dst = append(dst, 0, 0, 0, 0)
-	dst = binary.BigEndian.AppendUint32(dst, uint32(correlationID))
-	if responseHeaderTagged(resp) {
-		dst = append(dst, 0)
-	}
-	dst = resp.AppendTo(dst)
-	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
-	return dst
+	return wire.AppendFrame(dst, correlationID, func(b []byte) []byte {
+		if responseHeaderTagged(resp) {
+			b = append(b, 0)
+		}
+		return resp.AppendTo(b)
+	})
 }
 
 // appendRequestFrame appends req as a complete request frame (size, header v1 or v2 with the
@@ -201,13 +151,13 @@ func recordsMarker(k int) []byte {
 // encodeAnswer is the answer frame for resp: a Fetch answer with large record sets as
 // vectored buffers that write the records from the buffers storage read them into (one copy
 // fewer than encoding them into the frame), everything else appendResponse's one buffer.
-func encodeAnswer(correlationID int32, resp kmsg.Response) *answer {
+func encodeAnswer(correlationID int32, resp kmsg.Response) wire.Answer {
 	if f, ok := resp.(*kmsg.FetchResponse); ok {
 		if bufs := encodeFetchFrame(correlationID, f); bufs != nil {
-			return &answer{bufs: bufs}
+			return wire.Answer{Frames: bufs}
 		}
 	}
-	return &answer{b: appendResponse(nil, correlationID, resp)}
+	return wire.Answer{Frame: appendResponse(nil, correlationID, resp)}
 }
 
 // encodeFetchFrame encodes resp with a 16-byte marker in place of each record set of at least
@@ -218,14 +168,7 @@ func encodeAnswer(correlationID int32, resp kmsg.Response) *answer {
 // set is large enough, or when a marker is not found where the encoding puts it (never
 // expected; the caller then encodes the frame whole).
 func encodeFetchFrame(correlationID int32, resp *kmsg.FetchResponse) net.Buffers {
-	var sets []*[]byte
-	for i := range resp.Topics {
-		for j := range resp.Topics[i].Partitions {
-			if p := &resp.Topics[i].Partitions[j]; len(p.RecordBatches) >= vectoredMinRecords {
-				sets = append(sets, &p.RecordBatches)
-			}
-		}
-	}
+	sets := largeRecordSets(resp)
 	if len(sets) == 0 {
 		return nil
 	}
@@ -237,21 +180,41 @@ func encodeFetchFrame(correlationID int32, resp *kmsg.FetchResponse) net.Buffers
 	for k, s := range sets {
 		*s = records[k]
 	}
-	flexible := resp.IsFlexible()
-	bufs := make(net.Buffers, 0, 3*len(sets)+1)
-	prefixes := make([]byte, 0, 5*len(sets))
+	return splitAtMarkers(frame, records, resp.IsFlexible())
+}
+
+// largeRecordSets points at every record set of resp worth a vectored write.
+func largeRecordSets(resp *kmsg.FetchResponse) []*[]byte {
+	var sets []*[]byte
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			if p := &resp.Topics[i].Partitions[j]; len(p.RecordBatches) >= vectoredMinRecords {
+				sets = append(sets, &p.RecordBatches)
+			}
+		}
+	}
+	return sets
+}
+
+// splitAtMarkers cuts frame (encoded with recordsMarker(k) in place of records[k]) into the
+// buffers of the real frame: the bytes before each marker's length prefix, the real length
+// prefix, the records, and the tail; the frame's size prefix is fixed for the real lengths.
+// nil when a marker is not where the encoding puts it.
+func splitAtMarkers(frame []byte, records [][]byte, flexible bool) net.Buffers {
+	bufs := make(net.Buffers, 0, 3*len(records)+1)
+	prefixes := make([]byte, 0, 5*len(records))
 	size, pos := len(frame)-4, 0
+	// The marker's own length prefix: int32 16, or (flexible versions) uvarint 16+1.
+	plen := 4
+	if flexible {
+		plen = 1
+	}
 	for k, rec := range records {
 		i := bytes.Index(frame[pos:], recordsMarker(k))
 		if i < 0 {
 			return nil
 		}
 		i += pos
-		// The marker's own length prefix: int32 16, or (flexible versions) uvarint 16+1.
-		plen := 4
-		if flexible {
-			plen = 1
-		}
 		if i-plen < pos || (flexible && frame[i-1] != 17) || (!flexible && binary.BigEndian.Uint32(frame[i-4:]) != 16) {
 			return nil
 		}

@@ -1,8 +1,9 @@
-package broker
+package cluster
 
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -126,6 +127,7 @@ func ingressHost(svc *corev1.Service, name string) (string, string) {
 // set; readers — every request, every heartbeat, /readyz — load it without a lock.
 type Addresses struct {
 	listeners   []ListenerSpec
+	namespace   string
 	serviceName string
 	nodeName    string
 
@@ -142,15 +144,17 @@ type addressSet struct {
 	missing []string                   // "<listener>: <why>" for the others
 }
 
-// NewAddresses computes cfg's addresses from the flags and the pod identity; the external
-// ones stay unknown until WatchAddresses reads the Service and the Node.
-func NewAddresses(cfg Config) *Addresses {
+// NewAddresses computes the addresses of broker id of cluster on listeners from the flags and
+// the pod identity; the external ones stay unknown until WatchAddresses reads the Service and
+// the Node.
+func NewAddresses(cluster string, listeners []ListenerSpec, id Identity) *Addresses {
 	a := &Addresses{
-		listeners:   slices.Clone(cfg.Listeners),
-		serviceName: v1alpha1.BrokerServiceName(cfg.Cluster, cfg.Identity.ID),
-		nodeName:    cfg.Identity.Node,
+		listeners:   slices.Clone(listeners),
+		namespace:   id.Namespace,
+		serviceName: v1alpha1.BrokerServiceName(cluster, id.ID),
+		nodeName:    id.Node,
 	}
-	for _, l := range cfg.Listeners {
+	for _, l := range listeners {
 		a.ports = append(a.ports, l.Port)
 	}
 	a.publishLocked()
@@ -184,19 +188,21 @@ func (a *Addresses) needsNode() bool {
 	return slices.ContainsFunc(a.listeners, ListenerSpec.NeedsNodeAddress)
 }
 
-// bound records the port listener i was bound on (for listeners configured with port 0).
-func (a *Addresses) bound(i int, port int32) {
+// Bound records the port listener i (in configuration order) was bound on, for listeners
+// configured with port 0.
+func (a *Addresses) Bound(i int, port int32) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.ports[i] = port
 	a.publishLocked()
 }
 
-// set replaces the informers' inputs.
-func (a *Addresses) set(in addressInputs) {
+// Observe replaces what the external addresses are computed from: the broker's own Service
+// and the Node it runs on, nil when not read (yet). WatchAddresses calls it at every change.
+func (a *Addresses) Observe(service *corev1.Service, node *corev1.Node) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.inputs = in
+	a.inputs = addressInputs{service: service, node: node}
 	a.publishLocked()
 }
 
@@ -218,32 +224,81 @@ func (a *Addresses) publishLocked() {
 // are set up; the first reading arrives when they sync. Reading the Node needs the
 // cluster-scoped grant the operator makes for clusters with such a listener (a ClusterRole
 // binding; a namespaced Role cannot grant Nodes).
-func WatchAddresses(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, c Config, addrs *Addresses, log logr.Logger) error {
-	byObject := map[client.Object]cache.ByObject{
-		&corev1.Service{}: {Field: fields.OneTermEqualSelector("metadata.name", addrs.serviceName)},
-	}
-	watchNode := addrs.needsNode()
-	if watchNode {
-		if c.Identity.Node == "" {
-			return fmt.Errorf("a listener advertises its node's address, and NODE_NAME is not set")
-		}
-		byObject[&corev1.Node{}] = cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", c.Identity.Node)}
+func WatchAddresses(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, addrs *Addresses, log logr.Logger) error {
+	byObject, err := addrs.watched()
+	if err != nil {
+		return err
 	}
 	informers, err := cache.New(cfg, cache.Options{
 		Scheme:            scheme,
-		DefaultNamespaces: map[string]cache.Config{c.Identity.Namespace: {}},
+		DefaultNamespaces: map[string]cache.Config{addrs.namespace: {}},
 		ByObject:          byObject,
 	})
 	if err != nil {
 		return fmt.Errorf("create address informers: %w", err)
 	}
 	dirty := make(chan struct{}, 1)
+	if err := markDirtyOnEvents(ctx, informers, slices.Collect(maps.Keys(byObject)), dirty); err != nil {
+		return err
+	}
+	go func() {
+		if err := informers.Start(ctx); err != nil {
+			log.Error(err, "Address informers stopped")
+		}
+	}()
+	go addrs.follow(ctx, informers, dirty, log)
+	return nil
+}
+
+// watched is what the address informers watch, each object by a field selector on its name:
+// the broker's own Service and, when a listener advertises its node's address, its Node.
+func (a *Addresses) watched() (map[client.Object]cache.ByObject, error) {
+	byObject := map[client.Object]cache.ByObject{
+		&corev1.Service{}: {Field: fields.OneTermEqualSelector("metadata.name", a.serviceName)},
+	}
+	if a.needsNode() {
+		if a.nodeName == "" {
+			return nil, fmt.Errorf("a listener advertises its node's address, and NODE_NAME is not set")
+		}
+		byObject[&corev1.Node{}] = cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", a.nodeName)}
+	}
+	return byObject, nil
+}
+
+// follow hands a what informers read — once they have synced, then at every change — until
+// ctx ends, and logs each change of the advertised addresses.
+func (a *Addresses) follow(ctx context.Context, informers cache.Cache, dirty <-chan struct{}, log logr.Logger) {
+	if !informers.WaitForCacheSync(ctx) {
+		return
+	}
+	var last []string
+	for {
+		service, node := getCached(ctx, informers, a.namespace, a.serviceName, &corev1.Service{}), (*corev1.Node)(nil)
+		if a.needsNode() {
+			node = getCached(ctx, informers, "", a.nodeName, &corev1.Node{})
+		}
+		a.Observe(service, node)
+		if now := describeAddresses(a); !slices.Equal(now, last) {
+			log.Info("Advertised addresses", "listeners", now)
+			last = now
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-dirty:
+		}
+	}
+}
+
+// markDirtyOnEvents makes every add, update and delete informers see of objs' kinds mark
+// dirty: one goroutine then re-reads the cache, so what it builds has a single writer.
+func markDirtyOnEvents(ctx context.Context, informers cache.Cache, objs []client.Object, dirty chan struct{}) error {
 	mark := toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { markDirty(dirty) },
 		UpdateFunc: func(any, any) { markDirty(dirty) },
 		DeleteFunc: func(any) { markDirty(dirty) },
 	}
-	for obj := range byObject {
+	for _, obj := range objs {
 		inf, err := informers.GetInformer(ctx, obj)
 		if err != nil {
 			return fmt.Errorf("informer for %T: %w", obj, err)
@@ -252,33 +307,6 @@ func WatchAddresses(ctx context.Context, cfg *rest.Config, scheme *runtime.Schem
 			return fmt.Errorf("event handler for %T: %w", obj, err)
 		}
 	}
-	go func() {
-		if err := informers.Start(ctx); err != nil {
-			log.Error(err, "Address informers stopped")
-		}
-	}()
-	go func() {
-		if !informers.WaitForCacheSync(ctx) {
-			return
-		}
-		var last []string
-		for {
-			in := addressInputs{service: getCached(ctx, informers, c.Identity.Namespace, addrs.serviceName, &corev1.Service{})}
-			if watchNode {
-				in.node = getCached(ctx, informers, "", c.Identity.Node, &corev1.Node{})
-			}
-			addrs.set(in)
-			if now := describeAddresses(addrs); !slices.Equal(now, last) {
-				log.Info("Advertised addresses", "listeners", now)
-				last = now
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-dirty:
-			}
-		}
-	}()
 	return nil
 }
 

@@ -1,23 +1,20 @@
-package broker
+package cluster
 
 import (
 	"context"
 	"net"
-	"net/http"
-	"net/http/httptest"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/go-logr/logr/testr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/internal/scheme"
+	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
 func nodeWith(name string, addrs ...corev1.NodeAddress) *corev1.Node {
@@ -48,7 +45,7 @@ func TestAdvertisedAddressRules(t *testing.T) {
 	spec := func(typ v1alpha1.ListenerType, template string) ListenerSpec {
 		l := ListenerSpec{Name: "external", Port: 9094, Type: typ, Template: template}
 		if template != "" {
-			l.Host = expandTemplate(template, id)
+			l.Host = ExpandTemplate(template, id)
 		}
 		return l
 	}
@@ -112,68 +109,6 @@ func TestAdvertisedAddressRules(t *testing.T) {
 	}
 }
 
-// A broker without an address on a listener is left out of that listener's answers (and
-// only those), does not announce it, and is not ready; once the Service and Node say, it
-// appears there at its node's address and own nodePort.
-func TestBrokerWithoutAnExternalAddressLeavesItselfOutOfThatListenerOnly(t *testing.T) {
-	internal, external := listenLoopback(t), listenLoopback(t)
-	internalPort := int32(internal.Addr().(*net.TCPAddr).Port)
-	cfg := Config{
-		Cluster: "c",
-		Listeners: []ListenerSpec{
-			{Name: "kafka", Port: internalPort, Type: v1alpha1.ListenerInternal, Mode: v1alpha1.AdvertisePodIP, Host: "127.0.0.1"},
-			{Name: "external", Port: 9094, Type: v1alpha1.ListenerNodePort},
-		},
-		Identity: Identity{ID: 0, Pod: "c-broker-0", Namespace: "kafka", Node: "n1"},
-	}
-	peer := v1alpha1.BrokerRow{ID: 1, State: v1alpha1.BrokerServing, Health: v1alpha1.BrokerAlive,
-		Listeners: []v1alpha1.ListenerAddress{{Name: "kafka", Host: "10.1.0.8", Port: 9092}, {Name: "external", Host: "203.0.113.2", Port: 31095}}}
-	view := NewMemoryView(Snapshot{ClusterID: testClusterID, Brokers: []v1alpha1.BrokerRow{
-		{ID: 0, State: v1alpha1.BrokerServing, Health: v1alpha1.BrokerAlive}, peer,
-	}})
-	b := NewBroker(cfg, view, testr.New(t))
-	srv := &Server{View: view, Self: 0, Log: testr.New(t)}
-	t.Cleanup(func() { _ = srv.Close() })
-	go func() { _ = srv.Serve(AdvertiseFrom(internal, "kafka", b.Addresses)) }() // ErrServerClosed at cleanup
-	go func() { _ = srv.Serve(AdvertiseFrom(external, "external", b.Addresses)) }()
-
-	metadata := func(ln net.Listener) []string {
-		c := dialKafka(t, ln.Addr().String())
-		defer func() { _ = c.Close() }()
-		resp := roundTrip(t, c, kmsg.NewPtrMetadataRequest()).(*kmsg.MetadataResponse)
-		var out []string
-		for _, br := range resp.Brokers {
-			out = append(out, strconv.Itoa(int(br.NodeID))+"@"+net.JoinHostPort(br.Host, strconv.Itoa(int(br.Port))))
-		}
-		return out
-	}
-	if got, want := metadata(internal), []string{"0@127.0.0.1:" + strconv.Itoa(int(internalPort)), "1@10.1.0.8:9092"}; !slices.Equal(got, want) {
-		t.Errorf("internal listener lists %v, want %v", got, want)
-	}
-	if got, want := metadata(external), []string{"1@203.0.113.2:31095"}; !slices.Equal(got, want) {
-		t.Errorf("external listener, no address yet: lists %v, want only the peer %v", got, want)
-	}
-	if got := b.Addresses.Known(); len(got) != 1 || got[0].Name != "kafka" {
-		t.Errorf("announced %+v, want only the internal listener", got)
-	}
-	b.listenersBound.Store(true)
-	rec := httptest.NewRecorder()
-	b.healthHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
-	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "external: node n1 not read yet") {
-		t.Errorf("/readyz = %d %s, want 503 naming the external listener", rec.Code, rec.Body)
-	}
-
-	b.Addresses.set(addressInputs{service: serviceWithNodePort("external", 31094), node: nodeWith("n1", internalIP("192.168.0.1"))})
-	if got, want := metadata(external), []string{"0@192.168.0.1:31094", "1@203.0.113.2:31095"}; !slices.Equal(got, want) {
-		t.Errorf("external listener lists %v, want %v", got, want)
-	}
-	rec = httptest.NewRecorder()
-	b.healthHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
-	if rec.Code != http.StatusOK {
-		t.Errorf("/readyz = %d %s once every listener has an address", rec.Code, rec.Body)
-	}
-}
-
 // The informers: a NodePort broker advertises its node's address and its own Service's
 // nodePort as the API has them, follows a change of the node's addresses, and a broker
 // incarnation on another node advertises that node with the same nodePort; a LoadBalancer
@@ -181,7 +116,7 @@ func TestBrokerWithoutAnExternalAddressLeavesItselfOutOfThatListenerOnly(t *test
 func TestWatchAddressesFollowsTheServiceAndTheNode(t *testing.T) {
 	c := apiServer(t)
 	ctx := context.Background()
-	ns := newNamespaceWithCluster(t, c, nil)
+	ns := newNamespace(t)
 	for _, n := range []*corev1.Node{
 		nodeWith("watch-n1-"+ns, internalIP("192.168.7.1")),
 		nodeWith("watch-n2-"+ns, internalIP("192.168.7.2"), externalIP("203.0.113.72")),
@@ -213,25 +148,24 @@ func TestWatchAddressesFollowsTheServiceAndTheNode(t *testing.T) {
 	}
 
 	watch := func(t *testing.T, node string, typ v1alpha1.ListenerType) *Addresses {
-		cfg := Config{Cluster: "c", Listeners: []ListenerSpec{
+		addrs := NewAddresses("c", []ListenerSpec{
 			{Name: "kafka", Port: 9092, Type: v1alpha1.ListenerInternal, Mode: v1alpha1.AdvertisePodIP, Host: "10.1.0.5"},
 			{Name: "external", Port: 9094, Type: typ},
-		}, Identity: Identity{ID: 0, Pod: "c-broker-0", Namespace: ns, IP: "10.1.0.5", Node: node}}
-		addrs := NewAddresses(cfg)
+		}, Identity{ID: 0, Pod: "c-broker-0", Namespace: ns, IP: "10.1.0.5", Node: node})
 		s, err := scheme.New()
 		if err != nil {
 			t.Fatal(err)
 		}
 		wctx, cancel := context.WithCancel(ctx)
 		t.Cleanup(cancel)
-		if err := WatchAddresses(wctx, testEnv.Config, s, cfg, addrs, testr.New(t)); err != nil {
+		if err := WatchAddresses(wctx, testEnv.Get(t).Config, s, addrs, testr.New(t)); err != nil {
 			t.Fatal(err)
 		}
 		return addrs
 	}
 	expect := func(t *testing.T, addrs *Addresses, want string) {
 		t.Helper()
-		eventually(t, "external advertised at "+want, func() bool {
+		testkit.Eventually(t, "external advertised at "+want, func() bool {
 			a, ok := addrs.Get("external")
 			return ok && net.JoinHostPort(a.Host, strconv.Itoa(int(a.Port))) == want
 		})
@@ -258,23 +192,22 @@ func TestWatchAddressesFollowsTheServiceAndTheNode(t *testing.T) {
 		expect(t, watch(t, "watch-n2-"+ns, v1alpha1.ListenerNodePort), "203.0.113.72:"+port)
 	})
 	t.Run("LoadBalancer: no address until its own Service's load balancer has an ingress", func(t *testing.T) {
-		lbNS := newNamespaceWithCluster(t, c, nil)
+		lbNS := newNamespace(t)
 		ownLB := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "c-broker-0", Namespace: lbNS}, Spec: corev1.ServiceSpec{
 			Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Name: "external", Port: 9094}},
 		}}
 		if err := c.Create(ctx, ownLB); err != nil {
 			t.Fatal(err)
 		}
-		cfg := Config{Cluster: "c", Listeners: []ListenerSpec{{Name: "external", Port: 9094, Type: v1alpha1.ListenerLoadBalancer}},
-			Identity: Identity{ID: 0, Pod: "c-broker-0", Namespace: lbNS, Node: "watch-n1-" + ns}}
-		addrs := NewAddresses(cfg)
+		addrs := NewAddresses("c", []ListenerSpec{{Name: "external", Port: 9094, Type: v1alpha1.ListenerLoadBalancer}},
+			Identity{ID: 0, Pod: "c-broker-0", Namespace: lbNS, Node: "watch-n1-" + ns})
 		s, _ := scheme.New()
 		wctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		if err := WatchAddresses(wctx, testEnv.Config, s, cfg, addrs, testr.New(t)); err != nil {
+		if err := WatchAddresses(wctx, testEnv.Get(t).Config, s, addrs, testr.New(t)); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "the missing ingress reported", func() bool {
+		testkit.Eventually(t, "the missing ingress reported", func() bool {
 			m := addrs.Missing()
 			return len(m) == 1 && strings.Contains(m[0], "no ingress address yet")
 		})
@@ -282,7 +215,7 @@ func TestWatchAddressesFollowsTheServiceAndTheNode(t *testing.T) {
 		if err := c.Status().Update(ctx, ownLB); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "the ingress advertised", func() bool {
+		testkit.Eventually(t, "the ingress advertised", func() bool {
 			a, ok := addrs.Get("external")
 			return ok && a.Host == "198.51.100.20" && a.Port == 9094
 		})

@@ -1,15 +1,15 @@
-package broker
+package cluster
 
 import (
 	"maps"
 	"slices"
-	"sync"
 	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/types"
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/internal/kafkaconfig"
+	"github.com/paddock-dev/paddock/internal/notify"
 )
 
 // View is the cluster state the broker answers from: the registry rows and the topic
@@ -58,7 +58,7 @@ type Snapshot struct {
 type Topic struct {
 	// Name is spec.topicName, or the object's name when that is empty.
 	Name string
-	// ID is status.topicID decoded from base64url; zero when not minted yet.
+	// ID is status.topicID (v1alpha1.KafkaUUID); zero when not minted yet.
 	ID [16]byte
 	// Partitions lists every partition index below the topic's partition count, sorted;
 	// a partition without an assignment has Leader -1.
@@ -94,6 +94,14 @@ type Partition struct {
 	Leader      int32
 	LeaderEpoch int32
 }
+
+// RegisteredIDs are the ids of Brokers, sorted: the coordinator rule's registered set. The
+// caller must not change them.
+func (s *Snapshot) RegisteredIDs() []int32 { return s.registered }
+
+// AliveIDs are the ids of the Brokers whose health is Alive, sorted: the coordinator rule's
+// alive set. The caller must not change them.
+func (s *Snapshot) AliveIDs() []int32 { return s.alive }
 
 // Row returns the registry row of broker id.
 func (s *Snapshot) Row(id int32) (v1alpha1.BrokerRow, bool) {
@@ -172,10 +180,8 @@ func (s *Snapshot) normalize() {
 // snapshotStore is the single owner of the current snapshot: readers load it without a lock,
 // writers replace it whole and wake everyone waiting in Updated.
 type snapshotStore struct {
-	cur atomic.Pointer[Snapshot]
-
-	mu      sync.Mutex
-	changed chan struct{} // closed and replaced on every store; guarded by mu
+	cur     atomic.Pointer[Snapshot]
+	changed notify.Notifier
 }
 
 func (st *snapshotStore) Snapshot() *Snapshot {
@@ -185,28 +191,16 @@ func (st *snapshotStore) Snapshot() *Snapshot {
 	return &Snapshot{}
 }
 
-func (st *snapshotStore) Updated() <-chan struct{} {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if st.changed == nil {
-		st.changed = make(chan struct{})
-	}
-	return st.changed
-}
+func (st *snapshotStore) Updated() <-chan struct{} { return st.changed.Changed() }
 
 func (st *snapshotStore) store(s *Snapshot) {
 	s.normalize()
 	st.cur.Store(s)
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if st.changed != nil {
-		close(st.changed)
-	}
-	st.changed = make(chan struct{})
+	st.changed.Notify()
 }
 
 // MemoryView is a View whose state is set by its owner: tests, and anything that already has
-// the state in hand.
+// the state in hand. The zero MemoryView was never set: its snapshot is empty and not Synced.
 type MemoryView struct {
 	snapshotStore
 }

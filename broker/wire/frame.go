@@ -1,0 +1,105 @@
+package wire
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// DefaultMaxFrameBytes caps a request frame, as Kafka's socket.request.max.bytes does.
+const DefaultMaxFrameBytes = 100 << 20
+
+// MinFrameBytes is the smallest request frame: key, version, correlation id and a client id
+// length.
+const MinFrameBytes = 2 + 2 + 4 + 2
+
+// Errors that end a connection. Each one is logged with the connection and counted.
+var (
+	// ErrFrameTooLarge: the size prefix is above the cap (or negative).
+	ErrFrameTooLarge = errors.New("frame size exceeds the cap")
+	// ErrFrameTooSmall: the frame cannot hold a request header.
+	ErrFrameTooSmall = errors.New("frame too small for a request header")
+	// ErrMalformedHeader: the request header does not parse.
+	ErrMalformedHeader = errors.New("malformed request header")
+)
+
+// ReadFrame reads one size-prefixed frame from r into buf (grown as needed) and returns it.
+// The size prefix is checked against maxBytes before anything is allocated for the body, so
+// a hostile or corrupt prefix (say 2 GiB) costs nothing.
+func ReadFrame(r io.Reader, buf []byte, maxBytes int) ([]byte, error) {
+	var size [4]byte
+	if _, err := io.ReadFull(r, size[:]); err != nil {
+		return buf, err
+	}
+	n := int32(binary.BigEndian.Uint32(size[:]))
+	if n < 0 || int64(n) > int64(maxBytes) {
+		return buf, fmt.Errorf("%w: %d bytes, cap %d", ErrFrameTooLarge, uint32(n), maxBytes)
+	}
+	if n < MinFrameBytes {
+		return buf, fmt.Errorf("%w: %d bytes", ErrFrameTooSmall, n)
+	}
+	if cap(buf) < int(n) {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
+	if _, err := io.ReadFull(r, buf); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return buf, fmt.Errorf("truncated frame: %w", err)
+	}
+	return buf, nil
+}
+
+// Header is the part of a request header every version shares (header v1, and the start
+// of v2): what the server needs to route a request and to answer it.
+type Header struct {
+	Key           int16
+	Version       int16
+	CorrelationID int32
+	// ClientID is nil when the client sent a null client id.
+	ClientID *string
+}
+
+// ParseHeader parses the start of a request frame (without its size prefix): key, version,
+// correlation id and client id. rest is what follows the client id — the tagged fields of a
+// flexible (v2) header, then the body — aliasing frame. It returns the header whenever the
+// first eight bytes were readable, so the caller can log the correlation id even with an
+// error.
+func ParseHeader(frame []byte) (h Header, rest []byte, err error) {
+	if len(frame) < MinFrameBytes {
+		return h, nil, ErrFrameTooSmall
+	}
+	h.Key = int16(binary.BigEndian.Uint16(frame[0:]))
+	h.Version = int16(binary.BigEndian.Uint16(frame[2:]))
+	h.CorrelationID = int32(binary.BigEndian.Uint32(frame[4:]))
+	rest = frame[8:]
+
+	// The client id is a nullable string with an int16 length in header v1 and v2 alike.
+	idLen := int16(binary.BigEndian.Uint16(rest))
+	rest = rest[2:]
+	switch {
+	case idLen == -1:
+	case idLen < -1 || int(idLen) > len(rest):
+		return h, nil, fmt.Errorf("%w: client id length %d", ErrMalformedHeader, idLen)
+	default:
+		id := string(rest[:idLen])
+		h.ClientID = &id
+		rest = rest[idLen:]
+	}
+	return h, rest, nil
+}
+
+// AppendFrame appends a complete response frame to dst: the size prefix, the correlation id,
+// then body, which the caller encoded after its own response header fields (a tag section
+// for a flexible response). The size is filled in when body is appended: pass a function that
+// appends the body, so a large answer is encoded once, in place.
+func AppendFrame(dst []byte, correlationID int32, body func([]byte) []byte) []byte {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(correlationID))
+	dst = body(dst)
+	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
+	return dst
+}

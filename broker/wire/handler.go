@@ -1,0 +1,93 @@
+package wire
+
+import (
+	"context"
+	"net"
+)
+
+// Handler answers the requests a Server reads. The server calls ServeKafka on the
+// connection's reader goroutine, one request at a time and in request order, so everything a
+// handler does before it returns happens in that order; the answers are written in the same
+// order. A handler that panics closes only its connection.
+type Handler interface {
+	ServeKafka(r *Request) Answer
+}
+
+// HandlerFunc adapts a function to a Handler.
+type HandlerFunc func(r *Request) Answer
+
+// ServeKafka calls f(r).
+func (f HandlerFunc) ServeKafka(r *Request) Answer { return f(r) }
+
+// Request is one request frame as the server read it.
+type Request struct {
+	Header
+	// Body is the rest of the frame after the client id: the tagged fields of a flexible (v2)
+	// request header, then the request body. It aliases the connection's read buffer, which
+	// the next request reuses: it is valid until ServeKafka returns, and an Answer's Later
+	// function must not touch it.
+	Body []byte
+	// Conn is the connection the request arrived on.
+	Conn *Conn
+
+	srv *Server
+}
+
+// Context ends when the server closes (Close, or Shutdown once every connection is done):
+// what a handler that waits (for another process, or for a log) bounds its wait with. It
+// does not end when the client goes away; Conn.Context does.
+func (r *Request) Context() context.Context { return r.srv.base }
+
+// Stopping is closed once Shutdown or Close begins: a handler that waits for data (a long
+// poll) answers at once with what it has, so the connection can be drained.
+func (r *Request) Stopping() <-chan struct{} { return r.srv.stopping }
+
+// Answer is a handler's reply to one request: a frame to write (or none), an error that
+// closes the connection, or a function that computes the reply after ServeKafka returned.
+type Answer struct {
+	// Frame is the complete response frame, size prefix included. nil with Frames nil: the
+	// request gets no answer (a Produce with acks=0).
+	Frame []byte
+	// Frames is the frame in pieces, written with one vectored write instead of Frame (an
+	// answer that carries file data without copying it into one buffer).
+	Frames net.Buffers
+	// Err, when not nil, closes the connection instead of answering; it is logged as the
+	// reason. Answers queued before it are still written.
+	Err error
+	// Later, when set, computes the answer on a goroutine of its own while the connection
+	// reads and handles its next requests (pipeline.go); the writer still sends answers in
+	// request order. It must not touch the request's Body, and must end when the request's
+	// Context does. The Answer it returns must not itself have Later set.
+	Later func() Answer
+	// Alone, with Later, holds the connection's next request until Later has returned: the
+	// reader still reads it (so a client that goes away is noticed and Conn.Context ends),
+	// but handles it only then. For a request whose answer waits on other clients.
+	Alone bool
+}
+
+// Conn is one client connection as its handler sees it. It is the connection's per-client
+// state: where what the connection has proved about its client (a TLS peer, a SASL
+// principal) belongs once listeners carry security.
+type Conn struct {
+	nc net.Conn
+	ln net.Listener
+	// ctx ends when the connection's reader stops or the server closes; cancel ends it.
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// Context ends when the connection's reader stops (the client went away, or the server is
+// closing it) or the server closes: what a request that waits for other clients (a
+// JoinGroup waiting for its rebalance) waits on.
+func (c *Conn) Context() context.Context { return c.ctx }
+
+// RemoteAddr is the client's address.
+func (c *Conn) RemoteAddr() net.Addr { return c.nc.RemoteAddr() }
+
+// LocalAddr is the address the client connected to.
+func (c *Conn) LocalAddr() net.Addr { return c.nc.LocalAddr() }
+
+// Listener is the listener the connection was accepted on, exactly as it was passed to
+// Serve: a handler may pass what it needs per listener (the address it advertises there)
+// by wrapping the listener in a type of its own.
+func (c *Conn) Listener() net.Listener { return c.ln }
