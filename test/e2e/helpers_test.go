@@ -81,10 +81,11 @@ func (s *suite) dnsName(id int32) string {
 		s.namespace, devcluster.ClusterDomain)
 }
 
-// bootstrapName is the bootstrap Service's internal listener address by the name the cluster
-// DNS answers for it.
+// bootstrapName is the internal listener's bootstrap address by the name the cluster DNS
+// answers for it: the cluster also has NodePort listeners, so it is the internal bootstrap
+// Service's.
 func (s *suite) bootstrapName() string {
-	return net.JoinHostPort(kafkav1alpha1.BootstrapServiceName(s.name)+"."+s.namespace+".svc."+devcluster.ClusterDomain, strconv.Itoa(int(s.port)))
+	return net.JoinHostPort(kafkav1alpha1.InternalBootstrapServiceName(s.name)+"."+s.namespace+".svc."+devcluster.ClusterDomain, strconv.Itoa(int(s.port)))
 }
 
 // addr is broker id's Kafka address at its pod IP, for requests to that very broker.
