@@ -195,8 +195,9 @@ func coordinatorView(s *cluster.Snapshot, self int32) (epoch int32, owns func(st
 		return 0, nil, false
 	}
 	registered, alive := s.CoordinatorBrokers.Registered, s.CoordinatorBrokers.Alive
+	partitions := s.Config.OffsetsTopicPartitions
 	owns = func(group string) bool {
-		id, ok := coordinator.Pick(group, registered, alive)
+		id, ok := coordinator.Pick(group, partitions, registered, alive)
 		return ok && id == self
 	}
 	return int32(min(s.CoordinatorEpoch, math.MaxInt32)), owns, true

@@ -70,6 +70,9 @@ type ClusterConfig struct {
 	GroupMaxSize                                   int32
 	OffsetMetadataMaxBytes                         int32
 	OffsetsRetention                               time.Duration
+	// OffsetsTopicPartitions is offsets.topic.num.partitions: the partitions of
+	// __consumer_offsets, which groups hash to (internal/coordinator.Partition).
+	OffsetsTopicPartitions int32
 }
 
 // ResolveCluster reads a KafkaCluster's spec.config.
@@ -94,6 +97,7 @@ func ResolveCluster(cluster map[string]string) ClusterConfig {
 		GroupMaxSize:               int32(atoi(v("group.max.size"))),
 		OffsetMetadataMaxBytes:     int32(atoi(v("offset.metadata.max.bytes"))),
 		OffsetsRetention:           time.Duration(atoi(v("offsets.retention.minutes"))) * time.Minute,
+		OffsetsTopicPartitions:     int32(atoi(v("offsets.topic.num.partitions"))),
 	}
 	if c.GroupMinSessionTimeout > c.GroupMaxSessionTimeout {
 		lo, _ := BrokerKey("group.min.session.timeout.ms")
