@@ -73,6 +73,8 @@ type fetchPart struct {
 	// its last read) is closed.
 	pending bool
 	hw      <-chan struct{}
+	// view, when set, is __consumer_offsets' (offsets_topic.go), read instead of log.
+	view *offsetsView
 }
 
 // fetchState is one Fetch in progress.
@@ -159,11 +161,18 @@ func (f *fetchState) resolve(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) [
 		} else {
 			t, known = rc.view.Topic(rt.Topic)
 		}
+		offsetsTopic := rc.isOffsetsTopic(req.Version, rt.Topic, rt.TopicID)
 		ot.Partitions = make([]kmsg.FetchResponseTopicPartition, len(rt.Partitions))
 		for j, rp := range rt.Partitions {
 			op := &ot.Partitions[j]
 			*op = kmsg.NewFetchResponseTopicPartition()
 			op.Partition, op.RecordBatches = rp.Partition, noRecords
+			if offsetsTopic {
+				if p := f.offsetsTopicPart(rp, op, req.IsolationLevel); p != nil {
+					parts = append(parts, p)
+				}
+				continue
+			}
 			if !known {
 				setFetchError(op, unknown)
 				continue
@@ -219,6 +228,10 @@ func (f *fetchState) diverged(p *fetchPart, lastFetched int32) bool {
 // read reads p once, taking its high-watermark channel first so an append after the read
 // always wakes the wait.
 func (f *fetchState) read(p *fetchPart) {
+	if p.view != nil {
+		f.readOffsetsTopic(p)
+		return
+	}
 	_, p.hw = p.log.HighWatermark()
 	limit := min(int(max(p.maxBytes, 0)), f.remaining)
 	res, err := p.log.Read(p.offset, limit, !f.anyData)

@@ -5,6 +5,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/paddock-dev/paddock/broker/storage"
+	"github.com/paddock-dev/paddock/internal/topicname"
 )
 
 // ListOffsets (key 2): versions 0-8, Apache 3.7's (docs/dataplane.md, "ListOffsets,
@@ -71,6 +72,8 @@ func handleListOffsets(rc *requestContext, kreq kmsg.Request) (kmsg.Response, er
 			switch {
 			case req.Version >= 1 && seen[hintKey{rt.Topic, rp.Partition}] > 1:
 				op.ErrorCode = kerr.InvalidRequest.Code
+			case rt.Topic == topicname.ConsumerOffsets:
+				rc.listOffsetsTopic(op, rp, req.Version)
 			case !known:
 				op.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:

@@ -59,6 +59,9 @@ type Config struct {
 	LoadWait time.Duration
 	// LoadConcurrency bounds how many groups load (claim + read + snapshot) at once.
 	LoadConcurrency int
+	// OffsetsChanged, when set, is told of every acknowledged change of committed offsets
+	// (offsets_view.go): the broker's __consumer_offsets view.
+	OffsetsChanged OffsetsChanged
 
 	// compactMin is the smallest offsets file that is compacted (defaultCompactMin when 0);
 	// tests lower it to compact often.

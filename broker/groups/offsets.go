@@ -121,9 +121,12 @@ func (g *group) storeOffsets(entries []commitEntry, codes []int16) {
 		set(errorCode(err))
 		return
 	}
-	for _, e := range store {
+	keys := make([]tp, len(store))
+	for i, e := range store {
 		g.offsets[e.tp] = e.committed
+		keys[i] = e.tp
 	}
+	g.publishOffsets(keys)
 	set(0)
 }
 
@@ -243,6 +246,7 @@ func (g *group) handleOffsetDelete(parts []tp) (int16, []int16) {
 		for _, p := range present {
 			delete(g.offsets, p)
 		}
+		g.publishOffsets(present)
 	}
 	return 0, codes
 }
@@ -263,6 +267,7 @@ func (g *group) handleDeleteGroup() int16 {
 		}
 	}
 	clear(g.offsets)
+	g.publishAll()
 	g.protocolType = ""
 	g.created, g.gone = false, true
 	clear(g.pending)
@@ -288,5 +293,6 @@ func (g *group) purgeTopic(topic string, id [16]byte) error {
 	}
 	d := &durable{offsets: g.offsets}
 	d.purge(topic, id)
+	g.publishAll()
 	return nil
 }
