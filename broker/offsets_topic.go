@@ -36,6 +36,8 @@ import (
 type offsetsView struct {
 	self int32
 	view cluster.View
+	// now is the clock tombstones are dated and expired by (time.Now; tests set it).
+	now func() time.Time
 
 	mu sync.Mutex
 	// epoch and partitions are the coordinator epoch and offsets.topic.num.partitions the
@@ -76,7 +78,7 @@ type offsetsEntry struct {
 }
 
 func newOffsetsView(self int32, view cluster.View) *offsetsView {
-	return &offsetsView{self: self, view: view, parts: map[int32]*offsetsLog{}}
+	return &offsetsView{self: self, view: view, now: time.Now, parts: map[int32]*offsetsLog{}}
 }
 
 // offsetsOwner is the coordinator epoch of s and whether this broker leads partition p of
@@ -97,9 +99,9 @@ func (v *offsetsView) changed(group string, offsets []groups.CommittedOffset, wh
 	if _, owned := offsetsOwner(s, v.self, p); !owned {
 		return // a deposed coordinator's late change: the next leader has its own
 	}
-	nowMs := time.Now().UnixMilli()
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	nowMs := v.nowMs()
 	v.followLocked(s)
 	l := v.parts[p]
 	if l == nil {
@@ -146,9 +148,10 @@ func (v *offsetsView) followLocked(s *cluster.Snapshot) {
 	}
 	epoch = max(epoch, v.epoch)
 	var all []offsetsEntry
+	nowMs := v.nowMs()
 	for _, l := range v.parts {
 		for _, e := range l.entries {
-			if !e.superseded {
+			if !e.superseded && !expired(e, nowMs) {
 				all = append(all, e)
 			}
 		}
@@ -169,6 +172,8 @@ func (v *offsetsView) followLocked(s *cluster.Snapshot) {
 		l.appendLocked(e.rec, e.stampMs)
 	}
 }
+
+func (v *offsetsView) nowMs() int64 { return v.now().UnixMilli() }
 
 func offsetBase(epoch int32) int64 { return int64(epoch) << offsetEpochShift }
 
@@ -191,6 +196,7 @@ func (l *offsetsLog) appendLocked(o groups.CommittedOffset, nowMs int64) {
 	stamp := o.CommitMs
 	if o.Deleted {
 		stamp = nowMs
+		l.stale++ // dropped by a compaction once expired
 	}
 	l.newest[k] = len(l.entries)
 	l.entries = append(l.entries, offsetsEntry{offset: l.next, rec: o, stampMs: stamp})
@@ -207,15 +213,24 @@ func (l *offsetsLog) compactLocked(nowMs int64) {
 	}
 	kept := l.entries[:0]
 	clear(l.newest)
+	tombstones := 0
 	for _, e := range l.entries {
-		if e.superseded || e.rec.Deleted && nowMs-e.stampMs > tombstoneRetention.Milliseconds() {
+		if e.superseded || expired(e, nowMs) {
 			continue
+		}
+		if e.rec.Deleted {
+			tombstones++
 		}
 		l.newest[offsetKey{e.rec.Group, e.rec.Topic, e.rec.Partition}] = len(kept)
 		kept = append(kept, e)
 	}
 	clear(l.entries[len(kept):])
-	l.entries, l.stale = kept, 0
+	l.entries, l.stale = kept, tombstones
+}
+
+// expired: a tombstone older than tombstoneRetention is no longer served.
+func expired(e offsetsEntry, nowMs int64) bool {
+	return e.rec.Deleted && nowMs-e.stampMs > tombstoneRetention.Milliseconds()
 }
 
 // offsetsRead is one Fetch read of a partition of the view.
@@ -249,12 +264,12 @@ func (v *offsetsView) read(p int32, from int64, maxBytes int, first bool) offset
 		res.code = kerr.OffsetOutOfRange.Code
 		return res
 	}
-	nowMs := time.Now().UnixMilli()
+	nowMs := v.nowMs()
 	i, _ := slices.BinarySearchFunc(l.entries, from, func(e offsetsEntry, o int64) int { return cmp.Compare(e.offset, o) })
 	var batch offsetsBatch
 	for ; i < len(l.entries); i++ {
 		e := l.entries[i]
-		if e.rec.Deleted && nowMs-e.stampMs > tombstoneRetention.Milliseconds() {
+		if expired(e, nowMs) {
 			continue
 		}
 		key, value := offsetRecordKey(e.rec), offsetRecordValue(e.rec)
