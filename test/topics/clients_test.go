@@ -29,7 +29,7 @@ func TestKcatListsTopicsWithLeaders(t *testing.T) {
 	if _, err := c.kadm().CreateTopic(ctx, 3, 1, nil, "orders"); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.CommandContext(ctx, "kcat", "-L", "-b", c.Addrs[1], "-m", "5").CombinedOutput()
+	out, err := exec.CommandContext(ctx, "kcat", "-L", "-b", c.Addrs[1], "-m", "5", "-t", "orders").CombinedOutput()
 	if err != nil {
 		t.Fatalf("kcat -L: %v\n%s", err, out)
 	}
