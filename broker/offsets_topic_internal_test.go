@@ -151,8 +151,8 @@ func TestADeletedOffsetIsATombstoneForADay(t *testing.T) {
 	v.changed("g", []groups.CommittedOffset{commit("g", "t", 1, 6, now.UnixMilli())}, true) // a load: t/0 is gone
 	p := coordinator.Partition("g", coordinator.DefaultPartitions)
 	recs, _ := readAll(t, v, p, 0)
-	key0 := string(offsetRecordKey(groups.CommittedOffset{Group: "g", Topic: "t", Partition: 0}))
-	if v, ok := latestByKey(t, recs)[key0]; !ok || v != nil {
+	key0 := offsetRecordKey(groups.CommittedOffset{Group: "g", Topic: "t", Partition: 0})
+	if v, ok := latestByKey(t, recs)[string(key0)]; !ok || v != nil {
 		t.Fatalf("t/0 after its group's load without it: %x (present %v), want a tombstone", v, ok)
 	}
 	*now = now.Add(tombstoneRetention + time.Minute)
@@ -160,7 +160,7 @@ func TestADeletedOffsetIsATombstoneForADay(t *testing.T) {
 		v.changed("g", []groups.CommittedOffset{commit("g", "t", 1, int64(7+i), now.UnixMilli())}, false)
 	}
 	recs, _ = readAll(t, v, p, 0)
-	if _, ok := latestByKey(t, recs)[key0]; ok {
+	if _, ok := latestByKey(t, recs)[string(key0)]; ok {
 		t.Fatalf("the tombstone of t/0 is still served a day later")
 	}
 }
