@@ -44,6 +44,8 @@ import (
 //     data (storage closes them when a durable append moves the high watermark, or the log
 //     stops), re-reads those that moved, and answers at min_bytes or max_wait_ms — never
 //     polling. A broker shutting down ends every wait at once.
+//   - __consumer_offsets is read from the offsets topic view (offsets_topic.go,
+//     docs/groups.md "The offsets topic view") under the same size and waiting rules.
 //   - Sessions (KIP-227) are not kept: a full fetch (session epoch 0 or -1) is answered with
 //     session id 0, which clients read as "no session" (Apache does the same when its session
 //     cache is full); an incremental fetch → FETCH_SESSION_ID_NOT_FOUND, so the client falls

@@ -90,11 +90,11 @@ func (rc *requestContext) checkDelete(e kmsg.DeleteTopicsRequestTopic, duplicate
 	case duplicate:
 		return nil, kerr.InvalidRequest.Code, "Duplicate topic in the request."
 	case rc.deletesInternal(e):
-		code, msg := deleteInternalRefusal(topicname.ConsumerOffsets)
+		msg := fmt.Sprintf(errDeleteInternal, topicname.ConsumerOffsets)
 		if version < 3 {
-			code = kerr.InvalidRequest.Code
+			return nil, kerr.InvalidRequest.Code, msg
 		}
-		return nil, code, msg
+		return nil, kerr.TopicDeletionDisabled.Code, msg
 	case rc.h.Admin == nil:
 		return nil, kerr.UnknownServerError.Code, errNoAdmin
 	case !rc.view.Config.DeleteTopicEnable:

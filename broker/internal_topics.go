@@ -113,9 +113,10 @@ func offsetsTopicConfigs(clusterConfig map[string]string) []kafkaconfig.Entry {
 	return entries
 }
 
-// Refusals, each the error of one request entry (code 0: not an internal topic, go on).
+// Refusals (docs/wire.md, "Internal topics"): the code and message of one request entry.
 
-// produceInternalRefusal is Apache's ReplicaManager.appendToLocalLog check.
+// produceInternalRefusal is Apache's ReplicaManager.appendToLocalLog check; code 0 for a
+// topic that is not internal.
 func produceInternalRefusal(name string) (int16, string) {
 	if !isInternal(name) {
 		return 0, ""
@@ -123,10 +124,7 @@ func produceInternalRefusal(name string) (int16, string) {
 	return kerr.InvalidTopicException.Code, fmt.Sprintf(errAppendInternal, name)
 }
 
-func deleteInternalRefusal(name string) (int16, string) {
-	return kerr.TopicDeletionDisabled.Code, fmt.Sprintf(errDeleteInternal, name)
-}
-
+// createPartitionsInternalRefusal: code 0 for a topic other than __consumer_offsets.
 func createPartitionsInternalRefusal(name string) (int16, string) {
 	if name != topicname.ConsumerOffsets {
 		return 0, ""
@@ -134,13 +132,9 @@ func createPartitionsInternalRefusal(name string) (int16, string) {
 	return kerr.PolicyViolation.Code, fmt.Sprintf(errGrowInternal, name)
 }
 
-func alterInternalRefusal(name string) (int16, string) {
-	return kerr.PolicyViolation.Code, fmt.Sprintf(errAlterInternal, name)
-}
-
 // createInternalRefusal: __consumer_offsets exists (Metadata lists it), so creating it is
 // TOPIC_ALREADY_EXISTS as in Apache; __transaction_state is kept for the transaction
-// coordinator.
+// coordinator. Code 0 for any other name.
 func createInternalRefusal(name string) (int16, string) {
 	switch name {
 	case topicname.ConsumerOffsets:

@@ -76,8 +76,7 @@ func (rc *requestContext) alterTarget(typ kmsg.ConfigResourceType, name string, 
 	case typ != kmsg.ConfigResourceTypeTopic:
 		return nil, kerr.InvalidRequest.Code, fmt.Sprintf("Unsupported resource type: %d", typ)
 	case name == topicname.ConsumerOffsets:
-		code, msg := alterInternalRefusal(name)
-		return nil, code, msg
+		return nil, kerr.PolicyViolation.Code, fmt.Sprintf(errAlterInternal, name)
 	case rc.h.Admin == nil:
 		return nil, kerr.UnknownServerError.Code, errNoAdmin
 	}
