@@ -242,14 +242,31 @@ type offsetsRead struct {
 }
 
 // read returns the records of partition p from offset from on, at most maxBytes of them
-// unless first (the answer's first data: one record goes whatever its size).
+// unless first (the answer's first data: one record goes whatever its size). The records
+// are picked under the lock and encoded after it, so a large read never holds up the
+// groups' commits.
 func (v *offsetsView) read(p int32, from int64, maxBytes int, first bool) offsetsRead {
+	res, picked := v.pick(p, from, maxBytes, first)
+	var batch offsetsBatch
+	for _, e := range picked {
+		if !batch.fits(e.offset) {
+			res.records = batch.appendTo(res.records)
+			batch = offsetsBatch{}
+		}
+		batch.add(e.offset, e.stampMs, offsetRecordKey(e.rec), offsetRecordValue(e.rec))
+	}
+	res.records = batch.appendTo(res.records)
+	return res
+}
+
+// pick is read's choice of records, made under the lock.
+func (v *offsetsView) pick(p int32, from int64, maxBytes int, first bool) (offsetsRead, []offsetsEntry) {
 	s := v.view.Snapshot()
 	if p < 0 || p >= offsetsPartitions(s) {
-		return offsetsRead{code: kerr.UnknownTopicOrPartition.Code}
+		return offsetsRead{code: kerr.UnknownTopicOrPartition.Code}, nil
 	}
 	if _, owned := offsetsOwner(s, v.self, p); !owned {
-		return offsetsRead{code: kerr.NotLeaderForPartition.Code}
+		return offsetsRead{code: kerr.NotLeaderForPartition.Code}, nil
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -262,29 +279,28 @@ func (v *offsetsView) read(p int32, from int64, maxBytes int, first bool) offset
 	res := offsetsRead{hw: l.next, changed: l.changed}
 	if from < 0 || from > l.next {
 		res.code = kerr.OffsetOutOfRange.Code
-		return res
+		return res, nil
 	}
 	nowMs := v.nowMs()
 	i, _ := slices.BinarySearchFunc(l.entries, from, func(e offsetsEntry, o int64) int { return cmp.Compare(e.offset, o) })
-	var batch offsetsBatch
+	var picked []offsetsEntry
+	size, batchBase := 0, int64(0)
 	for ; i < len(l.entries); i++ {
 		e := l.entries[i]
 		if expired(e, nowMs) {
 			continue
 		}
-		key, value := offsetRecordKey(e.rec), offsetRecordValue(e.rec)
-		size := len(res.records) + batch.size() + recordSize(key, value) + batchHeaderSize
-		if size > maxBytes && (!first || len(res.records) > 0 || len(batch.recs) > 0) {
+		size += recordSize(e.rec)
+		if len(picked) == 0 || e.offset-batchBase > math.MaxInt32 { // a new batch (offsetsBatch.fits)
+			size += batchHeaderSize
+			batchBase = e.offset
+		}
+		if size > maxBytes && (!first || len(picked) > 0) {
 			break
 		}
-		if !batch.fits(e.offset) {
-			res.records = batch.appendTo(res.records)
-			batch = offsetsBatch{}
-		}
-		batch.add(e.offset, e.stampMs, key, value)
+		picked = append(picked, e)
 	}
-	res.records = batch.appendTo(res.records)
-	return res
+	return res, picked
 }
 
 // listOffset answers ListOffsets for partition p: earliest is 0 (the log start never moves,
@@ -360,8 +376,6 @@ const batchHeaderSize = 61
 // allowed, as in a compacted log) whose offset deltas fit the batch's int32 fields.
 type offsetsBatch struct {
 	recs []pendingRecord
-	// estimate is an upper bound of the encoded records' size.
-	estimate int
 }
 
 type pendingRecord struct {
@@ -373,22 +387,19 @@ func (b *offsetsBatch) fits(offset int64) bool {
 	return len(b.recs) == 0 || offset-b.recs[0].offset <= math.MaxInt32
 }
 
-// size is an upper bound of the batch's encoded size (0 when empty).
-func (b *offsetsBatch) size() int {
-	if len(b.recs) == 0 {
-		return 0
+// recordSize is an upper bound of one record's encoded size: its key and value (offsetRecordKey,
+// offsetRecordValue) and the record's varints.
+func recordSize(o groups.CommittedOffset) int {
+	key := 2 + 2 + len(o.Group) + 2 + len(o.Topic) + 4
+	value := 0
+	if !o.Deleted {
+		value = 2 + 8 + 4 + 2 + len(o.Metadata) + 8
 	}
-	return batchHeaderSize + b.estimate
-}
-
-// recordSize is an upper bound of one record's encoded size.
-func recordSize(key, value []byte) int {
-	return 3*binary.MaxVarintLen64 + 3*binary.MaxVarintLen32 + 1 + len(key) + len(value)
+	return 3*binary.MaxVarintLen64 + 3*binary.MaxVarintLen32 + 1 + key + value
 }
 
 func (b *offsetsBatch) add(offset, ts int64, key, value []byte) {
 	b.recs = append(b.recs, pendingRecord{offset: offset, ts: ts, key: key, value: value})
-	b.estimate += recordSize(key, value)
 }
 
 // appendTo appends the batch, encoded (nothing when empty): base offset the first record's,

@@ -199,3 +199,25 @@ func TestANewEpochRenumbersAboveEveryEarlierOffset(t *testing.T) {
 		t.Fatalf("a change of a group broker 1 coordinates was kept")
 	}
 }
+
+// A read stays within its byte limit, except that the answer's first data is one whole
+// record however small the limit (a consumer always makes progress).
+func TestAnOffsetsViewReadKeepsToItsSizeLimit(t *testing.T) {
+	v, _, now := newTestOffsetsView(t, 0, 1, []int32{0})
+	batch := make([]groups.CommittedOffset, 100)
+	for p := range batch {
+		batch[p] = commit("g", "orders", int32(p), int64(p), now.UnixMilli())
+	}
+	v.changed("g", batch, false)
+	p := coordinator.Partition("g", coordinator.DefaultPartitions)
+	if r := v.read(p, 0, 1000, false); len(r.records) == 0 || len(r.records) > 1000 {
+		t.Fatalf("a 1000-byte read returned %d bytes", len(r.records))
+	}
+	if r := v.read(p, 0, 1, false); len(r.records) != 0 {
+		t.Fatalf("a 1-byte read that is not the answer's first returned %d bytes", len(r.records))
+	}
+	r := v.read(p, 0, 1, true)
+	if n := binary.BigEndian.Uint32(r.records[57:]); n != 1 {
+		t.Fatalf("a 1-byte first read returned %d records, want 1", n)
+	}
+}
