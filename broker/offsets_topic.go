@@ -124,8 +124,12 @@ func (v *offsetsView) changed(group string, offsets []groups.CommittedOffset, wh
 		})
 		offsets = append(gone, offsets...)
 	}
+	before := l.next
 	for _, o := range offsets {
 		l.appendLocked(o, nowMs)
+	}
+	if l.next != before {
+		l.wakeLocked()
 	}
 	l.compactLocked(nowMs)
 }
@@ -181,7 +185,7 @@ func newOffsetsLog(base int64) *offsetsLog {
 	return &offsetsLog{next: base, newest: map[offsetKey]int{}, changed: make(chan struct{})}
 }
 
-// appendLocked gives o the next offset. A tombstone for a key the log does not hold is
+// appendLocked gives o the next offset (the caller wakes the readers). A tombstone for a key the log does not hold is
 // dropped: no reader of this log has seen the key.
 func (l *offsetsLog) appendLocked(o groups.CommittedOffset, nowMs int64) {
 	k := offsetKey{o.Group, o.Topic, o.Partition}
@@ -201,6 +205,11 @@ func (l *offsetsLog) appendLocked(o groups.CommittedOffset, nowMs int64) {
 	l.newest[k] = len(l.entries)
 	l.entries = append(l.entries, offsetsEntry{offset: l.next, rec: o, stampMs: stamp})
 	l.next++
+}
+
+// wakeLocked wakes the reads waiting for the log to grow (once per change, however many
+// records it appended).
+func (l *offsetsLog) wakeLocked() {
 	close(l.changed)
 	l.changed = make(chan struct{})
 }

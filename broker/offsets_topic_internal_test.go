@@ -221,3 +221,22 @@ func TestAnOffsetsViewReadKeepsToItsSizeLimit(t *testing.T) {
 		t.Fatalf("a 1-byte first read returned %d records, want 1", n)
 	}
 }
+
+// BenchmarkOffsetsViewCommit is what the view adds to a commit of 100 partitions (the feed's
+// append, and the compaction it amortizes), against the commit's fdatasync of ~1 ms
+// (docs/groups.md, "Measurements").
+func BenchmarkOffsetsViewCommit(b *testing.B) {
+	mv := cluster.NewMemoryView(cluster.Snapshot{})
+	setCoordinatorEpoch(mv, 1, []int32{0})
+	v := newOffsetsView(0, mv)
+	batch := make([]groups.CommittedOffset, 100)
+	b.ReportAllocs()
+	i := int64(0)
+	for b.Loop() {
+		for p := range batch {
+			batch[p] = commit("g", "orders", int32(p), i, 1_700_000_000_000)
+		}
+		v.changed("g", batch, false)
+		i++
+	}
+}
