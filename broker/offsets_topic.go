@@ -41,9 +41,10 @@ type offsetsView struct {
 
 	mu sync.Mutex
 	// epoch and partitions are the coordinator epoch and offsets.topic.num.partitions the
-	// logs are numbered and partitioned for; parts the logs of the partitions this broker
-	// leads at that epoch. Guarded by mu.
+	// logs are numbered and partitioned for, start the offset a new log starts at; parts the
+	// logs of the partitions this broker leads at that epoch. Guarded by mu.
 	epoch      int32
+	start      int64
 	partitions int32
 	parts      map[int32]*offsetsLog
 }
@@ -105,7 +106,7 @@ func (v *offsetsView) changed(group string, offsets []groups.CommittedOffset, wh
 	v.followLocked(s)
 	l := v.parts[p]
 	if l == nil {
-		l = newOffsetsLog(offsetBase(v.epoch))
+		l = newOffsetsLog(v.start)
 		v.parts[p] = l
 	}
 	if whole {
@@ -150,7 +151,12 @@ func (v *offsetsView) followLocked(s *cluster.Snapshot) {
 	if epoch <= v.epoch && n == v.partitions {
 		return
 	}
-	epoch = max(epoch, v.epoch)
+	// A new epoch numbers from its base; a new partition count at the same epoch goes on
+	// above every offset given, so offsets never repeat.
+	start := offsetBase(epoch)
+	if epoch <= v.epoch {
+		epoch, start = v.epoch, v.start
+	}
 	var all []offsetsEntry
 	nowMs := v.nowMs()
 	for _, l := range v.parts {
@@ -159,10 +165,11 @@ func (v *offsetsView) followLocked(s *cluster.Snapshot) {
 				all = append(all, e)
 			}
 		}
+		start = max(start, l.next)
 		close(l.changed) // a waiting Fetch reads again
 	}
 	slices.SortStableFunc(all, func(a, b offsetsEntry) int { return cmp.Compare(a.offset, b.offset) })
-	v.epoch, v.partitions, v.parts = epoch, n, map[int32]*offsetsLog{}
+	v.epoch, v.start, v.partitions, v.parts = epoch, start, n, map[int32]*offsetsLog{}
 	for _, e := range all {
 		p := coordinator.Partition(e.rec.Group, n)
 		if _, owned := offsetsOwner(s, v.self, p); !owned {
@@ -170,7 +177,7 @@ func (v *offsetsView) followLocked(s *cluster.Snapshot) {
 		}
 		l := v.parts[p]
 		if l == nil {
-			l = newOffsetsLog(offsetBase(epoch))
+			l = newOffsetsLog(start)
 			v.parts[p] = l
 		}
 		l.appendLocked(e.rec, e.stampMs)
@@ -282,7 +289,7 @@ func (v *offsetsView) pick(p int32, from int64, maxBytes int, first bool) (offse
 	v.followLocked(s)
 	l := v.parts[p]
 	if l == nil {
-		l = newOffsetsLog(offsetBase(v.epoch))
+		l = newOffsetsLog(v.start)
 		v.parts[p] = l
 	}
 	res := offsetsRead{hw: l.next, changed: l.changed}
@@ -327,7 +334,7 @@ func (v *offsetsView) listOffset(p int32, ts int64) (offset int64, code int16) {
 	defer v.mu.Unlock()
 	v.followLocked(s)
 	l := v.parts[p]
-	next := offsetBase(v.epoch)
+	next := v.start
 	if l != nil {
 		next = l.next
 	}

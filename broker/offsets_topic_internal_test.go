@@ -33,12 +33,16 @@ func newTestOffsetsView(t *testing.T, self int32, epoch int64, brokers []int32) 
 	return v, mv, &now
 }
 
-func setCoordinatorEpoch(mv *cluster.MemoryView, epoch int64, brokers []int32) {
+func setCoordinatorEpoch(mv *cluster.MemoryView, epoch int64, brokers []int32, config ...map[string]string) {
 	var rows []v1alpha1.BrokerRow
 	for _, id := range brokers {
 		rows = append(rows, v1alpha1.BrokerRow{ID: id, State: v1alpha1.BrokerServing, Health: v1alpha1.BrokerAlive})
 	}
-	mv.Set(cluster.Snapshot{ClusterID: testClusterID, Brokers: rows, CoordinatorEpoch: epoch,
+	var cfg map[string]string
+	if len(config) > 0 {
+		cfg = config[0]
+	}
+	mv.Set(cluster.Snapshot{ClusterID: testClusterID, Brokers: rows, ConfigMap: cfg, CoordinatorEpoch: epoch,
 		CoordinatorBrokers: &v1alpha1.CoordinatorBrokers{Registered: brokers, Alive: brokers}})
 }
 
@@ -179,6 +183,14 @@ func TestANewEpochRenumbersAboveEveryEarlierOffset(t *testing.T) {
 	recs, after := readAll(t, v, p, before.hw)
 	if len(recs) != 1 || recs[0].offset < before.hw || recs[0].offset != offsetBase(2) || after.hw != offsetBase(2)+1 {
 		t.Fatalf("after the epoch: records %+v, high watermark %d; want the newest record at %d (above %d)", recs, after.hw, offsetBase(2), before.hw)
+	}
+
+	// offsets.topic.num.partitions changes at the same epoch: the group's records move to its
+	// new partition, numbered above every offset given before.
+	setCoordinatorEpoch(mv, 2, []int32{0}, map[string]string{"offsets.topic.num.partitions": "7"})
+	moved, _ := readAll(t, v, coordinator.Partition("g", 7), 0)
+	if len(moved) != 1 || moved[0].offset < after.hw {
+		t.Fatalf("after the partition count changed: %+v, want the newest record at or above %d", moved, after.hw)
 	}
 
 	// Two brokers: the partitions led by broker 1 are not served here.
