@@ -15,10 +15,13 @@ import (
 // ApiVersions rule lives in this file.
 //
 // Behaviour:
+//
 //   - The answer lists every key of the apis table with the range its handler implements,
 //     sorted by key, so a client never sees a version the broker cannot decode.
+//
 //   - The response header is always v0, even for the flexible v3, because the client reads
 //     it before it knows our versions (responseHeaderTagged).
+//
 //   - A request newer than v3 is not decoded at all: it is answered with a v0 body carrying
 //     UNSUPPORTED_VERSION and our key-18 range (apiVersionsFallback), and the client retries
 //     with a version we listed. Any other key with a version outside its range closes the
