@@ -225,7 +225,7 @@ func TestKgoConsumesThroughJoinLeaveRestartAndDrainWithTheConsumerProtocol(t *te
 	c.RestartBroker(1)
 	t.Logf("the coordinator restarted: Stable in %v", stable("two members after the coordinator restarted", 2))
 	c.Drain(1)
-	if err, exited := c.WaitExit(1, 30*time.Second); !exited || err != nil {
+	if err, exited := c.WaitExit(1); !exited || err != nil {
 		t.Fatalf("broker 1's drain: exited %v, err %v", exited, err)
 	}
 	// Its pod is gone: the registry fences its row (the endpoint stops serving), so Metadata
