@@ -2,9 +2,13 @@ package broker_test
 
 import (
 	"context"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/paddock-dev/paddock/broker/brokertest"
@@ -84,6 +88,74 @@ func TestDescribeLogDirsListsEachPartitionOnceAtItsLeaderWithItsSize(t *testing.
 		got := len(resp.Dirs[0].Topics)
 		if wantN := map[bool]int{true: 1, false: 0}[int32(id) == to]; got != wantN {
 			t.Fatalf("after the move to %d, broker %d lists partition 0 in %d topics, want %d", to, id, got, wantN)
+		}
+	}
+}
+
+// DeleteRecords moves a partition's log start on its leader, durably, and what was below it
+// is gone for every reader: Fetch below it is OFFSET_OUT_OF_RANGE, ListOffsets' earliest and
+// a timestamp lookup answer from it (docs/dataplane.md, "DeleteRecords").
+func TestDeleteRecordsMovesTheLogStartForEveryReader(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 1})
+	c.CreateTopic("t", 2, nil)
+	cl := c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for i := range 10 {
+		if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "t", Partition: 0, Value: []byte{byte(i)}, Timestamp: time.UnixMilli(int64(1000 + i))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	adm := kadm.NewClient(cl)
+	offsets := kadm.Offsets{}
+	offsets.Add(kadm.Offset{Topic: "t", Partition: 0, At: 4})
+	offsets.Add(kadm.Offset{Topic: "t", Partition: 1, At: 1}) // past its (empty) high watermark
+	got, err := adm.DeleteRecords(context.Background(), offsets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := got.Lookup("t", 0); r.Err != nil || r.LowWatermark != 4 {
+		t.Fatalf("partition 0 to 4: %+v", r)
+	}
+	if r, _ := got.Lookup("t", 1); !errors.Is(r.Err, kerr.OffsetOutOfRange) {
+		t.Fatalf("partition 1 past its high watermark: %+v", r)
+	}
+	starts, err := adm.ListStartOffsets(context.Background(), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := starts.Lookup("t", 0); o.Offset != 4 {
+		t.Fatalf("earliest offset %+v, want 4", o)
+	}
+	at, err := adm.ListOffsetsAfterMilli(context.Background(), 0, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := at.Lookup("t", 0); o.Offset != 4 || o.Timestamp != 1004 {
+		t.Fatalf("the first record at or after timestamp 0: %+v, want offset 4 at 1004", o)
+	}
+	conn := brokertest.Dial(t, c.Addrs()[0])
+	if p := fetchOne(t, conn, fetchReq(12, "t", c.Topic("t").ID, 0, 2)); p.ErrorCode != kerr.OffsetOutOfRange.Code {
+		t.Fatalf("fetch below the log start: %s", kerr.ErrorForCode(p.ErrorCode))
+	}
+
+	// -1 is the high watermark; an older offset changes nothing; the errors.
+	req := kmsg.NewPtrDeleteRecordsRequest()
+	req.Version, req.TimeoutMillis = 0, 0
+	req.Topics = []kmsg.DeleteRecordsRequestTopic{
+		{Topic: "t", Partitions: []kmsg.DeleteRecordsRequestTopicPartition{{Partition: 0, Offset: 2}, {Partition: 0, Offset: -1}, {Partition: 1, Offset: -2}, {Partition: 7, Offset: 0}}},
+		{Topic: "nope", Partitions: []kmsg.DeleteRecordsRequestTopicPartition{{Partition: 0, Offset: 0}}},
+	}
+	resp := conn.Request(req).(*kmsg.DeleteRecordsResponse)
+	type out struct {
+		code int16
+		low  int64
+	}
+	want := [][]out{{{0, 4}, {0, 10}, {kerr.OffsetOutOfRange.Code, -1}, {kerr.UnknownTopicOrPartition.Code, -1}}, {{kerr.UnknownTopicOrPartition.Code, -1}}}
+	for i, rt := range resp.Topics {
+		for j, rp := range rt.Partitions {
+			if g := (out{rp.ErrorCode, rp.LowWatermark}); g != want[i][j] {
+				t.Errorf("%s[%d] (asked %d): %s low %d, want %s low %d", rt.Topic, rp.Partition, req.Topics[i].Partitions[j].Offset,
+					kerr.ErrorForCode(g.code), g.low, kerr.ErrorForCode(want[i][j].code), want[i][j].low)
+			}
 		}
 	}
 }
