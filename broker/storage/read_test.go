@@ -94,21 +94,28 @@ func TestReadFindsEveryOffsetInClosedSegmentsThroughTheIndex(t *testing.T) {
 
 func removeFile(dir, name string) error { return OSFS{}.Remove(filepath.Join(dir, name)) }
 
-func TestListOffsetsLookups(t *testing.T) {
+// timestampedLog is a log at epoch 3 of four batches of three records, offsets 3i..3i+2 at
+// timestamps 1000(i+1) + 0, 10, 20, in segments of 400 bytes; the last batch is flagged gzip
+// (its records are not decoded).
+func timestampedLog(t *testing.T) *Log {
+	t.Helper()
 	clock := newFakeClock()
-	dir := partitionDir(t)
 	cfg := testConfig()
 	cfg.SegmentBytes = 400
-	l := openLog(t, dir, 3, cfg, Options{Now: clock.now})
-	// Batches with record timestamps 1000,1010,1020 / 2000.. / 3000.. and one compressed.
+	l := openLog(t, partitionDir(t), 3, cfg, Options{Now: clock.now})
 	for i := range 4 {
 		s := plain(3, byte(i))
 		s.baseTs, s.tsStep = int64(1000*(i+1)), 10
 		if i == 3 {
-			s.codec = 1 // flagged gzip: records are not decoded
+			s.codec = 1
 		}
 		mustAppend(t, l, makeBatch(s), AcksAll)
 	}
+	return l
+}
+
+func TestListOffsetsLookups(t *testing.T) {
+	l := timestampedLog(t)
 	for _, tc := range []struct {
 		ts      int64
 		ok      bool
@@ -285,18 +292,7 @@ func TestClosedSegmentsAreOpenedThroughTheBoundedCache(t *testing.T) {
 // least the one asked, in that batch or a later one (Apache's findOffsetByTimestamp with the
 // log start as its starting offset).
 func TestATimestampLookupNeverAnswersBelowTheLogStart(t *testing.T) {
-	clock := newFakeClock()
-	cfg := testConfig()
-	cfg.SegmentBytes = 400
-	l := openLog(t, partitionDir(t), 3, cfg, Options{Now: clock.now})
-	for i := range 4 { // offsets 3i..3i+2 at timestamps 1000(i+1) + 0, 10, 20; the last compressed
-		s := plain(3, byte(i))
-		s.baseTs, s.tsStep = int64(1000*(i+1)), 10
-		if i == 3 {
-			s.codec = 1
-		}
-		mustAppend(t, l, makeBatch(s), AcksAll)
-	}
+	l := timestampedLog(t)
 	for _, step := range []struct {
 		logStart int64
 		ts       int64
