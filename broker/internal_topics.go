@@ -80,21 +80,31 @@ func offsetsTopicLeader(s *cluster.Snapshot, p int32) int32 {
 	return id
 }
 
+// offsetsTopic is __consumer_offsets as a topic of s: its id, and its partitions with the
+// leaders offsetsTopicLeader gives them (leader epoch -1).
+func offsetsTopic(s *cluster.Snapshot) *cluster.Topic {
+	t := &cluster.Topic{Name: topicname.ConsumerOffsets, ID: offsetsTopicID(s.ClusterID), Partitions: make([]cluster.Partition, offsetsPartitions(s))}
+	for p := range t.Partitions {
+		t.Partitions[p] = cluster.Partition{Index: int32(p), Leader: offsetsTopicLeader(s, int32(p)), LeaderEpoch: -1}
+	}
+	return t
+}
+
 // describeOffsetsTopic is __consumer_offsets' Metadata answer; listed are the brokers the
 // answer names (a leader not among them is LEADER_NOT_AVAILABLE, as for any topic).
 func describeOffsetsTopic(req *kmsg.MetadataRequest, s *cluster.Snapshot, listed map[int32]bool) kmsg.MetadataResponseTopic {
-	mt := kmsg.NewMetadataResponseTopic()
-	name := topicname.ConsumerOffsets
-	mt.Topic, mt.TopicID, mt.IsInternal = &name, offsetsTopicID(s.ClusterID), true
-	if req.IncludeTopicAuthorizedOperations {
-		mt.AuthorizedOperations = topicAuthorizedOps
-	}
-	n := offsetsPartitions(s)
-	mt.Partitions = make([]kmsg.MetadataResponseTopicPartition, 0, n)
-	for p := range n {
-		mt.Partitions = append(mt.Partitions, describePartition(cluster.Partition{Index: p, Leader: offsetsTopicLeader(s, p), LeaderEpoch: -1}, listed))
-	}
+	mt := describeTopic(req, offsetsTopic(s), listed)
+	mt.IsInternal = true
 	return mt
+}
+
+// describedTopic is the topic called name for the describing APIs: a served topic, or
+// __consumer_offsets.
+func (rc *requestContext) describedTopic(name string) (*cluster.Topic, bool) {
+	if name == topicname.ConsumerOffsets {
+		return offsetsTopic(rc.view), true
+	}
+	return rc.view.Topic(name)
 }
 
 // offsetsTopicConfigs is DescribeConfigs' answer for __consumer_offsets: every topic key, its

@@ -244,3 +244,22 @@ func newClient(t *testing.T, addr string) *kgo.Client {
 	t.Cleanup(cl.Close)
 	return cl
 }
+
+// DescribeTopicPartitions (Java's Admin describeTopics) lists __consumer_offsets as Metadata
+// does: internal, every partition, the same leaders.
+func TestDescribeTopicPartitionsListsConsumerOffsetsAsMetadataDoes(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 2})
+	conn := brokertest.Dial(t, c.Addrs()[0])
+	req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	req.ResponsePartitionLimit = 2000
+	resp := conn.Request(req).(*kmsg.DescribeTopicPartitionsResponse)
+	meta := conn.Request(kmsg.NewPtrMetadataRequest()).(*kmsg.MetadataResponse)
+	if len(resp.Topics) != 1 || *resp.Topics[0].Topic != "__consumer_offsets" || !resp.Topics[0].IsInternal || len(resp.Topics[0].Partitions) != 50 {
+		t.Fatalf("DescribeTopicPartitions: %+v, want __consumer_offsets, internal, 50 partitions", resp.Topics)
+	}
+	for i, p := range resp.Topics[0].Partitions {
+		if want := meta.Topics[0].Partitions[i].Leader; p.LeaderID != want || want < 0 {
+			t.Fatalf("partition %d: leader %d, Metadata says %d", p.Partition, p.LeaderID, want)
+		}
+	}
+}
