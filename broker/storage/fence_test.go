@@ -215,3 +215,26 @@ func (s *staleListing) ReadDirNames(dir string) ([]string, error) {
 	}
 	return s.FS.ReadDirNames(dir)
 }
+
+// TestAStrayFenceEntryWithAHugeNumberIsJunk: an entry in a fence directory that no claim
+// wrote — a number beyond any epoch, or an empty file someone created — is junk: it is logged
+// and ignored, and does not wedge the partition (before the fix 99999999999 read as the
+// largest epoch and refused every takeover for good).
+func TestAStrayFenceEntryWithAHugeNumberIsJunk(t *testing.T) {
+	for _, name := range []string{"99999999999", "2147483646", "99999999999999999999"} {
+		t.Run(name, func(t *testing.T) {
+			dir := partitionDir(t)
+			l1 := openLog(t, dir, 1, testConfig(), Options{})
+			mustAppend(t, l1, makeBatch(plain(2, 1)), AcksAll)
+			relinquish(t, l1)
+			if err := os.WriteFile(filepath.Join(dir, fenceDirName, name), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			l2 := openLog(t, dir, 2, testConfig(), Options{})
+			if off, _ := l2.Offsets(); off.LogEnd != 2 {
+				t.Fatalf("after a stray fence entry the log ends at %d, want 2", off.LogEnd)
+			}
+			mustAppend(t, l2, makeBatch(plain(1, 2)), AcksAll)
+		})
+	}
+}
