@@ -66,10 +66,10 @@ func TestFenceClaimAtOrBelowTheFenceIsRefusedAndWritesNothing(t *testing.T) {
 	}
 }
 
-func TestFencePruningNeverChangesTheValue(t *testing.T) {
+func TestFenceValueFollowsEveryClaimAndIgnoresOldFormatStragglers(t *testing.T) {
 	dir := t.TempDir()
 	f, _ := OpenFence(OSFS{}, dir)
-	for e := int32(1); e <= 20; e++ {
+	for e := int32(1); e <= 20; e += 1 + e%3 { // epochs with gaps: 1, 3, 4, 6, 7, ..., 19
 		if err := f.Claim(e); err != nil {
 			t.Fatal(err)
 		}
@@ -77,17 +77,35 @@ func TestFencePruningNeverChangesTheValue(t *testing.T) {
 			t.Fatalf("after claiming %d the fence holds %d", e, got)
 		}
 	}
-	names, _ := OSFS{}.ReadDirNames(dir)
-	if len(names) != fenceKeep+1 {
-		t.Fatalf("%d entries left after pruning, want %d: %v", len(names), fenceKeep+1, names)
-	}
-	// A claimer working from an old listing re-creates a pruned entry: it must lose.
-	c := claimDir{fs: OSFS{}, dir: dir, keep: fenceKeep}
-	if err := os.WriteFile(filepath.Join(dir, "3"), nil, 0o644); err != nil {
+	if err := f.Claim(20); err != nil {
 		t.Fatal(err)
 	}
-	if v, _ := c.value(); v != 20 {
-		t.Fatalf("value %d after a stale entry appeared, want 20", v)
+	// An entry of the earlier format appearing now counts for nothing: the chain decides.
+	if err := os.WriteFile(filepath.Join(dir, "3"), []byte("3 claimed by someone pid 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	other, _ := OpenFence(OSFS{}, dir)
+	if v, _ := other.Epoch(); v != 20 {
+		t.Fatalf("value %d after an old-format entry appeared, want 20", v)
+	}
+}
+
+func TestAFenceOfTheEarlierFormatSeedsTheChain(t *testing.T) {
+	dir := t.TempDir()
+	for _, e := range []string{"4", "5", "6"} {
+		if err := os.WriteFile(filepath.Join(dir, e), []byte(e+" claimed by old pid 1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, _ := OpenFence(OSFS{}, dir)
+	if v, _ := f.Epoch(); v != 6 {
+		t.Fatalf("a fence of the earlier format at 6 reads %d", v)
+	}
+	if err := f.Claim(6); !errors.Is(err, ErrFenced) {
+		t.Fatalf("claim 6 over an old-format fence at 6: %v, want ErrFenced", err)
+	}
+	if err := f.Claim(7); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -182,59 +200,47 @@ func TestFenceConcurrentClaimsFromGoroutinesNeverLowerItOrLeaveTwoHolders(t *tes
 	}
 }
 
-func TestClaimOfAPrunedEntryIsNeverWon(t *testing.T) {
+// TestAClaimerWithAStaleListingNeverWinsBelowTheNewestClaim: the listing only tells a
+// claimer where to start walking the chain; a listing from long ago makes it walk further,
+// never publish below the newest claim or win over a higher epoch.
+func TestAClaimerWithAStaleListingNeverWinsBelowTheNewestClaim(t *testing.T) {
 	dir := t.TempDir()
-	c := claimDir{fs: OSFS{}, dir: dir, keep: producerIDsKeep}
-	for n := int64(0); n < 100; n++ {
-		if won, _, err := c.claim(n, producerIDsKeep); !won || err != nil {
-			t.Fatalf("claim %d: %v %v", n, won, err)
+	f, _ := OpenFence(OSFS{}, dir)
+	for e := int32(1); e <= 10; e++ {
+		if err := f.Claim(e); err != nil {
+			t.Fatal(err)
 		}
 	}
-	// Block 5 was handed out and then pruned; an allocator working from a listing taken
-	// before block 6 existed tries to create it now.
-	if _, err := os.Stat(filepath.Join(dir, "5")); !os.IsNotExist(err) {
-		t.Fatalf("block 5 should have been pruned: %v", err)
+	old, _ := OSFS{}.ReadDirNames(dir)
+	for e := int32(11); e <= 30; e++ {
+		if err := f.Claim(e); err != nil {
+			t.Fatal(err)
+		}
 	}
-	stale := claimDir{fs: &staleListing{FS: OSFS{}, first: []string{"0", "1", "2", "3", "4"}}, dir: dir, keep: producerIDsKeep}
-	if won, _, _ := stale.claim(5, producerIDsKeep); won {
-		t.Fatal("a pruned block was won a second time")
+	keep := slices.DeleteFunc(slices.Clone(old), func(n string) bool { c, ok := parseClaimName(n); return ok && c > 4 })
+	for _, tc := range []struct {
+		epoch int32
+		won   bool
+	}{{25, false}, {30, false}, {31, true}} {
+		stale, _ := OpenFence(&staleListing{FS: OSFS{}, names: keep}, dir)
+		err := stale.Claim(tc.epoch)
+		if tc.won != (err == nil) {
+			t.Fatalf("claim %d from a listing that shows claims up to 4: %v", tc.epoch, err)
+		}
+	}
+	if err := f.Check(30); !errors.Is(err, ErrFenced) {
+		t.Fatalf("the holder of 30 after 31 claimed: %v, want ErrFenced", err)
+	}
+	if v, _ := f.Epoch(); v != 31 {
+		t.Fatalf("fence at %d, want 31", v)
 	}
 }
 
-// staleListing answers the first listing with an old one, as a slow claimer's view; later
-// listings are real.
+// staleListing answers every listing with the same old names, as a client whose directory
+// cache never refreshes; opens by name are real.
 type staleListing struct {
 	FS
-	first []string
+	names []string
 }
 
-func (s *staleListing) ReadDirNames(dir string) ([]string, error) {
-	if first := s.first; first != nil {
-		s.first = nil
-		return first, nil
-	}
-	return s.FS.ReadDirNames(dir)
-}
-
-// TestAStrayFenceEntryWithAHugeNumberIsJunk: an entry in a fence directory that no claim
-// wrote — a number beyond any epoch, or an empty file someone created — is junk: it is logged
-// and ignored, and does not wedge the partition (before the fix 99999999999 read as the
-// largest epoch and refused every takeover for good).
-func TestAStrayFenceEntryWithAHugeNumberIsJunk(t *testing.T) {
-	for _, name := range []string{"99999999999", "2147483646", "99999999999999999999"} {
-		t.Run(name, func(t *testing.T) {
-			dir := partitionDir(t)
-			l1 := openLog(t, dir, 1, testConfig(), Options{})
-			mustAppend(t, l1, makeBatch(plain(2, 1)), AcksAll)
-			relinquish(t, l1)
-			if err := os.WriteFile(filepath.Join(dir, fenceDirName, name), nil, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			l2 := openLog(t, dir, 2, testConfig(), Options{})
-			if off, _ := l2.Offsets(); off.LogEnd != 2 {
-				t.Fatalf("after a stray fence entry the log ends at %d, want 2", off.LogEnd)
-			}
-			mustAppend(t, l2, makeBatch(plain(1, 2)), AcksAll)
-		})
-	}
-}
+func (s *staleListing) ReadDirNames(string) ([]string, error) { return slices.Clone(s.names), nil }

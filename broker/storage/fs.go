@@ -12,15 +12,22 @@ import (
 
 // FS is the file-system seam every byte of this package goes through. The default is OSFS;
 // tests wrap it with FaultFS to fail chosen operations (fsync errors, EIO, ENOSPC, short
-// writes) without mocking any of this package's own types.
+// writes) without mocking any of this package's own types, and run the package on NFSSim, a
+// file system with a network file system's caching (docs/storage.md, "What the volume must
+// provide").
 type FS interface {
 	// OpenFile opens name with the os.OpenFile flags (os.O_CREATE|os.O_EXCL is the atomic
-	// claim the fence and the producer-id allocator rely on).
+	// exclusive create the producer-id allocator relies on).
 	OpenFile(name string, flag int, perm os.FileMode) (File, error)
-	// ReadDirNames lists the names in dir, unsorted.
+	// ReadDirNames lists the names in dir, unsorted. On a network file system the answer may
+	// be served from a cache: nothing that protects data rests on it.
 	ReadDirNames(dir string) ([]string, error)
 	MkdirAll(dir string) error
 	Rename(oldpath, newpath string) error
+	// Link gives the file oldpath the second name newpath, failing with fs.ErrExist if
+	// newpath exists: an atomic, exclusive publication of a file whose content is complete
+	// (the fence's claims rely on it).
+	Link(oldpath, newpath string) error
 	Remove(name string) error
 	// SyncDir makes the directory's entries (creates, renames, removes) durable.
 	SyncDir(dir string) error
@@ -64,6 +71,7 @@ func (OSFS) ReadDirNames(dir string) ([]string, error) {
 
 func (OSFS) MkdirAll(dir string) error            { return os.MkdirAll(dir, 0o755) }
 func (OSFS) Rename(oldpath, newpath string) error { return os.Rename(oldpath, newpath) }
+func (OSFS) Link(oldpath, newpath string) error   { return os.Link(oldpath, newpath) }
 func (OSFS) Remove(name string) error             { return os.Remove(name) }
 
 func (OSFS) SyncDir(dir string) error {

@@ -43,6 +43,11 @@ func (s *stallingFS) OpenFile(name string, flag int, perm os.FileMode) (File, er
 	return &stallingFile{File: f, fs: s, name: name}, nil
 }
 
+func (s *stallingFS) Remove(name string) error {
+	s.hold(OpRemove, name)
+	return s.FS.Remove(name)
+}
+
 type stallingFile struct {
 	File
 	fs   *stallingFS

@@ -204,7 +204,11 @@ func TestDeposedLeadersRetentionIsALogStartMoveForTheNewLeader(t *testing.T) {
 	l5 := filledLog(t, dir, cfg, stall, clock, append(old, testNow, testNow)...)
 	retained := make(chan error, 1)
 	go func() { retained <- l5.ApplyRetention(context.Background()) }()
-	<-stall.reached
+	select {
+	case <-stall.reached:
+	case err := <-retained:
+		t.Fatalf("retention ended (%v) without deleting anything", err)
+	}
 
 	l6 := openLog(t, dir, 6, cfg, Options{Now: clock.now})
 	close(stall.release)

@@ -309,7 +309,11 @@ func verifyLog(t *testing.T, log []byte, acked5, acked6 map[int64][]byte, refuse
 	}
 }
 
-func TestSegmentBeyondTheNextSegmentsBaseIsJunkAndRemoved(t *testing.T) {
+// TestASegmentNoJournalNamesIsNeverServed: a segment file the log's journals do not name — a
+// deposed leader's roll at its own, later, idea of the log end, or a takeover that lost and
+// crashed before removing its roll segment — is not part of the log: never served, never
+// counted, and left alone (a takeover deletes nothing).
+func TestASegmentNoJournalNamesIsNeverServed(t *testing.T) {
 	dir := partitionDir(t)
 	l5 := openLog(t, dir, 5, testConfig(), Options{})
 	mustAppend(t, l5, makeBatch(plain(3, 1)), AcksAll)
@@ -318,17 +322,25 @@ func TestSegmentBeyondTheNextSegmentsBaseIsJunkAndRemoved(t *testing.T) {
 	mustAppend(t, l6, makeBatch(plain(3, 2)), AcksAll)
 	want := readAll(t, l6)
 	relinquish(t, l6)
-	// A deposed epoch-5 leader that rolled at its own, later, idea of the log end.
-	junk := filepath.Join(dir, segmentName(50, 5))
-	if err := os.WriteFile(junk, stored(makeBatch(plain(2, 9)), 50, 5), 0o644); err != nil {
-		t.Fatal(err)
+	strays := map[string][]byte{
+		segmentName(50, 5): stored(makeBatch(plain(2, 9)), 50, 5), // a deposed epoch 5's roll at its own idea of the log end
+		segmentName(4, 6):  stored(makeBatch(plain(2, 8)), 4, 6),  // inside epoch 6's segment: a listing would cut it there
+		segmentName(6, 5):  nil,                                   // an empty roll no record names
+	}
+	for name, b := range strays {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	l7 := openLog(t, dir, 7, testConfig(), Options{})
 	if got := readAll(t, l7); !bytes.Equal(got, want) {
-		t.Fatalf("a junk segment changed what is served")
+		t.Fatalf("a segment no journal names changed what is served")
 	}
-	if _, err := os.Stat(junk); !os.IsNotExist(err) {
-		t.Fatalf("junk segment still there: %v", err)
+	if off, _ := l7.Offsets(); off.LogEnd != 6 {
+		t.Fatalf("log end %d, want 6", off.LogEnd)
+	}
+	if _, err := os.Stat(filepath.Join(dir, segmentName(50, 5))); err != nil {
+		t.Fatalf("the takeover removed a file: %v", err)
 	}
 }
 
@@ -355,14 +367,18 @@ func TestTakeoverRefusesWhenANewerLeaderHasAlreadyWritten(t *testing.T) {
 	}
 }
 
-// tornCase mutates a crashed log's only segment of 10 batches; keep is how many survive.
+// tornCase mutates a crashed log's only segment of 10 batches; keep is how many the log keeps.
 type tornCase struct {
 	name   string
 	mutate func(t *testing.T, path string, ends []int64)
 	keep   int
 }
 
-func TestTornTailIsCutAtTheLastValidBatchAndNothingBeforeIsLost(t *testing.T) {
+// TestTornTailEndsTheLogAtTheLastValidBatchAndNothingBeforeIsLost: whatever damage ends a
+// crashed leader's last segment, the log ends at the last valid batch before it, everything
+// before is served, the next append follows it, and the damaged bytes are left in the file
+// and never read again (no destructive step at takeover: the next segment's base bounds them).
+func TestTornTailEndsTheLogAtTheLastValidBatchAndNothingBeforeIsLost(t *testing.T) {
 	flip := func(at func(ends []int64) int64) func(*testing.T, string, []int64) {
 		return func(t *testing.T, path string, ends []int64) {
 			b, _ := os.ReadFile(path)
@@ -409,21 +425,29 @@ func TestTornTailIsCutAtTheLastValidBatchAndNothingBeforeIsLost(t *testing.T) {
 			crash(t, l1) // no checkpoint: recovery scans the segment from its start
 			path := filepath.Join(dir, segmentName(0, 1))
 			tc.mutate(t, path, ends)
+			damaged, _ := os.ReadFile(path)
 
 			l2 := openLog(t, dir, 2, testConfig(), Options{})
 			off, _ := l2.Offsets()
 			if off.LogEnd != int64(3*tc.keep) || off.HighWatermark != off.LogEnd {
 				t.Fatalf("recovered log end %d (hw %d), want %d", off.LogEnd, off.HighWatermark, 3*tc.keep)
 			}
-			if got, wantBytes := readAll(t, l2), bytes.Join(want[:tc.keep], nil); !bytes.Equal(got, wantBytes) {
+			wantBytes := bytes.Join(want[:tc.keep], nil)
+			if got := readAll(t, l2); !bytes.Equal(got, wantBytes) {
 				t.Fatalf("recovered %d bytes, want the first %d batches (%d bytes)", len(got), tc.keep, len(wantBytes))
 			}
-			st, _ := os.Stat(path)
-			if wantSize := int64(len(bytes.Join(want[:tc.keep], nil))); st.Size() != wantSize {
-				t.Fatalf("segment is %d bytes after recovery, want it cut to %d", st.Size(), wantSize)
+			if after, _ := os.ReadFile(path); !bytes.Equal(after, damaged) {
+				t.Fatalf("the takeover changed the damaged segment (%d bytes before, %d after)", len(damaged), len(after))
 			}
-			if res := mustAppend(t, l2, makeBatch(plain(1, 50)), AcksAll); res.BaseOffset != int64(3*tc.keep) {
+			next := makeBatch(plain(1, 50))
+			if res := mustAppend(t, l2, bytes.Clone(next), AcksAll); res.BaseOffset != int64(3*tc.keep) {
 				t.Fatalf("next append at %d", res.BaseOffset)
+			}
+			wantBytes = append(wantBytes, stored(next, int64(3*tc.keep), 2)...)
+			crash(t, l2)
+			l3 := openLog(t, dir, 3, testConfig(), Options{})
+			if got := readAll(t, l3); !bytes.Equal(got, wantBytes) {
+				t.Fatalf("after another takeover %d bytes served, want %d", len(got), len(wantBytes))
 			}
 		})
 	}
