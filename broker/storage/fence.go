@@ -46,9 +46,9 @@ type Fence struct {
 	dir string
 
 	mu   sync.Mutex
-	log  logr.Logger          // guarded by mu
-	held map[int32]claimRef   // claims this Fence won, by epoch; guarded by mu
-	junk map[string]struct{}  // junk names already logged; guarded by mu
+	log  logr.Logger         // guarded by mu
+	held map[int32]claimRef  // claims this Fence won, by epoch; guarded by mu
+	junk map[string]struct{} // junk names already logged; guarded by mu
 }
 
 // claimRef names one claim of the chain.

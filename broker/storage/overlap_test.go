@@ -14,10 +14,10 @@ import (
 type stallingFS struct {
 	FS
 	mu      sync.Mutex
-	writes  int            // WriteAt calls on segment files seen so far
-	tearAt  int            // the tearAt-th segment write is split: half, stall, rest (0: none)
-	torn    chan struct{}  // closed once the first half of the torn write is in the file
-	finish  chan struct{}  // close to let the torn write finish
+	writes  int           // WriteAt calls on segment files seen so far
+	tearAt  int           // the tearAt-th segment write is split: half, stall, rest (0: none)
+	torn    chan struct{} // closed once the first half of the torn write is in the file
+	finish  chan struct{} // close to let the torn write finish
 	holdOn  func(op Op, path string) bool
 	reached chan struct{} // closed when holdOn first matched
 	release chan struct{} // close to let the held operation go on
