@@ -588,3 +588,41 @@ func TestEpochHistoryAnswersOffsetForLeaderEpoch(t *testing.T) {
 		t.Errorf("batch at 12 is stamped with leader epoch %d, want 4", h.LeaderEpoch)
 	}
 }
+
+// TestATakeoverCommitsThePreviousLeadersBytesBeforeServingThem: on NFS an fsync commits only
+// the writes of the client that makes it. The old leader's node wrote batches that reached the
+// server but were never committed, and died; the new leader serves them. They must survive a
+// server crash: the new leader rewrote and committed them before they became readable (before
+// the rule, its fsync committed nothing of them and a server crash took back records that had
+// been served).
+func TestATakeoverCommitsThePreviousLeadersBytesBeforeServingThem(t *testing.T) {
+	sim := NewNFSSim(NFSSimOptions{Writeback: 1, Seed: 3})
+	dir := "/data/cluster/topics/t-x/0"
+	old := sim.Client()
+	l4 := openLog(t, dir, 4, testConfig(), Options{FS: old})
+	mustAppend(t, l4, makeBatch(plain(2, 1)), AcksAll)
+	g := newGatedSync()
+	g.set(true)
+	t.Cleanup(func() { g.set(false) })
+	l4.fsys = FaultFS{FS: old, Fault: g.fault} // from here its segment fsyncs hang
+	l4.activeFile.f = faultFile{inner: l4.activeFile.f, fs: FaultFS{FS: old, Fault: g.fault}, name: segmentName(0, 4)}
+	for i := range 4 {
+		mustAppend(t, l4, makeBatch(plain(3, byte(10+i))), AcksNone) // written back, never committed
+	}
+	old.Crash()
+	g.set(false)
+
+	next := sim.Client()
+	l5 := openLog(t, dir, 5, testConfig(), Options{FS: next})
+	served := readAll(t, l5)
+	if n := len(headersOf(t, served)); n != 5 {
+		t.Fatalf("the new leader serves %d batches, want the 5 the old one wrote", n)
+	}
+	next.Crash() // the whole site loses power: the server and every node
+	sim.CrashServer()
+
+	l6 := openLog(t, dir, 6, testConfig(), Options{FS: sim.Client()})
+	if got := readAll(t, l6); !bytes.Equal(got, served) {
+		t.Fatalf("after a server crash %d bytes are served where %d were before: served records vanished", len(got), len(served))
+	}
+}
