@@ -442,8 +442,8 @@ func (l *Log) classify(err error) error {
 	l.mu.Lock()
 	fence, epoch := l.fence, l.epoch
 	l.mu.Unlock()
-	if fence == nil || !errors.Is(err, ErrStorage) {
-		return err
+	if fence == nil || !errors.Is(err, ErrStorage) || errors.Is(err, ErrIOTimeout) {
+		return err // a volume that hangs cannot tell us the fence either
 	}
 	if ferr := fence.Check(epoch); errors.Is(ferr, ErrFenced) {
 		return ferr
