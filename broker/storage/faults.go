@@ -15,7 +15,7 @@ import (
 // paddock dev; production uses OSFS. Faults is safe for concurrent use.
 type Faults struct {
 	mu    sync.Mutex
-	rules []FaultRule  // guarded by mu
+	rules []FaultRule   // guarded by mu
 	gen   chan struct{} // closed when the plan changes, releasing calls hanging on it; guarded by mu
 	hits  atomic.Int64
 }
