@@ -38,6 +38,7 @@ type NFSSim struct {
 	mu        sync.Mutex
 	staleness time.Duration
 	writeback float64
+	nocto     bool
 	now       func() time.Time
 	rng       *rand.Rand // guarded by mu
 	inodes    map[uint64]*simInode
@@ -58,6 +59,9 @@ type NFSSimOptions struct {
 	Seed uint64
 	// Now is the clock (time.Now when nil; a synctest bubble's fake clock then too).
 	Now func() time.Time
+	// NoCloseToOpen makes an open trust the client's cached copy of a file instead of
+	// revalidating it, as a mount with nocto does: a file stays as this client last saw it.
+	NoCloseToOpen bool
 }
 
 type simInode struct {
@@ -89,7 +93,7 @@ func NewNFSSim(o NFSSimOptions) *NFSSim {
 		o.Now = time.Now
 	}
 	return &NFSSim{
-		staleness: o.Staleness, writeback: o.Writeback, now: o.Now,
+		staleness: o.Staleness, writeback: o.Writeback, now: o.Now, nocto: o.NoCloseToOpen,
 		rng:    rand.New(rand.NewPCG(o.Seed, 0x6e6673)),
 		inodes: map[uint64]*simInode{}, dirs: map[string]*simDir{"/": {entries: map[string]uint64{}}}, nextIno: 1,
 	}
@@ -173,9 +177,10 @@ type simList struct {
 // clientFile is a client's cache of one file: the data as it last saw it plus its own
 // writes, the writes not yet flushed to the server, and the change attribute it saw.
 type clientFile struct {
-	data  []byte
-	dirty []simWrite
-	seen  uint64
+	data   []byte
+	dirty  []simWrite
+	seen   uint64
+	loaded bool // data has been read from the server at least once
 }
 
 // Crash is the client's node dying: its unflushed writes are gone, and every later call fails
@@ -249,12 +254,12 @@ func (c *NFSClient) OpenFile(name string, flag int, perm os.FileMode) (File, err
 		cf = &clientFile{seen: in.change - 1}
 		c.files[ino] = cf
 	}
-	if cf.seen != in.change { // close-to-open: the open revalidates
+	if cf.seen != in.change && (!s.nocto || !cf.loaded) { // close-to-open: the open revalidates
 		cf.data = slices.Clone(in.data)
 		for _, w := range cf.dirty {
 			cf.data = writeAt(cf.data, w.off, w.b)
 		}
-		cf.seen = in.change
+		cf.seen, cf.loaded = in.change, true
 	}
 	return &simFile{c: c, in: in, name: name}, nil
 }
@@ -463,7 +468,7 @@ type simFile struct {
 func (f *simFile) cache() *clientFile {
 	cf := f.c.files[f.in.ino]
 	if cf == nil {
-		cf = &clientFile{data: slices.Clone(f.in.data), seen: f.in.change}
+		cf = &clientFile{data: slices.Clone(f.in.data), seen: f.in.change, loaded: true}
 		f.c.files[f.in.ino] = cf
 	}
 	return cf
