@@ -84,6 +84,11 @@ type Options struct {
 	// listing, read or write that has not returned by then fails the log with ErrIOTimeout.
 	// DefaultIOTimeout when zero; negative turns the bound off.
 	IOTimeout time.Duration
+
+	// step, when set (by this package's simulations), is called where a goroutine of the log
+	// resumes on its own without a file-system call — an append released after a roll — so
+	// that a scheduler can order it too.
+	step func(what string)
 }
 
 func (o Options) withDefaults() Options {

@@ -549,6 +549,7 @@ func (f *Fence) legacyValue() (int32, error) {
 	if err != nil {
 		return 0, err
 	}
+	slices.Sort(names)
 	value := int32(-1)
 	for _, name := range names {
 		n, ok := parseDecimal(name)

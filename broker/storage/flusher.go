@@ -172,7 +172,7 @@ func (l *Log) roll() error {
 	l.activeSince = time.Time{}
 	l.hwPos = 0 // hw == base: the round before the roll covered everything
 	l.rollWanted = false
-	l.cond.Broadcast()
+	l.wakeRollWaiterLocked()
 	l.mu.Unlock()
 	l.cache.adopt(old)
 	return nil

@@ -113,8 +113,7 @@ type Log struct {
 	// record of a log-start move it found).
 	journalSem chan struct{}
 
-	mu   sync.Mutex
-	cond *sync.Cond // on mu; broadcast when a roll completes or the log stops
+	mu sync.Mutex
 
 	// All fields below are guarded by mu. fence, claim, journal and pred are set once by the
 	// takeover's claim and discovery.
@@ -145,6 +144,7 @@ type Log struct {
 	inflight    *round // the round the flusher is making durable now (nil between rounds)
 	inflightEnd int64  // the log end inflight covers
 	rollWanted  bool
+	rollQueue   []chan struct{} // appends waiting for the roll, in arrival order (awaitRollLocked)
 	stopWanted  bool
 	producers   *producerState
 	epochs      []epochStart
@@ -170,7 +170,6 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 		done: make(chan struct{}), stopped: make(chan struct{}),
 	}
 	l.log = opts.Log.WithValues("dir", dir)
-	l.cond = sync.NewCond(&l.mu)
 	return l, nil
 }
 
@@ -269,33 +268,48 @@ func (l *Log) Begin(batch []byte, acks Acks) (*PendingAppend, error) {
 		return nil, fmt.Errorf("%w: acks=%d", ErrInvalidRequiredAcks, acks)
 	}
 	l.mu.Lock()
+	p, woken, err := l.beginLocked(batch, acks)
+	if woken {
+		l.wakeRollWaiterLocked()
+	}
+	broken := l.broken
+	l.mu.Unlock()
+	if err != nil && err == broken {
+		// A failed write: sticky already (every later Begin refuses); the fence is read,
+		// to tell a fenced log from a failing disk, now that mu is released.
+		l.fail(broken)
+		return nil, l.Err()
+	}
+	return p, err
+}
+
+// beginLocked is Begin under mu. woken reports that it waited for a roll and was released: it
+// then holds the turn of the appends waiting behind the roll and must pass it on.
+func (l *Log) beginLocked(batch []byte, acks Acks) (p *PendingAppend, woken bool, err error) {
 	if err := l.servingLocked(); err != nil {
-		l.mu.Unlock()
-		return nil, err
+		return nil, false, err
 	}
 	h, err := validateClientBatch(batch, &l.cfg)
 	if err != nil {
-		l.mu.Unlock()
-		return nil, err
+		return nil, false, err
 	}
 	now := l.opts.Now()
 	for l.rollWanted || l.needsRollLocked(int64(len(batch)), now) {
 		l.rollWanted = true
 		l.kickFlusher()
-		l.cond.Wait()
+		l.awaitRollLocked()
+		woken = true
 		if err := l.servingLocked(); err != nil {
-			l.mu.Unlock()
-			return nil, err
+			return nil, woken, err
 		}
 	}
 	if h.idempotent() {
 		dup, err := l.producers.check(h)
 		if err != nil {
-			l.mu.Unlock()
-			return nil, err
+			return nil, woken, err
 		}
 		if dup != nil {
-			return l.duplicateLocked(dup, acks), nil // unlocks
+			return l.duplicateLocked(dup, acks), woken, nil
 		}
 	}
 	appendTime := int64(-1)
@@ -306,12 +320,8 @@ func (l *Log) Begin(batch []byte, acks Acks) (*PendingAppend, error) {
 	h = stampBatch(batch, h, base, l.epoch, appendTime)
 	pos := l.activeIdx.size
 	if _, err := l.activeFile.f.WriteAt(batch, pos); err != nil {
-		// Sticky before any other append can write; the fence is read (to tell a fenced log
-		// from a failing disk) after mu is released.
 		l.broken = storageErr("append", err)
-		l.mu.Unlock()
-		l.fail(l.broken)
-		return nil, l.Err()
+		return nil, woken, l.broken
 	}
 	if l.activeIdx.batches == 0 {
 		l.activeSince = now
@@ -322,13 +332,36 @@ func (l *Log) Begin(batch []byte, acks Acks) (*PendingAppend, error) {
 		l.producers.apply(h)
 	}
 	l.writes++
-	p := &PendingAppend{
+	p = &PendingAppend{
 		Result: AppendResult{BaseOffset: base, LastOffset: h.lastOffset(), LogAppendTime: appendTime, LogStartOffset: l.logStart},
 		l:      l, acks: acks, r: l.pending, seq: l.writes,
 	}
 	l.kickFlusher()
+	return p, woken, nil
+}
+
+// awaitRollLocked waits, mu released meanwhile, until the roll completes (or the log stops).
+// Appends waiting for a roll are released one at a time in the order they came — the flusher
+// releases the first, each the next once it has written — so they are written in that order.
+func (l *Log) awaitRollLocked() {
+	ticket := make(chan struct{})
+	l.rollQueue = append(l.rollQueue, ticket)
 	l.mu.Unlock()
-	return p, nil
+	<-ticket
+	if l.opts.step != nil {
+		l.opts.step("released after the roll")
+	}
+	l.mu.Lock()
+}
+
+// wakeRollWaiterLocked releases the first append waiting for a roll, unless another roll is
+// wanted now (the flusher releases it once that one completes).
+func (l *Log) wakeRollWaiterLocked() {
+	if len(l.rollQueue) == 0 || (l.rollWanted && l.stopErr == nil) {
+		return
+	}
+	close(l.rollQueue[0])
+	l.rollQueue = l.rollQueue[1:]
 }
 
 // Wait returns nil once the append's acks is satisfied (see Append), else the error that
@@ -368,7 +401,6 @@ func (l *Log) duplicateLocked(dup *batchMeta, acks Acks) *PendingAppend {
 	if !durable {
 		l.kickFlusher()
 	}
-	l.mu.Unlock()
 	return p
 }
 
@@ -471,7 +503,10 @@ func (l *Log) failLocked(err error) {
 	close(l.pending.done) // appends racing with the stop see a failed round, never a hung one
 	close(l.hwCh)         // wake long-polling fetchers; the channel stays closed
 	close(l.done)
-	l.cond.Broadcast()
+	for _, t := range l.rollQueue {
+		close(t)
+	}
+	l.rollQueue = nil
 	l.kickFlusher()
 }
 

@@ -90,7 +90,7 @@ func (l *Log) Takeover(ctx context.Context, epoch int32) error {
 	l.state, l.epoch = stateTakingOver, epoch
 	l.mu.Unlock()
 
-	err := l.takeover(ctx, epoch)
+	err := l.classify(l.takeover(ctx, epoch)) // overtaken meanwhile: a newer takeover may have removed our temporaries
 
 	l.mu.Lock()
 	if err == nil && l.stopWanted {
@@ -176,6 +176,7 @@ func (l *Log) discover(epoch int32) (*knownLog, error) {
 	if err != nil {
 		return nil, storageErr("recover: list", err)
 	}
+	slices.Sort(names) // the listing is a hint; what follows from it goes in a fixed order
 	if newest := newestEpochIn(names); newest > epoch {
 		// A newer leader claimed after us and has already written: we are stale.
 		return nil, &FencedError{Epoch: epoch, Fence: newest}
@@ -485,7 +486,7 @@ func (r *recovery) run(ctx context.Context) error {
 	r.closed = nil
 	for i, s := range r.segs {
 		seg, err := r.recoverSegment(ctx, i, s)
-		if vanished(err) && len(r.closed) == 0 {
+		if errors.Is(err, errVanished) && len(r.closed) == 0 {
 			if i == r.cpSeg && !r.fallback {
 				return fmt.Errorf("%w: its segment %s vanished", errBadCheckpoint, segmentName(s.base, s.epoch))
 			}
@@ -494,8 +495,8 @@ func (r *recovery) run(ctx context.Context) error {
 			r.l.log.Info("The oldest segment vanished: the log start moved past it", "segment", segmentName(s.base, s.epoch))
 			continue
 		}
-		if vanished(err) {
-			return &StorageError{Op: "recover " + segmentName(s.base, s.epoch), Err: fmt.Errorf("%w: %w: %w", ErrCorruptLog, errVanished, err)}
+		if errors.Is(err, errVanished) {
+			return &StorageError{Op: "recover " + segmentName(s.base, s.epoch), Err: fmt.Errorf("%w: %w", ErrCorruptLog, err)}
 		}
 		if err != nil {
 			return err

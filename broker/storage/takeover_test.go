@@ -5,11 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -79,136 +77,6 @@ func TestAppendsBeforeTakeoverCompletesAreRefused(t *testing.T) {
 	if res := mustAppend(t, l, makeBatch(plain(1, 4)), AcksAll); res.BaseOffset != 1 {
 		t.Fatalf("first append after takeover at offset %d, want 1", res.BaseOffset)
 	}
-}
-
-// TestTwoLogsAtEpochs5And6NeverLoseAnAcknowledgedAppend is the safety core: whatever the
-// interleaving of an epoch-5 leader that keeps appending and an epoch-6 leader taking over
-// (mid-append, mid-roll, mid-fsync), every append the epoch-5 log acknowledged (acks=all or
-// acks=1) is served by the epoch-6 log with its exact bytes, and by a later epoch 7.
-func TestTwoLogsAtEpochs5And6NeverLoseAnAcknowledgedAppend(t *testing.T) {
-	iterations := 40
-	if testing.Short() {
-		iterations = 10
-	}
-	replay := os.Getenv("STORAGE_SEED") // replay one failure
-	if replay != "" {
-		iterations = 1
-	}
-	for it := range iterations {
-		seed := rand.Uint64()
-		if replay != "" {
-			seed, _ = strconv.ParseUint(replay, 10, 64)
-		}
-		if !t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { twoLeaders(t, seed) }) {
-			t.Fatalf("iteration %d failed; rerun with seed %d", it, seed)
-		}
-	}
-}
-
-func twoLeaders(t *testing.T, seed uint64) {
-	rng := rand.New(rand.NewPCG(seed, 0))
-	dir := partitionDir(t)
-	cfg := testConfig()
-	cfg.SegmentBytes = int64(6144 + rng.IntN(16384))
-	cfg.IndexIntervalBytes = int32(64 + rng.IntN(2048))
-	if rng.IntN(2) == 0 { // sometimes epoch 5 itself recovers a crashed epoch 4
-		l4 := openLog(t, dir, 4, cfg, Options{})
-		for i := range rng.IntN(20) {
-			mustAppend(t, l4, makeBatch(plain(1+i%3, byte(i))), AcksAll)
-		}
-		crash(t, l4)
-	}
-	type ackLog struct {
-		mu sync.Mutex
-		m  map[int64][]byte
-	}
-	acked5, acked6 := &ackLog{m: map[int64][]byte{}}, &ackLog{m: map[int64][]byte{}}
-	produce := func(l *Log, acked *ackLog, id int, stop <-chan struct{}) {
-		prng := rand.New(rand.NewPCG(seed, uint64(id)+1))
-		for n := 0; ; n++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			spec := plain(1+prng.IntN(8), byte(id*31+n))
-			spec.valueSize = prng.IntN(600)
-			b := makeBatch(spec)
-			acks := AcksAll
-			if prng.IntN(3) == 0 {
-				acks = AcksLeader
-			}
-			res, err := l.Append(context.Background(), b, acks)
-			if err != nil {
-				if !isErr(err, ErrFenced) && !isErr(err, ErrNotLeader) {
-					t.Errorf("producer %d: %v", id, err)
-				}
-				return
-			}
-			acked.mu.Lock()
-			acked.m[res.BaseOffset] = bytes.Clone(b)
-			acked.mu.Unlock()
-		}
-	}
-
-	l5 := openLog(t, dir, 5, cfg, Options{})
-	var wg5, wg6 sync.WaitGroup
-	never := make(chan struct{})
-	for p := range 1 + rng.IntN(4) {
-		wg5.Go(func() { produce(l5, acked5, p, never) })
-	}
-	time.Sleep(time.Duration(rng.IntN(4000)) * time.Microsecond)
-	l6 := openLog(t, dir, 6, cfg, Options{})
-	stop6 := make(chan struct{})
-	for p := range rng.IntN(3) {
-		wg6.Go(func() { produce(l6, acked6, 100+p, stop6) })
-	}
-	waitOrFail(t, &wg5, "epoch-5 producers never saw the fence move")
-	time.Sleep(time.Duration(rng.IntN(2000)) * time.Microsecond)
-	close(stop6)
-	waitOrFail(t, &wg6, "epoch-6 producers did not stop")
-	if err := l5.Err(); !isErr(err, ErrFenced) {
-		t.Fatalf("the epoch-5 log stopped with %v, want ErrFenced", err)
-	}
-
-	check := func(l *Log, who string) {
-		waitDurable(t, l) // acks=1 appends are readable once the next flush covers them
-		got := batchesByOffset(t, readAll(t, l))
-		for _, acked := range []*ackLog{acked5, acked6} {
-			for off, b := range acked.m {
-				if !bytes.Equal(got[off], b) {
-					var offs []int64
-					for o := range got {
-						offs = append(offs, o)
-					}
-					slices.Sort(offs)
-					t.Logf("served offsets %v; acked5 %v acked6 %v", offs, keys(acked5.m), keys(acked6.m))
-					ls, _ := os.ReadDir(dir)
-					for _, e := range ls {
-						info, _ := e.Info()
-						t.Logf("  %s %d", e.Name(), info.Size())
-					}
-					t.Fatalf("%s: the batch acknowledged at offset %d is missing or different (%d acked by 5, %d by 6)", who, off, len(acked5.m), len(acked6.m))
-				}
-			}
-		}
-	}
-	check(l6, "epoch 6")
-	relinquish(t, l6)
-	l7 := openLog(t, dir, 7, cfg, Options{})
-	check(l7, "epoch 7 after epoch 6 relinquished")
-	crash(t, l7)
-	l8 := openLog(t, dir, 8, cfg, Options{})
-	check(l8, "epoch 8 after epoch 7 crashed")
-}
-
-func keys(m map[int64][]byte) []int64 {
-	var out []int64
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 func waitOrFail(t *testing.T, wg *sync.WaitGroup, msg string) {
