@@ -6,7 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 )
 
@@ -244,3 +247,41 @@ type staleListing struct {
 }
 
 func (s *staleListing) ReadDirNames(string) ([]string, error) { return slices.Clone(s.names), nil }
+
+// TestAClaimerThatDiedBeforeSupersedingLeavesNoSecondHolder: a claimer that published its claim
+// and died before writing the notice of the claim below it leaves that holder holding; the next
+// claimer must supersede both — every claim below it that still holds — or the old holder and
+// the new one would both pass their checks.
+func TestAClaimerThatDiedBeforeSupersedingLeavesNoSecondHolder(t *testing.T) {
+	dir := t.TempDir()
+	holder, _ := OpenFence(OSFS{}, dir)
+	if err := holder.Claim(5); err != nil {
+		t.Fatal(err)
+	}
+	var published atomic.Bool
+	dying, _ := OpenFence(FaultFS{FS: OSFS{}, Fault: func(op Op, path string) error {
+		if op == OpLink && strings.HasSuffix(path, claimSuffix) {
+			published.Store(true)
+		}
+		if published.Load() && op == OpOpen && strings.HasSuffix(path, noticeSuffix) {
+			return syscall.EIO // dies reading the holder's notice: published, superseded nothing
+		}
+		return nil
+	}}, dir)
+	if err := dying.Claim(6); err == nil {
+		t.Fatal("a claimer that could not supersede the holder won")
+	}
+	if err := holder.Check(5); err != nil {
+		t.Fatalf("the holder after a claimer died half-way: %v, want it still holding", err)
+	}
+	next, _ := OpenFence(OSFS{}, dir)
+	if err := next.Claim(7); err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Check(5); !errors.Is(err, ErrFenced) {
+		t.Fatalf("the old holder after 7 claimed over a dead claimer of 6: %v, want ErrFenced", err)
+	}
+	if err := next.Check(7); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -500,3 +500,96 @@ func simReader(t *testing.T, s *simScheduler, l *Log, ledger *simLedger, actor s
 		ledger.read(res.Records)
 	}
 }
+
+// TestAcknowledgedAppendsSurviveNodeCrashes: leader after leader takes the partition over on a
+// node of its own and appends until its node dies at a random step (mid-append, mid-roll,
+// mid-takeover, mid-checkpoint) or it relinquishes; on NFS the whole site sometimes loses
+// power as well. After every one, a takeover must serve every batch acknowledged with
+// acks=all and every batch served, byte for byte (acks=1 too unless power was lost since).
+// The local disk keeps what a dead process wrote (its page cache), as with SIGKILL; the
+// re-executed SIGKILL test (crash_test.go) does the same with real processes.
+func TestAcknowledgedAppendsSurviveNodeCrashes(t *testing.T) {
+	for _, b := range simBackends {
+		runSeeded(t, simRun{test: "TestAcknowledgedAppendsSurviveNodeCrashes", backend: b, scenario: nodeCrashes}, simIterations())
+	}
+}
+
+func nodeCrashes(t *testing.T, seed uint64, b *simBackend) simStats {
+	rng := rand.New(rand.NewPCG(seed, 6))
+	s := newSimScheduler(seed)
+	var st simStats
+	cfg := crashConfig()
+	cfg.SegmentBytes = int64(2048 + rng.IntN(4096)) // above the largest simProducer batch
+	ledger := newSimLedger(t)
+	var scheduling atomic.Bool
+	epoch := int32(1)
+	for round := range 2 + rng.IntN(4) {
+		node, kill := b.node()
+		actor := fmt.Sprintf("e%d", epoch)
+		step := func(what string) {
+			if scheduling.Load() {
+				s.step(actor + " " + what)
+			}
+		}
+		l, err := Open(b.dir, cfg, Options{FS: simNodeFS{schedFS: schedFS{FS: node, s: s, actor: actor}, on: &scheduling}, IOTimeout: -1, step: step})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		scheduling.Store(true)
+		e, lseed := epoch, rng.Uint64()
+		s.actor(&wg, func() {
+			if err := l.Takeover(context.Background(), e); err != nil {
+				if !errors.Is(err, ErrStorage) && !errors.Is(err, ErrNotLeader) { // the node died under it, or it relinquished
+					t.Errorf("takeover at %d: %v", e, err)
+				}
+				return
+			}
+			prng := rand.New(rand.NewPCG(lseed, 7))
+			for p := range 1 + prng.IntN(3) {
+				pseed := prng.Uint64()
+				s.actor(&wg, func() { simProducer(t, s, l, ledger, fmt.Sprintf("%s-p%d", actor, p), int64(e)*100+int64(p), pseed) })
+			}
+			rseed := prng.Uint64()
+			s.actor(&wg, func() { simReader(t, s, l, ledger, actor+"-r", rseed) })
+		})
+		after, clean := rng.IntN(400), rng.IntN(4) == 0
+		s.actor(&wg, func() {
+			for range after {
+				s.step("chaos wait")
+			}
+			if clean {
+				_ = l.Relinquish(context.Background())
+				return
+			}
+			kill()
+		})
+		if !clean {
+			st.faults = append(st.faults, fmt.Sprintf("round %d: the node died after %d steps", round, after))
+		}
+		s.run()
+		wg.Wait()
+		scheduling.Store(false)
+		crash(t, l)
+		if t.Failed() {
+			return st
+		}
+		powerLoss := b.nfs != nil && rng.IntN(4) == 0
+		if powerLoss {
+			b.nfs.CrashServer()
+			ledger.mu.Lock()
+			clear(ledger.ackOne) // acks=1 is acknowledged before its fsync: a power loss may take it
+			ledger.mu.Unlock()
+			st.faults = append(st.faults, fmt.Sprintf("round %d: the whole site lost power", round))
+		}
+		epoch++
+		checker, _ := b.node()
+		c := openLog(t, b.dir, epoch, cfg, Options{FS: checker})
+		ledger.requireIn(t, c, fmt.Sprintf("epoch %d after round %d", epoch, round), false)
+		crash(t, c)
+		epoch++
+	}
+	st.grants, st.trace = s.grants, s.trace
+	st.acked, st.served = len(ledger.ackAll)+len(ledger.ackOne), len(ledger.served)
+	return st
+}

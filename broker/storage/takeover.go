@@ -83,6 +83,11 @@ func (l *Log) Takeover(ctx context.Context, epoch int32) error {
 		return fmt.Errorf("takeover %s: epoch %d: epochs are non-negative", l.dir, epoch)
 	}
 	l.mu.Lock()
+	if l.state == stateStopped && l.epoch < 0 {
+		err := l.stopErr // relinquished before it took over
+		l.mu.Unlock()
+		return fmt.Errorf("takeover %s at epoch %d: %w", l.dir, epoch, err)
+	}
 	if l.state != stateOpen {
 		l.mu.Unlock()
 		return fmt.Errorf("takeover %s at epoch %d: a Log leads only once (open a new one)", l.dir, epoch)
