@@ -64,8 +64,8 @@ type simLedger struct {
 	deleteTo int64            // the largest offset a DeleteRecords asked for (acknowledged or not)
 	ackAll   map[int64][]byte // acks=all: durable and fence-checked
 	ackOne   map[int64][]byte // acks=1: fence-checked, durable at the next round
+	oneAt    []int64          // ackOne's offsets in the order acknowledged
 	served   map[int64][]byte // batches a read returned (below the high watermark)
-	dupSeen  int
 }
 
 func newSimLedger(t *testing.T) *simLedger {
@@ -88,7 +88,29 @@ func (g *simLedger) acked(off int64, b []byte, acks Acks) {
 		g.put(g.ackAll, off, b, "acknowledged")
 	} else {
 		g.put(g.ackOne, off, b, "acknowledged")
+		g.mu.Lock()
+		g.oneAt = append(g.oneAt, off)
+		g.mu.Unlock()
 	}
+}
+
+// acksOneMark and forgetAcksOneSince drop the acks=1 batches acknowledged since a mark from
+// what must survive: on a network file system an acks=1 batch is acknowledged once written
+// and fence-checked, and the node dying before its next flush takes it back (as Kafka's
+// acks=1 loses what its leader had only written), while acks=all and served batches survive.
+func (g *simLedger) acksOneMark() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.oneAt)
+}
+
+func (g *simLedger) forgetAcksOneSince(mark int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, off := range g.oneAt[mark:] {
+		delete(g.ackOne, off)
+	}
+	g.oneAt = g.oneAt[:mark]
 }
 
 func (g *simLedger) read(records []byte) {
@@ -252,6 +274,7 @@ func takeoverRace(t *testing.T, seed uint64, b *simBackend, deposed int32, racer
 	lead(l4, deposed, fmt.Sprintf("e%d", deposed), rand.New(rand.NewPCG(seed, 2)))
 
 	// The deposed leader's node may die at a random step.
+	var died atomic.Bool
 	if rng.IntN(3) == 0 {
 		after := rng.IntN(300)
 		st.faults = append(st.faults, fmt.Sprintf("epoch %d's node died after %d steps", deposed, after))
@@ -259,6 +282,7 @@ func takeoverRace(t *testing.T, seed uint64, b *simBackend, deposed int32, racer
 			for range after {
 				s.step("chaos wait")
 			}
+			died.Store(true)
 			kill4()
 		})
 	}
@@ -310,6 +334,9 @@ func takeoverRace(t *testing.T, seed uint64, b *simBackend, deposed int32, racer
 
 	// A power loss of the whole site (NFS): the server and every node.
 	powerLoss := b.nfs != nil && rng.IntN(3) == 0
+	if b.nfs != nil && died.Load() {
+		ledger.forgetAcksOneSince(0)
+	}
 	if powerLoss {
 		for _, l := range logs {
 			crash(t, l)
@@ -554,6 +581,7 @@ func nodeCrashes(t *testing.T, seed uint64, b *simBackend) simStats {
 			s.actor(&wg, func() { simReader(t, s, l, ledger, actor+"-r", rseed) })
 		})
 		after, clean := rng.IntN(400), rng.IntN(4) == 0
+		mark := ledger.acksOneMark()
 		s.actor(&wg, func() {
 			for range after {
 				s.step("chaos wait")
@@ -574,12 +602,12 @@ func nodeCrashes(t *testing.T, seed uint64, b *simBackend) simStats {
 		if t.Failed() {
 			return st
 		}
-		powerLoss := b.nfs != nil && rng.IntN(4) == 0
-		if powerLoss {
+		if b.nfs != nil && !clean {
+			ledger.forgetAcksOneSince(mark)
+		}
+		if b.nfs != nil && rng.IntN(4) == 0 {
 			b.nfs.CrashServer()
-			ledger.mu.Lock()
-			clear(ledger.ackOne) // acks=1 is acknowledged before its fsync: a power loss may take it
-			ledger.mu.Unlock()
+			ledger.forgetAcksOneSince(0) // acks=1 is acknowledged before its fsync: a power loss may take it
 			st.faults = append(st.faults, fmt.Sprintf("round %d: the whole site lost power", round))
 		}
 		epoch++
