@@ -234,3 +234,50 @@ func TestDeposedLeadersRetentionIsALogStartMoveForTheNewLeader(t *testing.T) {
 	}
 	mustAppend(t, l6, makeBatch(plain(1, 9)), AcksAll)
 }
+
+// TestAClosedSegmentThatVanishedIsALogStartMove: closed segments the serving leader counts
+// vanish under it, their log-start move recorded where the leader did not look before (a
+// deposed leader of an older version, or one whose record came late). The leader's next read
+// there re-reads the recorded log start, adopts it, answers OFFSET_OUT_OF_RANGE and keeps
+// serving; it records the move, so the next leader does not count the segments either. A
+// closed segment above every recorded log start that vanishes is damage: a storage error.
+func TestAClosedSegmentThatVanishedIsALogStartMove(t *testing.T) {
+	dir := partitionDir(t)
+	cfg := retentionConfig()
+	cfg.RetentionMs = -1
+	l1 := filledLog(t, dir, cfg, nil, newFakeClock(), testNow, testNow, testNow, testNow, testNow)
+	relinquish(t, l1)
+	l2 := openLog(t, dir, 2, cfg, Options{})
+	j, err := openJournal(OSFS{}, l2.pred)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.append(recLogStart, encodeOffset(4)); err != nil { // as the deposed leader would
+		t.Fatal(err)
+	}
+	for _, base := range []int64{0, 2} {
+		_ = removeFile(dir, segmentName(base, 1))
+	}
+	if _, err := l2.Read(1, 1<<20, true); !isErr(err, ErrOffsetOutOfRange) {
+		t.Fatalf("read of a vanished segment: %v, want OFFSET_OUT_OF_RANGE", err)
+	}
+	if off, err := l2.Offsets(); err != nil || off.LogStart != 4 {
+		t.Fatalf("after the move the log starts at %+v (%v), want 4", off, err)
+	}
+	if got, ok, err := l2.OffsetForTimestamp(0); err != nil || !ok || got.Offset != 4 {
+		t.Fatalf("timestamp lookup after the move: %+v %v %v, want offset 4", got, ok, err)
+	}
+	mustAppend(t, l2, makeBatch(plain(1, 9)), AcksAll)
+	relinquish(t, l2)
+	l3 := openLog(t, dir, 3, cfg, Options{})
+	if off, _ := l3.Offsets(); off.LogStart != 4 {
+		t.Fatalf("the next leader's log starts at %d, want the recorded 4", off.LogStart)
+	}
+	if r, err := l3.Read(4, 1<<20, true); err != nil || len(headersOf(t, r.Records)) != 1 {
+		t.Fatalf("the next leader's read at its log start: %v", err)
+	}
+	_ = removeFile(dir, segmentName(6, 1)) // above every recorded log start, not open yet
+	if _, err := l3.Read(6, 1<<20, true); !isErr(err, ErrCorruptLog) {
+		t.Fatalf("read of a closed segment above the log start that vanished: %v, want ErrCorruptLog", err)
+	}
+}
