@@ -304,24 +304,13 @@ func (f *Fence) supersedeBelow(ref claimRef) error {
 func (f *Fence) writeNotice(id string, note []byte) error {
 	path := filepath.Join(f.dir, id+noticeSuffix)
 	for range 2 {
-		nf, err := f.fs.OpenFile(path, os.O_RDWR, 0)
-		if errors.Is(err, fs.ErrNotExist) {
-			if err := f.linkFresh(path, note); !errors.Is(err, fs.ErrExist) {
-				return err
-			}
-			continue
-		}
-		if err != nil {
+		err := writeSynced(f.fs, path, os.O_RDWR, note)
+		if !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
-		_, err = nf.WriteAt(note, 0)
-		if err == nil {
-			err = nf.Sync()
+		if err := f.linkFresh(path, note); !errors.Is(err, fs.ErrExist) {
+			return err
 		}
-		if cerr := nf.Close(); err == nil {
-			err = cerr
-		}
-		return err
 	}
 	return fmt.Errorf("notice %s: neither found nor created", path)
 }
@@ -550,33 +539,8 @@ func (f *Fence) legacyValue() (int32, error) {
 		return 0, err
 	}
 	slices.Sort(names)
-	value := int32(-1)
-	for _, name := range names {
-		n, ok := parseDecimal(name)
-		if !ok {
-			continue
-		}
-		if n > math.MaxInt32 {
-			f.logJunk(name, "a fence entry beyond any epoch")
-			continue
-		}
-		if int32(n) <= value {
-			continue
-		}
-		b, err := readPrefix(f.fs, filepath.Join(f.dir, name), 256)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return 0, err
-		}
-		if !strings.HasPrefix(string(b), name+" claimed by ") {
-			f.logJunk(name, "a fence entry no claim wrote")
-			continue
-		}
-		value = int32(n)
-	}
-	return value, nil
+	v, err := largestClaimedEntry(f.fs, f.dir, names, math.MaxInt32, f.logJunk)
+	return int32(v), err
 }
 
 func (f *Fence) logJunk(name, why string) {
@@ -603,25 +567,18 @@ func parseDecimal(s string) (int64, bool) {
 	return n, err == nil
 }
 
-// writeNew creates path exclusively with content, durably.
+// writeNew creates path exclusively with content, durably; a file it created but could not
+// complete is removed.
 func writeNew(fsys FS, path string, content []byte) error {
 	f, err := fsys.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
 	}
-	if len(content) > 0 {
-		_, err = f.WriteAt(content, 0)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := writeAndClose(f, content); err != nil {
 		_ = fsys.Remove(path)
+		return err
 	}
-	return err
+	return nil
 }
 
 // readPrefix reads at most limit bytes from the start of path.

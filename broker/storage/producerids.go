@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/go-logr/logr"
@@ -127,30 +126,7 @@ func (p *ProducerIDs) largestListedLocked() (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	top := int64(-1)
-	for _, name := range names {
-		n, ok := parseDecimal(name)
-		if !ok || n <= top {
-			continue
-		}
-		if n > p.maxBlock() {
-			p.logJunkLocked(name, "a block beyond the producer id space")
-			continue
-		}
-		b, err := readPrefix(p.fs, filepath.Join(p.dir, name), 256)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return 0, err
-		}
-		if !strings.HasPrefix(string(b), name+" claimed by ") {
-			p.logJunkLocked(name, "an entry no allocator wrote")
-			continue
-		}
-		top = n
-	}
-	return top, nil
+	return largestClaimedEntry(p.fs, p.dir, names, p.maxBlock(), p.logJunkLocked)
 }
 
 func (p *ProducerIDs) logJunkLocked(name, why string) {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -64,12 +63,12 @@ type simLedger struct {
 	deleteTo int64            // the largest offset a DeleteRecords asked for (acknowledged or not)
 	ackAll   map[int64][]byte // acks=all: durable and fence-checked
 	ackOne   map[int64][]byte // acks=1: fence-checked, durable at the next round
-	oneAt    []int64          // ackOne's offsets in the order acknowledged
+	oneBy    map[int64]string // who acknowledged each ackOne batch (its node)
 	served   map[int64][]byte // batches a read returned (below the high watermark)
 }
 
 func newSimLedger(t *testing.T) *simLedger {
-	return &simLedger{t: t, ackAll: map[int64][]byte{}, ackOne: map[int64][]byte{}, served: map[int64][]byte{}}
+	return &simLedger{t: t, ackAll: map[int64][]byte{}, ackOne: map[int64][]byte{}, oneBy: map[int64]string{}, served: map[int64][]byte{}}
 }
 
 func (g *simLedger) put(m map[int64][]byte, off int64, b []byte, what string) {
@@ -83,34 +82,31 @@ func (g *simLedger) put(m map[int64][]byte, off int64, b []byte, what string) {
 	m[off] = bytes.Clone(b)
 }
 
-func (g *simLedger) acked(off int64, b []byte, acks Acks) {
+func (g *simLedger) acked(off int64, b []byte, acks Acks, node string) {
 	if acks == AcksAll {
 		g.put(g.ackAll, off, b, "acknowledged")
-	} else {
-		g.put(g.ackOne, off, b, "acknowledged")
-		g.mu.Lock()
-		g.oneAt = append(g.oneAt, off)
-		g.mu.Unlock()
+		return
 	}
+	g.put(g.ackOne, off, b, "acknowledged")
+	g.mu.Lock()
+	g.oneBy[off] = node
+	g.mu.Unlock()
 }
 
-// acksOneMark and forgetAcksOneSince drop the acks=1 batches acknowledged since a mark from
-// what must survive: on a network file system an acks=1 batch is acknowledged once written
-// and fence-checked, and the node dying before its next flush takes it back (as Kafka's
-// acks=1 loses what its leader had only written), while acks=all and served batches survive.
-func (g *simLedger) acksOneMark() int {
+// forgetAcksOne drops the acks=1 batches node acknowledged (every node's when node is "") from
+// what must survive, when the node dies on a network file system or the site loses power: an
+// acks=1 batch is acknowledged once written and fence-checked, and may still be only in the
+// node's cache (as Kafka's acks=1 loses what its leader had only written), while acks=all and
+// served batches survive. Another leader may then write other batches at those offsets.
+func (g *simLedger) forgetAcksOne(node string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return len(g.oneAt)
-}
-
-func (g *simLedger) forgetAcksOneSince(mark int) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for _, off := range g.oneAt[mark:] {
-		delete(g.ackOne, off)
+	for off, by := range g.oneBy {
+		if node == "" || by == node {
+			delete(g.ackOne, off)
+			delete(g.oneBy, off)
+		}
 	}
-	g.oneAt = g.oneAt[:mark]
 }
 
 func (g *simLedger) read(records []byte) {
@@ -131,22 +127,16 @@ func sameBatch(a, b []byte) bool {
 	return len(a) == len(b) && bytes.Equal(a[offLength:offLeaderEpoch], b[offLength:offLeaderEpoch]) && bytes.Equal(a[offMagic:], b[offMagic:])
 }
 
-// requireIn fails unless l serves every recorded batch (acks=1 too unless dropAcksOne: a
-// power loss may take back acks=1 batches, never acks=all or served ones).
-func (g *simLedger) requireIn(t *testing.T, l *Log, who string, dropAcksOne bool) int {
+// requireIn fails unless l serves every recorded batch (acks=1 ones that may be lost were
+// forgotten: forgetAcksOne).
+func (g *simLedger) requireIn(t *testing.T, l *Log, who string) int {
 	t.Helper()
 	waitDurable(t, l)
 	got := batchesByOffset(t, readAll(t, l))
 	checks := []struct {
 		what string
 		m    map[int64][]byte
-	}{{"acknowledged (acks=all)", g.ackAll}, {"served", g.served}}
-	if !dropAcksOne {
-		checks = append(checks, struct {
-			what string
-			m    map[int64][]byte
-		}{"acknowledged (acks=1)", g.ackOne})
-	}
+	}{{"acknowledged (acks=all)", g.ackAll}, {"served", g.served}, {"acknowledged (acks=1)", g.ackOne}}
 	off0, err := l.Offsets()
 	if err != nil {
 		t.Fatal(err)
@@ -213,20 +203,12 @@ func takeoverRace(t *testing.T, seed uint64, b *simBackend, deposed int32, racer
 	cfg.SegmentBytes = int64(2048 + rng.IntN(8192))
 	cfg.IndexIntervalBytes = int32(64 + rng.IntN(1024))
 	ledger := newSimLedger(t)
-	var scheduling atomic.Bool
 	opts := func(node FS, actor string, fault func(Op, string) error) Options {
-		// The watchdog is off: it would make every call on a goroutine of its own, hiding
-		// the call site from the scheduler (watchdog_test.go tests it).
-		step := func(what string) {
-			if scheduling.Load() {
-				s.step(actor + " " + what)
-			}
-		}
-		return Options{FS: simNodeFS{schedFS: schedFS{FS: FaultFS{FS: node, Fault: fault}, s: s, actor: actor}, on: &scheduling}, IOTimeout: -1, step: step}
+		return s.options(FaultFS{FS: node, Fault: fault}, actor)
 	}
 	var logs []*Log
 	defer func() {
-		scheduling.Store(false)
+		s.on.Store(false)
 		for _, l := range logs {
 			crash(t, l)
 		}
@@ -239,7 +221,7 @@ func takeoverRace(t *testing.T, seed uint64, b *simBackend, deposed int32, racer
 		prev := openLog(t, b.dir, deposed-1, cfg, Options{FS: node})
 		for i := range rng.IntN(12) {
 			res := mustAppend(t, prev, makeBatch(plain(1+i%3, byte(i))), AcksAll)
-			ledger.acked(res.BaseOffset, stored(makeBatch(plain(1+i%3, byte(i))), res.BaseOffset, deposed-1), AcksAll)
+			ledger.acked(res.BaseOffset, stored(makeBatch(plain(1+i%3, byte(i))), res.BaseOffset, deposed-1), AcksAll, "")
 		}
 		crash(t, prev)
 	}
@@ -255,17 +237,17 @@ func takeoverRace(t *testing.T, seed uint64, b *simBackend, deposed int32, racer
 	for i := range 1 + rng.IntN(10) {
 		batch := makeBatch(plain(1+i%4, byte(50+i)))
 		res := mustAppend(t, l4, bytes.Clone(batch), AcksAll)
-		ledger.acked(res.BaseOffset, batch, AcksAll)
+		ledger.acked(res.BaseOffset, batch, AcksAll, "")
 	}
 
 	var wg sync.WaitGroup
-	scheduling.Store(true)
+	s.on.Store(true)
 	var logsMu sync.Mutex
 	lead := func(l *Log, epoch int32, actor string, prng *rand.Rand) {
 		for p := range 1 + prng.IntN(3) {
 			pseed := prng.Uint64()
 			s.actor(&wg, func() {
-				simProducer(t, s, l, ledger, fmt.Sprintf("%s-p%d", actor, p), int64(epoch)*100+int64(p), pseed)
+				simProducer(t, s, l, ledger, actor, fmt.Sprintf("%s-p%d", actor, p), int64(epoch)*100+int64(p), pseed)
 			})
 		}
 		rseed := prng.Uint64()
@@ -274,7 +256,6 @@ func takeoverRace(t *testing.T, seed uint64, b *simBackend, deposed int32, racer
 	lead(l4, deposed, fmt.Sprintf("e%d", deposed), rand.New(rand.NewPCG(seed, 2)))
 
 	// The deposed leader's node may die at a random step.
-	var died atomic.Bool
 	if rng.IntN(3) == 0 {
 		after := rng.IntN(300)
 		st.faults = append(st.faults, fmt.Sprintf("epoch %d's node died after %d steps", deposed, after))
@@ -282,7 +263,9 @@ func takeoverRace(t *testing.T, seed uint64, b *simBackend, deposed int32, racer
 			for range after {
 				s.step("chaos wait")
 			}
-			died.Store(true)
+			if b.nfs != nil {
+				ledger.forgetAcksOne(fmt.Sprintf("e%d", deposed))
+			}
 			kill4()
 		})
 	}
@@ -326,7 +309,7 @@ func takeoverRace(t *testing.T, seed uint64, b *simBackend, deposed int32, racer
 	}
 	s.run()
 	wg.Wait()
-	scheduling.Store(false)
+	s.on.Store(false)
 	st.grants, st.trace, st.keys = s.grants, s.trace, s.keys
 	if t.Failed() {
 		return st
@@ -334,8 +317,8 @@ func takeoverRace(t *testing.T, seed uint64, b *simBackend, deposed int32, racer
 
 	// A power loss of the whole site (NFS): the server and every node.
 	powerLoss := b.nfs != nil && rng.IntN(3) == 0
-	if b.nfs != nil && died.Load() {
-		ledger.forgetAcksOneSince(0)
+	if powerLoss {
+		ledger.forgetAcksOne("")
 	}
 	if powerLoss {
 		for _, l := range logs {
@@ -349,7 +332,7 @@ func takeoverRace(t *testing.T, seed uint64, b *simBackend, deposed int32, racer
 	l7 := openLog(t, b.dir, final, cfg, Options{FS: node7})
 	st.acked = len(ledger.ackAll) + len(ledger.ackOne)
 	st.served = len(ledger.served)
-	ledger.requireIn(t, l7, fmt.Sprintf("epoch %d after the race", final), powerLoss)
+	ledger.requireIn(t, l7, fmt.Sprintf("epoch %d after the race", final))
 	if rng.IntN(2) == 0 {
 		relinquish(t, l7)
 	} else {
@@ -357,98 +340,15 @@ func takeoverRace(t *testing.T, seed uint64, b *simBackend, deposed int32, racer
 	}
 	node8, _ := b.node()
 	l8 := openLog(t, b.dir, final+1, cfg, Options{FS: node8})
-	ledger.requireIn(t, l8, fmt.Sprintf("epoch %d after epoch %d stopped", final+1, final), powerLoss)
+	ledger.requireIn(t, l8, fmt.Sprintf("epoch %d after epoch %d stopped", final+1, final))
 	crash(t, l8)
 	return st
-}
-
-// simNodeFS is a node's scheduled file system; with scheduling off its calls go straight
-// through (the scenario's setup and checks run unscheduled).
-type simNodeFS struct {
-	schedFS
-	on *atomic.Bool
-}
-
-func (f simNodeFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
-	if !f.on.Load() {
-		file, err := f.schedFS.FS.OpenFile(name, flag, perm)
-		if err != nil {
-			return nil, err
-		}
-		return simNodeFile{schedFile: schedFile{File: file, fs: f.schedFS, name: name}, on: f.on}, nil
-	}
-	file, err := f.schedFS.OpenFile(name, flag, perm)
-	if err != nil {
-		return nil, err
-	}
-	return simNodeFile{schedFile: file.(schedFile), on: f.on}, nil
-}
-
-func (f simNodeFS) ReadDirNames(dir string) ([]string, error) {
-	if !f.on.Load() {
-		return f.schedFS.FS.ReadDirNames(dir)
-	}
-	return f.schedFS.ReadDirNames(dir)
-}
-
-func (f simNodeFS) MkdirAll(dir string) error {
-	if !f.on.Load() {
-		return f.schedFS.FS.MkdirAll(dir)
-	}
-	return f.schedFS.MkdirAll(dir)
-}
-
-func (f simNodeFS) Rename(oldpath, newpath string) error {
-	if !f.on.Load() {
-		return f.schedFS.FS.Rename(oldpath, newpath)
-	}
-	return f.schedFS.Rename(oldpath, newpath)
-}
-
-func (f simNodeFS) Link(oldpath, newpath string) error {
-	if !f.on.Load() {
-		return f.schedFS.FS.Link(oldpath, newpath)
-	}
-	return f.schedFS.Link(oldpath, newpath)
-}
-
-func (f simNodeFS) Remove(name string) error {
-	if !f.on.Load() {
-		return f.schedFS.FS.Remove(name)
-	}
-	return f.schedFS.Remove(name)
-}
-
-func (f simNodeFS) SyncDir(dir string) error {
-	if !f.on.Load() {
-		return f.schedFS.FS.SyncDir(dir)
-	}
-	return f.schedFS.SyncDir(dir)
-}
-
-type simNodeFile struct {
-	schedFile
-	on *atomic.Bool
-}
-
-func (f simNodeFile) ReadAt(p []byte, off int64) (int, error) {
-	if !f.on.Load() {
-		return f.schedFile.File.ReadAt(p, off)
-	}
-	return f.schedFile.ReadAt(p, off)
-}
-
-func (f simNodeFile) Sync() error {
-	if !f.on.Load() {
-		return f.schedFile.File.Sync()
-	}
-	return f.schedFile.Sync()
 }
 
 // simProducer appends batches to l, one scheduled step each, recording what is acknowledged;
 // now and then it retries its last idempotent batch, which must come back as the duplicate at
 // the original offsets.
-func simProducer(t *testing.T, s *simScheduler, l *Log, ledger *simLedger, actor string, pid int64, seed uint64) {
+func simProducer(t *testing.T, s *simScheduler, l *Log, ledger *simLedger, node, actor string, pid int64, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 4))
 	seq := int32(0)
 	var last []byte
@@ -489,7 +389,7 @@ func simProducer(t *testing.T, s *simScheduler, l *Log, ledger *simLedger, actor
 			}
 			continue
 		}
-		ledger.acked(res.BaseOffset, batch, acks)
+		ledger.acked(res.BaseOffset, batch, acks, node)
 		last, lastRes = batch, res
 		seq += int32(parseHeader(batch).RecordCount)
 	}
@@ -548,22 +448,16 @@ func nodeCrashes(t *testing.T, seed uint64, b *simBackend) simStats {
 	cfg := crashConfig()
 	cfg.SegmentBytes = int64(2048 + rng.IntN(4096)) // above the largest simProducer batch
 	ledger := newSimLedger(t)
-	var scheduling atomic.Bool
 	epoch := int32(1)
 	for round := range 2 + rng.IntN(4) {
 		node, kill := b.node()
 		actor := fmt.Sprintf("e%d", epoch)
-		step := func(what string) {
-			if scheduling.Load() {
-				s.step(actor + " " + what)
-			}
-		}
-		l, err := Open(b.dir, cfg, Options{FS: simNodeFS{schedFS: schedFS{FS: node, s: s, actor: actor}, on: &scheduling}, IOTimeout: -1, step: step})
+		l, err := Open(b.dir, cfg, s.options(node, actor))
 		if err != nil {
 			t.Fatal(err)
 		}
 		var wg sync.WaitGroup
-		scheduling.Store(true)
+		s.on.Store(true)
 		e, lseed := epoch, rng.Uint64()
 		s.actor(&wg, func() {
 			if err := l.Takeover(context.Background(), e); err != nil {
@@ -575,13 +469,14 @@ func nodeCrashes(t *testing.T, seed uint64, b *simBackend) simStats {
 			prng := rand.New(rand.NewPCG(lseed, 7))
 			for p := range 1 + prng.IntN(3) {
 				pseed := prng.Uint64()
-				s.actor(&wg, func() { simProducer(t, s, l, ledger, fmt.Sprintf("%s-p%d", actor, p), int64(e)*100+int64(p), pseed) })
+				s.actor(&wg, func() {
+					simProducer(t, s, l, ledger, actor, fmt.Sprintf("%s-p%d", actor, p), int64(e)*100+int64(p), pseed)
+				})
 			}
 			rseed := prng.Uint64()
 			s.actor(&wg, func() { simReader(t, s, l, ledger, actor+"-r", rseed) })
 		})
 		after, clean := rng.IntN(400), rng.IntN(4) == 0
-		mark := ledger.acksOneMark()
 		s.actor(&wg, func() {
 			for range after {
 				s.step("chaos wait")
@@ -590,6 +485,9 @@ func nodeCrashes(t *testing.T, seed uint64, b *simBackend) simStats {
 				_ = l.Relinquish(context.Background())
 				return
 			}
+			if b.nfs != nil {
+				ledger.forgetAcksOne(actor)
+			}
 			kill()
 		})
 		if !clean {
@@ -597,23 +495,20 @@ func nodeCrashes(t *testing.T, seed uint64, b *simBackend) simStats {
 		}
 		s.run()
 		wg.Wait()
-		scheduling.Store(false)
+		s.on.Store(false)
 		crash(t, l)
 		if t.Failed() {
 			return st
 		}
-		if b.nfs != nil && !clean {
-			ledger.forgetAcksOneSince(mark)
-		}
 		if b.nfs != nil && rng.IntN(4) == 0 {
 			b.nfs.CrashServer()
-			ledger.forgetAcksOneSince(0) // acks=1 is acknowledged before its fsync: a power loss may take it
+			ledger.forgetAcksOne("")
 			st.faults = append(st.faults, fmt.Sprintf("round %d: the whole site lost power", round))
 		}
 		epoch++
 		checker, _ := b.node()
 		c := openLog(t, b.dir, epoch, cfg, Options{FS: checker})
-		ledger.requireIn(t, c, fmt.Sprintf("epoch %d after round %d", epoch, round), false)
+		ledger.requireIn(t, c, fmt.Sprintf("epoch %d after round %d", epoch, round))
 		crash(t, c)
 		epoch++
 	}

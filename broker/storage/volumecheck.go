@@ -298,17 +298,7 @@ func (c volumeCheck) writeIntoOpened(context.Context) VolumeProperty {
 			return VolumeProperty{Name: p.Name, Rounds: i, Detail: fmt.Sprintf("a new empty file reads %d bytes (%v)", len(got), err)}
 		}
 		note := []byte(fmt.Sprintf("written by node a in round %d", i))
-		f, err := c.a.OpenFile(filepath.Join(c.da, name), os.O_RDWR, 0)
-		if err == nil {
-			_, err = f.WriteAt(note, 0)
-			if err == nil {
-				err = f.Sync()
-			}
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-		}
-		if err != nil {
+		if err := writeSynced(c.a, filepath.Join(c.da, name), os.O_RDWR, note); err != nil {
 			return VolumeProperty{Name: p.Name, Rounds: i, Detail: err.Error()}
 		}
 		if got, err := readFile(c.b, filepath.Join(c.db, name)); err != nil || !bytes.Equal(got, note) {
