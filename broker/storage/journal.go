@@ -31,8 +31,6 @@ type segRef struct {
 	epoch int32
 }
 
-func (s segRef) name() string { return segmentName(s.base, s.epoch) }
-
 type takeoverRecord struct {
 	logStart int64
 	roll     int64

@@ -299,7 +299,7 @@ func takeoverRace(t *testing.T, seed uint64, b *simBackend, deposed int32, racer
 				logsMu.Unlock()
 			}
 			if err != nil {
-				if !errors.Is(err, ErrFenced) && !(fired.Load() && errors.Is(err, ErrStorage)) {
+				if !errors.Is(err, ErrFenced) && (!fired.Load() || !errors.Is(err, ErrStorage)) {
 					t.Errorf("takeover at %d: %v", epoch, err)
 				}
 				return

@@ -376,7 +376,7 @@ func (l *Log) commitTail(t tailRange) error {
 		n := min(int64(len(buf)), t.to-pos)
 		var got int
 		got, err = f.ReadAt(buf[:n], pos)
-		if err != nil && !(errors.Is(err, io.EOF) && int64(got) == n) {
+		if err != nil && (!errors.Is(err, io.EOF) || int64(got) != n) {
 			break
 		}
 		_, err = f.WriteAt(buf[:n], pos)

@@ -80,7 +80,7 @@ func (n nonExclusiveFS) OpenFile(name string, flag int, perm os.FileMode) (File,
 func (n nonExclusiveFS) Link(oldpath, newpath string) error {
 	err := n.FS.Link(oldpath, newpath)
 	if errors.Is(err, fs.ErrExist) {
-		_ = n.FS.Remove(newpath)
+		_ = n.Remove(newpath)
 		return n.FS.Link(oldpath, newpath)
 	}
 	return err
@@ -94,7 +94,7 @@ func (c copyingRenameFS) Rename(oldpath, newpath string) error {
 	if err != nil {
 		return err
 	}
-	f, err := c.FS.OpenFile(newpath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	f, err := c.OpenFile(newpath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
 	}
@@ -108,5 +108,5 @@ func (c copyingRenameFS) Rename(oldpath, newpath string) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	return c.FS.Remove(oldpath)
+	return c.Remove(oldpath)
 }
