@@ -34,7 +34,8 @@ var simBackends = []string{"local", "nfs"}
 // leader goes on appending, with faults at random: the deposed leader's node dies, the racer
 // at 5 gets EIO, the whole site loses power (NFS). After each iteration a takeover on a fresh
 // node at epoch 7 must succeed and serve every acknowledged batch at its offset, byte for
-// byte, and every batch any leader served; so must a takeover at 8 after 7 stops.
+// byte (acks=1 ones on the local disk only: simLedger.lossyAcksOne), and every batch any
+// leader served; so must a takeover at 8 after 7 stops.
 func TestTwoRacingTakeoversAndADeposedWriter(t *testing.T) {
 	for _, b := range simBackends {
 		runSeeded(t, simRun{test: "TestTwoRacingTakeoversAndADeposedWriter", backend: b, scenario: func(t *testing.T, seed uint64, be *simBackend) simStats {
@@ -63,12 +64,17 @@ type simLedger struct {
 	deleteTo int64            // the largest offset a DeleteRecords asked for (acknowledged or not)
 	ackAll   map[int64][]byte // acks=all: durable and fence-checked
 	ackOne   map[int64][]byte // acks=1: fence-checked, durable at the next round
-	oneBy    map[int64]string // who acknowledged each ackOne batch (its node)
-	served   map[int64][]byte // batches a read returned (below the high watermark)
+	// lossyAcksOne: acks=1 batches are not recorded. On a network file system an acks=1
+	// batch is acknowledged once written and fence-checked while it may still be only in its
+	// node's cache: the node dying, or a takeover before the node flushes it, takes it back
+	// (as Kafka's acks=1 loses what a leader had only written when leadership moves). acks=all
+	// and served batches survive everything.
+	lossyAcksOne bool
+	served       map[int64][]byte // batches a read returned (below the high watermark)
 }
 
 func newSimLedger(t *testing.T) *simLedger {
-	return &simLedger{t: t, ackAll: map[int64][]byte{}, ackOne: map[int64][]byte{}, oneBy: map[int64]string{}, served: map[int64][]byte{}}
+	return &simLedger{t: t, ackAll: map[int64][]byte{}, ackOne: map[int64][]byte{}, served: map[int64][]byte{}}
 }
 
 func (g *simLedger) put(m map[int64][]byte, off int64, b []byte, what string) {
@@ -82,30 +88,12 @@ func (g *simLedger) put(m map[int64][]byte, off int64, b []byte, what string) {
 	m[off] = bytes.Clone(b)
 }
 
-func (g *simLedger) acked(off int64, b []byte, acks Acks, node string) {
-	if acks == AcksAll {
+func (g *simLedger) acked(off int64, b []byte, acks Acks) {
+	switch {
+	case acks == AcksAll:
 		g.put(g.ackAll, off, b, "acknowledged")
-		return
-	}
-	g.put(g.ackOne, off, b, "acknowledged")
-	g.mu.Lock()
-	g.oneBy[off] = node
-	g.mu.Unlock()
-}
-
-// forgetAcksOne drops the acks=1 batches node acknowledged (every node's when node is "") from
-// what must survive, when the node dies on a network file system or the site loses power: an
-// acks=1 batch is acknowledged once written and fence-checked, and may still be only in the
-// node's cache (as Kafka's acks=1 loses what its leader had only written), while acks=all and
-// served batches survive. Another leader may then write other batches at those offsets.
-func (g *simLedger) forgetAcksOne(node string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for off, by := range g.oneBy {
-		if node == "" || by == node {
-			delete(g.ackOne, off)
-			delete(g.oneBy, off)
-		}
+	case !g.lossyAcksOne:
+		g.put(g.ackOne, off, b, "acknowledged")
 	}
 }
 
@@ -127,8 +115,7 @@ func sameBatch(a, b []byte) bool {
 	return len(a) == len(b) && bytes.Equal(a[offLength:offLeaderEpoch], b[offLength:offLeaderEpoch]) && bytes.Equal(a[offMagic:], b[offMagic:])
 }
 
-// requireIn fails unless l serves every recorded batch (acks=1 ones that may be lost were
-// forgotten: forgetAcksOne).
+// requireIn fails unless l serves every recorded batch.
 func (g *simLedger) requireIn(t *testing.T, l *Log, who string) int {
 	t.Helper()
 	waitDurable(t, l)
@@ -203,6 +190,7 @@ func takeoverRace(t *testing.T, seed uint64, b *simBackend, deposed int32, racer
 	cfg.SegmentBytes = int64(2048 + rng.IntN(8192))
 	cfg.IndexIntervalBytes = int32(64 + rng.IntN(1024))
 	ledger := newSimLedger(t)
+	ledger.lossyAcksOne = b.nfs != nil
 	opts := func(node FS, actor string, fault func(Op, string) error) Options {
 		return s.options(FaultFS{FS: node, Fault: fault}, actor)
 	}
@@ -221,7 +209,7 @@ func takeoverRace(t *testing.T, seed uint64, b *simBackend, deposed int32, racer
 		prev := openLog(t, b.dir, deposed-1, cfg, Options{FS: node})
 		for i := range rng.IntN(12) {
 			res := mustAppend(t, prev, makeBatch(plain(1+i%3, byte(i))), AcksAll)
-			ledger.acked(res.BaseOffset, stored(makeBatch(plain(1+i%3, byte(i))), res.BaseOffset, deposed-1), AcksAll, "")
+			ledger.acked(res.BaseOffset, stored(makeBatch(plain(1+i%3, byte(i))), res.BaseOffset, deposed-1), AcksAll)
 		}
 		crash(t, prev)
 	}
@@ -237,7 +225,7 @@ func takeoverRace(t *testing.T, seed uint64, b *simBackend, deposed int32, racer
 	for i := range 1 + rng.IntN(10) {
 		batch := makeBatch(plain(1+i%4, byte(50+i)))
 		res := mustAppend(t, l4, bytes.Clone(batch), AcksAll)
-		ledger.acked(res.BaseOffset, batch, AcksAll, "")
+		ledger.acked(res.BaseOffset, batch, AcksAll)
 	}
 
 	var wg sync.WaitGroup
@@ -247,7 +235,7 @@ func takeoverRace(t *testing.T, seed uint64, b *simBackend, deposed int32, racer
 		for p := range 1 + prng.IntN(3) {
 			pseed := prng.Uint64()
 			s.actor(&wg, func() {
-				simProducer(t, s, l, ledger, actor, fmt.Sprintf("%s-p%d", actor, p), int64(epoch)*100+int64(p), pseed)
+				simProducer(t, s, l, ledger, fmt.Sprintf("%s-p%d", actor, p), int64(epoch)*100+int64(p), pseed)
 			})
 		}
 		rseed := prng.Uint64()
@@ -262,9 +250,6 @@ func takeoverRace(t *testing.T, seed uint64, b *simBackend, deposed int32, racer
 		s.actor(&wg, func() {
 			for range after {
 				s.step("chaos wait")
-			}
-			if b.nfs != nil {
-				ledger.forgetAcksOne(fmt.Sprintf("e%d", deposed))
 			}
 			kill4()
 		})
@@ -318,9 +303,6 @@ func takeoverRace(t *testing.T, seed uint64, b *simBackend, deposed int32, racer
 	// A power loss of the whole site (NFS): the server and every node.
 	powerLoss := b.nfs != nil && rng.IntN(3) == 0
 	if powerLoss {
-		ledger.forgetAcksOne("")
-	}
-	if powerLoss {
 		for _, l := range logs {
 			crash(t, l)
 		}
@@ -348,7 +330,7 @@ func takeoverRace(t *testing.T, seed uint64, b *simBackend, deposed int32, racer
 // simProducer appends batches to l, one scheduled step each, recording what is acknowledged;
 // now and then it retries its last idempotent batch, which must come back as the duplicate at
 // the original offsets.
-func simProducer(t *testing.T, s *simScheduler, l *Log, ledger *simLedger, node, actor string, pid int64, seed uint64) {
+func simProducer(t *testing.T, s *simScheduler, l *Log, ledger *simLedger, actor string, pid int64, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 4))
 	seq := int32(0)
 	var last []byte
@@ -389,7 +371,7 @@ func simProducer(t *testing.T, s *simScheduler, l *Log, ledger *simLedger, node,
 			}
 			continue
 		}
-		ledger.acked(res.BaseOffset, batch, acks, node)
+		ledger.acked(res.BaseOffset, batch, acks)
 		last, lastRes = batch, res
 		seq += int32(parseHeader(batch).RecordCount)
 	}
@@ -432,7 +414,7 @@ func simReader(t *testing.T, s *simScheduler, l *Log, ledger *simLedger, actor s
 // node of its own and appends until its node dies at a random step (mid-append, mid-roll,
 // mid-takeover, mid-checkpoint) or it relinquishes; on NFS the whole site sometimes loses
 // power as well. After every one, a takeover must serve every batch acknowledged with
-// acks=all and every batch served, byte for byte (acks=1 too unless power was lost since).
+// acks=all and every batch served, byte for byte (acks=1 too on the local disk).
 // The local disk keeps what a dead process wrote (its page cache), as with SIGKILL; the
 // re-executed SIGKILL test (crash_test.go) does the same with real processes.
 func TestAcknowledgedAppendsSurviveNodeCrashes(t *testing.T) {
@@ -448,6 +430,7 @@ func nodeCrashes(t *testing.T, seed uint64, b *simBackend) simStats {
 	cfg := crashConfig()
 	cfg.SegmentBytes = int64(2048 + rng.IntN(4096)) // above the largest simProducer batch
 	ledger := newSimLedger(t)
+	ledger.lossyAcksOne = b.nfs != nil
 	epoch := int32(1)
 	for round := range 2 + rng.IntN(4) {
 		node, kill := b.node()
@@ -470,7 +453,7 @@ func nodeCrashes(t *testing.T, seed uint64, b *simBackend) simStats {
 			for p := range 1 + prng.IntN(3) {
 				pseed := prng.Uint64()
 				s.actor(&wg, func() {
-					simProducer(t, s, l, ledger, actor, fmt.Sprintf("%s-p%d", actor, p), int64(e)*100+int64(p), pseed)
+					simProducer(t, s, l, ledger, fmt.Sprintf("%s-p%d", actor, p), int64(e)*100+int64(p), pseed)
 				})
 			}
 			rseed := prng.Uint64()
@@ -484,9 +467,6 @@ func nodeCrashes(t *testing.T, seed uint64, b *simBackend) simStats {
 			if clean {
 				_ = l.Relinquish(context.Background())
 				return
-			}
-			if b.nfs != nil {
-				ledger.forgetAcksOne(actor)
 			}
 			kill()
 		})
@@ -502,7 +482,6 @@ func nodeCrashes(t *testing.T, seed uint64, b *simBackend) simStats {
 		}
 		if b.nfs != nil && rng.IntN(4) == 0 {
 			b.nfs.CrashServer()
-			ledger.forgetAcksOne("")
 			st.faults = append(st.faults, fmt.Sprintf("round %d: the whole site lost power", round))
 		}
 		epoch++
