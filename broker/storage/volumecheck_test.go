@@ -86,7 +86,8 @@ func (n nonExclusiveFS) Link(oldpath, newpath string) error {
 	return err
 }
 
-// copyingRenameFS renames by copying the file over its target a piece at a time.
+// copyingRenameFS renames by copying the file over its target in two halves, leaving the
+// target half-written for a while between them.
 type copyingRenameFS struct{ FS }
 
 func (c copyingRenameFS) Rename(oldpath, newpath string) error {
@@ -98,12 +99,15 @@ func (c copyingRenameFS) Rename(oldpath, newpath string) error {
 	if err != nil {
 		return err
 	}
-	for off := 0; off < len(b); off += 512 {
-		if _, err := f.WriteAt(b[off:min(off+512, len(b))], int64(off)); err != nil {
+	half := len(b) / 2
+	for i, part := range [][]byte{b[:half], b[half:]} {
+		if _, err := f.WriteAt(part, int64(i*half)); err != nil {
 			_ = f.Close()
 			return err
 		}
-		time.Sleep(10 * time.Microsecond)
+		if i == 0 {
+			time.Sleep(2 * time.Millisecond)
+		}
 	}
 	if err := f.Close(); err != nil {
 		return err
