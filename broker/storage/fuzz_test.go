@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -194,3 +195,39 @@ func (noSyncFS) SyncDir(string) error { return nil }
 type noSyncFile struct{ File }
 
 func (noSyncFile) Sync() error { return nil }
+
+// FuzzParseJournal: a claim file's bytes (header and journal, as a takeover reads its
+// predecessor's) never panic the decoder, and whatever it accepts is within what a holder
+// writes: a valid claim header, non-negative offsets, segments of non-negative epochs.
+func FuzzParseJournal(f *testing.F) {
+	h := encodeClaimHeader(claimHeader{epoch: 7, id: "0123456789abcdef0123456789abcdef", note: "host pid 1"})
+	j := appendRecord(bytes.Clone(h), recTakeover, encodeTakeover(takeoverRecord{logStart: 3, roll: 40, segments: []segRef{{0, 5}, {20, 6}}}))
+	j = appendRecord(j, recRoll, encodeOffset(60))
+	j = appendRecord(j, recLogStart, encodeOffset(20))
+	j = appendRecord(j, recCheckpoint, encodeOffset(75))
+	f.Add(h)
+	f.Add(j)
+	f.Add(j[:len(j)-3])
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, err := parseJournal(data)
+		if err != nil {
+			return
+		}
+		if v.header.epoch < 0 || !isClaimID(v.header.id) {
+			t.Fatalf("accepted a header no claim writes: %+v", v.header)
+		}
+		for _, s := range v.segments() {
+			if s.base < 0 || s.epoch < 0 {
+				t.Fatalf("accepted a segment %+v", s)
+			}
+		}
+		for _, off := range append(slices.Clone(v.rolls), v.checkpoints...) {
+			if off < 0 {
+				t.Fatalf("accepted a negative offset %d", off)
+			}
+		}
+		if v.takeover != nil && v.logStart < v.takeover.logStart {
+			t.Fatalf("log start %d below the takeover's %d", v.logStart, v.takeover.logStart)
+		}
+	})
+}
