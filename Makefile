@@ -44,6 +44,8 @@ RACE_PKGS := ./internal/... ./broker/...
 OTHER_PKGS = $(shell go list ./... | grep -Ev '^$(shell go list -m)/(internal|broker)(/|$$)')
 FUZZTIME ?= 20s
 BENCHTIME ?= 2s
+# How long `make soak-storage` runs the seeded storage simulations; RACE=1 adds the race detector.
+DURATION ?= 10m
 # Records (1 KiB each) per server and direction in `make bench`; kfake keeps them all in memory.
 BENCH_RECORDS ?= 200000
 BENCH_COUNT ?= 3
@@ -149,6 +151,11 @@ e2e: k8s-bins coredns kubectl kcat ## Run only the end-to-end suite (test/e2e) a
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for FUZZTIME (default 20s) on top of its committed seed corpus.
 	hack/fuzz.sh $(FUZZTIME)
+
+.PHONY: soak-storage
+soak-storage: ## Run broker/storage's seeded simulations (racing takeovers, deposed writers, crashes; local disk and NFS semantics) for DURATION and print iterations, seeds and faults survived.
+	go test $(if $(RACE),-race) -count=1 -timeout 0 -run '^TestSoakStorage$$' -v ./broker/storage/ -storage.soak=$(DURATION) \
+		| grep -vE '^\s*(=== RUN|--- PASS|=== PAUSE|=== CONT)'
 
 .PHONY: bench-balance
 bench-balance: ## Benchmark the partition balancer (100 brokers, 10,000 partitions: steady, broker lost/joined, cold start).

@@ -69,23 +69,35 @@ func readBatches(f io.ReaderAt, pos, limit, offset int64, maxBytes int, atLeastO
 	return buf[:cut], nil
 }
 
-// OffsetForTimestamp answers ListOffsets for a timestamp ts ≥ 0: the first record with a
-// timestamp ≥ ts below the high watermark, with its timestamp and the epoch it was written
-// at; ok is false when there is none. Batches are found by their maxTimestamp through the
-// time index; within an uncompressed CreateTime batch the records are examined for the exact
-// record. Within a compressed CreateTime batch the answer is the batch's first record (its
-// base offset and base timestamp), which may be older than ts: this package does not
-// decompress (docs/storage.md).
+// OffsetForTimestamp answers ListOffsets for a timestamp ts ≥ 0: the first record at or
+// after the log start with a timestamp ≥ ts below the high watermark, with its timestamp and
+// the epoch it was written at; ok is false when there is none. Batches are found by their
+// maxTimestamp through the time index; within an uncompressed CreateTime batch the records
+// are examined for the exact record. Within a compressed CreateTime batch the answer is the
+// batch's first record (its base offset and base timestamp), which may be older than ts: this
+// package does not decompress (docs/storage.md). A closed segment that vanished meanwhile is
+// a log-start move: the lookup starts again from the new log start.
 func (l *Log) OffsetForTimestamp(ts int64) (TimestampOffset, bool, error) {
+	for {
+		got, ok, err := l.offsetForTimestamp(ts)
+		if !errors.Is(err, errLogStartMoved) {
+			return got, ok, err
+		}
+	}
+}
+
+var errLogStartMoved = errors.New("the log start moved")
+
+func (l *Log) offsetForTimestamp(ts int64) (TimestampOffset, bool, error) {
 	l.mu.Lock()
 	if err := l.servingLocked(); err != nil {
 		l.mu.Unlock()
 		return TimestampOffset{}, false, err
 	}
-	hw := l.hw
+	hw, logStart := l.hw, l.logStart
 	var seg *segment
 	for _, s := range l.closed {
-		if s.maxTs >= ts {
+		if s.maxTs >= ts && s.end > logStart {
 			seg = s
 			break
 		}
@@ -108,7 +120,7 @@ func (l *Log) OffsetForTimestamp(ts int64) (TimestampOffset, bool, error) {
 	} else {
 		l.mu.Unlock()
 		if e, err = l.acquireClosed(seg); err != nil {
-			return TimestampOffset{}, false, l.closedUnavailable(seg.base, err)
+			return TimestampOffset{}, false, l.closedUnavailable(seg, logStart, err)
 		}
 		_, pos = e.idx.floorTime(ts)
 		limit = seg.size
@@ -117,9 +129,9 @@ func (l *Log) OffsetForTimestamp(ts int64) (TimestampOffset, bool, error) {
 	for pos < limit {
 		h, err := readHeaderAt(e.f, pos, limit)
 		if err != nil {
-			return TimestampOffset{}, false, l.readFailed(err)
+			return TimestampOffset{}, false, l.segmentReadFailed(seg, logStart, err)
 		}
-		if h.MaxTimestamp < ts {
+		if h.MaxTimestamp < ts || h.lastOffset() < logStart {
 			pos += h.size()
 			continue
 		}
@@ -128,25 +140,33 @@ func (l *Log) OffsetForTimestamp(ts int64) (TimestampOffset, bool, error) {
 		}
 		b := make([]byte, h.size())
 		if _, err := e.f.ReadAt(b, pos); err != nil && !errors.Is(err, io.EOF) {
-			return TimestampOffset{}, false, l.readFailed(err)
+			return TimestampOffset{}, false, l.segmentReadFailed(seg, logStart, err)
 		}
-		off, t := recordAtOrAfter(b, h, ts)
-		return TimestampOffset{Timestamp: t, Offset: off, LeaderEpoch: h.LeaderEpoch}, true, nil
+		if off, t, found := recordAtOrAfter(b, h, ts, logStart); found {
+			return TimestampOffset{Timestamp: t, Offset: off, LeaderEpoch: h.LeaderEpoch}, true, nil
+		}
+		pos += h.size()
 	}
 	return TimestampOffset{}, false, nil
 }
 
-// recordAtOrAfter finds, in batch b (header h, maxTimestamp ≥ ts), the first record with a
-// timestamp ≥ ts. LogAppendTime batches give every record the batch's maxTimestamp; a
-// compressed CreateTime batch is answered with its first record; an uncompressed one is
-// walked record by record (length, attributes, timestampDelta, offsetDelta, ... as zig-zag
-// varints), never past a length it has not checked.
-func recordAtOrAfter(b []byte, h batchHeader, ts int64) (offset, timestamp int64) {
-	if h.Attributes&attrLogAppendTime != 0 {
-		return h.BaseOffset, h.MaxTimestamp
-	}
-	if h.Attributes&attrCodecMask != 0 {
-		return h.BaseOffset, h.BaseTimestamp
+// recordAtOrAfter finds, in batch b (header h, maxTimestamp ≥ ts), the first record at or
+// after offset from with a timestamp ≥ ts. LogAppendTime batches give every record the
+// batch's maxTimestamp; a compressed CreateTime batch is answered with its first record at or
+// after from (with the base timestamp when that is the batch's first record, else the
+// batch's maxTimestamp, the only timestamp known to be ≥ ts); an uncompressed one is walked
+// record by record (length, attributes, timestampDelta, offsetDelta, ... as zig-zag
+// varints), never past a length it has not checked. found is false when every record ≥ ts
+// lies before from.
+func recordAtOrAfter(b []byte, h batchHeader, ts, from int64) (offset, timestamp int64, found bool) {
+	first := max(h.BaseOffset, from)
+	switch {
+	case h.Attributes&attrLogAppendTime != 0:
+		return first, h.MaxTimestamp, true
+	case h.Attributes&attrCodecMask != 0 && first == h.BaseOffset:
+		return first, h.BaseTimestamp, true
+	case h.Attributes&attrCodecMask != 0:
+		return first, h.MaxTimestamp, true
 	}
 	p := b[batchHeaderSize:]
 	for range h.RecordCount {
@@ -167,12 +187,15 @@ func recordAtOrAfter(b []byte, h batchHeader, ts int64) (offset, timestamp int64
 		if k <= 0 {
 			break
 		}
-		if t := h.BaseTimestamp + tsDelta; t >= ts {
-			return h.BaseOffset + offDelta, t
+		if off, t := h.BaseOffset+offDelta, h.BaseTimestamp+tsDelta; t >= ts && off >= from {
+			return off, t, true
 		}
 	}
+	if h.lastOffset() < from {
+		return 0, 0, false
+	}
 	// maxTimestamp promised a record ≥ ts the records do not hold: answer the batch.
-	return h.BaseOffset, h.MaxTimestamp
+	return first, h.MaxTimestamp, true
 }
 
 // MaxTimestamp answers ListOffsets MAX_TIMESTAMP (-3): the largest batch maxTimestamp and, as
