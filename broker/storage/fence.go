@@ -372,6 +372,43 @@ func (f *Fence) Check(epoch int32) error {
 	return nil
 }
 
+// Claims calls visit with the epoch of each claim on the fence, newest (highest) first,
+// until visit returns false. Each claim is reached by name — the walk up to the newest, then
+// every number below it, asked of the server where a cached "no such file" could hide one —
+// so a stale listing never hides a claim. After the chain comes the largest entry of the
+// earlier format, if there is one (older entries of that format are known only to a listing).
+// Junk is skipped. It is how the group store finds, by name, every file a claimer may have
+// written (docs/storage.md "Metadata by name, never by listing").
+func (f *Fence) Claims(visit func(epoch int32) bool) error {
+	h, err := f.head()
+	if err != nil {
+		return storageErr("read fence", err)
+	}
+	for n := h.n; n >= 0; n-- {
+		c, err := f.readClaimBelow(n)
+		if errors.Is(err, errJunkClaim) {
+			continue
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			break // the chain does not reach further down (a fence directory that was wiped)
+		}
+		if err != nil {
+			return storageErr("read fence", err)
+		}
+		if !visit(c.epoch) {
+			return nil
+		}
+	}
+	legacy, err := f.legacyValue()
+	if err != nil {
+		return storageErr("read fence", err)
+	}
+	if legacy >= 0 {
+		visit(legacy)
+	}
+	return nil
+}
+
 // locate finds the claim of epoch: remembered when this Fence won it, else by walking the
 // chain.
 func (f *Fence) locate(epoch int32) (claimRef, error) {

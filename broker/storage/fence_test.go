@@ -239,6 +239,53 @@ func TestAClaimerWithAStaleListingNeverWinsBelowTheNewestClaim(t *testing.T) {
 	}
 }
 
+// TestClaimsReachesEveryClaimByNameWhateverTheListingShows: Claims lists every epoch claimed,
+// newest first, from a listing that shows only the first few claims (or none), skipping junk,
+// and ends with the largest entry of the earlier format the chain was seeded from when the
+// listing shows it; a visit that returns false stops it.
+func TestClaimsReachesEveryClaimByNameWhateverTheListingShows(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "3"), []byte("3 claimed by old pid 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := OpenFence(OSFS{}, dir)
+	var want []int32
+	for e := int32(4); e <= 40; e += 3 {
+		if err := f.Claim(e); err != nil {
+			t.Fatal(err)
+		}
+		want = append([]int32{e}, want...)
+	}
+	if err := os.WriteFile(filepath.Join(dir, claimName(13)), []byte("junk"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Claim(43); err != nil { // claim 14, above the junk
+		t.Fatal(err)
+	}
+	want = append([]int32{43}, want...)
+	all, _ := OSFS{}.ReadDirNames(dir)
+	firstFew := slices.DeleteFunc(slices.Clone(all), func(n string) bool { c, ok := parseClaimName(n); return ok && c > 2 })
+	for _, listed := range [][]string{all, firstFew, nil} {
+		g, _ := OpenFence(&staleListing{FS: OSFS{}, names: listed}, dir)
+		var got []int32
+		if err := g.Claims(func(e int32) bool { got = append(got, e); return true }); err != nil {
+			t.Fatal(err)
+		}
+		w := want
+		if slices.Contains(listed, "3") { // the earlier format is known only to a listing
+			w = append(slices.Clone(want), 3)
+		}
+		if !slices.Equal(got, w) {
+			t.Fatalf("claims from a listing of %d names: %v, want %v", len(listed), got, w)
+		}
+	}
+	var got []int32
+	_ = f.Claims(func(e int32) bool { got = append(got, e); return len(got) < 2 })
+	if !slices.Equal(got, want[:2]) {
+		t.Fatalf("a visit that stops after two: %v", got)
+	}
+}
+
 // staleListing answers every listing with the same old names, as a client whose directory
 // cache never refreshes; opens by name are real.
 type staleListing struct {
