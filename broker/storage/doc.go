@@ -1,6 +1,6 @@
 // Package storage keeps paddock's partition logs on the cluster's one shared volume, where
-// the leader of a partition is its only writer (DESIGN.md "Storage: one shared volume, one
-// writer per partition"; docs/storage.md is the full design).
+// the leader of a partition is its only writer (docs/storage.md is the full design and lists
+// where it deviates from the contract).
 //
 // A Log is one partition led at one leader epoch: Open, Takeover (claim the fence, learn the
 // log from the previous leader's journal, recover, roll, serve), then Append (group-committed:

@@ -611,8 +611,8 @@ func (l *Log) segmentReadFailed(seg *segment, logStart int64, err error) error {
 	return l.readFailed(err)
 }
 
-// vanishedSegment handles a closed segment that is no longer there (DESIGN.md "Metadata by
-// name"): the log start moved past it — this log's own retention since the caller looked, or
+// vanishedSegment handles a closed segment that is no longer there (docs/storage.md "Metadata
+// by name, never by listing", "Reads and lookups"): the log start moved past it — this log's own retention since the caller looked, or
 // a deposed leader's whose move this log had not seen. It re-reads the log start where moves
 // are recorded (the predecessor's journal), adopts it, records it in this log's journal (so
 // the next leader does not count the segment either) and answers errLogStartMoved. A closed

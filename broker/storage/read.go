@@ -246,7 +246,7 @@ func (l *Log) epochAtLocked(offset int64) int32 {
 }
 
 // EpochEndOffset answers OffsetForLeaderEpoch as Apache's LeaderEpochFileCache.endOffsetFor
-// does (DATAPLANE.md §6): this log's own epoch → (epoch, log end offset); an older epoch →
+// does (docs/dataplane.md "ListOffsets, OffsetForLeaderEpoch, InitProducerId"): this log's own epoch → (epoch, log end offset); an older epoch →
 // (the largest epoch ≤ it, the start offset of the epoch after that); older than every epoch
 // → (epoch, the first epoch's start); newer than every epoch → (-1, -1).
 func (l *Log) EpochEndOffset(epoch int32) (int32, int64, error) {

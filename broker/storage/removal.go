@@ -14,7 +14,7 @@ import (
 const TombstoneEpoch int32 = math.MaxInt32
 
 // RemoveTopicData removes a deleted topic's data and leaves a tombstone every takeover
-// honours (DESIGN.md "Topics", docs/storage.md "Deleting a topic"). For each partition —
+// honours (docs/topics.md "Deleting a topic", docs/storage.md "Deleting a topic"). For each partition —
 // [0, partitions) by name, and any other partition directory the listing shows — it claims
 // the fence at TombstoneEpoch, so a straggling leader acknowledges nothing more and a lagging
 // one that starts its takeover later is refused; then it removes every file of the partition

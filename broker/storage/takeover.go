@@ -54,8 +54,8 @@ func vanished(err error) bool {
 	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESTALE) || errors.Is(err, errVanished)
 }
 
-// Takeover makes this process the partition's writer at leader epoch (DESIGN.md "Fence
-// first", docs/storage.md "Takeover"), in this order:
+// Takeover makes this process the partition's writer at leader epoch (docs/storage.md "The
+// fence", "Takeover"), in this order:
 //
 //  1. claim: the fence takes epoch, or Takeover fails with a *FencedError having written
 //     nothing (the fence already holds epoch or more: this broker's view is stale);
