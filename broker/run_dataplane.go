@@ -12,6 +12,46 @@ import (
 // plugs it and the producer-id source into the Handler, before the first Serve. Without
 // --data-dir the broker serves no partition data: every partition answers
 // NOT_LEADER_OR_FOLLOWER and InitProducerId a storage error.
+// checkMount checks the mount holding the data directory (docs/storage.md, "What the volume
+// must provide"): false, with the reasons in MountRefused and logged, when it cannot keep the
+// storage rules — an NFS mount older than 4.1, soft, nocto, read-only, an object store. A
+// mount table that cannot be read (not Linux) or does not show the directory leaves the
+// mount unchecked: logged, and the broker serves.
+func (b *Broker) checkMount() bool {
+	if b.Config.DataDir == "" {
+		return true
+	}
+	var (
+		m        storage.Mount
+		refusals []storage.MountRefusal
+		err      error
+	)
+	if b.MountInfo == nil {
+		m, refusals, err = storage.ReadDataDirMount(b.Config.DataDir)
+	} else {
+		var text string
+		if text, err = b.MountInfo(); err == nil {
+			m, refusals, err = storage.CheckDataDirMount(text, b.Config.DataDir)
+		}
+	}
+	if err != nil {
+		b.Log.Info("The data volume's mount was not checked", "dataDir", b.Config.DataDir, "reason", err.Error())
+		return true
+	}
+	if len(refusals) == 0 {
+		b.Log.V(1).Info("The data volume's mount keeps the storage rules", "mountPoint", m.MountPoint, "fsType", m.FSType)
+		return true
+	}
+	why := make([]string, len(refusals))
+	for i, r := range refusals {
+		why[i] = r.String()
+	}
+	b.mountRefused.Store(&why)
+	b.Log.Error(nil, "Refusing to serve: the data volume's mount cannot keep the storage rules", "dataDir", b.Config.DataDir,
+		"mountPoint", m.MountPoint, "fsType", m.FSType, "source", m.Source, "refusals", why)
+	return false
+}
+
 func (b *Broker) startPartitions(r *running) {
 	if b.Config.DataDir == "" {
 		return
