@@ -56,6 +56,11 @@ type Broker struct {
 	// GroupConfig, when set, adjusts the group coordinator's configuration
 	// (groups.DefaultConfig) before it starts: tests shorten the initial rebalance delay.
 	GroupConfig func(*groups.Config)
+	// IOTimeout bounds every file-system call on the data volume — the partition logs', the
+	// producer-id allocator's and the group store's (storage.WatchdogFS): one that has not
+	// returned by then (a hung fsync on an NFS hard mount) fails as a storage error.
+	// storage.DefaultIOTimeout when zero; negative turns the bound off.
+	IOTimeout time.Duration
 	// MountInfo reads the mount table the data volume's mount is checked in (the text of
 	// /proc/self/mountinfo when nil; tests feed real lines).
 	MountInfo func() (string, error)

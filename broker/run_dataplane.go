@@ -52,6 +52,14 @@ func (b *Broker) checkMount() bool {
 	return false
 }
 
+// ioTimeout is Broker.IOTimeout or its default.
+func (b *Broker) ioTimeout() time.Duration {
+	if b.IOTimeout == 0 {
+		return storage.DefaultIOTimeout
+	}
+	return b.IOTimeout
+}
+
 func (b *Broker) startPartitions(r *running) {
 	if b.Config.DataDir == "" {
 		return
@@ -63,11 +71,11 @@ func (b *Broker) startPartitions(r *running) {
 	fsys = timedFS{FS: fsys, m: b.metrics}
 	p := NewPartitions(PartitionsConfig{
 		Self: b.Config.Identity.ID, DataDir: b.Config.DataDir, View: b.View, FS: fsys,
-		Metrics: b.metrics, Log: b.Log.WithName("partitions"),
+		IOTimeout: b.ioTimeout(), Metrics: b.metrics, Log: b.Log.WithName("partitions"),
 	})
 	b.partitions.Store(p)
 	r.handler.Partitions = p
-	r.handler.ProducerIDs = &ProducerIDSource{DataDir: b.Config.DataDir, FS: fsys}
+	r.handler.ProducerIDs = &ProducerIDSource{DataDir: b.Config.DataDir, FS: storage.WatchdogFS(fsys, b.ioTimeout())}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -132,8 +140,12 @@ func (b *Broker) startGroups(r *running) {
 	if b.Config.DataDir == "" {
 		return
 	}
+	fsys := b.StorageFS
+	if fsys == nil {
+		fsys = storage.OSFS{}
+	}
 	g := &Groups{
-		Self: b.Config.Identity.ID, DataDir: b.Config.DataDir, View: b.View, FS: b.StorageFS,
+		Self: b.Config.Identity.ID, DataDir: b.Config.DataDir, View: b.View, FS: storage.WatchdogFS(fsys, b.ioTimeout()),
 		Metrics: b.groupMetrics, Configure: b.GroupConfig, Log: b.Log.WithName("groups"),
 	}
 	b.groups = g
