@@ -51,7 +51,7 @@ func runMountBroker(t *testing.T, mountinfo func(dataDir string) string) (*Broke
 	ctx, cancel := context.WithCancel(context.Background())
 	result := make(chan error, 1)
 	go func() { result <- b.Run(ctx, make(chan os.Signal)) }()
-	t.Cleanup(func() { cancel(); <-result })
+	t.Cleanup(func() { cancel(); t.Logf("broker stopped: %v", <-result) })
 	select {
 	case health := <-listening:
 		return b, health
