@@ -10,6 +10,7 @@ import (
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/internal/kafkaconfig"
 	"github.com/paddock-dev/paddock/internal/notify"
+	"github.com/paddock-dev/paddock/internal/topicname"
 )
 
 // View is the cluster state the broker answers from: the registry rows and the topic
@@ -166,6 +167,9 @@ func (s *Snapshot) normalize() {
 			s.alive = append(s.alive, row.ID)
 		}
 	}
+	// A KafkaTopic named like an internal topic is never served: the broker serves those
+	// names itself (docs/wire.md, "Internal topics").
+	s.Topics = slices.DeleteFunc(s.Topics, func(t Topic) bool { return topicname.IsInternal(t.Name) })
 	slices.SortFunc(s.Topics, func(a, b Topic) int {
 		switch {
 		case a.Name < b.Name:

@@ -202,6 +202,10 @@ var brokerKeys = []Key{
 		Doc: "The longest metadata an offset commit may carry." + groupNote, check: atLeast(0)},
 	{Name: "offsets.retention.minutes", Type: Int, Default: "10080", HasDefault: true,
 		Doc: "How long committed offsets outlive their use: an empty group's offsets expire this long after it became empty, a group that only stores offsets loses each one this long after its commit." + groupNote, check: atLeast(1)},
+	{Name: "offsets.topic.num.partitions", Type: Int, Default: "50", HasDefault: true,
+		Doc: "The number of partitions of __consumer_offsets; it should not change after deployment." +
+			" paddock's groups hash to these partitions and each partition's leader is the coordinator of its groups (docs/coordinator.md); a change moves groups, which serve again once the coordinator epoch next moves.",
+		check: between(1, 1000)},
 	{Name: "producer.id.expiration.ms", Type: Int, Default: "86400000", HasDefault: true,
 		Doc: "How long a partition remembers an idle producer's sequence numbers. paddock's storage honours it.", check: atLeast(1)},
 }

@@ -79,6 +79,9 @@ type ClusterConfig struct {
 	ConsumerHeartbeatInterval, ConsumerSessionTimeout time.Duration
 	ConsumerMaxSize                                   int32
 	ConsumerAssignors                                 []string
+	// OffsetsTopicPartitions is offsets.topic.num.partitions: the partitions of
+	// __consumer_offsets, which groups hash to (internal/coordinator.Partition).
+	OffsetsTopicPartitions int32
 }
 
 // ResolveCluster reads a KafkaCluster's spec.config.
@@ -103,6 +106,7 @@ func ResolveCluster(cluster map[string]string) ClusterConfig {
 		GroupMaxSize:               int32(atoi(v("group.max.size"))),
 		OffsetMetadataMaxBytes:     int32(atoi(v("offset.metadata.max.bytes"))),
 		OffsetsRetention:           time.Duration(atoi(v("offsets.retention.minutes"))) * time.Minute,
+		OffsetsTopicPartitions:     int32(atoi(v("offsets.topic.num.partitions"))),
 		ConsumerProtocol:           slices.Contains(SplitList(v("group.coordinator.rebalance.protocols")), "consumer"),
 		ConsumerHeartbeatInterval:  ms("group.consumer.heartbeat.interval.ms"),
 		ConsumerSessionTimeout:     ms("group.consumer.session.timeout.ms"),

@@ -797,7 +797,7 @@ func scaleDown(ctx context.Context, t *testing.T, s *suite) {
 	measure(t, "4 scale-down", "replicas 3→2 → broker 2 deregistered", time.Since(started))
 	for i := range 50 {
 		g := "e2e-divisor-" + strconv.Itoa(i)
-		want, _ := coordinator.Pick(g, []int32{0, 1}, []int32{0, 1})
+		want, _ := coordinator.Pick(g, coordinator.DefaultPartitions, []int32{0, 1}, []int32{0, 1})
 		got, err := findCoordinator(ctx, witness, g)
 		if err != nil || got != want {
 			t.Fatalf("FindCoordinator(%s) = %d (err %v), want %d: the divisor is not 2", g, got, err, want)
