@@ -245,10 +245,20 @@ type KafkaClusterSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Rack Awareness",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Rack Rack `json:"rack,omitempty"`
 
-	// resources of the broker container.
+	// resources of the broker container. Left empty (no requests and no limits), the brokers
+	// request 500m CPU and 1Gi of memory, limited to 1Gi. With a memory limit the broker's Go
+	// runtime gets GOMEMLIMIT at 90% of it, so the garbage collector works harder before the
+	// kernel's OOM killer would.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Broker Resources",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:resourceRequirements"}
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// template customizes the broker pods: scheduling (nodeSelector, tolerations, affinity,
+	// topologySpreadConstraints, priorityClassName), imagePullSecrets, security contexts and
+	// extra labels and annotations.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Broker Pod Template",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
+	Template BrokerPodTemplate `json:"template,omitempty"`
 
 	// config holds Kafka broker settings that reach every broker (for example
 	// "num.partitions", "auto.create.topics.enable", "log.retention.ms"). Unknown keys and

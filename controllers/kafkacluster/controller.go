@@ -45,9 +45,10 @@ import (
 // FinalizerNodeReader holds the cluster until it is deleted.
 type Reconciler struct {
 	client.Client
-	// APIReader reads the data claim from the API server, not the cache: the manager caches
-	// only claims with paddock's cluster label, and a claim paddock did not make must be seen
-	// to be refused rather than applied over.
+	// APIReader reads the data claim and the StatefulSet from the API server, not the cache:
+	// the manager caches only claims with paddock's cluster label, and a claim paddock did not
+	// make must be seen to be refused rather than applied over; the StatefulSet's pod template
+	// may be applied back as it is (pinnedPodTemplate), so it must be the current one.
 	APIReader client.Reader
 	// Recorder receives an Event on the KafkaCluster when its data claim's fate changes
 	// (retained, owned, adopted). Required.
@@ -77,7 +78,7 @@ type scope struct {
 	claimClusterID   string
 	adoptedClusterID bool
 	// statefulSet, dataClaim and bootstrap are the existing children as read before applying
-	// (nil when absent); dataClaim is read from the API server. Status is computed from them;
+	// (nil when absent); statefulSet and dataClaim are read from the API server. Status is computed from them;
 	// the effect of this reconcile's apply comes back as a watch event and the next reconcile
 	// reports it.
 	statefulSet *appsv1.StatefulSet
@@ -128,7 +129,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 func (r *Reconciler) observeChildren(ctx context.Context, s *scope) error {
 	c := s.cluster
 	var err error
-	if s.statefulSet, err = getOptional(ctx, r.Client, c.Namespace, kafkav1alpha1.StatefulSetName(c.Name), &appsv1.StatefulSet{}); err != nil {
+	// From the API server: the pod template it runs may be kept as it is (pinnedPodTemplate),
+	// and a cached copy a moment behind would put an older one back.
+	if s.statefulSet, err = getOptional(ctx, r.APIReader, c.Namespace, kafkav1alpha1.StatefulSetName(c.Name), &appsv1.StatefulSet{}); err != nil {
 		return err
 	}
 	if s.dataClaim, err = getOptional(ctx, r.APIReader, c.Namespace, kafkav1alpha1.DataClaimName(c.Name), &corev1.PersistentVolumeClaim{}); err != nil {
@@ -238,10 +241,17 @@ func (r *Reconciler) ensureClusterID(_ context.Context, s *scope) error {
 }
 
 // applyChildren server-side applies every desired child. It applies them all even when one
-// fails, so one broken child does not hold the others back.
+// fails, so one broken child does not hold the others back. The StatefulSet keeps the pod
+// template it runs while the template's inputs are unchanged (pinnedPodTemplate).
 func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 	var errs []error
 	for _, child := range desiredChildren(s.cluster, r.Options) {
+		if sts, ok := child.(*appsv1.StatefulSet); ok {
+			var kept bool
+			if sts.Spec.Template, kept = pinnedPodTemplate(sts, s.statefulSet); kept {
+				log.FromContext(ctx).V(1).Info("Kept the running broker pod template: its inputs are unchanged", "statefulset", sts.Name)
+			}
+		}
 		if err := apply(ctx, r.Client, child); err != nil {
 			errs = append(errs, err)
 		}

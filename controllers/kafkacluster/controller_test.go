@@ -321,10 +321,14 @@ var _ = Describe("KafkaCluster provisioning", Ordered, func() {
 		))
 		var env []string
 		for _, e := range broker.Env {
-			env = append(env, e.Name+"="+e.ValueFrom.FieldRef.FieldPath)
+			if e.ValueFrom != nil {
+				env = append(env, e.Name+"="+e.ValueFrom.FieldRef.FieldPath)
+			} else {
+				env = append(env, e.Name+"="+e.Value)
+			}
 		}
 		Expect(env).To(Equal([]string{"POD_NAME=metadata.name", "POD_NAMESPACE=metadata.namespace",
-			"POD_UID=metadata.uid", "POD_IP=status.podIP", "NODE_NAME=spec.nodeName"}))
+			"POD_UID=metadata.uid", "POD_IP=status.podIP", "NODE_NAME=spec.nodeName", "GOMEMLIMIT=966367620"}))
 		Expect(pod.Volumes[0].PersistentVolumeClaim.ClaimName).To(Equal("c-data"))
 
 		headless := &corev1.Service{}
