@@ -19,7 +19,8 @@ package controllers
 // The recovery reconciler (docs/recovery.md) deletes broker pods — force-deleting the pod of
 // a broker whose node is lost — and zombie claims (persistentvolumeclaims delete, above), and
 // reads, only for a broker pod the scheduler cannot place, the claim's volume and
-// StorageClass.
+// StorageClass. The provisioning reconciler reads the data claim's StorageClass (may it be
+// expanded?) and lists a Pending claim's Events (why is it Pending?).
 
 // +kubebuilder:rbac:groups=kafka.paddock.dev,resources=kafkaclusters;brokers;kafkatopics,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=kafka.paddock.dev,resources=kafkaclusters/status;brokers/status;kafkatopics/status,verbs=get;update;patch
@@ -30,7 +31,7 @@ package controllers
 // +kubebuilder:rbac:groups="",resources=pods,verbs=delete
 // +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch;list
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterrolebindings,verbs=get;list;watch;create;update;patch;delete

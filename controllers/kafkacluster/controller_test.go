@@ -643,8 +643,9 @@ var _ = Describe("KafkaCluster provisioning", Ordered, func() {
 		before := settledVersions(ctx, ns, 3)
 
 		updateSpec(ctx, ns, func(s *kafkav1alpha1.KafkaClusterSpec) { s.Storage.Size = ptr.To(resource.MustParse("20Gi")) })
-		kc := waitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionTrue, kafkav1alpha1.ReasonStorageImmutable)
-		Expect(meta.FindStatusCondition(kc.Status.Conditions, kafkav1alpha1.ConditionDegraded).Message).To(ContainSubstring("from 10Gi to 20Gi"))
+		kc := waitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionTrue, kafkav1alpha1.ReasonStorageNotExpandable)
+		Expect(meta.FindStatusCondition(kc.Status.Conditions, kafkav1alpha1.ConditionDegraded).Message).To(ContainSubstring("from 10Gi to 20Gi, but claim c-data cannot be expanded: it has no StorageClass"))
+		Expect(readClaim(ctx, ns).Spec.Resources.Requests.Storage().String()).To(Equal("10Gi"), "the claim keeps its size")
 
 		updateSpec(ctx, ns, func(s *kafkav1alpha1.KafkaClusterSpec) {
 			s.Storage.Size = ptr.To(resource.MustParse("10Gi"))
