@@ -23,7 +23,7 @@ const pendingGrace = time.Minute
 
 // sharedStorageProblem refuses a claim that several brokers cannot all mount: ReadWriteOnce
 // (one node) or ReadWriteOncePod (one pod) with more than one broker. Every broker must be
-// able to take over any partition, wherever it runs (DESIGN.md, "Storage").
+// able to take over any partition, wherever it runs (docs/storage.md).
 func sharedStorageProblem(cluster *kafkav1alpha1.KafkaCluster) *specProblem {
 	s := cluster.Spec.Storage
 	if s.Type == kafkav1alpha1.StorageEphemeral || cluster.Spec.Replicas <= 1 {

@@ -65,6 +65,12 @@ type Config struct {
 	// CoreDNSBinary is the cluster DNS: CoreDNS with its kubernetes plugin (`make coredns`
 	// builds it from hack/coredns).
 	CoreDNSBinary string
+	// NoOperator leaves the operator out: no CRDs, no manager Deployment. The caller installs
+	// one itself, as a user would (helm install, kubectl apply of a release's install.yaml).
+	NoOperator bool
+	// Images maps further images to the binaries that run them, beside the operator's image
+	// (PaddockBinary): operators of other versions, brokers of another image.
+	Images map[string]string
 
 	// tokenRefreshEvery, when set, replaces projected tokens this often instead of at 80% of
 	// their lifetime (tests of the refresh; a token lives at least ten minutes).
@@ -211,8 +217,10 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 	if e.client, err = client.New(e.restConfig, client.Options{Scheme: s}); err != nil {
 		return nil, fmt.Errorf("create client: %w", err)
 	}
-	if err := e.install(ctx); err != nil {
-		return nil, err
+	if !cfg.NoOperator {
+		if err := e.install(ctx); err != nil {
+			return nil, err
+		}
 	}
 	// Before any pod starts: every pod resolves through it.
 	if e.dns, err = e.startDNS(ctx); err != nil {
@@ -222,8 +230,13 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("create clientset: %w", err)
 	}
-	e.rt = &podRuntime{client: clientset, cfg: cfg, history: &history{},
-		images: map[string]string{inst.image: cfg.PaddockBinary}}
+	images := map[string]string{inst.image: cfg.PaddockBinary}
+	for image, bin := range cfg.Images {
+		if images[image], err = filepath.Abs(bin); err != nil {
+			return nil, err
+		}
+	}
+	e.rt = &podRuntime{client: clientset, cfg: cfg, history: &history{}, images: images}
 	e.proxy = newServiceProxy(clientset, cfg.HostAddress, e.runningNodeIPs, clusterDNSAddrs(), agentLogger.WithName("service-proxy"))
 	if err := e.proxy.forward(cfg.hostAPIServerAddr(), cfg.apiServerAddr()); err != nil {
 		e.proxy.close()
@@ -242,10 +255,12 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 			return nil, err
 		}
 	}
-	waitCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	if err := e.waitManagerAvailable(waitCtx); err != nil {
-		return nil, err
+	if !cfg.NoOperator {
+		waitCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		if err := e.waitManagerAvailable(waitCtx); err != nil {
+			return nil, err
+		}
 	}
 	if err := writeShell(cfg.Dir); err != nil {
 		return nil, fmt.Errorf("write %s: %w", e.ShellPath(), err)
