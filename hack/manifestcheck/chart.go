@@ -20,7 +20,7 @@ func decodeFile(path string) ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only: closing cannot lose anything
 	return decode(f)
 }
 
