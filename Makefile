@@ -126,7 +126,7 @@ crd-baseline: manifests ## After a release: record its CRDs as the baseline the 
 ##@ Test
 
 .PHONY: test
-test: manifests generate k8s-bins coredns kubectl kcat kafkajs ## Run every test: unit (with -race), envtest, broker, client interop, fuzz (bounded) and e2e.
+test: manifests generate k8s-bins coredns kubectl kcat kafkajs $(HELM) ## Run every test: unit (with -race), envtest, broker, client interop, fuzz (bounded) and e2e.
 	go test -race $(GO_TEST_FLAGS) $(RACE_PKGS)
 	go test $(GO_TEST_FLAGS) $(OTHER_PKGS)
 	go -C hack/bundle test $(GO_TEST_FLAGS) ./...
@@ -138,7 +138,7 @@ test-unit: k8s-bins coredns ## Run the unit packages (pure rules, dev harness, b
 	go test -race $(GO_TEST_FLAGS) $(RACE_PKGS)
 
 .PHONY: e2e
-e2e: k8s-bins coredns kubectl kcat ## Run only the end-to-end suite (test/e2e) against a fresh paddock dev environment.
+e2e: k8s-bins coredns kubectl kcat $(HELM) ## Run only the end-to-end suite (test/e2e) against a fresh paddock dev environment.
 	go test $(GO_TEST_FLAGS) -v ./test/e2e/...
 
 .PHONY: fuzz
