@@ -66,13 +66,18 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types.
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate CRDs (config/crd/bases) and the manager's RBAC (config/rbac).
+manifests: $(CONTROLLER_GEN) ## Generate CRDs (config/crd/bases) and the manager's RBAC (config/rbac: namespaced and cluster-scoped ClusterRoles).
 	$(CONTROLLER_GEN) rbac:roleName=paddock-manager crd:generateEmbeddedObjectMeta=false webhook \
-		paths="./api/..." paths="./controllers/..." \
+		paths="./api/..." paths="./controllers" \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
-	@# The Helm chart installs every CRD of config/crd/bases and grants config/rbac's rules.
-	rm -f $(CHART)/crds/*.yaml && cp config/crd/bases/*.yaml $(CHART)/crds/
-	for f in role leader_election_role; do sed '/^---$$/d' config/rbac/$$f.yaml > $(CHART)/files/$$f.yaml; done
+	$(CONTROLLER_GEN) rbac:roleName=paddock-manager-cluster,fileName=cluster_role.yaml paths="./controllers/clusterscope" \
+		output:rbac:artifacts:config=config/rbac
+	@# The Helm chart installs every CRD of config/crd/bases, grants config/rbac's rules and
+	@# carries config/admission's policy (templates/ read them from files/).
+	rm -f $(CHART)/crds/*.yaml $(CHART)/files/*.yaml && cp config/crd/bases/*.yaml $(CHART)/crds/
+	for f in rbac/role rbac/cluster_role rbac/leader_election_role rbac/kafka_viewer_role rbac/kafka_editor_role \
+		admission/broker_writes_policy admission/broker_writes_binding; do \
+		sed '/^---$$/d' config/$$f.yaml > $(CHART)/files/$$(basename $$f).yaml; done
 
 .PHONY: fmt
 fmt: ## Run gofmt on the code.
@@ -108,12 +113,16 @@ verify: $(CONTROLLER_GEN) $(KUSTOMIZE) lint verify-imports verify-chart verify-c
 		echo "verify: paddock dev renders config/default differently from kustomize $(KUSTOMIZE_VERSION): keep go.mod's sigs.k8s.io/kustomize/api in step with KUSTOMIZE_VERSION" >&2; exit 1; }
 
 .PHONY: verify-chart
-verify-chart: $(HELM) $(KUSTOMIZE) ## helm lint the chart, and fail if `helm template` with the default values installs another operator than install.yaml (objects, CRDs, RBAC, the manager pod).
+verify-chart: $(HELM) $(KUSTOMIZE) ## helm lint the chart, and fail if `helm template` installs another operator than install.yaml (objects, CRDs, RBAC, admission policy, the manager pod), with the default values and with watchNamespaces against NAMESPACES=.
 	$(HELM) lint --strict $(CHART) --kube-version $(K8S_VERSION)
 	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
 	$(KUSTOMIZE) build config/default > $$tmp/install.yaml; \
 	$(HELM) template paddock $(CHART) --namespace paddock-system --kube-version $(K8S_VERSION) --include-crds --set image.tag=latest > $$tmp/chart.yaml; \
-	go run ./hack/manifestcheck chart $$tmp/install.yaml $$tmp/chart.yaml
+	go run ./hack/manifestcheck chart $$tmp/install.yaml $$tmp/chart.yaml; \
+	go run ./hack/namespaced-install --namespaces=team-a,team-b < $$tmp/install.yaml > $$tmp/install-namespaced.yaml; \
+	$(HELM) template paddock $(CHART) --namespace paddock-system --kube-version $(K8S_VERSION) --include-crds --set image.tag=latest \
+		--set 'watchNamespaces={team-a,team-b}' > $$tmp/chart-namespaced.yaml; \
+	go run ./hack/manifestcheck chart $$tmp/install-namespaced.yaml $$tmp/chart-namespaced.yaml
 
 .PHONY: verify-crds
 verify-crds: ## Fail if a CRD removes or retypes a field of the last release's (hack/crd-baseline), drops an enum value or a version, or makes a field required.
@@ -125,17 +134,44 @@ crd-baseline: manifests ## After a release: record its CRDs as the baseline the 
 
 ##@ Test
 
+# go test runs through gotestsum (pinned, bin/): one line per package, each failure's output,
+# and at the end of each run the failed tests by name. Every run's JSON events land in
+# TEST_RESULTS, which hack/testsummary reads for the closing summary: failed tests, packages
+# that failed outside a test, the slowest tests and packages. No test is retried: a flake
+# fails the run, and names itself.
+GOTESTSUM ?= $(LOCALBIN)/gotestsum-$(GOTESTSUM_VERSION)
+TEST_RESULTS ?= $(LOCALBIN)/test-results
+GOTESTSUM_FORMAT ?= pkgname-and-test-fails
+# gotest runs go test with arguments $(2) through gotestsum, its events into TEST_RESULTS/$(1).json.
+gotest = echo "test: go test $(2)" && $(GOTESTSUM) --format $(GOTESTSUM_FORMAT) --format-hide-empty-pkg \
+	--jsonfile $(TEST_RESULTS)/$(1).json -- $(2)
+# The envtest suites (api/, controllers/) and the client suites on in-process brokers and envtest.
+ENVTEST_PKGS := ./api/... ./controllers/... ./test/topics/... ./test/groups/...
+
 .PHONY: test
-test: manifests generate k8s-bins coredns kubectl kcat kafkajs $(HELM) ## Run every test: unit (with -race), envtest, broker, client interop, fuzz (bounded) and e2e.
-	go test -race $(GO_TEST_FLAGS) $(RACE_PKGS)
-	go test $(GO_TEST_FLAGS) $(OTHER_PKGS)
-	go -C hack/bundle test $(GO_TEST_FLAGS) ./...
-	$(MAKE) bundle-validate
-	$(MAKE) fuzz
+test: manifests generate k8s-bins coredns kubectl kcat kafkajs $(HELM) $(GOTESTSUM) ## Run every test: unit (with -race), envtest, broker, client interop, fuzz (bounded) and e2e; then name every failed test and the slowest ones.
+	@rm -rf $(TEST_RESULTS) && mkdir -p $(TEST_RESULTS); status=0; \
+	$(call gotest,race,-race $(GO_TEST_FLAGS) $(RACE_PKGS)) || status=1; \
+	$(call gotest,other,$(GO_TEST_FLAGS) $(OTHER_PKGS)) || status=1; \
+	(cd hack/bundle && $(call gotest,bundle,$(GO_TEST_FLAGS) ./...)) || status=1; \
+	$(MAKE) --no-print-directory bundle-validate || status=1; \
+	$(MAKE) --no-print-directory fuzz || status=1; \
+	go run ./hack/testsummary $(TEST_RESULTS); \
+	exit $$status
 
 .PHONY: test-unit
-test-unit: k8s-bins coredns ## Run the unit packages (pure rules, dev harness, broker) with the race detector.
-	go test -race $(GO_TEST_FLAGS) $(RACE_PKGS)
+test-unit: k8s-bins coredns $(GOTESTSUM) ## Run the unit packages (pure rules, dev harness, broker) with the race detector.
+	@mkdir -p $(TEST_RESULTS) && $(call gotest,race,-race $(GO_TEST_FLAGS) $(RACE_PKGS))
+
+.PHONY: test-envtest
+test-envtest: k8s-bins $(GOTESTSUM) ## Run the envtest suites (api/, controllers/) and the client suites on in-process brokers (test/topics, test/groups).
+	@mkdir -p $(TEST_RESULTS) && $(call gotest,envtest,$(GO_TEST_FLAGS) $(ENVTEST_PKGS))
+
+LOAD_PASSES ?= 3
+LOAD_TARGETS ?= test
+.PHONY: test-under-load
+test-under-load: ## Run `make LOAD_TARGETS` (test; or e.g. "test-unit test-envtest") LOAD_PASSES (3) times beside a CPU hog on every core (hack/cpuhog); name each failed test; one summary.
+	LOAD_PASSES=$(LOAD_PASSES) LOAD_TARGETS="$(LOAD_TARGETS)" hack/test-under-load.sh
 
 .PHONY: e2e
 e2e: k8s-bins coredns kubectl kcat $(HELM) ## Run only the end-to-end suite (test/e2e) against a fresh paddock dev environment.
@@ -189,19 +225,33 @@ build-dev: ## Build bin/paddock with the dev environment (paddock dev): what mak
 run: manifests generate ## Run the manager against the cluster in $$KUBECONFIG.
 	go run . manager --default-broker-image=$(IMG)
 
+# What every paddock dev command of make dev is given: the binaries the Makefile builds, and
+# bin/ (kubectl, paddock), which the environment's env file puts on PATH. DEV_FLAGS adds the
+# person's own (--detach, --keep, --brokers=N, --dir=...; paddock dev --help).
+DEV_ARGS = --k8s-bin-dir=$(K8S_BINS) --coredns=$(COREDNS) --bin-dir=$(LOCALBIN)
+
+# make dev builds bin/paddock, then checks the machine before it builds anything else or
+# touches .paddock/dev (paddock dev preflight), builds what is missing with a line per binary,
+# then starts; the time to the first record consumed is counted from the moment make started
+# (PADDOCK_DEV_SINCE).
 .PHONY: dev
-dev: build-dev k8s-bins coredns ## Run the whole system locally: control plane, cluster DNS, the operator Deployment (config/default) and broker pods as processes.
-	$(LOCALBIN)/paddock dev --k8s-bin-dir=$(K8S_BINS) --coredns=$(COREDNS) $(DEV_FLAGS)
+dev: export PADDOCK_DEV_SINCE := $(shell date +%s%N)
+dev: ## Run the whole system locally: control plane, cluster DNS, the operator Deployment (config/default) and broker pods as processes (DEV_FLAGS=--detach: in the background until paddock dev down).
+	@echo "make dev: building bin/paddock with the dev environment (the first time, with an empty Go build cache, this takes minutes)"
+	@start=$$(date +%s); $(MAKE) --no-print-directory build-dev; echo "make dev: bin/paddock built in $$(( $$(date +%s) - start ))s"
+	@$(LOCALBIN)/paddock dev preflight --before-build $(DEV_ARGS) $(DEV_FLAGS)
+	@$(MAKE) --no-print-directory k8s-bins coredns kubectl kcat
+	@$(LOCALBIN)/paddock dev $(DEV_ARGS) $(DEV_FLAGS)
 
 .PHONY: docker-build
 docker-build: ## Build the container image (needs a Docker engine): the slim paddock (-tags nodev), stamped with VERSION and the commit.
 	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(GIT_COMMIT) -t $(IMG) .
 
 .PHONY: build-installer
-build-installer: manifests $(KUSTOMIZE) ## Write dist/install.yaml: CRDs, RBAC and the manager Deployment.
+build-installer: manifests $(KUSTOMIZE) ## Write dist/install.yaml: CRDs, RBAC, the admission policy and the manager Deployment; NAMESPACES=a,b: a manager watching only those, its permissions bound in each.
 	mkdir -p dist
 	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
-	$(KUSTOMIZE) build config/default > dist/install.yaml
+	$(KUSTOMIZE) build config/default $(if $(NAMESPACES),| go run ./hack/namespaced-install --namespaces=$(NAMESPACES)) > dist/install.yaml
 
 ##@ Release
 
@@ -251,7 +301,7 @@ coredns: ## Build paddock dev's cluster DNS (CoreDNS with its kubernetes plugin,
 	hack/k8s-bins.sh coredns >/dev/null
 
 .PHONY: kubectl
-kubectl: ## Build kubectl of the same Kubernetes version into bin/ (cached); the e2e suite runs it.
+kubectl: ## Build kubectl of the same Kubernetes version into bin/ (cached; bin/kubectl links it); the e2e suite runs it.
 	hack/k8s-bins.sh kubectl >/dev/null
 
 .PHONY: bundle-validate
@@ -276,6 +326,9 @@ $(KUSTOMIZE): | $(LOCALBIN)
 $(GOLANGCI_LINT): | $(LOCALBIN)
 	$(call go-install-tool,$(GOLANGCI_LINT),github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION))
 
+$(GOTESTSUM): | $(LOCALBIN)
+	$(call go-install-tool,$(GOTESTSUM),gotest.tools/gotestsum,$(GOTESTSUM_VERSION))
+
 .PHONY: kcat
 kcat: ## Install kcat (the e2e suite's CLI Kafka client) with apt-get when it is missing.
 	hack/install-kcat.sh >/dev/null
@@ -291,11 +344,12 @@ interop: k8s-bins kcat kafkajs ## Run only the client interop suite (test/intero
 $(HELM): | $(LOCALBIN)
 	$(call go-install-tool,$(HELM),helm.sh/helm/v3/cmd/helm,$(HELM_VERSION))
 
-.PHONY: controller-gen kustomize golangci-lint helm
+.PHONY: controller-gen kustomize golangci-lint gotestsum helm
 helm: $(HELM) ## Build helm into bin/ from the Go module proxy.
 controller-gen: $(CONTROLLER_GEN) ## Install controller-gen into bin/.
 kustomize: $(KUSTOMIZE) ## Install kustomize into bin/.
 golangci-lint: $(GOLANGCI_LINT) ## Install golangci-lint into bin/.
+gotestsum: $(GOTESTSUM) ## Install gotestsum (make test's runner and summary) into bin/.
 
 # go-install-tool installs package $(2) at version $(3) as the file $(1).
 define go-install-tool

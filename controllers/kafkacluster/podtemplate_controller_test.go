@@ -85,7 +85,7 @@ var _ = Describe("The broker pod template", Ordered, func() {
 			s.Resources = corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")}}
 		})
 		Eventually(func() map[string]string { return brokerEnv(readStatefulSet(ctx, ns)) }).
-			WithTimeout(waitTimeout).Should(HaveKeyWithValue("GOMEMLIMIT", "1932735240"))
+			Should(HaveKeyWithValue("GOMEMLIMIT", "1932735240"))
 	})
 
 	It("keeps the pod template another operator version rendered until the image or the pod's spec changes", func(ctx SpecContext) {
@@ -97,7 +97,7 @@ var _ = Describe("The broker pod template", Ordered, func() {
 		settledVersions(ctx, ns, 3) // the operator upgraded from is gone: nothing of it is in flight
 		renderLikeAnOlderOperator(ctx, ns, true)
 		updateSpec(ctx, ns, func(s *kafkav1alpha1.KafkaClusterSpec) { s.Replicas = 4 }) // a reconcile that touches the StatefulSet
-		Eventually(func() int32 { return *readStatefulSet(ctx, ns).Spec.Replicas }).WithTimeout(waitTimeout).Should(Equal(int32(4)))
+		Eventually(func() int32 { return *readStatefulSet(ctx, ns).Spec.Replicas }).Should(Equal(int32(4)))
 		Consistently(func() map[string]string { return brokerEnv(readStatefulSet(ctx, ns)) }).
 			WithTimeout(2 * time.Second).Should(HaveKeyWithValue("RENDERED_BY", "an-older-operator"))
 
@@ -107,13 +107,13 @@ var _ = Describe("The broker pod template", Ordered, func() {
 			sts := readStatefulSet(ctx, ns)
 			g.Expect(sts.Spec.Template.Spec.Containers[0].Image).To(Equal("example.com/paddock:v2"))
 			g.Expect(brokerEnv(sts)).NotTo(HaveKey("RENDERED_BY"))
-		}).WithTimeout(waitTimeout).Should(Succeed())
+		}).Should(Succeed())
 
 		By("a StatefulSet without the digest (an operator before it) that runs the same image and arguments is adopted as it is")
 		settledVersions(ctx, ns, 4)
 		renderLikeAnOlderOperator(ctx, ns, false)
 		Eventually(func() map[string]string { return readStatefulSet(ctx, ns).Annotations }).
-			WithTimeout(waitTimeout).Should(HaveKey(kafkav1alpha1.AnnotationPodTemplateInputs))
+			Should(HaveKey(kafkav1alpha1.AnnotationPodTemplateInputs))
 		Expect(brokerEnv(readStatefulSet(ctx, ns))).To(HaveKeyWithValue("RENDERED_BY", "an-older-operator"))
 
 		By("a field that reaches the pod changes: rendered anew")
@@ -122,6 +122,6 @@ var _ = Describe("The broker pod template", Ordered, func() {
 			sts := readStatefulSet(ctx, ns)
 			g.Expect(sts.Spec.Template.Spec.PriorityClassName).To(Equal("high"))
 			g.Expect(brokerEnv(sts)).NotTo(HaveKey("RENDERED_BY"))
-		}).WithTimeout(waitTimeout).Should(Succeed())
+		}).Should(Succeed())
 	})
 })

@@ -62,6 +62,18 @@ func claimExpansion(claim *corev1.PersistentVolumeClaim, class *storagev1.Storag
 	}
 }
 
+// claimSize is the size claim asks for (status.storageSize), nil without a claim.
+func claimSize(claim *corev1.PersistentVolumeClaim) *resource.Quantity {
+	if claim == nil {
+		return nil
+	}
+	size, ok := claim.Spec.Resources.Requests[corev1.ResourceStorage]
+	if !ok {
+		return nil
+	}
+	return &size
+}
+
 // claimExpanding is why the claim is not yet the size it asks for, or "" when it is (or is
 // not bound yet: a Pending claim is pendingClaimProblem's).
 func claimExpanding(claim *corev1.PersistentVolumeClaim) string {

@@ -95,13 +95,13 @@ var _ = Describe("Storage honesty", Ordered, func() {
 
 		updateSpec(ctx, ns, func(s *kafkav1alpha1.KafkaClusterSpec) { s.Storage.Size = ptr.To(resource.MustParse("20Gi")) })
 		Eventually(func() string { return readClaim(ctx, ns).Spec.Resources.Requests.Storage().String() }).
-			WithTimeout(waitTimeout).Should(Equal("20Gi"))
+			Should(Equal("20Gi"))
 		Eventually(func(g Gomega) {
 			c := meta.FindStatusCondition(readCluster(ctx, ns).Status.Conditions, kafkav1alpha1.ConditionProgressing)
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(c.Reason).To(Equal(kafkav1alpha1.ReasonExpandingStorage), c.Message)
 			g.Expect(c.Message).To(ContainSubstring("from 10Gi to 20Gi"))
-		}).WithTimeout(waitTimeout).Should(Succeed())
+		}).Should(Succeed())
 		Expect(meta.FindStatusCondition(readCluster(ctx, ns).Status.Conditions, kafkav1alpha1.ConditionDegraded).Status).To(Equal(metav1.ConditionFalse))
 
 		By("shrinking it back is refused")

@@ -57,11 +57,19 @@ func checkChartFiles(kustomizePath, helmPath string) ([]string, error) {
 // listed must only exist in both.
 var compared = map[string][][]string{
 	"CustomResourceDefinition": {{"spec"}},
-	"ClusterRole":              {{"rules"}},
-	"Role":                     {{"rules"}},
-	"ClusterRoleBinding":       {{"roleRef"}, {"subjects"}},
-	"RoleBinding":              {{"roleRef"}, {"subjects"}},
-	"Deployment":               {{"spec", "selector"}, {"spec", "replicas"}, {"spec", "template", "spec"}},
+	// A ClusterRole's aggregation labels put its rules into Kubernetes' view, edit and admin
+	// roles: a chart without them grants namespace users nothing.
+	"ClusterRole":                      {{"rules"}, {"aggregationRule"}, aggregateTo("view"), aggregateTo("edit"), aggregateTo("admin")},
+	"Role":                             {{"rules"}},
+	"ClusterRoleBinding":               {{"roleRef"}, {"subjects"}},
+	"RoleBinding":                      {{"roleRef"}, {"subjects"}},
+	"Deployment":                       {{"spec", "selector"}, {"spec", "replicas"}, {"spec", "template", "spec"}},
+	"ValidatingAdmissionPolicy":        {{"spec"}},
+	"ValidatingAdmissionPolicyBinding": {{"spec"}},
+}
+
+func aggregateTo(role string) []string {
+	return []string{"metadata", "labels", "rbac.authorization.k8s.io/aggregate-to-" + role}
 }
 
 // checkChart compares install.yaml's objects (want) with the chart's (got).

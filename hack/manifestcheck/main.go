@@ -3,7 +3,9 @@
 //	manifestcheck chart KUSTOMIZE.yaml HELM.yaml
 //	    the Helm chart, rendered with its default values, installs the same operator as
 //	    install.yaml: the same objects (by kind and name; install.yaml's Namespace aside), the
-//	    same CRDs, the same RBAC rules, bindings and manager pod spec;
+//	    same CRDs, the same RBAC rules (and aggregation labels), bindings, admission policy
+//	    and manager pod spec (`make verify-chart` runs it twice: for every namespace, and
+//	    for some, against `make build-installer NAMESPACES=…`'s rendering);
 //	manifestcheck crds BASELINE_DIR CRD_DIR
 //	    the CRDs are backward compatible with the baseline (the previous release's): no
 //	    version, field or enum value removed, no field retyped, no new required field.

@@ -28,6 +28,17 @@ metadata: {name: paddock-paddock-manager}
 rules:
 - {apiGroups: [""], resources: [events], verbs: [create, list, patch]}
 ---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: paddock-kafka-viewer, labels: {rbac.authorization.k8s.io/aggregate-to-view: "true"}}
+rules:
+- {apiGroups: [kafka.paddock.dev], resources: [kafkaclusters], verbs: [get]}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: paddock-broker-writes}
+spec: {failurePolicy: Fail}
+---
 apiVersion: v1
 kind: ServiceAccount
 metadata: {name: paddock-manager, namespace: paddock-system}
@@ -42,9 +53,17 @@ func TestTheChartMustGrantWhatInstallYAMLGrants(t *testing.T) {
 	if p := checkChart(objects(t, kustomized), drifted); len(p) != 1 || !strings.Contains(p[0], "ClusterRole /paddock-paddock-manager: .rules differs") {
 		t.Fatalf("a rule missing from the chart: got %v", p)
 	}
-	missing := objects(t, kustomized)[1:2]
+	missing := objects(t, kustomized)[1:4]
 	if p := checkChart(objects(t, kustomized), missing); len(p) != 1 || !strings.Contains(p[0], "ServiceAccount paddock-system/paddock-manager: in install.yaml, not in the chart") {
 		t.Fatalf("an object missing from the chart: got %v", p)
+	}
+	unaggregated := objects(t, strings.Replace(kustomized, "metadata: {name: paddock-kafka-viewer, labels: {rbac.authorization.k8s.io/aggregate-to-view: \"true\"}}", "metadata: {name: paddock-kafka-viewer}", 1))[1:]
+	if p := checkChart(objects(t, kustomized), unaggregated); len(p) != 1 || !strings.Contains(p[0], "ClusterRole /paddock-kafka-viewer: .metadata.labels.rbac.authorization.k8s.io/aggregate-to-view differs") {
+		t.Fatalf("a ClusterRole the chart does not aggregate into view: got %v", p)
+	}
+	policy := objects(t, strings.Replace(kustomized, "failurePolicy: Fail", "failurePolicy: Ignore", 1))[1:]
+	if p := checkChart(objects(t, kustomized), policy); len(p) != 1 || !strings.Contains(p[0], "ValidatingAdmissionPolicy /paddock-broker-writes: .spec differs") {
+		t.Fatalf("an admission policy that fails open in the chart: got %v", p)
 	}
 	extra := append(objects(t, kustomized)[1:], objects(t, "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: paddock-system}\n")...)
 	if p := checkChart(objects(t, kustomized), extra); len(p) != 1 || !strings.Contains(p[0], "in the chart, not in install.yaml") {

@@ -24,6 +24,7 @@ import (
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/internal/devcluster"
+	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
 // The install scenarios start environments without the built-in operator
@@ -187,7 +188,7 @@ func chartDir(t *testing.T) string {
 func waitOperator(ctx context.Context, t *testing.T, env *devcluster.Env, image string) {
 	t.Helper()
 	started := time.Now()
-	waitFor(ctx, t, "the operator Deployment to run "+image, 3*time.Minute, func() (bool, string) {
+	testkit.Within(t, "the operator Deployment to run "+image, 3*time.Minute, func() (bool, string) {
 		var d appsv1.Deployment
 		if err := env.Client().Get(ctx, env.Manager(), &d); err != nil {
 			return false, err.Error()
@@ -229,7 +230,7 @@ func (s *suite) brokerPods(ctx context.Context, t *testing.T) brokerPods {
 // replaced and the StatefulSet's revision did not move.
 func (s *suite) assertUpgradeRolledNoBroker(ctx context.Context, t *testing.T, before brokerPods, sinceVersion string) {
 	t.Helper()
-	waitFor(ctx, t, "the upgraded operator to reconcile the StatefulSet", 2*time.Minute, func() (bool, string) {
+	testkit.Within(t, "the upgraded operator to reconcile the StatefulSet", 2*time.Minute, func() (bool, string) {
 		sts := &appsv1.StatefulSet{}
 		if err := s.c.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: kafkav1alpha1.StatefulSetName(s.name)}, sts); err != nil {
 			return false, err.Error()
@@ -278,7 +279,7 @@ func (s *suite) setBrokerImage(ctx context.Context, t *testing.T, image string) 
 	if err := s.c.Patch(ctx, kc, patch); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(ctx, t, "every broker rolled to "+image+" and healthy", 6*time.Minute, func() (bool, string) {
+	testkit.Within(t, "every broker rolled to "+image+" and healthy", 6*time.Minute, func() (bool, string) {
 		for id := range int32(3) {
 			pod, err := s.pod(ctx, id)
 			if err != nil || string(pod.UID) == before[id] || pod.Spec.Containers[0].Image != image {
@@ -303,7 +304,7 @@ func (s *suite) createCluster(ctx context.Context, t *testing.T, image string) t
 	if err := s.c.Create(ctx, kc); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(ctx, t, "three healthy brokers", 4*time.Minute, func() (bool, string) { return s.healthy(ctx, 3) })
+	testkit.Within(t, "three healthy brokers", 4*time.Minute, func() (bool, string) { return s.healthy(ctx, 3) })
 	measure(t, t.Name(), "apply → 3 brokers Serving/Alive", time.Since(applied))
 	return applied
 }
@@ -385,7 +386,7 @@ func TestUpgradeUnderLoad(t *testing.T) {
 	created := time.Now()
 	createTopic(ctx, t, kadm.NewClient(p.cl), nolossPartitions, nolossTopic)
 	p.start(ctx)
-	waitFor(ctx, t, "every partition of "+nolossTopic+" to acknowledge a record", time.Minute, func() (bool, string) { return p.ackedAllSince(created) })
+	testkit.Within(t, "every partition of "+nolossTopic+" to acknowledge a record", time.Minute, func() (bool, string) { return p.ackedAllSince(created) })
 	consumer := startGroupConsumer(ctx, t, s, nolossTopic)
 
 	upgradeStart := time.Now()
@@ -398,7 +399,7 @@ func TestUpgradeUnderLoad(t *testing.T) {
 
 	rollStart := time.Now()
 	s.setBrokerImage(ctx, t, currentImage)
-	waitFor(ctx, t, "every partition led and acknowledging after the roll", 2*time.Minute, func() (bool, string) {
+	testkit.Within(t, "every partition led and acknowledging after the roll", 2*time.Minute, func() (bool, string) {
 		if ok, detail := s.topicLed(ctx, nolossTopic); !ok {
 			return false, detail
 		}
@@ -423,7 +424,7 @@ func TestUpgradeUnderLoad(t *testing.T) {
 	}
 	c := check(acks, records)
 	var unconsumed int
-	waitFor(ctx, t, "the group to have consumed every acknowledged record", 2*time.Minute, func() (bool, string) {
+	testkit.Within(t, "the group to have consumed every acknowledged record", 2*time.Minute, func() (bool, string) {
 		unconsumed = consumer.missing(acks)
 		return unconsumed == 0, fmt.Sprintf("%d acknowledged records not consumed by the group yet", unconsumed)
 	})
@@ -487,12 +488,12 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	if err := s.c.Delete(ctx, kc); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(ctx, t, "the KafkaCluster to be gone", 2*time.Minute, func() (bool, string) {
+	testkit.Within(t, "the KafkaCluster to be gone", 2*time.Minute, func() (bool, string) {
 		_, err := s.cluster(ctx)
 		return apierrors.IsNotFound(err), fmt.Sprintf("get: %v", err)
 	})
 	helm(ctx, t, env, "uninstall", "paddock", "--namespace", "paddock-system", "--wait")
-	waitFor(ctx, t, "the operator's objects to be gone", 2*time.Minute, func() (bool, string) {
+	testkit.Within(t, "the operator's objects to be gone", 2*time.Minute, func() (bool, string) {
 		return s.operatorGone(ctx)
 	})
 	claim := &corev1.PersistentVolumeClaim{}
