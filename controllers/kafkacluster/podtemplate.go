@@ -159,7 +159,7 @@ type podInputs struct {
 func podTemplateInputs(cluster *kafkav1alpha1.KafkaCluster, image string) string {
 	s := cluster.Spec
 	in := podInputs{
-		Image: image, Listeners: s.Listeners, StorageType: s.Storage.Type, Heartbeat: s.Heartbeat,
+		Image: image, Listeners: podListeners(s.Listeners), StorageType: s.Storage.Type, Heartbeat: s.Heartbeat,
 		DrainTimeout: s.DrainTimeout, Rack: s.Rack, Resources: s.Resources, Template: s.Template,
 	}
 	if s.Storage.Type == kafkav1alpha1.StorageEphemeral {
@@ -179,6 +179,18 @@ func podTemplateInputs(cluster *kafkav1alpha1.KafkaCluster, image string) string
 	}
 	sum := sha256.Sum256(canonical)
 	return hex.EncodeToString(sum[:16])
+}
+
+// podListeners are the listeners as the pod sees them: without the settings of their
+// Services (service) and of the NetworkPolicy (allowFrom), which never reach it — editing
+// those must not roll the brokers.
+func podListeners(listeners []kafkav1alpha1.Listener) []kafkav1alpha1.Listener {
+	out := make([]kafkav1alpha1.Listener, len(listeners))
+	for i, l := range listeners {
+		out[i] = *l.DeepCopy()
+		out[i].Service, out[i].AllowFrom = nil, nil
+	}
+	return out
 }
 
 // pruneEmpty drops empty values from a JSON tree; nil when v itself is empty.

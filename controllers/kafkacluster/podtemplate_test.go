@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -61,6 +62,16 @@ var (
 		"replicas":        func(s *kafkav1alpha1.KafkaClusterSpec) { s.Replicas = 7 },
 		"config":          func(s *kafkav1alpha1.KafkaClusterSpec) { s.Config = map[string]string{"num.partitions": "3"} },
 		"nodeLossTimeout": func(s *kafkav1alpha1.KafkaClusterSpec) { s.NodeLossTimeout = &metav1.Duration{Duration: time.Hour} },
+		"networkPolicy":   func(s *kafkav1alpha1.KafkaClusterSpec) { s.NetworkPolicy.Enabled = ptr.To(false) },
+	}
+	// Of a listener, the settings of its Services and of the NetworkPolicy never reach the pod.
+	notPodListenerMutations = map[string]func(*kafkav1alpha1.Listener){
+		"service": func(l *kafkav1alpha1.Listener) {
+			l.Service = &kafkav1alpha1.ListenerService{Annotations: map[string]string{"example.com/lb": "internal"}}
+		},
+		"allowFrom": func(l *kafkav1alpha1.Listener) {
+			l.AllowFrom = []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{}}}
+		},
 	}
 	// Of storage, only the type and an emptyDir's size reach the pod.
 	notPodStorageMutations = map[string]func(*kafkav1alpha1.Storage){
@@ -110,7 +121,24 @@ func TestEverySpecFieldIsAPodInputOrProvedNotToBe(t *testing.T) {
 		mutate(&c.Spec.Storage)
 		check("storage."+name, c)
 	}
+	for name, mutate := range notPodListenerMutations {
+		c := goldenCluster()
+		mutate(&c.Spec.Listeners[0])
+		check("listeners[0]."+name, c)
+		if got := podTemplateInputs(c, goldenOptions.DefaultBrokerImage); got != goldenDigest {
+			t.Errorf("spec.listeners[0].%s changes the digest (%s): editing it would roll the brokers", name, got)
+		}
+	}
+	for _, f := range reflect.VisibleFields(reflect.TypeOf(kafkav1alpha1.Listener{})) {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if notPodListenerMutations[name] == nil && !podListenerFields[name] {
+			t.Errorf("spec.listeners[].%s is neither a pod input (podListenerFields) nor shown not to reach the pod (notPodListenerMutations)", name)
+		}
+	}
 }
+
+// podListenerFields are the fields of a listener that reach the pod (its arguments and ports).
+var podListenerFields = map[string]bool{"name": true, "port": true, "type": true, "advertisedHost": true, "advertisedHostTemplate": true}
 
 func TestPinnedPodTemplate(t *testing.T) {
 	desired := desiredStatefulSet(goldenCluster(), goldenOptions)
