@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -88,29 +87,10 @@ func buildPrevious(t *testing.T) (binary, root string) {
 func startWithoutOperator(ctx context.Context, t *testing.T) *devcluster.Env {
 	t.Helper()
 	previous, _ := buildPrevious(t)
-	cfg := devcluster.DefaultConfig()
-	cfg.Dir = filepath.Join(t.TempDir(), "dev")
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		cfg.K8sBinDir = filepath.Join("..", "..", "bin", "k8s", "1.37.2")
-	}
-	cfg.ConfigDir = filepath.Join("..", "..", "config")
-	cfg.PaddockBinary = paddockBinary
-	cfg.HostAddress = devcluster.TestHostAddress()
+	cfg := devConfig(t)
 	cfg.NoOperator = true
 	cfg.Images = map[string]string{previousImage: previous, currentImage: paddockBinary}
-	started := time.Now()
-	env, err := devcluster.Start(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			keepLogs(t, env.Dir())
-		}
-		env.Stop()
-	})
-	measure(t, t.Name(), "environment start, no operator", time.Since(started))
-	return env
+	return startEnv(ctx, t, cfg, t.Name(), "environment start, no operator")
 }
 
 // installYAML writes the install.yaml of configDir (a checkout's config/) for image, and
@@ -378,15 +358,7 @@ func TestUpgradeUnderLoad(t *testing.T) {
 
 	s := &suite{env: env, c: env.Client(), namespace: "e2e-upgrade", name: "up", port: 9092}
 	s.createCluster(ctx, t, previousImage)
-	p, err := startNolossProducer(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.close()
-	created := time.Now()
-	createTopic(ctx, t, kadm.NewClient(p.cl), nolossPartitions, nolossTopic)
-	p.start(ctx)
-	testkit.Within(t, "every partition of "+nolossTopic+" to acknowledge a record", time.Minute, func() (bool, string) { return p.ackedAllSince(created) })
+	p := startAckedProducer(ctx, t, s, scenario)
 	consumer := startGroupConsumer(ctx, t, s, nolossTopic)
 
 	upgradeStart := time.Now()

@@ -45,18 +45,7 @@ const (
 // missing.
 func noLoss(ctx context.Context, t *testing.T, s *suite) {
 	const scenario = "11 no acknowledged record lost"
-	p, err := startNolossProducer(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.close()
-	created := time.Now()
-	createTopic(ctx, t, kadm.NewClient(p.cl), nolossPartitions, nolossTopic)
-	p.start(ctx)
-	testkit.EventuallyDetail(t, "every partition of "+nolossTopic+" to acknowledge a record", func() (bool, string) {
-		return p.ackedAllSince(created)
-	})
-	measure(t, scenario, "topic created → every partition acknowledged a record", time.Since(created))
+	p := startAckedProducer(ctx, t, s, scenario)
 
 	events := []struct {
 		name string
@@ -184,6 +173,25 @@ type nolossProducer struct {
 	produced int     // guarded by mu
 	acks     []ack   // guarded by mu; in acknowledgement order (per partition: produce order)
 	failures []error // guarded by mu
+}
+
+// startAckedProducer creates nolossTopic and starts producing to it, closed when the test
+// ends, and returns once every partition has acknowledged a record.
+func startAckedProducer(ctx context.Context, t *testing.T, s *suite, scenario string) *nolossProducer {
+	t.Helper()
+	p, err := startNolossProducer(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.close)
+	created := time.Now()
+	createTopic(ctx, t, kadm.NewClient(p.cl), nolossPartitions, nolossTopic)
+	p.start(ctx)
+	testkit.EventuallyDetail(t, "every partition of "+nolossTopic+" to acknowledge a record", func() (bool, string) {
+		return p.ackedAllSince(created)
+	})
+	measure(t, scenario, "topic created → every partition acknowledged a record", time.Since(created))
+	return p
 }
 
 func startNolossProducer(s *suite) (*nolossProducer, error) {
