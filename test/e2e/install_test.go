@@ -300,7 +300,7 @@ type groupConsumer struct {
 
 func startGroupConsumer(ctx context.Context, t *testing.T, s *suite, topic string) *groupConsumer {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(s.bootstrapName()), kgo.ConsumerGroup("e2e-upgrade"), kgo.ConsumeTopics(topic),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.seeds()...), kgo.ConsumerGroup("e2e-upgrade"), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -356,7 +356,10 @@ func TestUpgradeUnderLoad(t *testing.T) {
 	kubectl(ctx, t, env, "apply", "--server-side", "-f", installYAML(t, filepath.Join(previousSource, "config"), previousImage))
 	waitOperator(ctx, t, env, previousImage)
 
-	s := &suite{env: env, c: env.Client(), namespace: "e2e-upgrade", name: "up", port: 9092}
+	// The operator of previousCommit bootstraps the internal listener of a cluster with NodePort
+	// listeners through <c>-bootstrap, this one through <c>-bootstrap-internal (operations.md,
+	// "Upgrade"): the clients seed from the brokers' pod DNS names, which both give them.
+	s := &suite{env: env, c: env.Client(), namespace: "e2e-upgrade", name: "up", port: 9092, podSeeds: true}
 	s.createCluster(ctx, t, previousImage)
 	p := startAckedProducer(ctx, t, s, scenario)
 	consumer := startGroupConsumer(ctx, t, s, nolossTopic)

@@ -137,7 +137,7 @@ func noLoss(ctx context.Context, t *testing.T, s *suite) {
 	if len(c.misplaced) > 0 {
 		t.Errorf("%d acknowledged records are not at the offset their acknowledgement gave, first %v", len(c.misplaced), c.misplaced[:min(len(c.misplaced), 10)])
 	}
-	adm, err := kgo.NewClient(kgo.SeedBrokers(s.bootstrapName()))
+	adm, err := kgo.NewClient(kgo.SeedBrokers(s.seeds()...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func startAckedProducer(ctx context.Context, t *testing.T, s *suite, scenario st
 
 func startNolossProducer(s *suite) (*nolossProducer, error) {
 	dials := &dialLog{}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(s.bootstrapName()), kgo.DefaultProduceTopic(nolossTopic),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.seeds()...), kgo.DefaultProduceTopic(nolossTopic),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.WithHooks(dials))
 	if err != nil {
 		return nil, err
@@ -332,7 +332,7 @@ func gaps(acks []ack, start, end time.Time) (anyGap, worstGap gap, worst int32) 
 // readTopic reads topic from its start to the end offsets it has now, by partition in offset
 // order, with a new consumer.
 func readTopic(ctx context.Context, s *suite, topic string) (map[int32][]*kgo.Record, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(s.bootstrapName()), kgo.ConsumeTopics(topic),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.seeds()...), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))
 	if err != nil {
 		return nil, err
