@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -341,12 +343,9 @@ func (g *groupConsumer) missing(acks []ack) int {
 }
 
 // TestUpgradeUnderLoad installs the operator of previousCommit from its install.yaml, creates
-// a cluster whose brokers run previousImage (spec.image pinned), starts an idempotent
-// acks=all producer and a group consumer, and upgrades the operator to this build with this
-// build's install.yaml (`kubectl apply --server-side`): no broker pod is replaced. Then
-// spec.image moves to currentImage, which rolls the brokers one at a time, each draining: no
-// acknowledged record is lost, the longest time without an acknowledgement is printed, and
-// the group has consumed every acknowledged record.
+// a cluster whose brokers run previousImage (spec.image pinned), and upgrades the operator to
+// this build with this build's install.yaml (`kubectl apply --server-side`), then the brokers
+// to this build's image, under load (upgradeUnderLoad).
 func TestUpgradeUnderLoad(t *testing.T) {
 	const scenario = "upgrade under load"
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
@@ -361,16 +360,30 @@ func TestUpgradeUnderLoad(t *testing.T) {
 	// "Upgrade"): the clients seed from the brokers' pod DNS names, which both give them.
 	s := &suite{env: env, c: env.Client(), namespace: "e2e-upgrade", name: "up", port: 9092, podSeeds: true}
 	s.createCluster(ctx, t, previousImage)
+	s.upgradeUnderLoad(ctx, t, scenario, "install.yaml", func() {
+		kubectl(ctx, t, env, "apply", "--server-side", "--force-conflicts", "-f", installYAML(t, filepath.Join("..", "..", "config"), currentImage))
+	})
+}
+
+// upgradeUnderLoad starts an idempotent acks=all producer and a group consumer on s's cluster
+// (three brokers running previousImage), upgrades the operator to currentImage with upgrade
+// (how says with what), checks that no broker pod was replaced by it, then moves spec.image
+// to currentImage, which rolls the brokers one at a time, each draining. No acknowledged
+// record may be lost, duplicated or misplaced, and the group must consume every one; the
+// longest time without an acknowledgement in each window is printed. It returns when
+// spec.image was changed.
+func (s *suite) upgradeUnderLoad(ctx context.Context, t *testing.T, scenario, how string, upgrade func()) (rolled time.Time) {
+	t.Helper()
 	p := startAckedProducer(ctx, t, s, scenario)
 	consumer := startGroupConsumer(ctx, t, s, nolossTopic)
 
 	upgradeStart := time.Now()
 	before, version := s.brokerPods(ctx, t), s.statefulSetVersion(ctx, t)
-	kubectl(ctx, t, env, "apply", "--server-side", "--force-conflicts", "-f", installYAML(t, filepath.Join("..", "..", "config"), currentImage))
-	waitOperator(ctx, t, env, currentImage)
+	upgrade()
+	waitOperator(ctx, t, s.env, currentImage)
 	s.assertUpgradeRolledNoBroker(ctx, t, before, version)
 	upgradeEnd := time.Now()
-	measure(t, scenario, "operator upgrade (install.yaml) → reconciled, no broker replaced", upgradeEnd.Sub(upgradeStart))
+	measure(t, scenario, "operator upgrade ("+how+") → reconciled, no broker replaced", upgradeEnd.Sub(upgradeStart))
 
 	rollStart := time.Now()
 	s.setBrokerImage(ctx, t, currentImage)
@@ -418,12 +431,14 @@ func TestUpgradeUnderLoad(t *testing.T) {
 	if c.duplicated > 0 || c.outOfOrder > 0 || len(c.misplaced) > 0 {
 		t.Errorf("%d duplicated, %d out of order, %d misplaced", c.duplicated, c.outOfOrder, len(c.misplaced))
 	}
+	return rollStart
 }
 
 // TestHelmInstallUpgradeUninstall installs the operator with the Helm chart at previousImage
 // (`helm install`, real helm against the dev apiserver), creates a cluster pinned to that
-// image, upgrades the operator to this build with `helm upgrade` (no broker pod replaced),
-// moves the brokers to this build's image, runs the bring-up scenario (three brokers Serving,
+// image, upgrades the operator to this build with `helm upgrade` and then the brokers to this
+// build's image, under load (upgradeUnderLoad: no broker pod replaced by the upgrade, no
+// acknowledged record lost), runs the bring-up scenario (three brokers Serving,
 // Metadata and DescribeCluster, kcat produce and consume in the dev shell), and uninstalls in
 // the documented order: the KafkaCluster first (its data claim stays), then `helm uninstall`,
 // then the CRDs, which Helm leaves — nothing is left stuck on a finalizer.
@@ -441,21 +456,14 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 		"--set", "image.repository="+repo, "--set", "image.tag="+tag)
 	waitOperator(ctx, t, env, previousImage)
 
-	s := &suite{env: env, c: env.Client(), namespace: "e2e-helm", name: "hc", port: 9092}
+	s := &suite{env: env, c: env.Client(), namespace: "e2e-helm", name: "hc", port: 9092, podSeeds: true}
 	s.createCluster(ctx, t, previousImage)
-	before, version := s.brokerPods(ctx, t), s.statefulSetVersion(ctx, t)
+	rolled := s.upgradeUnderLoad(ctx, t, scenario, "helm upgrade", func() {
+		helm(ctx, t, env, "upgrade", "paddock", chartDir(t), "--namespace", "paddock-system", "--reuse-values", "--set", "image.tag="+currentTag)
+	})
+	bringUp(ctx, t, s, rolled)
+
 	started := time.Now()
-	helm(ctx, t, env, "upgrade", "paddock", chartDir(t), "--namespace", "paddock-system", "--reuse-values", "--set", "image.tag="+currentTag)
-	waitOperator(ctx, t, env, currentImage)
-	s.assertUpgradeRolledNoBroker(ctx, t, before, version)
-	measure(t, scenario, "helm upgrade → reconciled, no broker replaced", time.Since(started))
-
-	started = time.Now()
-	s.setBrokerImage(ctx, t, currentImage)
-	measure(t, scenario, "spec.image changed → every broker replaced and healthy", time.Since(started))
-	bringUp(ctx, t, s, started)
-
-	started = time.Now()
 	kc, err := s.cluster(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -480,19 +488,24 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 }
 
 // operatorGone reports whether nothing the chart installed is left: no Deployment,
-// ServiceAccount, Role or RoleBinding in paddock-system, no ClusterRole or ClusterRoleBinding
-// labelled paddock.
+// ServiceAccount, Role or RoleBinding in paddock-system, no ClusterRole, ClusterRoleBinding,
+// ValidatingAdmissionPolicy or binding labelled paddock.
 func (s *suite) operatorGone(ctx context.Context) (bool, string) {
 	paddock := client.MatchingLabels{kafkav1alpha1.LabelName: kafkav1alpha1.LabelNameValue}
-	lists := map[string]client.ObjectList{
+	namespaced := map[string]client.ObjectList{
 		"deployments": &appsv1.DeploymentList{}, "serviceaccounts": &corev1.ServiceAccountList{},
 		"roles": &rbacv1.RoleList{}, "rolebindings": &rbacv1.RoleBindingList{},
-		"clusterroles": &rbacv1.ClusterRoleList{}, "clusterrolebindings": &rbacv1.ClusterRoleBindingList{},
 	}
+	lists := map[string]client.ObjectList{
+		"clusterroles": &rbacv1.ClusterRoleList{}, "clusterrolebindings": &rbacv1.ClusterRoleBindingList{},
+		"validatingadmissionpolicies":       &admissionregistrationv1.ValidatingAdmissionPolicyList{},
+		"validatingadmissionpolicybindings": &admissionregistrationv1.ValidatingAdmissionPolicyBindingList{},
+	}
+	maps.Copy(lists, namespaced)
 	var left []string
 	for what, list := range lists {
 		opts := []client.ListOption{paddock}
-		if !strings.HasPrefix(what, "cluster") {
+		if namespaced[what] != nil {
 			opts = append(opts, client.InNamespace("paddock-system"))
 		}
 		if err := s.c.List(ctx, list, opts...); err != nil {
