@@ -440,8 +440,9 @@ func (s *suite) upgradeUnderLoad(ctx context.Context, t *testing.T, scenario, ho
 // build's image, under load (upgradeUnderLoad: no broker pod replaced by the upgrade, no
 // acknowledged record lost), runs the bring-up scenario (three brokers Serving,
 // Metadata and DescribeCluster, kcat produce and consume in the dev shell), and uninstalls in
-// the documented order: the KafkaCluster first (its data claim stays), then `helm uninstall`,
-// then the CRDs, which Helm leaves — nothing is left stuck on a finalizer.
+// the documented order: the KafkaTopics and the KafkaCluster first (its data claim stays),
+// then `helm uninstall`, then the CRDs, which Helm leaves — nothing is left stuck on a
+// finalizer.
 func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	const scenario = "helm"
 	if _, err := exec.LookPath("kcat"); err != nil {
@@ -464,17 +465,11 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	bringUp(ctx, t, s, rolled)
 
 	started := time.Now()
-	kc, err := s.cluster(ctx)
-	if err != nil {
-		t.Fatal(err)
+	// operations.md, "Uninstall", step 1, as written: kubectl waits until they are gone.
+	kubectl(ctx, t, env, "delete", "kafkatopics.kafka.paddock.dev,kafkaclusters.kafka.paddock.dev", "--all", "-A", "--timeout=2m")
+	if _, err := s.cluster(ctx); !apierrors.IsNotFound(err) {
+		t.Fatalf("the KafkaCluster is still there after kubectl delete: %v", err)
 	}
-	if err := s.c.Delete(ctx, kc); err != nil {
-		t.Fatal(err)
-	}
-	testkit.Within(t, "the KafkaCluster to be gone", 2*time.Minute, func() (bool, string) {
-		_, err := s.cluster(ctx)
-		return apierrors.IsNotFound(err), fmt.Sprintf("get: %v", err)
-	})
 	helm(ctx, t, env, "uninstall", "paddock", "--namespace", "paddock-system", "--wait")
 	testkit.Within(t, "the operator's objects to be gone", 2*time.Minute, func() (bool, string) {
 		return s.operatorGone(ctx)
