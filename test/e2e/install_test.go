@@ -479,7 +479,7 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 		t.Errorf("after uninstalling, the data claim is retained (spec.storage.deleteClaim false): %v", err)
 	}
 	kubectl(ctx, t, env, "delete", "-f", filepath.Join(chartDir(t), "crds"), "--wait=true", "--timeout=60s")
-	measure(t, scenario, "delete the cluster, helm uninstall, delete the CRDs", time.Since(started))
+	measure(t, scenario, "delete the topics and the cluster, helm uninstall, delete the CRDs", time.Since(started))
 }
 
 // operatorGone reports whether nothing the chart installed is left: no Deployment,
