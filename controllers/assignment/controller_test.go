@@ -247,7 +247,7 @@ var _ = Describe("Assignment", Ordered, func() {
 		Eventually(func() *kafkav1alpha1.KafkaTopic { return readTopic(ctx, ns, "orders") }).Should(BeNil())
 	})
 
-	// The uninstall order (operations.md, "Uninstall") deletes topics and clusters together: a
+	// The uninstall order (docs/operations.md, "Uninstall") deletes topics and clusters together: a
 	// topic already unassigned, waiting for a broker's data step, loses its brokers with the
 	// cluster and must be released then, not stay Terminating.
 	It("releases a topic waiting for the broker's data step when its cluster goes", func(ctx SpecContext) {

@@ -356,7 +356,7 @@ func TestUpgradeUnderLoad(t *testing.T) {
 	waitOperator(ctx, t, env, previousImage)
 
 	// The operator of previousCommit bootstraps the internal listener of a cluster with NodePort
-	// listeners through <c>-bootstrap, this one through <c>-bootstrap-internal (operations.md,
+	// listeners through <c>-bootstrap, this one through <c>-bootstrap-internal (docs/operations.md,
 	// "Upgrade"): the clients seed from the brokers' pod DNS names, which both give them.
 	s := &suite{env: env, c: env.Client(), namespace: "e2e-upgrade", name: "up", port: 9092, podSeeds: true}
 	s.createCluster(ctx, t, previousImage)
@@ -465,7 +465,7 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	bringUp(ctx, t, s, rolled)
 
 	started := time.Now()
-	// operations.md, "Uninstall", step 1, as written: kubectl waits until they are gone.
+	// docs/operations.md, "Uninstall", step 1, as written: kubectl waits until they are gone.
 	kubectl(ctx, t, env, "delete", "kafkatopics.kafka.paddock.dev,kafkaclusters.kafka.paddock.dev", "--all", "-A", "--timeout=2m")
 	if _, err := s.cluster(ctx); !apierrors.IsNotFound(err) {
 		t.Fatalf("the KafkaCluster is still there after kubectl delete: %v", err)
