@@ -18,6 +18,7 @@ package controllers
 //
 // The recovery reconciler (docs/recovery.md) deletes broker pods — force-deleting the pod of
 // a broker whose node is lost — and zombie claims (persistentvolumeclaims delete, above).
+// The KafkaCluster reconciler lists a Pending data claim's Events (why is it Pending?).
 
 // +kubebuilder:rbac:groups=kafka.paddock.dev,resources=kafkaclusters;brokers;kafkatopics,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=kafka.paddock.dev,resources=kafkaclusters/status;brokers/status;kafkatopics/status,verbs=get;update;patch
@@ -25,7 +26,7 @@ package controllers
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=services;serviceaccounts;persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch;list
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete

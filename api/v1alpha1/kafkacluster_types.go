@@ -181,10 +181,12 @@ const (
 )
 
 // Storage is where the brokers keep partition data and consumer offsets. Once the cluster
-// holds data (status.clusterID is set) its type, accessMode, storageClassName (once set) and,
-// for a PersistentClaim, size cannot change: the API server refuses the edit. Before that — a
-// cluster being created, or one whose spec is being made to match a retained claim it adopts —
-// they may, and the operator checks them against the claim.
+// holds data (status.clusterID is set) its type, accessMode and storageClassName (once set)
+// cannot change: the API server refuses the edit. Before that — a cluster being created, or
+// one whose spec is being made to match a retained claim it adopts — they may, and the
+// operator checks them against the claim. The size of a PersistentClaim may grow (the claim is
+// expanded where its StorageClass allows it) but never below the claim's (status.storageSize):
+// the API server refuses that edit too.
 type Storage struct {
 	// type is PersistentClaim (the default: one shared ReadWriteMany claim that every broker
 	// mounts, so a broker's partitions can be taken over by any other) or Ephemeral (an
@@ -347,10 +349,20 @@ type KafkaClusterSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Rack Awareness",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Rack Rack `json:"rack,omitempty"`
 
-	// resources of the broker container.
+	// resources of the broker container. Left empty (no requests and no limits), the brokers
+	// request 500m CPU and 1Gi of memory, limited to 1Gi. With a memory limit the broker's Go
+	// runtime gets GOMEMLIMIT at 90% of it, so the garbage collector works harder before the
+	// kernel's OOM killer would.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Broker Resources",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:resourceRequirements"}
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// template customizes the broker pods: scheduling (nodeSelector, tolerations, affinity,
+	// topologySpreadConstraints, priorityClassName), imagePullSecrets, security contexts and
+	// extra labels and annotations.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Broker Pod Template",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
+	Template BrokerPodTemplate `json:"template,omitempty"`
 
 	// config holds Kafka broker settings that reach every broker (for example
 	// "num.partitions", "auto.create.topics.enable", "log.retention.ms"). Unknown keys and
@@ -569,6 +581,15 @@ type KafkaClusterStatus struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Ready Broker Pods"
 	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
 
+	// storageSize is the size the data claim asks for (its spec.resources.requests.storage),
+	// as the operator last read it; unset while there is no claim. spec.storage.size may not
+	// be set below it (the API server refuses the edit): a claim never shrinks. It is larger
+	// than the claim's capacity while the storage provider expands the volume (Progressing,
+	// ExpandingStorage).
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Storage Size"
+	StorageSize *resource.Quantity `json:"storageSize,omitempty"`
+
 	// brokers lists every registered broker, sorted by id.
 	// +optional
 	// +listType=map
@@ -620,7 +641,7 @@ type KafkaClusterStatus struct {
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.clusterID) || !has(oldSelf.spec.storage.type) || (has(self.spec.storage.type) && self.spec.storage.type == oldSelf.spec.storage.type)",message="spec.storage.type cannot change once the cluster holds data (status.clusterID is set)"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.clusterID) || !has(oldSelf.spec.storage.accessMode) || (has(self.spec.storage.accessMode) && self.spec.storage.accessMode == oldSelf.spec.storage.accessMode)",message="spec.storage.accessMode cannot change once the cluster holds data (status.clusterID is set)"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.clusterID) || !has(oldSelf.spec.storage.storageClassName) || (has(self.spec.storage.storageClassName) && self.spec.storage.storageClassName == oldSelf.spec.storage.storageClassName)",message="spec.storage.storageClassName cannot change once the cluster holds data (status.clusterID is set)"
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.clusterID) || !has(oldSelf.spec.storage.size) || (has(oldSelf.spec.storage.type) && oldSelf.spec.storage.type != 'PersistentClaim') || (has(self.spec.storage.size) && quantity(string(self.spec.storage.size)).compareTo(quantity(string(oldSelf.spec.storage.size))) == 0)",message="spec.storage.size cannot change once the cluster holds data (status.clusterID is set): it would resize the only copy of the data"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.storageSize) || !has(self.spec.storage.size) || (has(oldSelf.spec.storage.size) && quantity(string(self.spec.storage.size)).compareTo(quantity(string(oldSelf.spec.storage.size))) == 0) || (has(self.spec.storage.type) && self.spec.storage.type != 'PersistentClaim') || quantity(string(self.spec.storage.size)).compareTo(quantity(string(oldSelf.status.storageSize))) >= 0",message="spec.storage.size cannot be smaller than the data claim (status.storageSize): a claim never shrinks"
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=pkc,categories={paddock,kafka}

@@ -24,6 +24,11 @@ type observation struct {
 	Problem *specProblem
 	// ApplyErr is the error applying the children failed with; nil when they applied.
 	ApplyErr error
+	// ClaimProblem is why the data claim is not bound (pendingClaimProblem); nil when it is,
+	// or still within its grace.
+	ClaimProblem *specProblem
+	// ClaimExpanding says the data claim is being expanded (claimExpanding); "" otherwise.
+	ClaimExpanding string
 	// StatefulSet is the broker StatefulSet as read this reconcile; nil when it does not exist.
 	StatefulSet *appsv1.StatefulSet
 	// ConfigProblems are the entries of spec.config the brokers do not apply.
@@ -81,7 +86,15 @@ func progressingCondition(o observation) metav1.Condition {
 		c.Message = "the spec was refused; see the Degraded condition"
 		return c
 	}
-	if pending := rolloutPending(o); pending != "" {
+	pending := rolloutPending(o)
+	if o.ClaimExpanding != "" { // the rarer news leads; a rollout at the same time is told too
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, kafkav1alpha1.ReasonExpandingStorage, o.ClaimExpanding
+		if pending != "" {
+			c.Message += "; " + pending
+		}
+		return c
+	}
+	if pending != "" {
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, kafkav1alpha1.ReasonRollingOut, pending
 		return c
 	}
@@ -91,7 +104,7 @@ func progressingCondition(o observation) metav1.Condition {
 }
 
 // degradedCondition is True when a human must act: the spec was refused, a child could not
-// be applied, spec.config has entries the brokers do not apply, or brokers are registered but
+// be applied, the data claim is not bound (with the storage provider's reason), spec.config has entries the brokers do not apply, or brokers are registered but
 // none is alive (then partition leaders and coordinators are kept as they were). This
 // reconciler is the one writer of the KafkaCluster's conditions; the assignment reconciler's
 // "no alive broker" is folded in here from the registry's counts (docs/topics.md, "Who
@@ -103,6 +116,8 @@ func degradedCondition(o observation) metav1.Condition {
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, o.Problem.Reason, o.Problem.Message
 	case o.ApplyErr != nil:
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, kafkav1alpha1.ReasonApplyFailed, o.ApplyErr.Error()
+	case o.ClaimProblem != nil:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, o.ClaimProblem.Reason, o.ClaimProblem.Message
 	case len(o.ConfigProblems) > 0:
 		c.Status, c.Reason = metav1.ConditionTrue, kafkav1alpha1.ReasonInvalidConfig
 		c.Message = "spec.config entries not applied: " + kafkaconfig.Summary(o.ConfigProblems)
