@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -179,9 +180,11 @@ type running struct {
 	health  *http.Server
 	// serveErr receives the error of a listener whose Serve ended on its own.
 	serveErr chan error
-	// stopBackground ends the heartbeat loop and the idle ticks. They live until Run returns —
-	// through the drain, so the draining flag keeps being renewed until the listeners close.
-	stopBackground context.CancelFunc
+	// stopBackground ends the heartbeat loop, the idle ticks and the data removal of deleted
+	// topics, and waits for them: nothing of the broker touches the data directory once Run
+	// has returned. They live until Run returns — through the drain, so the draining flag
+	// keeps being renewed until the listeners close.
+	stopBackground func()
 	// stopPartitions ends the partition manager (every log relinquished) and waits for it;
 	// nil without one.
 	stopPartitions func()
@@ -251,17 +254,21 @@ func (b *Broker) serveKafka(r *running, lns []net.Listener) []net.Addr {
 // heartbeat and, with API access, the data removal of deleted topics.
 func (b *Broker) startBackground(r *running) {
 	bg, stop := context.WithCancel(context.Background())
-	r.stopBackground = stop
-	go RunIdleTicks(bg, r.wire, idleTickPeriod, b.Log.WithName("wire"))
+	var wg sync.WaitGroup
+	r.stopBackground = func() {
+		stop()
+		wg.Wait()
+	}
+	wg.Go(func() { RunIdleTicks(bg, r.wire, idleTickPeriod, b.Log.WithName("wire")) })
 	if b.Heartbeat != nil {
 		b.Heartbeat.Listeners = b.Addresses.Known
 		b.Heartbeat.Claims = b.Claims
-		go b.Heartbeat.Run(bg)
+		wg.Go(func() { b.Heartbeat.Run(bg) })
 	}
 	if b.Admin != nil {
 		remover := &dataRemover{view: b.View, admin: b.Admin, self: b.Config.Identity.ID,
 			dataDir: b.Config.DataDir, fs: storage.OSFS{}, log: b.Log.WithName("topic-removal")}
-		go remover.run(bg)
+		wg.Go(func() { remover.run(bg) })
 	}
 }
 
