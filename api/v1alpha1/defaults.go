@@ -17,7 +17,36 @@ const (
 	DefaultNodeLossTimeout         = 90 * time.Second
 	DefaultRackTopologyKey         = "topology.kubernetes.io/zone"
 	DefaultStorageSize             = "10Gi"
+	DefaultCertificateValidity     = 8760 * time.Hour
+	DefaultCertificateRenewBefore  = 720 * time.Hour
 )
+
+// CertificateValidity is spec.certificates.validity, or its default.
+func (s *KafkaClusterSpec) CertificateValidity() time.Duration {
+	if s.Certificates.Validity == nil {
+		return DefaultCertificateValidity
+	}
+	return s.Certificates.Validity.Duration
+}
+
+// CertificateRenewBefore is spec.certificates.renewBefore, or its default.
+func (s *KafkaClusterSpec) CertificateRenewBefore() time.Duration {
+	if s.Certificates.RenewBefore == nil {
+		return DefaultCertificateRenewBefore
+	}
+	return s.Certificates.RenewBefore.Duration
+}
+
+// NeedsTLS reports whether a listener serves TLS, or a KafkaUser may need client
+// certificates: the operator then keeps the CAs.
+func (s *KafkaClusterSpec) NeedsTLS() bool {
+	for _, l := range s.Listeners {
+		if l.TLS {
+			return true
+		}
+	}
+	return false
+}
 
 // HeartbeatInterval is spec.heartbeat.interval, or its default.
 func (s *KafkaClusterSpec) HeartbeatInterval() time.Duration {
