@@ -15,7 +15,9 @@ type healthReport struct {
 	ListenersBound bool `json:"listenersBound"`
 	// NoAddress names each listener the broker cannot advertise yet, and why; the broker is
 	// not ready while there is one (addresses.go).
-	NoAddress           []string `json:"noAddress,omitempty"`
+	NoAddress []string `json:"noAddress,omitempty"`
+	// NoCertificate names each TLS listener the broker has no certificate for yet.
+	NoCertificate       []string `json:"noCertificate,omitempty"`
 	ViewSynced          bool     `json:"viewSynced"`
 	TakeoverDone        bool     `json:"takeoverDone"`
 	Draining            bool     `json:"draining"`
@@ -35,19 +37,21 @@ func (b *Broker) healthReport() healthReport {
 		LastTickAgeSeconds: b.liveness.Age().Seconds(),
 		BrokerID:           b.Config.Identity.ID,
 		NoAddress:          b.Addresses.Missing(),
+		NoCertificate:      b.missingCertificates(),
 		// Every partition the view assigns here has been taken over (served, or answered
 		// KAFKA_STORAGE_ERROR after a storage failure); vacuously true without any, or
 		// without a data directory.
 		TakeoverDone: parts.TakeoverDone(),
 	}
 	r.HeartbeatAgeSeconds = b.Heartbeat.Age().Seconds()
-	r.Ready = r.ListenersBound && r.Healthy && r.ViewSynced && r.TakeoverDone && len(r.NoAddress) == 0
+	r.Ready = r.ListenersBound && r.Healthy && r.ViewSynced && r.TakeoverDone && len(r.NoAddress) == 0 && len(r.NoCertificate) == 0
 	return r
 }
 
 // healthHandler serves /healthz (liveness: 503 once the request path is wedged), /readyz
 // (listeners bound ∧ healthy — request path and storage — ∧ first view read ∧ every assigned
-// partition taken over ∧ an address on every listener) and /metrics. It runs on its
+// partition taken over ∧ an address on every listener ∧ a certificate for every TLS
+// listener) and /metrics. It runs on its
 // own port and goroutines and reads only atomics and the view pointer, so a wedged request
 // path makes the probes fail instead of hang.
 func (b *Broker) healthHandler() http.Handler {

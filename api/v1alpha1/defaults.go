@@ -10,15 +10,15 @@ import (
 // code that builds objects in Go (tests, the dev environment) sees the same values the
 // apiserver would fill in. Keep them equal to the +kubebuilder:default markers.
 const (
-	DefaultReplicas          int32 = 3
-	DefaultHeartbeatInterval       = time.Second
-	DefaultSessionTimeout          = 6 * time.Second
-	DefaultDrainTimeout            = 60 * time.Second
-	DefaultNodeLossTimeout         = 90 * time.Second
-	DefaultRackTopologyKey         = "topology.kubernetes.io/zone"
-	DefaultStorageSize             = "10Gi"
-	DefaultCertificateValidity     = 8760 * time.Hour
-	DefaultCertificateRenewBefore  = 720 * time.Hour
+	DefaultReplicas               int32 = 3
+	DefaultHeartbeatInterval            = time.Second
+	DefaultSessionTimeout               = 6 * time.Second
+	DefaultDrainTimeout                 = 60 * time.Second
+	DefaultNodeLossTimeout              = 90 * time.Second
+	DefaultRackTopologyKey              = "topology.kubernetes.io/zone"
+	DefaultStorageSize                  = "10Gi"
+	DefaultCertificateValidity          = 8760 * time.Hour
+	DefaultCertificateRenewBefore       = 720 * time.Hour
 )
 
 // CertificateValidity is spec.certificates.validity, or its default.
@@ -94,4 +94,15 @@ func (s *KafkaClusterSpec) RackTopologyKey() string {
 		return DefaultRackTopologyKey
 	}
 	return s.Rack.TopologyKey
+}
+
+// ClusterHasSecurity reports whether any listener of cluster has TLS or authentication, or
+// authorization is on: its brokers then read certificates, credentials and KafkaUsers.
+func ClusterHasSecurity(cluster *KafkaCluster) bool {
+	for _, l := range cluster.Spec.Listeners {
+		if l.TLS || l.Authentication != nil {
+			return true
+		}
+	}
+	return cluster.Spec.Authorization != nil
 }

@@ -76,7 +76,7 @@ func (c *conn) deferAnswer(h Header, fn func() Answer) *answer {
 			}
 		}()
 		f := finalAnswer(h, fn())
-		a.b, a.bufs, a.err = f.b, f.bufs, f.err
+		a.b, a.bufs, a.err, a.closeAfter = f.b, f.bufs, f.err, f.closeAfter
 	}()
 	return a
 }

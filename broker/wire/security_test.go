@@ -55,7 +55,7 @@ func TestATLSListenerHandshakesBeforeTheFirstRequestAndShowsTheState(t *testing.
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	if _, err := c.Write(requestFrame(3, 1, 7, "c", []byte("hello"))); err != nil {
 		t.Fatal(err)
 	}

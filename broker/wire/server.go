@@ -342,7 +342,7 @@ func (c *conn) serve() {
 		case <-c.srv.hardClose:
 			return
 		}
-		if a.closeAfter {
+		if a.ready == nil && a.closeAfter {
 			return // the writer writes it, then closes the connection
 		}
 	}

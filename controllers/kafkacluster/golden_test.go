@@ -89,6 +89,18 @@ func goldenExternalCluster() *kafkav1alpha1.KafkaCluster {
 	return c
 }
 
+// goldenSecuredCluster adds a TLS listener with SCRAM-SHA-512 and a mutual-TLS one.
+func goldenSecuredCluster() *kafkav1alpha1.KafkaCluster {
+	c := goldenCluster()
+	c.Spec.Replicas = 2
+	c.Spec.Listeners = append(c.Spec.Listeners,
+		kafkav1alpha1.Listener{Name: "secure", Port: 9093, Type: kafkav1alpha1.ListenerInternal, AdvertisedHost: kafkav1alpha1.AdvertisePodDNS,
+			TLS: true, Authentication: &kafkav1alpha1.ListenerAuthentication{Type: kafkav1alpha1.AuthenticationScramSHA512}},
+		kafkav1alpha1.Listener{Name: "mtls", Port: 9094, Type: kafkav1alpha1.ListenerInternal, AdvertisedHost: kafkav1alpha1.AdvertisePodDNS,
+			TLS: true, Authentication: &kafkav1alpha1.ListenerAuthentication{Type: kafkav1alpha1.AuthenticationTLS}})
+	return c
+}
+
 // goldenEphemeralCluster keeps its data in an emptyDir.
 func goldenEphemeralCluster() *kafkav1alpha1.KafkaCluster {
 	c := goldenCluster()
@@ -101,6 +113,7 @@ var goldenOptions = Options{DefaultBrokerImage: "ghcr.io/paddock-dev/paddock:v0.
 
 func TestGolden(t *testing.T) {
 	def, ext, eph, owned := goldenCluster(), goldenExternalCluster(), goldenEphemeralCluster(), goldenDeleteClaimCluster()
+	sec := goldenSecuredCluster()
 	cases := map[string]client.Object{
 		"serviceaccount":             desiredServiceAccount(def),
 		"role":                       desiredRole(def),
@@ -120,6 +133,8 @@ func TestGolden(t *testing.T) {
 		"node-reader-clusterrole":    desiredNodeReaderRole(),
 		"node-reader-binding":        desiredNodeReaderBinding(ext),
 		"ephemeral-statefulset":      desiredStatefulSet(eph, goldenOptions),
+		"secured-role":               desiredRole(sec),
+		"secured-statefulset":        desiredStatefulSet(sec, goldenOptions),
 	}
 	for name, obj := range cases {
 		t.Run(name, func(t *testing.T) {

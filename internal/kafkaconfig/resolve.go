@@ -69,6 +69,8 @@ type ClusterConfig struct {
 	GroupMinSessionTimeout, GroupMaxSessionTimeout time.Duration
 	GroupMaxSize                                   int32
 	OffsetMetadataMaxBytes                         int32
+	// MaxReauth is connections.max.reauth.ms: a SASL session's lifetime; 0 is unbounded.
+	MaxReauth time.Duration
 }
 
 // ResolveCluster reads a KafkaCluster's spec.config.
@@ -92,6 +94,7 @@ func ResolveCluster(cluster map[string]string) ClusterConfig {
 		GroupMaxSessionTimeout:     ms("group.max.session.timeout.ms"),
 		GroupMaxSize:               int32(atoi(v("group.max.size"))),
 		OffsetMetadataMaxBytes:     int32(atoi(v("offset.metadata.max.bytes"))),
+		MaxReauth:                  ms("connections.max.reauth.ms"),
 	}
 	if c.GroupMinSessionTimeout > c.GroupMaxSessionTimeout {
 		lo, _ := BrokerKey("group.min.session.timeout.ms")

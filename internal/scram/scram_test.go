@@ -57,10 +57,7 @@ func TestRFC7677ExampleExchange(t *testing.T) {
 func exchange(t *testing.T, m Mechanism, stored Credential, user, password string) (string, error) {
 	t.Helper()
 	auth := kscram.Auth{User: user, Pass: password}
-	var mech sasl.Mechanism = auth.AsSha256Mechanism()
-	if m.Name == SHA512.Name {
-		mech = auth.AsSha512Mechanism()
-	}
+	mech := map[string]sasl.Mechanism{SHA256.Name: auth.AsSha256Mechanism(), SHA512.Name: auth.AsSha512Mechanism()}[m.Name]
 	sess, msg, err := mech.Authenticate(context.Background(), "broker")
 	if err != nil {
 		t.Fatal(err)
