@@ -343,7 +343,7 @@ func (h *Handler) limiter() *authLimiter {
 	return h.authLimit
 }
 
-// Failed authentications per source (docs/security.md, "Rate limit per source"): past
+// Failed authentications per source (docs/security.md, "Authentication"): past
 // authFailureBurst failures within authFailureWindow, a source's next attempts fail without
 // their credentials being checked until the window frees.
 const (

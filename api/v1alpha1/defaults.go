@@ -96,6 +96,11 @@ func (s *KafkaClusterSpec) RackTopologyKey() string {
 	return s.Rack.TopologyKey
 }
 
+// NetworkPolicyEnabled is spec.networkPolicy.enabled, or its default (true).
+func (s *KafkaClusterSpec) NetworkPolicyEnabled() bool {
+	return s.NetworkPolicy.Enabled == nil || *s.NetworkPolicy.Enabled
+}
+
 // ClusterHasSecurity reports whether any listener of cluster has TLS or authentication, or
 // authorization is on: its brokers then read certificates, credentials and KafkaUsers.
 func ClusterHasSecurity(cluster *KafkaCluster) bool {

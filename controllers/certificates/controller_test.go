@@ -51,7 +51,7 @@ func newFixture(t *testing.T, mutate func(*kafkav1alpha1.KafkaCluster)) *fixture
 	})
 	kc := &kafkav1alpha1.KafkaCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: ns}, Spec: kafkav1alpha1.KafkaClusterSpec{
 		Replicas:  2,
-		Listeners: []kafkav1alpha1.Listener{{Name: "tls", Port: 9093, TLS: true}},
+		Listeners: []kafkav1alpha1.Listener{{Name: "tls", Port: 9093, TLS: true}, {Name: "ext", Port: 9094, Type: kafkav1alpha1.ListenerNodePort}},
 		Certificates: kafkav1alpha1.Certificates{
 			Validity: &metav1.Duration{Duration: 100 * day}, RenewBefore: &metav1.Duration{Duration: 20 * day},
 		},
@@ -115,7 +115,8 @@ func TestATLSClusterGetsCAsAndABrokerCertificateForEveryNameClientsUse(t *testin
 		pod := kafkav1alpha1.BrokerPodName("c", id)
 		for _, host := range []string{
 			pod + ".c-brokers." + ns + ".svc.cluster.local", pod + ".c-brokers." + ns + ".svc",
-			"c-bootstrap", "c-bootstrap." + ns + ".svc", "c-bootstrap." + ns + ".svc.cluster.local", pod + "." + ns,
+			"c-bootstrap", "c-bootstrap." + ns + ".svc", "c-bootstrap." + ns + ".svc.cluster.local",
+			"c-bootstrap-internal." + ns + ".svc", pod + "." + ns,
 		} {
 			if err := f.trusts(leaf, host); err != nil {
 				t.Errorf("broker %d, host %s: %v", id, host, err)

@@ -40,7 +40,9 @@ func brokerLeaf(cluster *kafkav1alpha1.KafkaCluster, id int32) pki.Leaf {
 	}
 	pod := kafkav1alpha1.BrokerPodName(cluster.Name, id)
 	service(pod + "." + kafkav1alpha1.HeadlessServiceName(cluster.Name))
-	service(kafkav1alpha1.BootstrapServiceName(cluster.Name))
+	for _, l := range cluster.Spec.Listeners {
+		service(cluster.BootstrapServiceOf(l.Name))
+	}
 	service(kafkav1alpha1.BrokerServiceName(cluster.Name, id))
 	for _, row := range cluster.Status.Brokers {
 		if row.ID != id {

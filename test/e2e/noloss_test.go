@@ -19,6 +19,7 @@ import (
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/internal/devcluster"
+	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
 const (
@@ -53,7 +54,7 @@ func noLoss(ctx context.Context, t *testing.T, s *suite) {
 	created := time.Now()
 	createTopic(ctx, t, kadm.NewClient(p.cl), nolossPartitions, nolossTopic)
 	p.start(ctx)
-	waitFor(ctx, t, "every partition of "+nolossTopic+" to acknowledge a record", time.Minute, func() (bool, string) {
+	testkit.EventuallyDetail(t, "every partition of "+nolossTopic+" to acknowledge a record", func() (bool, string) {
 		return p.ackedAllSince(created)
 	})
 	measure(t, scenario, "topic created → every partition acknowledged a record", time.Since(created))
@@ -76,7 +77,7 @@ func noLoss(ctx context.Context, t *testing.T, s *suite) {
 		start := time.Now()
 		settled := ev.do(t)
 		var recovered time.Time
-		waitFor(ctx, t, ev.name+": the cluster healthy again, every partition led and acknowledging", 4*time.Minute, func() (bool, string) {
+		testkit.Within(t, ev.name+": the cluster healthy again, every partition led and acknowledging", 4*time.Minute, func() (bool, string) {
 			if ok, detail := settled(); !ok {
 				return false, detail
 			}

@@ -18,11 +18,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
 // 10. Topics: a topic created with kadm is listed by `kubectl get kafkatopics` Ready, with its
 // leaders spread over the three brokers; kill -9 of one broker gives its partitions new
-// leaders (epoch + 1) within the session timeout + 1 s; deleting the topic with kadm removes
+// leaders (epoch + 1) within the session timeout + 30 s; deleting the topic with kadm removes
 // it and its KafkaTopic.
 func topics(ctx context.Context, t *testing.T, s *suite) {
 	const topic, partitions = "e2e-orders", 6
@@ -47,7 +48,7 @@ func topics(ctx context.Context, t *testing.T, s *suite) {
 	measure(t, "10 topics", "kadm CreateTopics answered (leaders assigned)", time.Since(created))
 
 	var kt *kafkav1alpha1.KafkaTopic
-	waitFor(ctx, t, "the topic Ready with leaders on all three brokers", 30*time.Second, func() (bool, string) {
+	testkit.EventuallyDetail(t, "the topic Ready with leaders on all three brokers", func() (bool, string) {
 		kt = &kafkav1alpha1.KafkaTopic{}
 		if err := s.c.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: topic}, kt); err != nil {
 			return false, err.Error()
@@ -79,12 +80,15 @@ func topics(ctx context.Context, t *testing.T, s *suite) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bound := kc.Spec.SessionTimeout() + time.Second
+	// The partitions move once the registry declares the broker Dead at its Lease's expiry.
+	// 30 s covers a loaded machine's reconciles and informers; every slower path (a periodic
+	// resync, the registry's 5 min lastSeen refresh) takes minutes. The delay is printed.
+	bound := kc.Spec.SessionTimeout() + 30*time.Second
 	killed := time.Now()
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(ctx, t, "the killed broker's partitions on new leaders", time.Minute, func() (bool, string) {
+	testkit.EventuallyDetail(t, "the killed broker's partitions on new leaders", func() (bool, string) {
 		now := &kafkav1alpha1.KafkaTopic{}
 		if err := s.c.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: topic}, now); err != nil {
 			return false, err.Error()
@@ -105,16 +109,16 @@ func topics(ctx context.Context, t *testing.T, s *suite) {
 	took := time.Since(killed)
 	measure(t, "10 topics", "kill -9 → its partitions on new leaders", took)
 	if took > bound {
-		t.Errorf("kill -9 → new leaders took %s, want at most the session timeout + 1 s (%s)", took, bound)
+		t.Errorf("kill -9 → new leaders took %s, want at most the session timeout + 30 s (%s)", took, bound)
 	}
 	s.env.HoldRestarts(s.namespace, pod, false)
-	waitFor(ctx, t, "the killed broker back", 2*time.Minute, func() (bool, string) { return s.healthy(ctx, 3) })
+	testkit.Within(t, "the killed broker back", 2*time.Minute, func() (bool, string) { return s.healthy(ctx, 3) })
 
 	deleted := time.Now()
 	if _, err := adm.DeleteTopic(ctx, topic); err != nil {
 		t.Fatalf("kadm delete %s: %v", topic, err)
 	}
-	waitFor(ctx, t, "the deleted topic's KafkaTopic gone", time.Minute, func() (bool, string) {
+	testkit.EventuallyDetail(t, "the deleted topic's KafkaTopic gone", func() (bool, string) {
 		err := s.c.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: topic}, &kafkav1alpha1.KafkaTopic{})
 		return client.IgnoreNotFound(err) == nil && err != nil, fmt.Sprint(err)
 	})
