@@ -219,7 +219,7 @@ func (s *suite) shellProduceConsume(ctx context.Context, t *testing.T, bootstrap
 		t.Fatalf("delete %s: %v", shellTopic, err)
 	}
 	testkit.EventuallyDetail(t, shellTopic+"'s KafkaTopic gone", func() (bool, string) {
-		err := s.c.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: shellTopic}, &kafkav1alpha1.KafkaTopic{})
+		_, err := s.kafkaTopic(ctx, shellTopic)
 		return apierrors.IsNotFound(err), fmt.Sprintf("get: %v", err)
 	})
 }
