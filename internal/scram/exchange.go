@@ -46,13 +46,14 @@ type Server struct {
 	lookup func(user string) (Credential, bool)
 	random io.Reader
 
-	state      serverState
-	user       string
-	cred       Credential
-	gs2Header  string
-	nonce      string // the client's nonce followed by ours
-	firstBare  string // client-first-message-bare
-	serverMsg1 string // server-first-message
+	state       serverState
+	user        string
+	cred        Credential
+	gs2Header   string
+	clientNonce string // the client's own nonce
+	nonce       string // the client's nonce followed by ours
+	firstBare   string // client-first-message-bare
+	serverMsg1  string // server-first-message
 }
 
 // NewServer starts an exchange for mechanism m: lookup finds a user's stored credential,
@@ -160,7 +161,7 @@ func (s *Server) clientFirst(msg string) ([]byte, error) {
 	if _, err := io.ReadFull(s.random, raw[:]); err != nil {
 		return nil, fmt.Errorf("scram: server nonce: %w", err)
 	}
-	s.user, s.cred, s.firstBare = user, cred, bare
+	s.user, s.cred, s.firstBare, s.clientNonce = user, cred, bare, cnonce
 	s.nonce = cnonce + base64.RawStdEncoding.EncodeToString(raw[:])
 	s.serverMsg1 = "r=" + s.nonce + ",s=" + base64.StdEncoding.EncodeToString(cred.Salt) + ",i=" + strconv.Itoa(cred.Iterations)
 	return []byte(s.serverMsg1), nil
@@ -193,7 +194,12 @@ func (s *Server) clientFinal(msg string) ([]byte, error) {
 	if cbind != base64.StdEncoding.EncodeToString([]byte(s.gs2Header)) {
 		return nil, fmt.Errorf("%w: channel binding does not repeat the gs2 header", ErrMalformed)
 	}
-	if nonce != s.nonce {
+	// RFC 5802 wants the combined nonce echoed exactly. librdkafka 2.0 (Debian 12's kcat)
+	// echoes the client nonce and then the combined nonce; Apache Kafka admits it (its
+	// server long checked only that the echoed nonce ends with the combined one), so this
+	// form is admitted too, and nothing else: the proof covers the message as sent, and the
+	// server nonce in it keeps the exchange fresh (docs/security.md, "Authentication").
+	if nonce != s.nonce && nonce != s.clientNonce+s.nonce {
 		return nil, fmt.Errorf("%w: nonce", ErrMalformed)
 	}
 	proof, err := base64.StdEncoding.DecodeString(proofB64)

@@ -159,6 +159,36 @@ func TestAFinalMessageWithAnotherNonceOrHeaderFails(t *testing.T) {
 	}
 }
 
+// finalWithNonce is a client-final-message echoing nonce, with the proof of password over
+// it (RFC 5802 section 3), for server s after its server-first-message.
+func finalWithNonce(s *Server, m Mechanism, password string, salt []byte, nonce string) string {
+	clientKey := m.hmac(pbkdf2Key(m, password, salt, 4096), []byte("Client Key"))
+	withoutProof := "c=biws,r=" + nonce
+	sig := m.hmac(m.digest(clientKey), []byte(s.firstBare+","+s.serverMsg1+","+withoutProof))
+	for i := range clientKey {
+		clientKey[i] ^= sig[i]
+	}
+	return withoutProof + ",p=" + base64.StdEncoding.EncodeToString(clientKey)
+}
+
+// librdkafka 2.0 (kcat on Debian 12) echoes its own nonce before the combined one; Apache
+// admits it, so paddock does. Any other prefix is refused.
+func TestAFinalMessageRepeatingTheClientNonceAuthenticatesAsLibrdkafkaSendsIt(t *testing.T) {
+	salt := bytes.Repeat([]byte{7}, 16)
+	cred := mustSalt(t, SHA512, "pw")
+	for name, want := range map[string]error{"client nonce repeated": nil, "another prefix": ErrMalformed, "combined nonce twice": ErrMalformed} {
+		s := NewServer(SHA512, func(string) (Credential, bool) { return cred, true }, rand.Reader)
+		if _, _, err := s.Step([]byte("n,,n=alice,r=cn0nce")); err != nil {
+			t.Fatal(err)
+		}
+		nonce := map[string]string{"client nonce repeated": "cn0nce" + s.nonce, "another prefix": "xn0nce" + s.nonce, "combined nonce twice": s.nonce + s.nonce}[name]
+		_, done, err := s.Step([]byte(finalWithNonce(s, SHA512, "pw", salt, nonce)))
+		if !errors.Is(err, want) || done != (want == nil) {
+			t.Errorf("%s: done %v, err %v, want %v", name, done, err, want)
+		}
+	}
+}
+
 func TestUserNamesAreUnescaped(t *testing.T) {
 	cred := mustSalt(t, SHA256, "pw")
 	var asked string
