@@ -6,12 +6,16 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,41 +25,61 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
 	kscram "github.com/twmb/franz-go/pkg/sasl/scram"
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/internal/pki"
 	"github.com/paddock-dev/paddock/internal/testkit"
 	"github.com/paddock-dev/paddock/test/kubebrokers"
 )
 
-// TestClientsOverTLSWithScramSHA512: a two-broker cluster whose one listener is
-// `tls: true, authentication: {type: scram-sha-512}`, its certificates issued by the real
-// certificates reconciler, its credentials read by the brokers' own informers. franz-go
-// (produce, consume in a group), sarama (sync producer, partition consumer) and kcat
-// (librdkafka: its own TLS, host-name check and SCRAM) each work as user alice; each is
-// refused with a wrong password and as an unknown user, and nothing they tried to write
-// lands. A plaintext client and a client that does not trust the cluster CA get no answer.
-func TestClientsOverTLSWithScramSHA512(t *testing.T) {
+// TestClientsOverSecuredListeners: for each listener security — TLS with SCRAM-SHA-512,
+// SCRAM-SHA-256, PLAIN, and mutual TLS — a two-broker cluster whose certificates the real
+// certificates reconciler issues and whose brokers read them, the credentials and the
+// KafkaUsers through their own informers. franz-go (produce, consume in a group), sarama
+// (sync producer, partition consumers) and kcat (librdkafka: its own TLS with host-name
+// checks, its own SCRAM) each work as alice; each is refused with bad credentials (a wrong
+// password and an unknown user; a certificate of a foreign CA and one of no KafkaUser), and
+// nothing they tried to write lands. A plaintext client and a client that does not trust
+// the cluster CA get no answer.
+func TestClientsOverSecuredListeners(t *testing.T) {
 	if _, err := exec.LookPath("kcat"); err != nil {
 		t.Fatal("kcat is not installed: run `make kcat` (hack/install-kcat.sh)")
 	}
+	for _, auth := range []v1alpha1.ListenerAuthenticationType{v1alpha1.AuthenticationScramSHA512, v1alpha1.AuthenticationScramSHA256,
+		v1alpha1.AuthenticationPlain, v1alpha1.AuthenticationTLS} {
+		t.Run(string(auth), func(t *testing.T) { testSecuredListener(t, auth) })
+	}
+}
+
+func testSecuredListener(t *testing.T, auth v1alpha1.ListenerAuthenticationType) {
 	c := kubebrokers.NewCluster(t, 2, kubebrokers.Options{Namespace: "interop-sec",
-		Security: &kubebrokers.Security{TLS: true, Authentication: v1alpha1.AuthenticationScramSHA512, User: "admin", Password: password(t)}})
-	alice := password(t)
-	c.AddScramUser("alice", alice)
+		Security: &kubebrokers.Security{TLS: true, Authentication: auth, User: "admin", Password: password(t)}})
+	alice := credential{auth: auth, user: "alice", pass: password(t)}
+	var refusals map[string]credential
+	if auth == v1alpha1.AuthenticationTLS {
+		cert, certFile, keyFile := c.AddTLSUser("alice")
+		alice.cert, alice.certFile, alice.keyFile = &cert, certFile, keyFile
+		refusals = map[string]credential{"a certificate of a foreign CA": foreignCertificate(t), "a certificate of no KafkaUser": noUserCertificate(t, c)}
+	} else {
+		c.AddScramUser("alice", alice.pass)
+		refusals = map[string]credential{"a wrong password": {auth: auth, user: "alice", pass: "not-" + alice.pass},
+			"an unknown user": {auth: auth, user: "mallory", pass: alice.pass}}
+	}
 	topics := []string{"secured-kgo", "secured-sarama", "secured-kcat"}
 	for _, topic := range topics {
 		createSecuredTopic(t, c, topic, 2)
 	}
-	waitAdmitted(t, c, "alice", alice)
+	waitAdmitted(t, c, alice)
 
 	// Successes first: the failures below count against 127.0.0.1's authentication rate
 	// limit (docs/security.md), which would then refuse good credentials too.
 	t.Run("franz-go produces and consumes in a group", func(t *testing.T) {
 		topic := "secured-kgo"
 		recs := testRecords("kgo", 30, true)
-		cl := kgoAs(t, c, "alice", alice,
-			kgo.ConsumerGroup("kgo-secured"), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		cl := kgoClient(t, c.Addrs, append(alice.kgo(c),
+			kgo.ConsumerGroup("kgo-secured"), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
 		for i := range recs {
 			r := kgoRecord(topic, recs[i])
 			if err := cl.ProduceSync(testCtx(t), r).FirstErr(); err != nil {
@@ -79,8 +103,7 @@ func TestClientsOverTLSWithScramSHA512(t *testing.T) {
 	})
 	t.Run("sarama produces and consumes", func(t *testing.T) {
 		topic := "secured-sarama"
-		cfg := saramaSecured(c, "alice", alice)
-		p, err := sarama.NewSyncProducer(c.Addrs, cfg)
+		p, err := sarama.NewSyncProducer(c.Addrs, alice.sarama(c))
 		if err != nil {
 			t.Fatalf("sarama sync producer: %v", err)
 		}
@@ -93,21 +116,21 @@ func TestClientsOverTLSWithScramSHA512(t *testing.T) {
 			}
 			recs[i].Partition, recs[i].Offset = partition, offset
 		}
-		checkReadBack(t, recs, saramaConsume(t, c.Addrs, saramaSecured(c, "alice", alice), topic, recs))
+		checkReadBack(t, recs, saramaConsume(t, c.Addrs, alice.sarama(c), topic, recs))
 	})
 	t.Run("kcat produces and consumes", func(t *testing.T) {
 		topic := "secured-kcat"
 		var lines bytes.Buffer
 		var recs []record
 		for i := range 20 {
-			r := record{Partition: 0, Offset: -1, Key: fmt.Appendf(nil, "kcat-%d", i), Value: fmt.Appendf(nil, "value %d over SASL_SSL", i)}
+			r := record{Partition: 0, Offset: -1, Key: fmt.Appendf(nil, "kcat-%d", i), Value: fmt.Appendf(nil, "value %d over TLS", i)}
 			recs = append(recs, r)
 			fmt.Fprintf(&lines, "%s\t%s\n", r.Key, r.Value)
 		}
-		if out, err := kcatSecured(t, c, "alice", alice, &lines, "-P", "-t", topic, "-p", "0", "-K", "\t"); err != nil {
+		if out, err := kcatAs(t, c, alice, &lines, "-P", "-t", topic, "-p", "0", "-K", "\t"); err != nil {
 			t.Fatalf("kcat -P: %v\n%s", err, out)
 		}
-		out, err := kcatSecured(t, c, "alice", alice, nil, "-C", "-t", topic, "-o", "beginning", "-e", "-q", "-f", kcatConsumeFormat)
+		out, err := kcatAs(t, c, alice, nil, "-C", "-t", topic, "-o", "beginning", "-e", "-q", "-f", kcatConsumeFormat)
 		if err != nil {
 			t.Fatalf("kcat -C: %v\n%s", err, out)
 		}
@@ -123,46 +146,46 @@ func TestClientsOverTLSWithScramSHA512(t *testing.T) {
 
 	before := endOffsets(t, c, topics...)
 	const topic = "secured-kgo"
-	refusals := map[string][2]string{"a wrong password": {"alice", "not-" + alice}, "an unknown user": {"mallory", alice}}
-	for _, why := range []string{"a wrong password", "an unknown user"} {
-		user, pass := refusals[why][0], refusals[why][1]
+	for _, why := range slices.Sorted(maps.Keys(refusals)) {
+		bad := refusals[why]
 		t.Run("franz-go is refused with "+why, func(t *testing.T) {
-			cl := kgoAs(t, c, user, pass, kgo.RequestRetries(0))
-			if err := cl.Ping(testCtx(t)); !errors.Is(err, kerr.SaslAuthenticationFailed) {
-				t.Fatalf("ping as %s: %v, want SASL_AUTHENTICATION_FAILED", why, err)
+			cl := kgoClient(t, c.Addrs, append(bad.kgo(c), kgo.RequestRetries(0))...)
+			err := cl.Ping(testCtx(t))
+			if err == nil || bad.sasl() && !errors.Is(err, kerr.SaslAuthenticationFailed) {
+				t.Fatalf("ping with %s: %v, want a refusal (SASL_AUTHENTICATION_FAILED with SASL)", why, err)
 			}
 			ctx, cancel := context.WithTimeout(testCtx(t), 3*time.Second)
 			defer cancel()
 			if err := cl.ProduceSync(ctx, kgoRecord(topic, record{Key: []byte("refused"), Value: []byte("kgo")})).FirstErr(); err == nil {
-				t.Fatalf("produce as %s succeeded", why)
+				t.Fatalf("produce with %s succeeded", why)
 			}
 		})
 		t.Run("sarama is refused with "+why, func(t *testing.T) {
-			cfg := saramaSecured(c, user, pass)
+			cfg := bad.sarama(c)
 			cfg.Metadata.Retry.Max = 0
 			p, err := sarama.NewSyncProducer(c.Addrs, cfg)
 			if err == nil {
 				_ = p.Close()
 				t.Fatal("sarama connected")
 			}
-			if !errors.Is(err, sarama.ErrSASLAuthenticationFailed) {
+			if bad.sasl() && !errors.Is(err, sarama.ErrSASLAuthenticationFailed) {
 				t.Fatalf("sarama: %v, want SASL_AUTHENTICATION_FAILED", err)
 			}
 		})
 		t.Run("kcat is refused with "+why, func(t *testing.T) {
-			out, err := kcatSecured(t, c, user, pass, strings.NewReader("refused\tkcat\n"), "-P", "-t", topic, "-K", "\t",
+			out, err := kcatAs(t, c, bad, strings.NewReader("refused\tkcat\n"), "-P", "-t", topic, "-K", "\t",
 				"-X", "message.timeout.ms=3000", "-X", "reconnect.backoff.ms=1000")
 			if err == nil {
-				t.Fatalf("kcat -P as %s succeeded:\n%s", why, out)
+				t.Fatalf("kcat -P with %s succeeded:\n%s", why, out)
 			}
-			if !strings.Contains(string(out), "Authentication failed") {
-				t.Fatalf("kcat -P as %s: %v, output says no authentication failure:\n%s", why, err, out)
+			if bad.sasl() && !strings.Contains(string(out), "Authentication failed") {
+				t.Fatalf("kcat -P with %s: %v, output says no authentication failure:\n%s", why, err, out)
 			}
 		})
 	}
 	t.Run("a plaintext client gets no answer", func(t *testing.T) {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs...), kgo.RequestRetries(0), kgo.DialTimeout(3*time.Second),
-			kgo.SASL(kscram.Auth{User: "alice", Pass: alice}.AsSha512Mechanism()))
+			kgo.SASL(kscram.Auth{User: "alice", Pass: alice.pass}.AsSha512Mechanism()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -174,15 +197,12 @@ func TestClientsOverTLSWithScramSHA512(t *testing.T) {
 		}
 	})
 	t.Run("a client that does not trust the cluster CA gets no answer", func(t *testing.T) {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs...), kgo.RequestRetries(0), kgo.DialTLSConfig(&tls.Config{MinVersion: tls.VersionTLS12}),
-			kgo.SASL(kscram.Auth{User: "alice", Pass: alice}.AsSha512Mechanism()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cl.Close()
+		opts := alice.kgo(c)
+		opts = append(opts[1:], kgo.DialTLSConfig(&tls.Config{MinVersion: tls.VersionTLS12, Certificates: c.TLS.Certificates}), kgo.RequestRetries(0))
+		cl := kgoClient(t, c.Addrs, opts...)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		err = cl.Ping(ctx)
+		err := cl.Ping(ctx)
 		var unknown x509.UnknownAuthorityError
 		if err == nil || !errors.As(err, &unknown) {
 			t.Fatalf("ping with the system roots: %v, want an unknown-authority error", err)
@@ -191,6 +211,113 @@ func TestClientsOverTLSWithScramSHA512(t *testing.T) {
 	if after := endOffsets(t, c, topics...); !maps.Equal(before, after) {
 		t.Errorf("refused clients wrote: end offsets %v before, %v after", before, after)
 	}
+}
+
+// credential is how a client proves who it is on the listener under test: a user name and
+// password (SCRAM, PLAIN) or a client certificate (mutual TLS).
+type credential struct {
+	auth              v1alpha1.ListenerAuthenticationType
+	user, pass        string
+	cert              *tls.Certificate
+	certFile, keyFile string
+}
+
+func (cr credential) sasl() bool { return cr.auth != v1alpha1.AuthenticationTLS }
+
+// tls is the client TLS configuration: trusting the cluster CA, presenting cr's certificate.
+func (cr credential) tls(c *kubebrokers.Cluster) *tls.Config {
+	cfg := c.TLS.Clone()
+	cfg.Certificates = nil
+	if cr.cert != nil {
+		cfg.Certificates = []tls.Certificate{*cr.cert}
+	}
+	return cfg
+}
+
+// kgo are franz-go's options for cr; the first is the TLS dialer.
+func (cr credential) kgo(c *kubebrokers.Cluster) []kgo.Opt {
+	opts := []kgo.Opt{kgo.DialTLSConfig(cr.tls(c))}
+	switch cr.auth {
+	case v1alpha1.AuthenticationScramSHA512:
+		opts = append(opts, kgo.SASL(kscram.Auth{User: cr.user, Pass: cr.pass}.AsSha512Mechanism()))
+	case v1alpha1.AuthenticationScramSHA256:
+		opts = append(opts, kgo.SASL(kscram.Auth{User: cr.user, Pass: cr.pass}.AsSha256Mechanism()))
+	case v1alpha1.AuthenticationPlain:
+		opts = append(opts, kgo.SASL(plain.Auth{User: cr.user, Pass: cr.pass}.AsMechanism()))
+	}
+	return opts
+}
+
+// sarama is saramaConfig over TLS for cr (SaslHandshake v1, then SaslAuthenticate).
+func (cr credential) sarama(c *kubebrokers.Cluster) *sarama.Config {
+	cfg := saramaConfig()
+	cfg.Net.TLS.Enable, cfg.Net.TLS.Config = true, cr.tls(c)
+	if !cr.sasl() {
+		return cfg
+	}
+	cfg.Net.SASL.Enable, cfg.Net.SASL.Handshake, cfg.Net.SASL.Version = true, true, sarama.SASLHandshakeV1
+	cfg.Net.SASL.User, cfg.Net.SASL.Password = cr.user, cr.pass
+	switch cr.auth {
+	case v1alpha1.AuthenticationScramSHA512:
+		cfg.Net.SASL.Mechanism = sarama.SASLTypeSCRAMSHA512
+		cfg.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return &saramaSCRAM{sha512: true} }
+	case v1alpha1.AuthenticationScramSHA256:
+		cfg.Net.SASL.Mechanism = sarama.SASLTypeSCRAMSHA256
+		cfg.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return &saramaSCRAM{} }
+	case v1alpha1.AuthenticationPlain:
+		cfg.Net.SASL.Mechanism = sarama.SASLTypePlaintext
+	}
+	return cfg
+}
+
+// kcat are kcat's -X settings for cr: SASL_SSL with the mechanism, or SSL with the client
+// certificate; librdkafka checks the broker's host name against its certificate.
+func (cr credential) kcat(c *kubebrokers.Cluster) []string {
+	args := []string{"-X", "ssl.ca.location=" + c.CAFile, "-X", "ssl.endpoint.identification.algorithm=https"}
+	if !cr.sasl() {
+		return append(args, "-X", "security.protocol=SSL", "-X", "ssl.certificate.location="+cr.certFile, "-X", "ssl.key.location="+cr.keyFile)
+	}
+	mech := map[v1alpha1.ListenerAuthenticationType]string{v1alpha1.AuthenticationScramSHA512: "SCRAM-SHA-512",
+		v1alpha1.AuthenticationScramSHA256: "SCRAM-SHA-256", v1alpha1.AuthenticationPlain: "PLAIN"}[cr.auth]
+	return append(args, "-X", "security.protocol=SASL_SSL", "-X", "sasl.mechanisms="+mech,
+		"-X", "sasl.username="+cr.user, "-X", "sasl.password="+cr.pass)
+}
+
+// foreignCertificate is a client certificate CN=alice from a CA the cluster does not know.
+func foreignCertificate(t *testing.T) credential {
+	t.Helper()
+	ca, err := pki.NewCA("foreign CA", "example.com", time.Now(), time.Hour, rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return certificateCredential(t, ca, "alice")
+}
+
+// noUserCertificate is a client certificate from the cluster's own clients CA for a name
+// with no KafkaUser: the handshake succeeds, the first request is refused.
+func noUserCertificate(t *testing.T, c *kubebrokers.Cluster) credential {
+	t.Helper()
+	return certificateCredential(t, c.ClientsCA, "mallory")
+}
+
+func certificateCredential(t *testing.T, ca *pki.CA, name string) credential {
+	t.Helper()
+	certPEM, keyPEM, err := ca.Issue(pki.Leaf{Subject: pkix.Name{CommonName: name}, Client: true}, time.Now(), time.Hour, rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cr := credential{auth: v1alpha1.AuthenticationTLS, cert: &cert, certFile: filepath.Join(dir, "user.crt"), keyFile: filepath.Join(dir, "user.key")}
+	for path, data := range map[string][]byte{cr.certFile: certPEM, cr.keyFile: keyPEM} {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return cr
 }
 
 // password is a fresh random password.
@@ -227,13 +354,13 @@ func createSecuredTopic(t *testing.T, c *kubebrokers.Cluster, topic string, part
 	}
 }
 
-// waitAdmitted waits until every broker admits user (its informer read the credential).
-func waitAdmitted(t *testing.T, c *kubebrokers.Cluster, user, pass string) {
+// waitAdmitted waits until every broker admits cr (its informers read the credential or
+// the KafkaUser).
+func waitAdmitted(t *testing.T, c *kubebrokers.Cluster, cr credential) {
 	t.Helper()
 	for _, addr := range c.Addrs {
-		testkit.Eventually(t, fmt.Sprintf("%s to admit %s", addr, user), func() bool {
-			cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DialTLSConfig(c.TLS.Clone()), kgo.RequestRetries(0),
-				kgo.SASL(kscram.Auth{User: user, Pass: pass}.AsSha512Mechanism()))
+		testkit.Eventually(t, fmt.Sprintf("%s to admit %s", addr, cr.user), func() bool {
+			cl, err := kgo.NewClient(append(cr.kgo(c), kgo.SeedBrokers(addr), kgo.RequestRetries(0))...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -273,37 +400,21 @@ func fromKgo(r *kgo.Record) record {
 	return out
 }
 
-// kgoAs is a franz-go client of c over TLS trusting the cluster CA, authenticating with
-// SCRAM-SHA-512 as user.
-func kgoAs(t *testing.T, c *kubebrokers.Cluster, user, pass string, opts ...kgo.Opt) *kgo.Client {
-	t.Helper()
-	return kgoClient(t, c.Addrs, append([]kgo.Opt{kgo.DialTLSConfig(c.TLS.Clone()),
-		kgo.SASL(kscram.Auth{User: user, Pass: pass}.AsSha512Mechanism())}, opts...)...)
-}
-
-// saramaSecured is saramaConfig over TLS trusting the cluster CA, authenticating with
-// SCRAM-SHA-512 as user (SaslHandshake v1, then SaslAuthenticate).
-func saramaSecured(c *kubebrokers.Cluster, user, pass string) *sarama.Config {
-	cfg := saramaConfig()
-	cfg.Net.TLS.Enable, cfg.Net.TLS.Config = true, c.TLS.Clone()
-	cfg.Net.SASL.Enable, cfg.Net.SASL.Handshake, cfg.Net.SASL.Version = true, true, sarama.SASLHandshakeV1
-	cfg.Net.SASL.Mechanism = sarama.SASLTypeSCRAMSHA512
-	cfg.Net.SASL.User, cfg.Net.SASL.Password = user, pass
-	cfg.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return &saramaSCRAM{} }
-	return cfg
-}
-
-// saramaSCRAM is sarama's SCRAM client hook (sarama ships none) over franz-go's SCRAM-SHA-512
-// client, which also checks the server's signature: sarama still does its own framing,
+// saramaSCRAM is sarama's SCRAM client hook (sarama ships none) over franz-go's SCRAM
+// client (SHA-512 when sha512, else SHA-256), which also checks the server's signature: sarama still does its own framing,
 // versions and error handling.
 type saramaSCRAM struct {
-	mech sasl.Mechanism
-	sess sasl.Session
-	done bool
+	sha512 bool
+	mech   sasl.Mechanism
+	sess   sasl.Session
+	done   bool
 }
 
 func (s *saramaSCRAM) Begin(user, pass, _ string) error {
-	s.mech = kscram.Auth{User: user, Pass: pass}.AsSha512Mechanism()
+	s.mech = kscram.Auth{User: user, Pass: pass}.AsSha256Mechanism()
+	if s.sha512 {
+		s.mech = kscram.Auth{User: user, Pass: pass}.AsSha512Mechanism()
+	}
 	return nil
 }
 
@@ -320,15 +431,11 @@ func (s *saramaSCRAM) Step(challenge string) (string, error) {
 
 func (s *saramaSCRAM) Done() bool { return s.done }
 
-// kcatSecured runs kcat against broker 0 over SASL_SSL with SCRAM-SHA-512 as user, trusting
-// the cluster CA (librdkafka checks the broker's host name against its certificate), with
-// stdin and args; it returns stdout and stderr together on failure, stdout alone on success.
-func kcatSecured(t *testing.T, c *kubebrokers.Cluster, user, pass string, stdin io.Reader, args ...string) ([]byte, error) {
+// kcatAs runs kcat against broker 0 as cr (credential.kcat) with stdin and args; it returns
+// stdout and stderr together on failure, stdout alone on success.
+func kcatAs(t *testing.T, c *kubebrokers.Cluster, cr credential, stdin io.Reader, args ...string) ([]byte, error) {
 	t.Helper()
-	base := []string{"-b", c.Addrs[0], "-X", "security.protocol=SASL_SSL", "-X", "sasl.mechanisms=SCRAM-SHA-512",
-		"-X", "sasl.username=" + user, "-X", "sasl.password=" + pass, "-X", "ssl.ca.location=" + c.CAFile,
-		"-X", "ssl.endpoint.identification.algorithm=https"}
-	cmd := exec.CommandContext(testCtx(t), "kcat", append(base, args...)...)
+	cmd := exec.CommandContext(testCtx(t), "kcat", append(append([]string{"-b", c.Addrs[0]}, cr.kcat(c)...), args...)...)
 	if stdin != nil {
 		cmd.Stdin = stdin
 	}

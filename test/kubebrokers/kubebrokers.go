@@ -20,6 +20,7 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,6 +36,7 @@ import (
 	"github.com/go-logr/logr/testr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
 	kscram "github.com/twmb/franz-go/pkg/sasl/scram"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -51,6 +53,7 @@ import (
 	"github.com/paddock-dev/paddock/controllers/assignment"
 	"github.com/paddock-dev/paddock/controllers/certificates"
 	"github.com/paddock-dev/paddock/controllers/kafkacluster"
+	"github.com/paddock-dev/paddock/internal/pki"
 	"github.com/paddock-dev/paddock/internal/scram"
 	"github.com/paddock-dev/paddock/internal/testenv"
 	"github.com/paddock-dev/paddock/internal/testkit"
@@ -127,8 +130,9 @@ type Options struct {
 type Security struct {
 	TLS            bool
 	Authentication v1alpha1.ListenerAuthenticationType
-	// User and Password: the harness' own SCRAM user, whose credentials it writes (AddScramUser)
-	// before the brokers start; needed with a SCRAM authentication.
+	// User and Password: the harness' own user. With SCRAM or PLAIN its credentials are
+	// written (AddScramUser) before the brokers start; with mutual TLS it is a tls KafkaUser
+	// whose certificate the harness issues from the clients CA (AddTLSUser).
 	User, Password string
 }
 
@@ -147,6 +151,9 @@ type Cluster struct {
 	// and TLS a client configuration trusting it; empty and nil without Security.TLS.
 	CAFile string
 	TLS    *tls.Config
+	// ClientsCA is the clients CA (Secret c-clients-ca) with a mutual-TLS listener; nil
+	// otherwise.
+	ClientsCA *pki.CA
 
 	opts     Options
 	identity *rest.Config
@@ -199,7 +206,7 @@ func NewCluster(t *testing.T, n int, opts Options) *Cluster {
 	if c.kube, err = client.New(c.identity, client.Options{Scheme: Env.Scheme}); err != nil {
 		t.Fatal(err)
 	}
-	if sec := opts.Security; sec != nil && sec.User != "" {
+	if sec := opts.Security; sec != nil && sec.User != "" && sec.Authentication != v1alpha1.AuthenticationTLS {
 		c.AddScramUser(sec.User, sec.Password)
 	}
 	for i := range int32(n) {
@@ -435,6 +442,8 @@ func (c *Cluster) clientSecurity() []kgo.Opt {
 	}
 	auth := kscram.Auth{User: sec.User, Pass: sec.Password}
 	switch sec.Authentication {
+	case v1alpha1.AuthenticationPlain:
+		opts = append(opts, kgo.SASL(plain.Auth{User: sec.User, Pass: sec.Password}.AsMechanism()))
 	case v1alpha1.AuthenticationScramSHA512:
 		opts = append(opts, kgo.SASL(auth.AsSha512Mechanism()))
 	case v1alpha1.AuthenticationScramSHA256:
@@ -463,6 +472,11 @@ func (c *Cluster) trustClusterCA() {
 		c.T.Fatal(err)
 	}
 	c.TLS = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	if sec := c.opts.Security; sec.Authentication == v1alpha1.AuthenticationTLS {
+		c.ClientsCA = c.readClientsCA()
+		cert, _, _ := c.AddTLSUser(sec.User)
+		c.TLS.Certificates = []tls.Certificate{cert}
+	}
 	// A broker's first certificate may predate its registry row (it then names no
 	// 127.0.0.1); the reconciler re-issues it once the row advertises the address.
 	for id, addr := range c.Addrs {
@@ -475,6 +489,52 @@ func (c *Cluster) trustClusterCA() {
 			return true
 		})
 	}
+}
+
+// readClientsCA waits for the certificates reconciler's clients CA and parses it.
+func (c *Cluster) readClientsCA() *pki.CA {
+	c.T.Helper()
+	var ca *pki.CA
+	testkit.Eventually(c.T, "the clients CA", func() bool {
+		sec := &corev1.Secret{}
+		if err := Env.Client.Get(context.Background(), client.ObjectKey{Namespace: c.NS, Name: v1alpha1.ClientsCASecretName(ClusterName)}, sec); err != nil {
+			return false
+		}
+		var err error
+		ca, err = pki.ParseCA(sec.Data[corev1.TLSCertKey], sec.Data[corev1.TLSPrivateKeyKey])
+		return err == nil
+	})
+	return ca
+}
+
+// AddTLSUser creates the tls KafkaUser name (principal User:CN=<name>) and issues it a client
+// certificate from the clients CA, as the operator will (docs/security.md, "KafkaUser"); it
+// returns the certificate and the files holding it and its key.
+func (c *Cluster) AddTLSUser(name string) (cert tls.Certificate, certFile, keyFile string) {
+	c.T.Helper()
+	if c.ClientsCA == nil {
+		c.T.Fatal("AddTLSUser: the cluster has no mutual-TLS listener")
+	}
+	u := &v1alpha1.KafkaUser{ObjectMeta: metav1.ObjectMeta{Namespace: c.NS, Name: name}, Spec: v1alpha1.KafkaUserSpec{
+		Cluster: ClusterName, Authentication: &v1alpha1.UserAuthentication{Type: v1alpha1.UserTLS}}}
+	if err := Env.Client.Create(context.Background(), u); err != nil {
+		c.T.Fatalf("create kafkauser %s: %v", name, err)
+	}
+	certPEM, keyPEM, err := c.ClientsCA.Issue(pki.Leaf{Subject: pkix.Name{CommonName: name}, Client: true}, time.Now(), time.Hour, rand.Reader)
+	if err != nil {
+		c.T.Fatal(err)
+	}
+	if cert, err = tls.X509KeyPair(certPEM, keyPEM); err != nil {
+		c.T.Fatal(err)
+	}
+	dir := c.T.TempDir()
+	certFile, keyFile = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
+	for path, data := range map[string][]byte{certFile: certPEM, keyFile: keyPEM} {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			c.T.Fatal(err)
+		}
+	}
+	return cert, certFile, keyFile
 }
 
 // AddScramUser gives user the SCRAM-SHA-256 and SCRAM-SHA-512 credentials of password
