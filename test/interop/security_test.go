@@ -27,6 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	kscram "github.com/twmb/franz-go/pkg/sasl/scram"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/internal/pki"
@@ -210,6 +211,21 @@ func testSecuredListener(t *testing.T, auth v1alpha1.ListenerAuthenticationType)
 	})
 	if after := endOffsets(t, c, topics...); !maps.Equal(before, after) {
 		t.Errorf("refused clients wrote: end offsets %v before, %v after", before, after)
+	}
+	if auth == v1alpha1.AuthenticationTLS {
+		t.Run("deleting the KafkaUser refuses its open connections", func(t *testing.T) {
+			cl := kgoClient(t, c.Addrs, append(alice.kgo(c), kgo.RequestRetries(0))...)
+			if err := cl.Ping(testCtx(t)); err != nil {
+				t.Fatalf("alice before the deletion: %v", err)
+			}
+			user := &v1alpha1.KafkaUser{ObjectMeta: metav1.ObjectMeta{Namespace: c.NS, Name: "alice"}}
+			if err := kubebrokers.Env.Client.Delete(testCtx(t), user); err != nil {
+				t.Fatal(err)
+			}
+			deleted := time.Now()
+			testkit.Eventually(t, "alice's connections refused", func() bool { return cl.Ping(testCtx(t)) != nil })
+			t.Logf("alice's requests refused %v after her KafkaUser was deleted", time.Since(deleted).Round(time.Millisecond))
+		})
 	}
 }
 
