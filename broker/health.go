@@ -17,7 +17,10 @@ type healthReport struct {
 	// not ready while there is one (addresses.go).
 	NoAddress []string `json:"noAddress,omitempty"`
 	// NoCertificate names each TLS listener the broker has no certificate for yet.
-	NoCertificate       []string `json:"noCertificate,omitempty"`
+	NoCertificate []string `json:"noCertificate,omitempty"`
+	// MountRefused says why the data volume's mount cannot keep the storage rules; the broker
+	// serves no partition or group, is unhealthy and never ready while there is one.
+	MountRefused        []string `json:"mountRefused,omitempty"`
 	ViewSynced          bool     `json:"viewSynced"`
 	TakeoverDone        bool     `json:"takeoverDone"`
 	Draining            bool     `json:"draining"`
@@ -38,6 +41,7 @@ func (b *Broker) healthReport() healthReport {
 		BrokerID:           b.Config.Identity.ID,
 		NoAddress:          b.Addresses.Missing(),
 		NoCertificate:      b.missingCertificates(),
+		MountRefused:       b.MountRefused(),
 		// Every partition the view assigns here has been taken over (served, or answered
 		// KAFKA_STORAGE_ERROR after a storage failure); vacuously true without any, or
 		// without a data directory.
