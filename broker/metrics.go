@@ -19,6 +19,8 @@ type Metrics struct {
 	requests    *prometheus.CounterVec
 	errors      *prometheus.CounterVec
 	connections prometheus.Gauge
+	// authentications counts SASL authentications by mechanism and result (authn.go).
+	authentications *prometheus.CounterVec
 
 	// dp are the data plane's series (metrics_dataplane.go).
 	dp dataPlaneMetrics
@@ -44,9 +46,10 @@ func NewMetrics(heartbeatAge func() float64, draining func() bool) *Metrics {
 			Name: "paddock_broker_open_connections",
 			Help: "Client connections currently open.",
 		}),
-		byKey: map[int16][]prometheus.Counter{},
+		authentications: authMetrics(),
+		byKey:           map[int16][]prometheus.Counter{},
 	}
-	m.Registry.MustRegister(m.requests, m.errors, m.connections,
+	m.Registry.MustRegister(m.requests, m.errors, m.connections, m.authentications,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "paddock_broker_heartbeat_age_seconds",
 			Help: "Seconds since the heartbeat Lease was last renewed; -1 before the first renewal.",

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -54,6 +55,10 @@ type Broker struct {
 	StorageFS storage.FS
 	// PipelineDepth is the wire server's wire.Server.PipelineDepth (0: the default).
 	PipelineDepth int
+	// Security is what the broker knows of its cluster's certificates, credentials and
+	// KafkaUsers; listeners with TLS or authentication need it (nil: they serve no TLS
+	// handshake and authenticate nobody).
+	Security cluster.Security
 	// GroupConfig, when set, adjusts the group coordinator's configuration
 	// (groups.DefaultConfig) before it starts: tests shorten the initial rebalance delay.
 	GroupConfig func(*groups.Config)
@@ -191,6 +196,8 @@ type running struct {
 	// stopGroups closes the group coordinator (its waiting requests answered NOT_COORDINATOR)
 	// and waits for it; nil without one.
 	stopGroups func()
+	// tlsPorts are the bound ports of the TLS listeners (the idle probe speaks TLS there).
+	tlsPorts map[int]bool
 }
 
 // start serves the wire protocol on every Kafka listener and the health endpoints on theirs,
@@ -205,12 +212,15 @@ func (b *Broker) start(lns *bound) *running {
 		Liveness:   b.liveness,
 		Admin:      b.Admin,
 		SelfFenced: b.selfFenced,
+		Cluster:    b.Config.Cluster,
+		Security:   b.Security,
 	}
 	r := &running{
 		wire:     newWireServer(h, b.Config.MaxFrameBytes, b.PipelineDepth, b.Log.WithName("wire")),
 		handler:  h,
 		health:   &http.Server{Handler: b.healthHandler(), ReadHeaderTimeout: 5 * time.Second},
 		serveErr: make(chan error, len(lns.kafka)+1),
+		tlsPorts: map[int]bool{},
 	}
 	if b.checkMount() {
 		b.startPartitions(r)
@@ -240,12 +250,17 @@ func (b *Broker) serveKafka(r *running, lns []net.Listener) []net.Addr {
 			b.Addresses.Bound(i, int32(ln.Addr().(*net.TCPAddr).Port))
 		}
 		addrs[i] = ln.Addr()
-		go func() { r.serveErr <- r.wire.Serve(AdvertiseFrom(ln, l.Name, b.Addresses)) }()
+		if l.TLS {
+			r.tlsPorts[ln.Addr().(*net.TCPAddr).Port] = true
+			ln = tls.NewListener(ln, b.tlsConfig(l))
+		}
+		go func() { r.serveErr <- r.wire.Serve(advertiseListener(ln, l, b.Addresses)) }()
 		advertised := "none yet"
 		if a, ok := b.Addresses.Get(l.Name); ok {
 			advertised = net.JoinHostPort(a.Host, strconv.Itoa(int(a.Port)))
 		}
-		b.Log.Info("Listening", "listener", l.Name, "type", l.Type, "addr", ln.Addr().String(), "advertised", advertised)
+		b.Log.Info("Listening", "listener", l.Name, "type", l.Type, "addr", ln.Addr().String(), "advertised", advertised,
+			"tls", l.TLS, "authentication", string(l.Authentication))
 	}
 	return addrs
 }
@@ -259,7 +274,7 @@ func (b *Broker) startBackground(r *running) {
 		stop()
 		wg.Wait()
 	}
-	wg.Go(func() { RunIdleTicks(bg, r.wire, idleTickPeriod, b.Log.WithName("wire")) })
+	wg.Go(func() { RunIdleTicks(bg, r.wire, idleTickPeriod, b.Log.WithName("wire"), b.probeTLS(r.tlsPorts)) })
 	if b.Heartbeat != nil {
 		b.Heartbeat.Listeners = b.Addresses.Known
 		b.Heartbeat.Claims = b.Claims

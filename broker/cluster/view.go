@@ -48,6 +48,9 @@ type Snapshot struct {
 	// (group_coordinator.go).
 	CoordinatorEpoch   int64
 	CoordinatorBrokers *v1alpha1.CoordinatorBrokers
+	// SuperUsers are spec.authorization.superUsers: principals allowed everything (and a
+	// mutual-TLS connection without a KafkaUser).
+	SuperUsers []string
 
 	// registered and alive are the ids of Brokers and of those whose health is Alive, sorted:
 	// the coordinator rule's inputs, computed once per snapshot (by normalize) rather than
@@ -220,13 +223,14 @@ func NewMemoryView(s Snapshot) *MemoryView {
 // and each topic's Config are derived from the ConfigMaps, as the informer view does.
 func (v *MemoryView) Set(s Snapshot) {
 	c := Snapshot{
-		Synced:    true,
-		ClusterID: s.ClusterID,
-		Brokers:   slices.Clone(s.Brokers),
-		ConfigMap: maps.Clone(s.ConfigMap),
-		Config:    kafkaconfig.ResolveCluster(s.ConfigMap),
-		Topics:    make([]Topic, len(s.Topics)),
-		Deleting:  slices.Clone(s.Deleting),
+		Synced:     true,
+		ClusterID:  s.ClusterID,
+		Brokers:    slices.Clone(s.Brokers),
+		ConfigMap:  maps.Clone(s.ConfigMap),
+		Config:     kafkaconfig.ResolveCluster(s.ConfigMap),
+		Topics:     make([]Topic, len(s.Topics)),
+		Deleting:   slices.Clone(s.Deleting),
+		SuperUsers: slices.Clone(s.SuperUsers),
 
 		CoordinatorEpoch: s.CoordinatorEpoch,
 	}

@@ -109,6 +109,9 @@ func snapshotFrom(cluster string, kc *v1alpha1.KafkaCluster, topics []v1alpha1.K
 		s.Brokers = append(s.Brokers, kc.Status.Brokers...)
 		s.ConfigMap = kc.Spec.Config
 		s.CoordinatorEpoch = kc.Status.CoordinatorEpoch
+		if kc.Spec.Authorization != nil {
+			s.SuperUsers = kc.Spec.Authorization.SuperUsers
+		}
 		if kc.Status.CoordinatorBrokers != nil {
 			s.CoordinatorBrokers = kc.Status.CoordinatorBrokers.DeepCopy()
 		}

@@ -28,6 +28,12 @@ var (
 // The size prefix is checked against maxBytes before anything is allocated for the body, so
 // a hostile or corrupt prefix (say 2 GiB) costs nothing.
 func ReadFrame(r io.Reader, buf []byte, maxBytes int) ([]byte, error) {
+	return readFrame(r, buf, MinFrameBytes, maxBytes)
+}
+
+// readFrame is ReadFrame with the smallest frame accepted: a raw SASL token frame
+// (Conn.ExpectRawFrame) may be shorter than a request header.
+func readFrame(r io.Reader, buf []byte, minBytes, maxBytes int) ([]byte, error) {
 	var size [4]byte
 	if _, err := io.ReadFull(r, size[:]); err != nil {
 		return buf, err
@@ -36,10 +42,10 @@ func ReadFrame(r io.Reader, buf []byte, maxBytes int) ([]byte, error) {
 	if n < 0 || int64(n) > int64(maxBytes) {
 		return buf, fmt.Errorf("%w: %d bytes, cap %d", ErrFrameTooLarge, uint32(n), maxBytes)
 	}
-	if n < MinFrameBytes {
+	if int(n) < minBytes {
 		return buf, fmt.Errorf("%w: %d bytes", ErrFrameTooSmall, n)
 	}
-	if cap(buf) < int(n) {
+	if cap(buf) < int(n) || buf == nil {
 		buf = make([]byte, n)
 	}
 	buf = buf[:n]

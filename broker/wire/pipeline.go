@@ -34,6 +34,9 @@ type answer struct {
 	bufs  net.Buffers   // or the encoded frame in pieces (Answer.Frames)
 	err   error         // not nil: close the connection instead of answering
 	ready chan struct{} // nil when b and err are final; else closed once they are
+	// closeAfter closes the connection once b is written (Answer.Close); set only on an
+	// answer known at once.
+	closeAfter bool
 }
 
 // silent is an answer with nothing to write (a request that gets no answer).
@@ -73,7 +76,7 @@ func (c *conn) deferAnswer(h Header, fn func() Answer) *answer {
 			}
 		}()
 		f := finalAnswer(h, fn())
-		a.b, a.bufs, a.err = f.b, f.bufs, f.err
+		a.b, a.bufs, a.err, a.closeAfter = f.b, f.bufs, f.err, f.closeAfter
 	}()
 	return a
 }
@@ -84,5 +87,5 @@ func finalAnswer(h Header, ans Answer) *answer {
 	if ans.Later != nil {
 		return &answer{err: fmt.Errorf("key %d v%d: a deferred answer deferred again", h.Key, h.Version)}
 	}
-	return &answer{b: ans.Frame, bufs: ans.Frames, err: ans.Err}
+	return &answer{b: ans.Frame, bufs: ans.Frames, err: ans.Err, closeAfter: ans.Close}
 }

@@ -3,6 +3,7 @@ package wire
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +22,10 @@ var ErrServerClosed = errors.New("wire: server closed")
 // writeTimeout bounds one response write, so a client that stops reading cannot pin a
 // connection's goroutines forever.
 const writeTimeout = 30 * time.Second
+
+// handshakeTimeout bounds a TLS handshake, so a client that connects and says nothing holds
+// its goroutines no longer than that.
+const handshakeTimeout = 10 * time.Second
 
 // retainFrameBytes is the largest request buffer a connection keeps for reuse.
 const retainFrameBytes = 1 << 20
@@ -300,11 +305,18 @@ func (c *conn) serve() {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxFrameBytes
 	}
+	if !c.handshake() {
+		return
+	}
 	r := bufio.NewReaderSize(c.nc, 32<<10)
 	var buf []byte
 	for {
 		var err error
-		buf, err = ReadFrame(r, buf, maxBytes)
+		minBytes := MinFrameBytes
+		if c.client.rawNext {
+			minBytes = 0
+		}
+		buf, err = readFrame(r, buf, minBytes, maxBytes)
 		if err != nil {
 			c.readFailed(err)
 			return
@@ -330,7 +342,32 @@ func (c *conn) serve() {
 		case <-c.srv.hardClose:
 			return
 		}
+		if a.ready == nil && a.closeAfter {
+			return // the writer writes it, then closes the connection
+		}
 	}
+}
+
+// handshake completes the TLS handshake of a connection accepted on a TLS listener, within
+// handshakeTimeout, and records its state; false (the connection is closed) when it fails.
+// A plain connection has nothing to do.
+func (c *conn) handshake() bool {
+	tc, ok := c.nc.(*tls.Conn)
+	if !ok {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(c.client.ctx, handshakeTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		c.srv.connError("tls_handshake")
+		if !c.srv.inShutdown.Load() {
+			c.log.Info("Closing connection", "reason", "tls handshake: "+err.Error())
+		}
+		return false
+	}
+	state := tc.ConnectionState()
+	c.client.tls = &state
+	return true
 }
 
 // waitAlone holds the next request until the answer computed alone before it is done; false
@@ -369,19 +406,28 @@ func (c *conn) readFailed(err error) {
 // error that closes the connection. A handler panic is recovered here and closes only this
 // connection.
 func (c *conn) handle(frame []byte) (a *answer) {
+	if c.client.rawNext {
+		c.client.rawNext = false
+		return c.serve1(Header{}, &Request{Raw: true, Body: frame, Conn: c.client, srv: c.srv})
+	}
 	h, body, err := ParseHeader(frame)
 	if err != nil {
 		c.srv.connError("bad_header")
 		return &answer{err: fmt.Errorf("request key %d v%d correlation %d: %w", h.Key, h.Version, h.CorrelationID, err)}
 	}
+	return c.serve1(h, &Request{Header: h, Body: body, Conn: c.client, srv: c.srv})
+}
+
+// serve1 hands one request to the Handler and turns its Answer into the writer's.
+func (c *conn) serve1(h Header, req *Request) (a *answer) {
 	defer func() {
 		if r := recover(); r != nil {
 			a = c.panicked(h, r)
 		}
 	}()
-	ans := c.srv.Handler.ServeKafka(&Request{Header: h, Body: body, Conn: c.client, srv: c.srv})
+	ans := c.srv.Handler.ServeKafka(req)
 	if ans.Later == nil {
-		return &answer{b: ans.Frame, bufs: ans.Frames, err: ans.Err}
+		return &answer{b: ans.Frame, bufs: ans.Frames, err: ans.Err, closeAfter: ans.Close}
 	}
 	deferred := c.deferAnswer(h, ans.Later)
 	if ans.Alone && deferred.ready != nil {
@@ -425,6 +471,10 @@ func (c *conn) writeLoop() {
 			if !c.srv.inShutdown.Load() {
 				c.log.Info("Closing connection", "reason", "write: "+err.Error())
 			}
+			c.stopWriting()
+			return
+		}
+		if a.closeAfter {
 			c.stopWriting()
 			return
 		}

@@ -103,6 +103,21 @@ func desiredRole(cluster *kafkav1alpha1.KafkaCluster) *rbacv1.Role {
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: perBroker, Verbs: []string{"get", "update"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
 	}
+	if kafkav1alpha1.ClusterHasSecurity(cluster) {
+		// Each broker reads its certificate Secret and the salted SCRAM credentials through
+		// informers whose field selector names the Secret (docs/security.md, "Secrets and
+		// who reads them"), and the cluster's KafkaUsers (principals, ACLs, quotas). The CA
+		// keys and the users' own Secrets are out of reach.
+		secrets := make([]string, 0, cluster.Spec.Replicas+1)
+		for id := int32(0); id < cluster.Spec.Replicas; id++ {
+			secrets = append(secrets, kafkav1alpha1.BrokerCertSecretName(cluster.Name, id))
+		}
+		secrets = append(secrets, kafkav1alpha1.ScramCredentialsSecretName(cluster.Name))
+		rules = append(rules,
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: secrets, Verbs: []string{"get", "list", "watch"}},
+			rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{"kafkausers"}, Verbs: []string{"get", "list", "watch"}},
+		)
+	}
 	if exposure(cluster) != corev1.ServiceTypeClusterIP {
 		// The per-broker Services have the Lease names (BrokerServiceName).
 		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"services"}, ResourceNames: perBroker, Verbs: []string{"get", "list", "watch"}})
@@ -449,6 +464,9 @@ func brokerArgs(cluster *kafkav1alpha1.KafkaCluster) []string {
 	if len(templates) > 0 {
 		args = append(args, "--advertised-host-templates="+strings.Join(templates, ","))
 	}
+	if security := listenerSecurity(cluster); security != "" {
+		args = append(args, "--listener-security="+security)
+	}
 	return append(args,
 		fmt.Sprintf("--health-port=%d", kafkav1alpha1.HealthPort),
 		"--heartbeat-interval="+cluster.Spec.HeartbeatInterval().String(),
@@ -456,6 +474,26 @@ func brokerArgs(cluster *kafkav1alpha1.KafkaCluster) []string {
 		"--drain-timeout="+cluster.Spec.DrainTimeoutOrDefault().String(),
 		"--data-dir="+kafkav1alpha1.DataMountPath,
 	)
+}
+
+// listenerSecurity is the --listener-security value: name=tls, name=<authentication> or
+// name=tls+<authentication> for each listener with either, comma-separated; empty when no
+// listener has any.
+func listenerSecurity(cluster *kafkav1alpha1.KafkaCluster) string {
+	var items []string
+	for _, l := range cluster.Spec.Listeners {
+		var parts []string
+		if l.TLS {
+			parts = append(parts, "tls")
+		}
+		if l.Authentication != nil {
+			parts = append(parts, string(l.Authentication.Type))
+		}
+		if len(parts) > 0 {
+			items = append(items, l.Name+"="+strings.Join(parts, "+"))
+		}
+	}
+	return strings.Join(items, ",")
 }
 
 // gracePeriodSeconds is drainTimeout plus the margin, rounded up to a second.

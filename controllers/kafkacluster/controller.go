@@ -405,6 +405,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, reterr *error) {
 	meta.SetStatusCondition(&c.Status.Conditions, readyCondition(o))
 	meta.SetStatusCondition(&c.Status.Conditions, progressingCondition(o))
 	meta.SetStatusCondition(&c.Status.Conditions, degradedCondition(o))
+	meta.SetStatusCondition(&c.Status.Conditions, securedCondition(c.Generation, c.Spec.Listeners))
 
 	if equality.Semantic.DeepEqual(s.orig.Status, c.Status) {
 		return

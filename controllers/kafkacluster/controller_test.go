@@ -337,6 +337,12 @@ var _ = Describe("KafkaCluster provisioning", Ordered, func() {
 		}}))
 		Expect(meta.IsStatusConditionTrue(got.Status.Conditions, kafkav1alpha1.ConditionProgressing)).To(BeTrue())
 		Expect(meta.IsStatusConditionFalse(got.Status.Conditions, kafkav1alpha1.ConditionReady)).To(BeTrue())
+		// The default listener is plaintext without authentication: the cluster says it is open.
+		secured := meta.FindStatusCondition(got.Status.Conditions, kafkav1alpha1.ConditionSecured)
+		Expect(secured).NotTo(BeNil())
+		Expect(secured.Status).To(Equal(metav1.ConditionFalse))
+		Expect(secured.Reason).To(Equal(kafkav1alpha1.ReasonOpenListener))
+		Expect(secured.Message).To(ContainSubstring("listener kafka lets anyone in unauthenticated"))
 	})
 
 	It("provisions the sample in config/samples", func(ctx SpecContext) {

@@ -90,6 +90,18 @@ func goldenExternalCluster() *kafkav1alpha1.KafkaCluster {
 	return c
 }
 
+// goldenSecuredCluster adds a TLS listener with SCRAM-SHA-512 and a mutual-TLS one.
+func goldenSecuredCluster() *kafkav1alpha1.KafkaCluster {
+	c := goldenCluster()
+	c.Spec.Replicas = 2
+	c.Spec.Listeners = append(c.Spec.Listeners,
+		kafkav1alpha1.Listener{Name: "secure", Port: 9093, Type: kafkav1alpha1.ListenerInternal, AdvertisedHost: kafkav1alpha1.AdvertisePodDNS,
+			TLS: true, Authentication: &kafkav1alpha1.ListenerAuthentication{Type: kafkav1alpha1.AuthenticationScramSHA512}},
+		kafkav1alpha1.Listener{Name: "mtls", Port: 9094, Type: kafkav1alpha1.ListenerInternal, AdvertisedHost: kafkav1alpha1.AdvertisePodDNS,
+			TLS: true, Authentication: &kafkav1alpha1.ListenerAuthentication{Type: kafkav1alpha1.AuthenticationTLS}})
+	return c
+}
+
 // goldenLoadBalancerCluster exposes a LoadBalancer listener with its Service settings,
 // limits its internal listener to the pods of one namespace, lets a Prometheus reach the
 // health port, and opts out of nothing.
@@ -159,6 +171,7 @@ var goldenOptions = Options{DefaultBrokerImage: "ghcr.io/paddock-dev/paddock:v0.
 func TestGolden(t *testing.T) {
 	def, ext, eph, owned := goldenCluster(), goldenExternalCluster(), goldenEphemeralCluster(), goldenDeleteClaimCluster()
 	lb, tmpl := goldenLoadBalancerCluster(), goldenTemplateCluster()
+	sec := goldenSecuredCluster()
 	cases := map[string]client.Object{
 		"serviceaccount":                      desiredServiceAccount(def),
 		"role":                                desiredRole(def),
@@ -185,6 +198,8 @@ func TestGolden(t *testing.T) {
 		"lb-service-broker-0":                 desiredBrokerServices(lb)[0],
 		"lb-networkpolicy":                    desiredNetworkPolicy(lb),
 		"template-statefulset":                desiredStatefulSet(tmpl, goldenOptions),
+		"secured-role":                        desiredRole(sec),
+		"secured-statefulset":                 desiredStatefulSet(sec, goldenOptions),
 	}
 	for name, obj := range cases {
 		t.Run(name, func(t *testing.T) {

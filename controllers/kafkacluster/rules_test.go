@@ -199,6 +199,49 @@ func TestConditions(t *testing.T) {
 	}
 }
 
+func TestSecuredConditionNamesEveryOpenListener(t *testing.T) {
+	scram := &kafkav1alpha1.ListenerAuthentication{Type: kafkav1alpha1.AuthenticationScramSHA512}
+	mtls := &kafkav1alpha1.ListenerAuthentication{Type: kafkav1alpha1.AuthenticationTLS}
+	plain := &kafkav1alpha1.ListenerAuthentication{Type: kafkav1alpha1.AuthenticationPlain}
+	cases := []struct {
+		rule      string
+		listeners []kafkav1alpha1.Listener
+		status    metav1.ConditionStatus
+		reason    string
+		mentions  []string
+	}{
+		{"the default plaintext listener is open", []kafkav1alpha1.Listener{{Name: "kafka", Port: 9092}},
+			metav1.ConditionFalse, kafkav1alpha1.ReasonOpenListener, []string{"listener kafka lets anyone in unauthenticated"}},
+		{"tls without authentication is still open", []kafkav1alpha1.Listener{{Name: "tls", Port: 9093, TLS: true}},
+			metav1.ConditionFalse, kafkav1alpha1.ReasonOpenListener, []string{"listener tls lets anyone in"}},
+		{"one open listener beside secured ones makes the cluster open, naming only it",
+			[]kafkav1alpha1.Listener{{Name: "secure", TLS: true, Authentication: scram}, {Name: "plain", Port: 9092}},
+			metav1.ConditionFalse, kafkav1alpha1.ReasonOpenListener, []string{"listener plain lets anyone in"}},
+		{"plain authentication without tls takes passwords in the clear", []kafkav1alpha1.Listener{{Name: "pw", Authentication: plain}},
+			metav1.ConditionFalse, kafkav1alpha1.ReasonOpenListener, []string{"listener pw takes passwords over plaintext"}},
+		{"scram over tls and mutual tls are secured", []kafkav1alpha1.Listener{{Name: "a", TLS: true, Authentication: scram}, {Name: "b", TLS: true, Authentication: mtls}},
+			metav1.ConditionTrue, kafkav1alpha1.ReasonAllListenersSecured, nil},
+		{"scram without tls is secured and says the records travel unencrypted", []kafkav1alpha1.Listener{{Name: "s", Authentication: scram}},
+			metav1.ConditionTrue, kafkav1alpha1.ReasonAllListenersSecured, []string{"listener s authenticates with SCRAM but carries records unencrypted"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.rule, func(t *testing.T) {
+			c := securedCondition(4, tc.listeners)
+			if c.Type != kafkav1alpha1.ConditionSecured || c.Status != tc.status || c.Reason != tc.reason || c.ObservedGeneration != 4 || c.Message == "" {
+				t.Fatalf("got %+v, want %s %s", c, tc.status, tc.reason)
+			}
+			for _, m := range tc.mentions {
+				if !strings.Contains(c.Message, m) {
+					t.Errorf("message %q does not say %q", c.Message, m)
+				}
+			}
+			if strings.Contains(tc.rule, "naming only it") && strings.Contains(c.Message, "secure ") {
+				t.Errorf("message %q names the secured listener", c.Message)
+			}
+		})
+	}
+}
+
 func TestListenerStatuses(t *testing.T) {
 	c := goldenCluster()
 	c.Spec.Listeners = append(c.Spec.Listeners,

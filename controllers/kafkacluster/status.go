@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -58,6 +59,33 @@ func rolloutPending(o observation) string {
 		return fmt.Sprintf("%d of %d brokers are ready", sts.Status.ReadyReplicas, o.DesiredReplicas)
 	}
 	return ""
+}
+
+// securedCondition is True when every listener authenticates its clients without a password
+// in the clear (Listener.Secured: TLS with any authentication, or SCRAM); False names each
+// open listener and why (docs/security.md, "Unsecured clusters").
+func securedCondition(generation int64, listeners []kafkav1alpha1.Listener) metav1.Condition {
+	c := metav1.Condition{Type: kafkav1alpha1.ConditionSecured, ObservedGeneration: generation}
+	var open, notes []string
+	for _, l := range listeners {
+		switch {
+		case l.Authentication == nil:
+			open = append(open, fmt.Sprintf("listener %s lets anyone in unauthenticated", l.Name))
+		case !l.Secured():
+			open = append(open, fmt.Sprintf("listener %s takes passwords over plaintext", l.Name))
+		case !l.TLS:
+			notes = append(notes, fmt.Sprintf("listener %s authenticates with SCRAM but carries records unencrypted", l.Name))
+		}
+	}
+	if len(open) > 0 {
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, kafkav1alpha1.ReasonOpenListener, strings.Join(append(open, notes...), "; ")
+		return c
+	}
+	c.Status, c.Reason, c.Message = metav1.ConditionTrue, kafkav1alpha1.ReasonAllListenersSecured, "every listener authenticates its clients"
+	if len(notes) > 0 {
+		c.Message += "; " + strings.Join(notes, "; ")
+	}
+	return c
 }
 
 // readyCondition is True when every desired broker is ready.

@@ -144,6 +144,8 @@ var brokerKeys = []Key{
 		Doc: "The broker id: the ordinal of the broker's pod. Read-only."},
 	{Name: "compression.type", Type: String, Default: "producer", HasDefault: true,
 		Doc: "Default of the topic key compression.type. Only producer is accepted.", check: compressionType},
+	{Name: "connections.max.reauth.ms", Type: Long, Default: "0", HasDefault: true,
+		Doc: "KIP-368: the longest a SASL session lasts before the client must re-authenticate on the same connection; 0 turns re-authentication off. paddock honours it (docs/security.md).", check: atLeast(0)},
 	{Name: "default.replication.factor", Type: Int, Default: "1", HasDefault: true,
 		Doc: "Replication factor of created topics. paddock has one replica per partition: only 1 is accepted.", check: onlyOne},
 	{Name: "delete.topic.enable", Type: Boolean, Default: "true", HasDefault: true,

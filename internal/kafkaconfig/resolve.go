@@ -71,6 +71,8 @@ type ClusterConfig struct {
 	GroupMaxSize                                   int32
 	OffsetMetadataMaxBytes                         int32
 	OffsetsRetention                               time.Duration
+	// MaxReauth is connections.max.reauth.ms: a SASL session's lifetime; 0 is unbounded.
+	MaxReauth time.Duration
 	// The consumer protocol (KIP-848, Apache 4.0): whether group.coordinator.rebalance.protocols
 	// lists consumer; group.consumer.heartbeat.interval.ms and session.timeout.ms (a session
 	// not above the interval resolves both to their defaults); group.consumer.max.size;
@@ -107,6 +109,7 @@ func ResolveCluster(cluster map[string]string) ClusterConfig {
 		OffsetMetadataMaxBytes:     int32(atoi(v("offset.metadata.max.bytes"))),
 		OffsetsRetention:           time.Duration(atoi(v("offsets.retention.minutes"))) * time.Minute,
 		OffsetsTopicPartitions:     int32(atoi(v("offsets.topic.num.partitions"))),
+		MaxReauth:                  ms("connections.max.reauth.ms"),
 		ConsumerProtocol:           slices.Contains(SplitList(v("group.coordinator.rebalance.protocols")), "consumer"),
 		ConsumerHeartbeatInterval:  ms("group.consumer.heartbeat.interval.ms"),
 		ConsumerSessionTimeout:     ms("group.consumer.session.timeout.ms"),
