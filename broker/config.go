@@ -30,7 +30,8 @@ type Config struct {
 	MaxFrameBytes     int
 	LogLevel          string
 	// MetricsPartitionLimit bounds the per-partition series /metrics shows (metrics_partitions.go):
-	// past it only the broker-wide totals are exported.
+	// past it only the broker-wide totals are exported. 0 takes DefaultMetricsPartitionLimit;
+	// a negative limit exports none.
 	MetricsPartitionLimit int
 
 	Identity cluster.Identity
@@ -90,7 +91,7 @@ func newFlagSet(cfg *Config, listeners, templates *string, getenv func(string) s
 	num(&cfg.MaxFrameBytes, "max-frame-bytes", wire.DefaultMaxFrameBytes, "largest request frame accepted; a larger size prefix closes the connection before any allocation")
 	str(&cfg.LogLevel, "log-level", "info", "log level: debug, info or error")
 	num(&cfg.MetricsPartitionLimit, "metrics-partition-limit", DefaultMetricsPartitionLimit,
-		"most partitions (led here, or committed to by a group coordinated here) given per-partition series on /metrics; past it the broker exports totals only and counts what it left out; 0 exports none")
+		"most partitions (led here, or committed to by a group coordinated here) given per-partition series on /metrics; past it the broker exports totals only and counts what it left out; negative exports none")
 	return fs, &envErrs
 }
 
@@ -110,9 +111,6 @@ func parseConfig(cfg *Config, listeners, templates string, envErrs []error, gete
 	}
 	if cfg.DrainTimeout < 0 {
 		return fmt.Errorf("--drain-timeout %s is negative", cfg.DrainTimeout)
-	}
-	if cfg.MetricsPartitionLimit < 0 {
-		return fmt.Errorf("--metrics-partition-limit %d: must be 0 or more", cfg.MetricsPartitionLimit)
 	}
 	if cfg.MaxFrameBytes < wire.MinFrameBytes {
 		return fmt.Errorf("--max-frame-bytes %d is below the smallest request (%d)", cfg.MaxFrameBytes, wire.MinFrameBytes)

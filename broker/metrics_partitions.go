@@ -75,6 +75,12 @@ func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	limit := c.b.Config.MetricsPartitionLimit
+	switch {
+	case limit == 0:
+		limit = DefaultMetricsPartitionLimit
+	case limit < 0:
+		limit = 0
+	}
 	hw := c.collectPartitions(ch, limit)
 	dropped := c.collectGroups(ch, limit, hw)
 	ch <- prometheus.MustNewConstMetric(descDropped, prometheus.GaugeValue, float64(dropped), "group_partition")
