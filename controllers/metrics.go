@@ -37,9 +37,9 @@ var (
 	registerMetricsOne sync.Once
 )
 
-// registerMetrics points the cluster series at r and registers them, with paddock_build_info,
+// RegisterMetrics points the cluster series at r and registers them, with paddock_build_info,
 // on controller-runtime's registry (the manager's /metrics) the first time.
-func registerMetrics(r client.Reader) {
+func RegisterMetrics(r client.Reader) {
 	clusterMetrics.reader.Store(&r)
 	registerMetricsOne.Do(func() {
 		ctrlmetrics.Registry.MustRegister(clusterMetrics, buildinfo.Collector())

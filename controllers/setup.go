@@ -42,6 +42,6 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if err := lost.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up recovery controller: %w", err)
 	}
-	registerMetrics(mgr.GetCache())
+	RegisterMetrics(mgr.GetCache())
 	return nil
 }
