@@ -61,10 +61,12 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types.
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate CRDs (config/crd/bases) and the manager's RBAC (config/rbac).
+manifests: $(CONTROLLER_GEN) ## Generate CRDs (config/crd/bases) and the manager's RBAC (config/rbac: namespaced and cluster-scoped ClusterRoles).
 	$(CONTROLLER_GEN) rbac:roleName=paddock-manager crd:generateEmbeddedObjectMeta=false webhook \
-		paths="./api/..." paths="./controllers/..." \
+		paths="./api/..." paths="./controllers" \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=paddock-manager-cluster,fileName=cluster_role.yaml paths="./controllers/clusterscope" \
+		output:rbac:artifacts:config=config/rbac
 
 .PHONY: fmt
 fmt: ## Run gofmt on the code.
@@ -215,10 +217,10 @@ docker-build: ## Build the container image (needs a Docker engine): the slim pad
 	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(GIT_COMMIT) -t $(IMG) .
 
 .PHONY: build-installer
-build-installer: manifests $(KUSTOMIZE) ## Write dist/install.yaml: CRDs, RBAC and the manager Deployment.
+build-installer: manifests $(KUSTOMIZE) ## Write dist/install.yaml: CRDs, RBAC, the admission policy and the manager Deployment; NAMESPACES=a,b: a manager watching only those, its permissions bound in each.
 	mkdir -p dist
 	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
-	$(KUSTOMIZE) build config/default > dist/install.yaml
+	$(KUSTOMIZE) build config/default $(if $(NAMESPACES),| go run ./hack/namespaced-install --namespaces=$(NAMESPACES)) > dist/install.yaml
 
 ##@ OLM bundle
 

@@ -223,6 +223,14 @@ var _ = Describe("Registry defects", Ordered, ContinueOnFailure, func() {
 	It("copies every listener the broker's Lease announces into its row (defect 1)", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		newCluster(ctx, ns, c, 1)
+		Eventually(func() error { // the registry announces only the cluster's own listeners
+			kc := &kafkav1alpha1.KafkaCluster{}
+			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: c}, kc); err != nil {
+				return err
+			}
+			kc.Spec.Listeners = []kafkav1alpha1.Listener{{Name: "internal", Port: 9092}, {Name: "external", Port: 9094, Type: kafkav1alpha1.ListenerNodePort}}
+			return env.Client.Update(ctx, kc)
+		}).Should(Succeed())
 		putSlice(ctx, ns, c, "demo-brokers-abc12", servingEndpoints(0)...)
 		announced := []kafkav1alpha1.ListenerAddress{
 			{Name: "internal", Host: "demo-broker-0.demo-brokers." + ns + ".svc.cluster.local", Port: 9092},

@@ -88,7 +88,8 @@ func newCluster(ctx context.Context, ns, name string, replicas int32) {
 	GinkgoHelper()
 	Expect(env.Client.Create(ctx, &kafkav1alpha1.KafkaCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec:       kafkav1alpha1.KafkaClusterSpec{Replicas: replicas},
+		// The session timeout caps every Lease's duration; the specs' Leases last up to 60 s.
+		Spec: kafkav1alpha1.KafkaClusterSpec{Replicas: replicas, Heartbeat: kafkav1alpha1.Heartbeat{SessionTimeout: &metav1.Duration{Duration: time.Minute}}},
 	})).To(Succeed())
 	labels := map[string]string{kafkav1alpha1.LabelInstance: name}
 	Expect(env.Client.Create(ctx, &appsv1.StatefulSet{

@@ -32,14 +32,15 @@ const (
 // namespace deletion, pod GC, taint eviction), the PersistentVolume binder for the shared data
 // claim, and the ServiceAccount machinery pods get their identity from (every namespace's
 // default ServiceAccount, the legacy token controller with the signing key, and the
-// kube-root-ca.crt ConfigMap a ServiceAccount volume takes its ca.crt from).
+// kube-root-ca.crt ConfigMap a ServiceAccount volume takes its ca.crt from), and the
+// ClusterRole aggregation that gives Kubernetes' view and edit roles paddock's kinds.
 var controllerManagerControllers = []string{
 	"endpointslice-controller", "statefulset-controller", "garbage-collector-controller",
 	"node-lifecycle-controller", "taint-eviction-controller", "replicaset-controller",
 	"deployment-controller", "disruption-controller", "namespace-controller",
 	"pod-garbage-collector-controller", "persistentvolume-binder-controller",
 	"serviceaccount-controller", "serviceaccount-token-controller",
-	"root-ca-certificate-publisher-controller",
+	"root-ca-certificate-publisher-controller", "clusterrole-aggregation-controller",
 }
 
 // auditPolicy logs every request's metadata — who made it, the verb, the object, the

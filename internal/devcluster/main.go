@@ -337,7 +337,7 @@ and names resolve through the cluster DNS (%s) as in a pod of the default namesp
 `, ClusterDNSIP, rel(env.ShellPath()), rel(filepath.Join(env.Dir(), "env")))
 	if boot.internal != "" {
 		fmt.Fprintf(w, "  getent hosts %s\n  kcat -b $PADDOCK_BOOTSTRAP -L     # %s, listener %q: brokers advertise their pod DNS names\n",
-			kafkav1alpha1.BootstrapServiceName(sampleName), boot.internal, SampleInternalListener)
+			kafkav1alpha1.InternalBootstrapServiceName(sampleName), boot.internal, SampleInternalListener)
 	}
 	fmt.Fprintf(w, `
 Crash a broker with: kill -9 $(cat %s)
@@ -373,18 +373,21 @@ type bootstrap struct {
 func waitBootstrap(ctx context.Context, env *Env, namespace, cluster string) (bootstrap, error) {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	svc := kafkav1alpha1.BootstrapServiceName(cluster)
+	// The sample has an external listener beside the internal one, so each has its own
+	// bootstrap Service (docs/security.md, "Listener exposure").
+	sample := SampleCluster(namespace, cluster, 0, env.HostAddress())
+	inSvc, exSvc := sample.BootstrapServiceOf(SampleInternalListener), sample.BootstrapServiceOf(SampleExternalListener)
 	for {
-		internal, errIn := env.ServiceAddress(ctx, namespace, svc, SampleInternalListener)
-		external, errEx := env.HostNodePortAddress(ctx, namespace, svc, SampleExternalListener)
+		internal, errIn := env.ServiceAddress(ctx, namespace, inSvc, SampleInternalListener)
+		external, errEx := env.HostNodePortAddress(ctx, namespace, exSvc, SampleExternalListener)
 		if errIn == nil && errEx == nil && slices.Contains(env.HostListening(), external) {
 			_, port, _ := net.SplitHostPort(internal)
-			return bootstrap{kubeconfig: env.KubeconfigPath(), binDir: env.cfg.BinDir, internal: net.JoinHostPort(svc, port), external: external}, nil
+			return bootstrap{kubeconfig: env.KubeconfigPath(), binDir: env.cfg.BinDir, internal: net.JoinHostPort(inSvc, port), external: external}, nil
 		}
 		select {
 		case <-ctx.Done():
-			return bootstrap{}, fmt.Errorf("bootstrap Service %s of %s is not reachable (see %s): %w",
-				svc, cluster, filepath.Join(env.Dir(), "logs", "node-agents.log"), errors.Join(errIn, errEx, ctx.Err()))
+			return bootstrap{}, fmt.Errorf("bootstrap Services %s and %s of %s are not reachable (see %s): %w",
+				inSvc, exSvc, cluster, filepath.Join(env.Dir(), "logs", "node-agents.log"), errors.Join(errIn, errEx, ctx.Err()))
 		case <-time.After(500 * time.Millisecond):
 		}
 	}

@@ -106,11 +106,23 @@ func (e *Env) clusterStatuses(ctx context.Context) ([]clusterStatus, error) {
 	var out []clusterStatus
 	for _, kc := range list.Items {
 		cs := clusterStatus{Name: kc.Namespace + "/" + kc.Name, Replicas: kc.Spec.Replicas,
-			Registered: kc.Status.Counts.Registered, Serving: kc.Status.Counts.Serving}
-		svc := &corev1.Service{}
-		name := kafkav1alpha1.BootstrapServiceName(kc.Name)
-		if err := e.client.Get(ctx, client.ObjectKey{Namespace: kc.Namespace, Name: name}, svc); err == nil {
-			cs.Inside, cs.FromHost = bootstrapAddresses(kc.Spec.Listeners, svc, e.cfg.HostAddress)
+			Registered: kc.Status.Counts.Registered, Serving: kc.Status.Counts.Serving,
+			Inside: map[string]string{}, FromHost: map[string]string{}}
+		// A cluster with external listeners bootstraps its internal ones through a Service of
+		// their own (KafkaCluster.BootstrapServiceOf).
+		names := []string{kafkav1alpha1.BootstrapServiceName(kc.Name)}
+		for _, l := range kc.Spec.Listeners {
+			if name := kc.BootstrapServiceOf(l.Name); !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
+		for _, name := range names {
+			svc := &corev1.Service{}
+			if err := e.client.Get(ctx, client.ObjectKey{Namespace: kc.Namespace, Name: name}, svc); err == nil {
+				inside, fromHost := bootstrapAddresses(kc.Spec.Listeners, svc, e.cfg.HostAddress)
+				maps.Copy(cs.Inside, inside)
+				maps.Copy(cs.FromHost, fromHost)
+			}
 		}
 		out = append(out, cs)
 	}

@@ -7,7 +7,9 @@
 //
 // TestFencingScenarios runs the numbered scenarios on one environment, in an order where each
 // starts from three healthy brokers: 1 bring-up (kcat -L, -P and -C inside the dev shell by
-// pod DNS names), 8 identities, 9 from outside, 10 topics,
+// pod DNS names), 8 identities, 16 trust boundary (broker 1's token refused broker 2's Lease
+// and another cluster's topics; a hostile broker's forged Lease changes no outcome; the
+// NetworkPolicy; view/edit for namespace users), 9 from outside, 10 topics,
 // 13 drain timing (SIGTERM → exit of a broker leading 0, 100 and 1,000 partitions; it exits 0
 // having drained), 2 crash, 3 graceful, 7 operator down, 11 no acknowledged record lost (an
 // idempotent producer through kill -9, pod delete, `kubectl rollout restart` and an operator

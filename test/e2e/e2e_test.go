@@ -79,6 +79,7 @@ func TestFencingScenarios(t *testing.T) {
 	}{
 		{"1 bring-up", func(ctx context.Context, t *testing.T, s *suite) { bringUp(ctx, t, s, applied) }},
 		{"8 identities", identities},
+		{"16 trust boundary", trustBoundary},
 		{"9 from outside", fromOutside},
 		{"10 topics", topics},
 		{"13 drain timing", drainTiming},
@@ -145,12 +146,12 @@ func bringUp(ctx context.Context, t *testing.T, s *suite, applied time.Time) {
 		t.Fatalf("kcat -L listed %d brokers (err %v):\n%s", n, err, out)
 	}
 
-	bootstrap, err := s.env.ServiceAddress(ctx, s.namespace, kafkav1alpha1.BootstrapServiceName(s.name), devcluster.SampleInternalListener)
+	bootstrap, err := s.env.ServiceAddress(ctx, s.namespace, kafkav1alpha1.InternalBootstrapServiceName(s.name), devcluster.SampleInternalListener)
 	if err != nil {
 		t.Fatal(err)
 	}
 	clusterIP, _, _ := net.SplitHostPort(bootstrap)
-	short := kafkav1alpha1.BootstrapServiceName(s.name) + "." + s.namespace // the shell's search path is the default namespace's
+	short := kafkav1alpha1.InternalBootstrapServiceName(s.name) + "." + s.namespace // the shell's search path is the default namespace's
 	got, err := devcluster.HostCommand(ctx, []string{"PATH=" + os.Getenv("PATH")}, s.env.ShellPath(), "getent", "hosts", short)
 	if f := strings.Fields(string(got)); err != nil || len(f) < 1 || f[0] != clusterIP {
 		t.Fatalf("%s getent hosts %s: %q (err %v), want %s", s.env.ShellPath(), short, got, err, clusterIP)
@@ -218,7 +219,7 @@ func (s *suite) shellProduceConsume(ctx context.Context, t *testing.T, bootstrap
 		t.Fatalf("delete %s: %v", shellTopic, err)
 	}
 	testkit.EventuallyDetail(t, shellTopic+"'s KafkaTopic gone", func() (bool, string) {
-		err := s.c.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: shellTopic}, &kafkav1alpha1.KafkaTopic{})
+		_, err := s.kafkaTopic(ctx, shellTopic)
 		return apierrors.IsNotFound(err), fmt.Sprintf("get: %v", err)
 	})
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
@@ -81,10 +82,11 @@ func (s *suite) dnsName(id int32) string {
 		s.namespace, devcluster.ClusterDomain)
 }
 
-// bootstrapName is the bootstrap Service's internal listener address by the name the cluster
-// DNS answers for it.
+// bootstrapName is the internal listener's bootstrap address by the name the cluster DNS
+// answers for it: the cluster also has NodePort listeners, so it is the internal bootstrap
+// Service's.
 func (s *suite) bootstrapName() string {
-	return net.JoinHostPort(kafkav1alpha1.BootstrapServiceName(s.name)+"."+s.namespace+".svc."+devcluster.ClusterDomain, strconv.Itoa(int(s.port)))
+	return net.JoinHostPort(kafkav1alpha1.InternalBootstrapServiceName(s.name)+"."+s.namespace+".svc."+devcluster.ClusterDomain, strconv.Itoa(int(s.port)))
 }
 
 // addr is broker id's Kafka address at its pod IP, for requests to that very broker.
@@ -297,4 +299,21 @@ func createTopic(ctx context.Context, t *testing.T, adm *kadm.Client, partitions
 		}
 		time.Sleep(time.Second)
 	}
+}
+
+// kafkaTopic is the cluster's KafkaTopic serving Kafka topic name, found as the brokers and
+// the operator find it (spec.cluster and the Kafka name), whatever its object is called: a
+// topic a client created is "<cluster>.<name>" (topicname.ObjectNameIn), one applied with
+// kubectl has the name it was given. A topic with no object answers a NotFound error.
+func (s *suite) kafkaTopic(ctx context.Context, name string) (*kafkav1alpha1.KafkaTopic, error) {
+	var list kafkav1alpha1.KafkaTopicList
+	if err := s.c.List(ctx, &list, client.InNamespace(s.namespace)); err != nil {
+		return nil, err
+	}
+	for i := range list.Items {
+		if kt := &list.Items[i]; kt.Spec.Cluster == s.name && kt.KafkaName() == name {
+			return kt, nil
+		}
+	}
+	return nil, apierrors.NewNotFound(kafkav1alpha1.GroupVersion.WithResource("kafkatopics").GroupResource(), name)
 }

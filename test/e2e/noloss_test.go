@@ -15,7 +15,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/internal/devcluster"
@@ -423,8 +422,8 @@ func check(acks []ack, records map[int32][]*kgo.Record) checked {
 
 // topicLed reports whether every partition of topic has a leader in its KafkaTopic's status.
 func (s *suite) topicLed(ctx context.Context, topic string) (bool, string) {
-	kt := &kafkav1alpha1.KafkaTopic{}
-	if err := s.c.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: topic}, kt); err != nil {
+	kt, err := s.kafkaTopic(ctx, topic)
+	if err != nil {
 		return false, err.Error()
 	}
 	led := 0

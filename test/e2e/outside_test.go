@@ -111,7 +111,7 @@ func fromOutside(ctx context.Context, t *testing.T, s *suite) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clusterIP, err := s.env.ServiceAddress(ctx, s.namespace, kafkav1alpha1.BootstrapServiceName(s.name), devcluster.SampleInternalListener)
+	clusterIP, err := s.env.ServiceAddress(ctx, s.namespace, kafkav1alpha1.InternalBootstrapServiceName(s.name), devcluster.SampleInternalListener)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/internal/testkit"
+	"github.com/paddock-dev/paddock/internal/topicname"
 )
 
 // 10. Topics: a topic created with kadm is listed by `kubectl get kafkatopics` Ready, with its
@@ -49,8 +50,8 @@ func topics(ctx context.Context, t *testing.T, s *suite) {
 
 	var kt *kafkav1alpha1.KafkaTopic
 	testkit.EventuallyDetail(t, "the topic Ready with leaders on all three brokers", func() (bool, string) {
-		kt = &kafkav1alpha1.KafkaTopic{}
-		if err := s.c.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: topic}, kt); err != nil {
+		var err error
+		if kt, err = s.kafkaTopic(ctx, topic); err != nil {
 			return false, err.Error()
 		}
 		per := leadersPerBroker(kt)
@@ -89,8 +90,8 @@ func topics(ctx context.Context, t *testing.T, s *suite) {
 		t.Fatal(err)
 	}
 	testkit.EventuallyDetail(t, "the killed broker's partitions on new leaders", func() (bool, string) {
-		now := &kafkav1alpha1.KafkaTopic{}
-		if err := s.c.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: topic}, now); err != nil {
+		now, err := s.kafkaTopic(ctx, topic)
+		if err != nil {
 			return false, err.Error()
 		}
 		for _, p := range now.Status.Partitions {
@@ -119,7 +120,7 @@ func topics(ctx context.Context, t *testing.T, s *suite) {
 		t.Fatalf("kadm delete %s: %v", topic, err)
 	}
 	testkit.EventuallyDetail(t, "the deleted topic's KafkaTopic gone", func() (bool, string) {
-		err := s.c.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: topic}, &kafkav1alpha1.KafkaTopic{})
+		_, err := s.kafkaTopic(ctx, topic)
 		return client.IgnoreNotFound(err) == nil && err != nil, fmt.Sprint(err)
 	})
 	measure(t, "10 topics", "kadm DeleteTopics → KafkaTopic gone (unassigned, data removed)", time.Since(deleted))
@@ -159,7 +160,7 @@ func topicTableRow(ctx context.Context, s *suite, topic string) (map[string]stri
 		for i, c := range table.ColumnDefinitions {
 			cells[c.Name] = strings.TrimSpace(fmt.Sprint(r.Cells[i]))
 		}
-		if cells["Name"] == topic {
+		if cells["Name"] == topicname.ObjectNameIn(s.name, topic) {
 			return cells, nil
 		}
 	}
