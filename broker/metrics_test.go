@@ -48,7 +48,7 @@ func scrape(t *testing.T, b *brokertest.Broker) string {
 
 // countSeries counts the samples of one metric name in a scrape.
 func countSeries(text, name string) int {
-	return len(regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + `[{ ]`).FindAllString(text, -1))
+	return len(regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(name)+`[{ ]`).FindAllString(text, -1))
 }
 
 // A dashboard's partition and lag panels read what the broker serves: the offsets and size of
@@ -67,19 +67,19 @@ func TestMetricsShowEachPartitionsOffsetsAndAGroupsLag(t *testing.T) {
 	}
 	commitOffset(t, conn, "g", "m", 0, 2)
 	for series, want := range map[string]float64{
-		`paddock_partition_log_start_offset{partition="0",topic="m"}`:              0,
-		`paddock_partition_high_watermark{partition="0",topic="m"}`:                6,
-		`paddock_partition_log_end_offset{partition="0",topic="m"}`:                6,
-		`paddock_partition_segments{partition="0",topic="m"}`:                      1,
-		`paddock_group_committed_offset{group="g",partition="0",topic="m"}`:        2,
-		`paddock_group_lag{group="g",partition="0",topic="m"}`:                     4,
-		`paddock_group_members{group="g"}`:                                         0,
-		`paddock_group_state{group="g",state="Empty"}`:                             1,
-		`paddock_broker_partitions{state="serving"}`:                               1,
-		`paddock_broker_partitions{state="failed"}`:                                0,
-		`paddock_broker_storage_healthy`:                                           1,
-		`paddock_broker_takeovers_total{result="served"}`:                          1,
-		`paddock_broker_metrics_series_dropped{kind="partition"}`:                  0,
+		`paddock_partition_log_start_offset{partition="0",topic="m"}`:               0,
+		`paddock_partition_high_watermark{partition="0",topic="m"}`:                 6,
+		`paddock_partition_log_end_offset{partition="0",topic="m"}`:                 6,
+		`paddock_partition_segments{partition="0",topic="m"}`:                       1,
+		`paddock_group_committed_offset{group="g",partition="0",topic="m"}`:         2,
+		`paddock_group_lag{group="g",partition="0",topic="m"}`:                      4,
+		`paddock_group_members{group="g"}`:                                          0,
+		`paddock_group_state{group="g",state="Empty"}`:                              1,
+		`paddock_broker_partitions{state="serving"}`:                                1,
+		`paddock_broker_partitions{state="failed"}`:                                 0,
+		`paddock_broker_storage_healthy`:                                            1,
+		`paddock_broker_takeovers_total{result="served"}`:                           1,
+		`paddock_broker_metrics_series_dropped{kind="partition"}`:                   0,
 		`paddock_broker_request_duration_seconds_count{api="Produce",version="10"}`: 3,
 	} {
 		if got := metric(t, b, series); got != want {
