@@ -15,6 +15,9 @@ CONTROLLER_TOOLS_VERSION ?= v0.23.0
 KUSTOMIZE_VERSION ?= v5.8.2
 GOTESTSUM_VERSION ?= v1.13.0
 GOLANGCI_LINT_VERSION ?= v2.15.0
+# promtool (the Prometheus module's cmd/promtool; module v0.316.0 is Prometheus 3.16.0) checks
+# the monitoring kit's alert rules and the processes' /metrics (test/monitoring).
+PROMTOOL_VERSION ?= v0.316.0
 
 ## Locations
 ROOT := $(shell pwd)
@@ -22,6 +25,8 @@ LOCALBIN ?= $(ROOT)/bin
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+# test/monitoring reads $PROMTOOL (a plain go test falls back to bin/promtool-*).
+export PROMTOOL := $(LOCALBIN)/promtool-$(PROMTOOL_VERSION)
 K8S_VERSION := $(shell grep -oE 'k8s.io/kubernetes v[0-9.]+' hack/k8s-bins/go.mod | head -1 | cut -dv -f2)
 K8S_BINS := $(LOCALBIN)/k8s/$(K8S_VERSION)
 export KUBEBUILDER_ASSETS := $(K8S_BINS)
@@ -118,7 +123,7 @@ gotest = echo "test: go test $(2)" && $(GOTESTSUM) --format $(GOTESTSUM_FORMAT) 
 ENVTEST_PKGS := ./api/... ./controllers/... ./test/topics/... ./test/groups/...
 
 .PHONY: test
-test: manifests generate k8s-bins coredns kubectl kcat kafkajs $(GOTESTSUM) ## Run every test: unit (with -race), envtest, broker, client interop, fuzz (bounded) and e2e; then name every failed test and the slowest ones.
+test: manifests generate k8s-bins coredns kubectl kcat kafkajs $(PROMTOOL) $(GOTESTSUM) ## Run every test: unit (with -race), envtest, broker, client interop, fuzz (bounded) and e2e; then name every failed test and the slowest ones.
 	@rm -rf $(TEST_RESULTS) && mkdir -p $(TEST_RESULTS); status=0; \
 	$(call gotest,race,-race $(GO_TEST_FLAGS) $(RACE_PKGS)) || status=1; \
 	$(call gotest,other,$(GO_TEST_FLAGS) $(OTHER_PKGS)) || status=1; \
@@ -131,6 +136,10 @@ test: manifests generate k8s-bins coredns kubectl kcat kafkajs $(GOTESTSUM) ## R
 .PHONY: test-unit
 test-unit: k8s-bins coredns $(GOTESTSUM) ## Run the unit packages (pure rules, dev harness, broker) with the race detector.
 	@mkdir -p $(TEST_RESULTS) && $(call gotest,race,-race $(GO_TEST_FLAGS) $(RACE_PKGS))
+
+.PHONY: test-rules
+test-rules: k8s-bins $(PROMTOOL) $(GOTESTSUM) ## Run the monitoring kit's checks (test/monitoring): promtool unit tests of every alert, promtool check rules and metrics, every dashboard query answered from real brokers' and the manager's /metrics.
+	@mkdir -p $(TEST_RESULTS) && $(call gotest,rules,$(GO_TEST_FLAGS) ./test/monitoring/...)
 
 .PHONY: test-envtest
 test-envtest: k8s-bins $(GOTESTSUM) ## Run the envtest suites (api/, controllers/) and the client suites on in-process brokers (test/topics, test/groups).
@@ -267,6 +276,9 @@ $(KUSTOMIZE): | $(LOCALBIN)
 $(GOLANGCI_LINT): | $(LOCALBIN)
 	$(call go-install-tool,$(GOLANGCI_LINT),github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION))
 
+$(PROMTOOL): | $(LOCALBIN)
+	$(call go-install-tool,$(PROMTOOL),github.com/prometheus/prometheus/cmd/promtool,$(PROMTOOL_VERSION))
+
 $(GOTESTSUM): | $(LOCALBIN)
 	$(call go-install-tool,$(GOTESTSUM),gotest.tools/gotestsum,$(GOTESTSUM_VERSION))
 
@@ -282,11 +294,12 @@ kafkajs: ## Install kafkajs for test/interop (npm ci from test/interop/js/packag
 interop: k8s-bins kcat kafkajs ## Run only the client interop suite (test/interop: sarama, kafka-go, kcat, kafkajs).
 	go test $(GO_TEST_FLAGS) ./test/interop/...
 
-.PHONY: controller-gen kustomize golangci-lint gotestsum
+.PHONY: controller-gen kustomize golangci-lint gotestsum promtool
 controller-gen: $(CONTROLLER_GEN) ## Install controller-gen into bin/.
 kustomize: $(KUSTOMIZE) ## Install kustomize into bin/.
 golangci-lint: $(GOLANGCI_LINT) ## Install golangci-lint into bin/.
 gotestsum: $(GOTESTSUM) ## Install gotestsum (make test's runner and summary) into bin/.
+promtool: $(PROMTOOL) ## Install promtool (test/monitoring's rule and metrics checker) into bin/.
 
 # go-install-tool installs package $(2) at version $(3) as the file $(1).
 define go-install-tool
