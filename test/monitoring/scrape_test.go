@@ -78,10 +78,13 @@ func traffic(t *testing.T) (brokers []target, manager target) {
 	if resp, err := kadm.NewClient(c.Kgo()).CreateTopic(ctx, 2, 1, nil, topic); err != nil || resp.Err != nil {
 		t.Fatalf("create %s: %v %v", topic, err, resp.Err)
 	}
-	producer := c.Kgo(kgo.DefaultProduceTopic(topic))
+	// Records alternate between the partitions: the group commits on both, so its coordinator
+	// (one of the two brokers) leads one of them and exports its lag (docs/metrics.md).
+	producer := c.Kgo(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	produce := func(n int) {
 		for i := range n {
-			if err := producer.ProduceSync(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}).FirstErr(); err != nil {
+			r := &kgo.Record{Partition: int32(i % 2), Value: []byte(strconv.Itoa(i))}
+			if err := producer.ProduceSync(ctx, r).FirstErr(); err != nil {
 				t.Fatalf("produce: %v", err)
 			}
 		}
