@@ -103,6 +103,7 @@ verify-citations: ## Fail if a comment cites a document that is not in the repos
 # (their owners are moving those citations now; `make verify-citations` lists what is left).
 verify: $(CONTROLLER_GEN) $(KUSTOMIZE) lint verify-imports ## Fail if generated files are stale, an import rule is broken, a comment cites a missing document, a linter objects, or paddock dev would install other manifests than dist/install.yaml.
 	hack/verify-generated.sh
+	$(KUSTOMIZE) build config/monitoring >/dev/null
 	@diff -u <($(KUSTOMIZE) build config/default) <(go run . dev --print-install) || { \
 		echo "verify: paddock dev renders config/default differently from kustomize $(KUSTOMIZE_VERSION): keep go.mod's sigs.k8s.io/kustomize/api in step with KUSTOMIZE_VERSION" >&2; exit 1; }
 
