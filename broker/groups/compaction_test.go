@@ -233,7 +233,9 @@ func (r recordingFile) ReadAt(p []byte, off int64) (int, error) {
 // left by a coordinator whose process died) is read in pieces no larger than its largest
 // frame, never whole.
 func TestTheLoaderStreamsTheFile(t *testing.T) {
-	e := newEnv(t)
+	// Loading 24 MB on a loaded machine can take longer than the default LoadWait (1 s): the
+	// fetch would be answered COORDINATOR_LOAD_IN_PROGRESS, which is not what this test pins.
+	e := newEnv(t, func(c *Config) { c.LoadWait = time.Minute })
 	e.commitBig(e.c, "g", []int32{0}, 1, "")
 	_ = e.c.Close()
 	path := filepath.Join(groupDir(e, "g"), logName(1))
