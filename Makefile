@@ -15,8 +15,10 @@ CONTROLLER_TOOLS_VERSION ?= v0.23.0
 KUSTOMIZE_VERSION ?= v5.8.2
 GOTESTSUM_VERSION ?= v1.13.0
 GOLANGCI_LINT_VERSION ?= v2.15.0
-# promtool (the Prometheus module's cmd/promtool; module v0.316.0 is Prometheus 3.16.0) checks
-# the monitoring kit's alert rules and the processes' /metrics (test/monitoring).
+# promtool (the Prometheus module's cmd/promtool) checks the monitoring kit's alert rules and
+# the processes' /metrics (test/monitoring). Built with -tags remove_all_sd: without the
+# service-discovery plugins (cloud SDKs) promtool's rule, metrics and unit-test commands are
+# the same and its cold build is a fraction (docs/testing.md).
 PROMTOOL_VERSION ?= v0.316.0
 
 ## Locations
@@ -278,7 +280,7 @@ $(GOLANGCI_LINT): | $(LOCALBIN)
 	$(call go-install-tool,$(GOLANGCI_LINT),github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION))
 
 $(PROMTOOL): | $(LOCALBIN)
-	$(call go-install-tool,$(PROMTOOL),github.com/prometheus/prometheus/cmd/promtool,$(PROMTOOL_VERSION))
+	$(call go-install-tool,$(PROMTOOL),github.com/prometheus/prometheus/cmd/promtool,$(PROMTOOL_VERSION),-tags remove_all_sd)
 
 $(GOTESTSUM): | $(LOCALBIN)
 	$(call go-install-tool,$(GOTESTSUM),gotest.tools/gotestsum,$(GOTESTSUM_VERSION))
@@ -302,8 +304,8 @@ golangci-lint: $(GOLANGCI_LINT) ## Install golangci-lint into bin/.
 gotestsum: $(GOTESTSUM) ## Install gotestsum (make test's runner and summary) into bin/.
 promtool: $(PROMTOOL) ## Install promtool (test/monitoring's rule and metrics checker) into bin/.
 
-# go-install-tool installs package $(2) at version $(3) as the file $(1).
+# go-install-tool installs package $(2) at version $(3) as the file $(1), with go install flags $(4).
 define go-install-tool
-@set -e; echo "Installing $(2)@$(3)"; tmp=$$(mktemp -d); \
-GOBIN=$$tmp go install $(2)@$(3); mv $$tmp/$$(basename $$(echo $(2) | sed 's|/v[0-9]*$$||')) $(1); rm -rf $$tmp
+@set -e; echo "Installing $(2)@$(3) $(4)"; tmp=$$(mktemp -d); \
+GOBIN=$$tmp go install $(4) $(2)@$(3); mv $$tmp/$$(basename $$(echo $(2) | sed 's|/v[0-9]*$$||')) $(1); rm -rf $$tmp
 endef
