@@ -16,9 +16,9 @@ KUSTOMIZE_VERSION ?= v5.8.2
 GOTESTSUM_VERSION ?= v1.13.0
 GOLANGCI_LINT_VERSION ?= v2.15.0
 # promtool (the Prometheus module's cmd/promtool) checks the monitoring kit's alert rules and
-# the processes' /metrics (test/monitoring). Built with -tags remove_all_sd: without the
-# service-discovery plugins (cloud SDKs) promtool's rule, metrics and unit-test commands are
-# the same and its cold build is a fraction (docs/testing.md).
+# the processes' /metrics (test/monitoring). Built with -tags remove_all_sd: the
+# service-discovery plugins (cloud SDKs), which the rule, metrics and unit-test commands do
+# not use, more than double its cold build (docs/testing.md, "promtool").
 PROMTOOL_VERSION ?= v0.316.0
 
 ## Locations
