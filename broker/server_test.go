@@ -55,8 +55,8 @@ func TestKnownKeyWithoutHandlerClosesConnection(t *testing.T) {
 func TestVersionOutsideAdvertisedRangeClosesConnection(t *testing.T) {
 	tc := newTestCluster(t, 1)
 	c := dialKafka(t, tc.addrs[0])
-	req := kmsg.NewPtrMetadataRequest()
-	req.Version = 13 // kmsg knows it; we advertise 0-12
+	req := kmsg.NewPtrDescribeLogDirsRequest()
+	req.Version = 5 // kmsg knows it (Kafka 4.1's); we advertise 0-4
 	_, _ = c.Write(appendRequestFrame(nil, req, 1))
 	expectClosed(t, c)
 	expectServing(t, tc.addrs[0])
@@ -399,7 +399,7 @@ func TestIdleTicksCoverTheAcceptLoop(t *testing.T) {
 			t.Cleanup(func() { cancel(); _ = srv.Close(); <-done })
 
 			mono.Add(int64(WedgedAfter + time.Second)) // six seconds without a client request
-			deadline := time.Now().Add(3 * time.Second)
+			deadline := time.Now().Add(testkit.Deadline)
 			for live.Healthy() != tc.wantHealthy && time.Now().Before(deadline) {
 				time.Sleep(20 * time.Millisecond)
 			}
