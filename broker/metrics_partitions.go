@@ -172,7 +172,7 @@ func (c stateCollector) collectGroups(ch chan<- prometheus.Metric, limit int, hw
 	defer cancel()
 	shown, dropped := 0, 0
 	for _, g := range co.Stats(ctx) {
-		ch <- prometheus.MustNewConstMetric(descGroupState, prometheus.GaugeValue, 1, g.Group, g.State.String())
+		ch <- prometheus.MustNewConstMetric(descGroupState, prometheus.GaugeValue, 1, g.Group, g.State)
 		ch <- prometheus.MustNewConstMetric(descGroupMembers, prometheus.GaugeValue, float64(g.Members), g.Group)
 		for _, o := range g.Offsets {
 			if shown >= limit {

@@ -148,7 +148,8 @@ func TestACrashAtEveryStepOfACompactionLosesNoAcknowledgedCommit(t *testing.T) {
 		for k := int64(1); ; k++ {
 			cfs := newCrashFS()
 			m := NewMetrics()
-			e := newEnv(t, func(c *Config) { c.FS, c.Metrics = cfs, m })
+			// LoadWait a minute: a reload on a loaded machine may take longer than the default 1 s.
+			e := newEnv(t, func(c *Config) { c.FS, c.Metrics, c.LoadWait = cfs, m, time.Minute })
 			if code := e.commitBig(e.c, "g", allParts(64), 0, meta)[0]; code != 0 {
 				t.Fatal(codeName(code))
 			}
@@ -186,8 +187,8 @@ func TestACrashAtEveryStepOfACompactionLosesNoAcknowledgedCommit(t *testing.T) {
 					t.Fatalf("crash at op %d: commit after the disk recovered: %s", k, codeName(code))
 				}
 				_ = next.Close()
-				if got, _, _ := e.fetchTopic(e.start(2), "g", "big"); got[63] != 99063 {
-					t.Fatalf("crash at op %d: after recovery and a takeover partition 63 = %d, want 99063", k, got[63])
+				if got, _, code := e.fetchTopic(e.start(2), "g", "big"); code != 0 || got[63] != 99063 {
+					t.Fatalf("crash at op %d: after recovery and a takeover partition 63 = %d (%s), want 99063", k, got[63], codeName(code))
 				}
 			}
 			if !crashed {

@@ -8,8 +8,10 @@ import (
 
 // GroupStats is what the broker's metrics show of one group this coordinator serves.
 type GroupStats struct {
-	Group   string
-	State   State
+	Group string
+	// State is the classic state's name, or a consumer-protocol group's (Assigning, ...).
+	State string
+	// Members counts the members of both protocols.
 	Members int
 	// Offsets are the committed offsets, sorted by topic and partition.
 	Offsets []CommittedOffset
@@ -89,7 +91,11 @@ func (g *group) snapshotStats() *GroupStats {
 	if !g.exists() {
 		return nil
 	}
-	s := &GroupStats{Group: g.id, State: g.state, Members: len(g.members), Offsets: make([]CommittedOffset, 0, len(g.offsets))}
+	s := &GroupStats{Group: g.id, State: g.state.String(), Members: len(g.members), Offsets: make([]CommittedOffset, 0, len(g.offsets))}
+	if g.cg != nil {
+		s.State = g.cg.stateName()
+		s.Members += len(g.cg.members)
+	}
 	for k, o := range g.offsets {
 		s.Offsets = append(s.Offsets, CommittedOffset{Topic: k.topic, Partition: k.partition, Offset: o.offset})
 	}

@@ -72,7 +72,9 @@ func scrape(t *testing.T, name, url string, labels map[string]string) target {
 // paddock's series reading the envtest objects, served as the manager serves it).
 func traffic(t *testing.T) (brokers []target, manager target) {
 	c := kubebrokers.NewCluster(t, 2, kubebrokers.Options{Namespace: "monitoring",
-		GroupConfig: func(cfg *groups.Config) { cfg.InitialRebalanceDelay = 100 * time.Millisecond }})
+		GroupConfig: func(cfg *groups.Config) {
+			cfg.InitialRebalanceDelay, cfg.ConsumerHeartbeatInterval = 100*time.Millisecond, 250*time.Millisecond
+		}})
 	ctx := testkit.Context(t)
 	const topic, group = "orders", "billing"
 	if resp, err := kadm.NewClient(c.Kgo()).CreateTopic(ctx, 2, 1, nil, topic); err != nil || resp.Err != nil {
@@ -103,6 +105,16 @@ func traffic(t *testing.T) (brokers []target, manager target) {
 		t.Fatalf("commit: %v", err)
 	}
 	produce(5) // the group is 5 behind
+	// A consumer-protocol (KIP-848) group beside the classic one, still a member when scraped.
+	nextGen := c.Kgo(kgo.ConsumerGroup("shipping"), kgo.ConsumeTopics(topic), kgo.ServerSideBalancer(),
+		kgo.FetchMaxWait(200*time.Millisecond), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	for read := 0; read == 0; {
+		fs := nextGen.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumer-protocol member read nothing: %v", ctx.Err())
+		}
+		read += fs.NumRecords()
+	}
 
 	meta := kmsg.NewPtrMetadataRequest()
 	meta.AllowAutoTopicCreation = false
@@ -117,15 +129,16 @@ func traffic(t *testing.T) (brokers []target, manager target) {
 	controllers.RegisterMetrics(kubebrokers.Env.Client)
 	mgr := httptest.NewServer(promhttp.HandlerFor(ctrlmetrics.Registry, promhttp.HandlerOpts{}))
 	t.Cleanup(mgr.Close)
-	testkit.Eventually(t, "the group's committed offsets and the topic's leaders in /metrics", func() bool {
+	testkit.Eventually(t, "the group's committed offsets, the consumer-protocol group and the topic's leaders in /metrics", func() bool {
 		brokers = brokers[:0]
-		committed := false
+		committed, nextGenHeld := false, false
 		for id, addr := range c.HealthAddrs {
 			b := scrape(t, fmt.Sprintf("broker %d", id), "http://"+addr+"/metrics", map[string]string{
 				"job": "paddock-broker", "namespace": c.NS, "cluster": kubebrokers.ClusterName, "broker": strconv.Itoa(id),
 				"pod": v1alpha1.BrokerPodName(kubebrokers.ClusterName, int32(id)), "instance": addr,
 			})
 			committed = committed || b.families["paddock_group_committed_offset"] != nil
+			nextGenHeld = nextGenHeld || b.families["paddock_groups_consumer_groups"] != nil
 			brokers = append(brokers, b)
 		}
 		manager = scrape(t, "manager", mgr.URL, map[string]string{
@@ -135,7 +148,7 @@ func traffic(t *testing.T) (brokers []target, manager target) {
 		for _, m := range manager.families["paddock_topic_partitions_without_serving_leader"].GetMetric() {
 			leaders = leaders || slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetValue() == topic })
 		}
-		return committed && leaders
+		return committed && nextGenHeld && leaders
 	})
 	return brokers, manager
 }
@@ -186,6 +199,25 @@ func TestTheKitHoldsOnRealMetrics(t *testing.T) {
 			maps.Copy(served, b.families)
 		}
 		checkServed(t, "broker", served, doc, func(monitoring.Series) bool { return true })
+	})
+	t.Run("a consumer-protocol group shows its own state and its member", func(t *testing.T) {
+		var states []string
+		members := -1.0
+		for _, b := range brokers {
+			for _, s := range samples(b.families["paddock_group_state"]) {
+				if s.labels["group"] == "shipping" {
+					states = append(states, s.labels["state"])
+				}
+			}
+			for _, s := range samples(b.families["paddock_group_members"]) {
+				if s.labels["group"] == "shipping" {
+					members = s.value
+				}
+			}
+		}
+		if len(states) != 1 || !slices.Contains([]string{"Assigning", "Reconciling", "Stable"}, states[0]) || members != 1 {
+			t.Errorf("group shipping: states %v, members %v; want one of Assigning, Reconciling, Stable and 1 member", states, members)
+		}
 	})
 	t.Run("every series the manager serves is documented, and its gauges are served", func(t *testing.T) {
 		// The manager's counters count events this traffic has none of (recovery decisions,

@@ -1,9 +1,9 @@
 package broker
 
 import (
-	"syscall"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/paddock-dev/paddock/broker/storage"
 )
 
 // The data volume is shared by every broker of the cluster, so each reports the same
@@ -26,12 +26,11 @@ func describeVolume(ch chan<- *prometheus.Desc) {
 // collectVolume sends the volume's series; nothing when statfs fails (a missing directory
 // before the first write), so no made-up zero reaches a free-space alert.
 func collectVolume(ch chan<- prometheus.Metric, dir string) {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(dir, &st); err != nil {
+	sp, err := storage.VolumeSpace(dir)
+	if err != nil {
 		return
 	}
-	bs := float64(st.Bsize)
-	ch <- prometheus.MustNewConstMetric(descVolumeSize, prometheus.GaugeValue, float64(st.Blocks)*bs)
-	ch <- prometheus.MustNewConstMetric(descVolumeFree, prometheus.GaugeValue, float64(st.Bavail)*bs)
-	ch <- prometheus.MustNewConstMetric(descVolumeUsed, prometheus.GaugeValue, float64(st.Blocks-st.Bfree)*bs)
+	ch <- prometheus.MustNewConstMetric(descVolumeSize, prometheus.GaugeValue, float64(sp.Total))
+	ch <- prometheus.MustNewConstMetric(descVolumeFree, prometheus.GaugeValue, float64(sp.Usable))
+	ch <- prometheus.MustNewConstMetric(descVolumeUsed, prometheus.GaugeValue, float64(sp.Used))
 }
