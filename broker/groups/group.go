@@ -414,7 +414,7 @@ func (g *group) exit() {
 		g.c.m.groupState(g.state, -1)
 	}
 	g.c.m.membersDelta(-len(g.members))
-	g.c.groupExited(g, errors.Is(g.fatal, storage.ErrFenced) || g.st != nil && g.st.removed, g.st)
+	g.c.groupExited(g, errors.Is(g.fatal, storage.ErrFenced), g.st)
 	close(g.done)
 }
 

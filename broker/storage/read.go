@@ -76,8 +76,21 @@ func readBatches(f io.ReaderAt, pos, limit, offset int64, maxBytes int, atLeastO
 // examined for the exact record. Within a compressed CreateTime batch the answer is the
 // batch's first record at or after the log start (with the batch's base timestamp), which may
 // be older than ts: this package does not decompress (docs/storage.md). Records below the log
-// start (DeleteRecords moves it inside a segment) are never answered, as Apache skips them.
+// start (DeleteRecords moves it inside a segment) are never answered, as Apache skips them. A
+// closed segment that vanished meanwhile is a log-start move: the lookup starts again from the
+// new log start.
 func (l *Log) OffsetForTimestamp(ts int64) (TimestampOffset, bool, error) {
+	for {
+		got, ok, err := l.offsetForTimestamp(ts)
+		if !errors.Is(err, errLogStartMoved) {
+			return got, ok, err
+		}
+	}
+}
+
+var errLogStartMoved = errors.New("the log start moved")
+
+func (l *Log) offsetForTimestamp(ts int64) (TimestampOffset, bool, error) {
 	l.mu.Lock()
 	if err := l.servingLocked(); err != nil {
 		l.mu.Unlock()
@@ -95,10 +108,10 @@ func (l *Log) OffsetForTimestamp(ts int64) (TimestampOffset, bool, error) {
 	for _, seg := range segs {
 		e, err := l.acquireClosed(seg)
 		if err != nil {
-			return TimestampOffset{}, false, l.closedUnavailable(seg.base, err)
+			return TimestampOffset{}, false, l.closedUnavailable(seg, start, err)
 		}
 		_, pos := e.idx.floorTime(ts)
-		found, ok, done, err := l.scanForTimestamp(e, pos, seg.size, ts, start, hw)
+		found, ok, done, err := l.scanForTimestamp(seg, e, pos, seg.size, ts, start, hw)
 		l.cache.release(e)
 		if err != nil || ok || done {
 			return found, ok, err
@@ -117,18 +130,18 @@ func (l *Log) OffsetForTimestamp(ts int64) (TimestampOffset, bool, error) {
 	l.cache.ref(e)
 	l.mu.Unlock()
 	defer l.cache.release(e)
-	found, ok, _, err := l.scanForTimestamp(e, pos, limit, ts, start, hw)
+	found, ok, _, err := l.scanForTimestamp(nil, e, pos, limit, ts, start, hw)
 	return found, ok, err
 }
 
-// scanForTimestamp walks the batches of e from pos to limit for the first record at or after
-// start with a timestamp ≥ ts; done is true when the walk reached the high watermark (nothing
-// later can answer).
-func (l *Log) scanForTimestamp(e *cachedSegment, pos, limit, ts, start, hw int64) (found TimestampOffset, ok, done bool, err error) {
+// scanForTimestamp walks the batches of e (closed segment seg, or the active one when seg is
+// nil) from pos to limit for the first record at or after start with a timestamp ≥ ts; done
+// is true when the walk reached the high watermark (nothing later can answer).
+func (l *Log) scanForTimestamp(seg *segment, e *cachedSegment, pos, limit, ts, start, hw int64) (found TimestampOffset, ok, done bool, err error) {
 	for pos < limit {
 		h, err := readHeaderAt(e.f, pos, limit)
 		if err != nil {
-			return TimestampOffset{}, false, true, l.readFailed(err)
+			return TimestampOffset{}, false, true, l.segmentReadFailed(seg, start, err)
 		}
 		if h.MaxTimestamp < ts || h.lastOffset() < start {
 			pos += h.size()
@@ -139,7 +152,7 @@ func (l *Log) scanForTimestamp(e *cachedSegment, pos, limit, ts, start, hw int64
 		}
 		b := make([]byte, h.size())
 		if _, err := e.f.ReadAt(b, pos); err != nil && !errors.Is(err, io.EOF) {
-			return TimestampOffset{}, false, true, l.readFailed(err)
+			return TimestampOffset{}, false, true, l.segmentReadFailed(seg, start, err)
 		}
 		if off, t, ok := recordAtOrAfter(b, h, ts, start); ok {
 			return TimestampOffset{Timestamp: t, Offset: off, LeaderEpoch: h.LeaderEpoch}, true, true, nil
@@ -245,7 +258,7 @@ func (l *Log) epochAtLocked(offset int64) int32 {
 }
 
 // EpochEndOffset answers OffsetForLeaderEpoch as Apache's LeaderEpochFileCache.endOffsetFor
-// does (DATAPLANE.md §6): this log's own epoch → (epoch, log end offset); an older epoch →
+// does (docs/dataplane.md "ListOffsets, OffsetForLeaderEpoch, InitProducerId"): this log's own epoch → (epoch, log end offset); an older epoch →
 // (the largest epoch ≤ it, the start offset of the epoch after that); older than every epoch
 // → (epoch, the first epoch's start); newer than every epoch → (-1, -1).
 func (l *Log) EpochEndOffset(epoch int32) (int32, int64, error) {

@@ -287,6 +287,34 @@ func TestClosedSegmentsAreOpenedThroughTheBoundedCache(t *testing.T) {
 	}
 }
 
+// TestOffsetForTimestampNeverAnswersBelowTheLogStart: after DeleteRecords moved the log start
+// into the middle of a batch, a lookup of a timestamp older than everything answers the first
+// record at or after the log start, as Apache does, never a deleted offset.
+func TestOffsetForTimestampNeverAnswersBelowTheLogStart(t *testing.T) {
+	l := openLog(t, partitionDir(t), 1, testConfig(), Options{})
+	s := plain(5, 1)
+	s.baseTs, s.tsStep = 1000, 10 // offsets 0..4 at 1000..1040
+	mustAppend(t, l, makeBatch(s), AcksAll)
+	s.baseTs = 2000 // offsets 5..9 at 2000..2040
+	mustAppend(t, l, makeBatch(s), AcksAll)
+	if _, err := l.DeleteRecords(context.Background(), 3); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		ts, offset, stamped int64
+	}{
+		{0, 3, 1030},    // older than everything: the log start's record
+		{1010, 3, 1030}, // a deleted record's timestamp: the log start's record
+		{1035, 4, 1040}, // after the log start: the exact record
+		{1500, 5, 2000},
+	} {
+		got, ok, err := l.OffsetForTimestamp(tc.ts)
+		if err != nil || !ok || got.Offset != tc.offset || got.Timestamp != tc.stamped {
+			t.Errorf("OffsetForTimestamp(%d) = %+v %v %v, want offset %d at %d", tc.ts, got, ok, err, tc.offset, tc.stamped)
+		}
+	}
+}
+
 // After DeleteRecords moves the log start inside a batch, a timestamp lookup never answers a
 // record below it: it takes the first record at or after the log start whose timestamp is at
 // least the one asked, in that batch or a later one (Apache's findOffsetByTimestamp with the
