@@ -17,6 +17,11 @@ GOTESTSUM_VERSION ?= v1.13.0
 GOLANGCI_LINT_VERSION ?= v2.15.0
 # helm, built from the Go module proxy (`go install helm.sh/helm/v3/cmd/helm`).
 HELM_VERSION ?= v3.22.0
+# promtool (the Prometheus module's cmd/promtool) checks the monitoring kit's alert rules and
+# the processes' /metrics (test/monitoring). Built with -tags remove_all_sd: the
+# service-discovery plugins (cloud SDKs), which the rule, metrics and unit-test commands do
+# not use, more than double its cold build (docs/testing.md, "promtool").
+PROMTOOL_VERSION ?= v0.316.0
 
 ## Locations
 ROOT := $(shell pwd)
@@ -27,6 +32,8 @@ GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 HELM ?= $(LOCALBIN)/helm-$(HELM_VERSION)
 export HELM
 CHART := config/helm/paddock
+# test/monitoring reads $PROMTOOL (a plain go test falls back to bin/promtool-*).
+export PROMTOOL := $(LOCALBIN)/promtool-$(PROMTOOL_VERSION)
 K8S_VERSION := $(shell grep -oE 'k8s.io/kubernetes v[0-9.]+' hack/k8s-bins/go.mod | head -1 | cut -dv -f2)
 K8S_BINS := $(LOCALBIN)/k8s/$(K8S_VERSION)
 export KUBEBUILDER_ASSETS := $(K8S_BINS)
@@ -109,6 +116,7 @@ verify-citations: ## Fail if a comment cites a document that is not in the repos
 .PHONY: verify
 verify: $(CONTROLLER_GEN) $(KUSTOMIZE) lint verify-imports verify-citations verify-chart verify-crds ## Fail if generated files are stale, an import rule is broken, a comment cites a missing document, a linter objects, the Helm chart and install.yaml differ, a CRD change breaks stored objects, or paddock dev would install other manifests than dist/install.yaml.
 	hack/verify-generated.sh
+	$(KUSTOMIZE) build config/monitoring >/dev/null
 	@diff -u <($(KUSTOMIZE) build config/default) <(go run . dev --print-install) || { \
 		echo "verify: paddock dev renders config/default differently from kustomize $(KUSTOMIZE_VERSION): keep go.mod's sigs.k8s.io/kustomize/api in step with KUSTOMIZE_VERSION" >&2; exit 1; }
 
@@ -149,7 +157,7 @@ gotest = echo "test: go test $(2)" && $(GOTESTSUM) --format $(GOTESTSUM_FORMAT) 
 ENVTEST_PKGS := ./api/... ./controllers/... ./test/topics/... ./test/groups/...
 
 .PHONY: test
-test: manifests generate k8s-bins coredns kubectl kcat kafkajs $(HELM) $(GOTESTSUM) ## Run every test: unit (with -race), envtest, broker, client interop, fuzz (bounded) and e2e; then name every failed test and the slowest ones.
+test: manifests generate k8s-bins coredns kubectl kcat kafkajs $(HELM) $(PROMTOOL) $(GOTESTSUM) ## Run every test: unit (with -race), envtest, broker, client interop, fuzz (bounded) and e2e; then name every failed test and the slowest ones.
 	@rm -rf $(TEST_RESULTS) && mkdir -p $(TEST_RESULTS); status=0; \
 	$(call gotest,race,-race $(GO_TEST_FLAGS) $(RACE_PKGS)) || status=1; \
 	$(call gotest,other,$(GO_TEST_FLAGS) $(OTHER_PKGS)) || status=1; \
@@ -162,6 +170,10 @@ test: manifests generate k8s-bins coredns kubectl kcat kafkajs $(HELM) $(GOTESTS
 .PHONY: test-unit
 test-unit: k8s-bins coredns $(GOTESTSUM) ## Run the unit packages (pure rules, dev harness, broker) with the race detector.
 	@mkdir -p $(TEST_RESULTS) && $(call gotest,race,-race $(GO_TEST_FLAGS) $(RACE_PKGS))
+
+.PHONY: test-rules
+test-rules: k8s-bins $(PROMTOOL) $(GOTESTSUM) ## Run the monitoring kit's checks (test/monitoring): promtool unit tests of every alert, promtool check rules and metrics, every dashboard query answered from real brokers' and the manager's /metrics.
+	@mkdir -p $(TEST_RESULTS) && $(call gotest,rules,$(GO_TEST_FLAGS) ./test/monitoring/...)
 
 .PHONY: test-envtest
 test-envtest: k8s-bins $(GOTESTSUM) ## Run the envtest suites (api/, controllers/) and the client suites on in-process brokers (test/topics, test/groups).
@@ -331,6 +343,9 @@ $(KUSTOMIZE): | $(LOCALBIN)
 $(GOLANGCI_LINT): | $(LOCALBIN)
 	$(call go-install-tool,$(GOLANGCI_LINT),github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION))
 
+$(PROMTOOL): | $(LOCALBIN)
+	$(call go-install-tool,$(PROMTOOL),github.com/prometheus/prometheus/cmd/promtool,$(PROMTOOL_VERSION),-tags remove_all_sd)
+
 $(GOTESTSUM): | $(LOCALBIN)
 	$(call go-install-tool,$(GOTESTSUM),gotest.tools/gotestsum,$(GOTESTSUM_VERSION))
 
@@ -349,15 +364,16 @@ interop: k8s-bins kcat kafkajs ## Run only the client interop suite (test/intero
 $(HELM): | $(LOCALBIN)
 	$(call go-install-tool,$(HELM),helm.sh/helm/v3/cmd/helm,$(HELM_VERSION))
 
-.PHONY: controller-gen kustomize golangci-lint gotestsum helm
+.PHONY: controller-gen kustomize golangci-lint gotestsum helm promtool
 helm: $(HELM) ## Build helm into bin/ from the Go module proxy.
 controller-gen: $(CONTROLLER_GEN) ## Install controller-gen into bin/.
 kustomize: $(KUSTOMIZE) ## Install kustomize into bin/.
 golangci-lint: $(GOLANGCI_LINT) ## Install golangci-lint into bin/.
 gotestsum: $(GOTESTSUM) ## Install gotestsum (make test's runner and summary) into bin/.
+promtool: $(PROMTOOL) ## Install promtool (test/monitoring's rule and metrics checker) into bin/.
 
-# go-install-tool installs package $(2) at version $(3) as the file $(1).
+# go-install-tool installs package $(2) at version $(3) as the file $(1), with go install flags $(4).
 define go-install-tool
-@set -e; echo "Installing $(2)@$(3)"; tmp=$$(mktemp -d); \
-GOBIN=$$tmp go install $(2)@$(3); mv $$tmp/$$(basename $$(echo $(2) | sed 's|/v[0-9]*$$||')) $(1); rm -rf $$tmp
+@set -e; echo "Installing $(2)@$(3) $(4)"; tmp=$$(mktemp -d); \
+GOBIN=$$tmp go install $(4) $(2)@$(3); mv $$tmp/$$(basename $$(echo $(2) | sed 's|/v[0-9]*$$||')) $(1); rm -rf $$tmp
 endef

@@ -29,6 +29,10 @@ type Config struct {
 	BindAddress       string
 	MaxFrameBytes     int
 	LogLevel          string
+	// MetricsPartitionLimit bounds the per-partition series /metrics shows (metrics_partitions.go):
+	// past it only the broker-wide totals are exported. 0 takes DefaultMetricsPartitionLimit;
+	// a negative limit exports none.
+	MetricsPartitionLimit int
 
 	Identity cluster.Identity
 }
@@ -105,6 +109,8 @@ func newFlagSet(cfg *Config, lists *listFlags, getenv func(string) string) (*fla
 	str(&cfg.BindAddress, "bind-address", "", "IP address the listeners and the health server bind to; empty binds every interface")
 	num(&cfg.MaxFrameBytes, "max-frame-bytes", wire.DefaultMaxFrameBytes, "largest request frame accepted; a larger size prefix closes the connection before any allocation")
 	str(&cfg.LogLevel, "log-level", "info", "log level: debug, info or error")
+	num(&cfg.MetricsPartitionLimit, "metrics-partition-limit", DefaultMetricsPartitionLimit,
+		"most partitions (led here, or committed to by a group coordinated here) given per-partition series on /metrics; past it the broker exports totals only and counts what it left out; negative exports none")
 	return fs, &envErrs
 }
 

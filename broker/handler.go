@@ -6,6 +6,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -97,6 +98,7 @@ func (h *Handler) Close() {
 // body — closes its connection, except an ApiVersions newer than ours, which gets the v0
 // answer clients retry from.
 func (h *Handler) ServeKafka(r *wire.Request) wire.Answer {
+	start := time.Now()
 	ls := listenerOf(r.Conn.Listener())
 	sess, refused := h.gate(r, ls)
 	if refused != nil {
@@ -121,16 +123,20 @@ func (h *Handler) ServeKafka(r *wire.Request) wire.Answer {
 		h.Metrics.connError("handler")
 		return wire.Answer{Err: err}
 	}
-	if r.ClientID == nil || *r.ClientID != probeClientID {
+	probe := r.ClientID != nil && *r.ClientID == probeClientID
+	if !probe {
 		h.Metrics.request(r.Key, r.Version)
 	}
 	if rc.later != nil {
-		later := h.encodeLater(r.Header, rc.later)
+		later := h.encodeLater(r.Header, rc.later, start, probe)
 		if rc.closeAfter {
 			inner := later
 			later = func() wire.Answer { a := inner(); a.Close = true; return a }
 		}
 		return wire.Answer{Later: later, Alone: rc.alone}
+	}
+	if !probe {
+		h.Metrics.answered(r.Key, r.Version, start, resp)
 	}
 	if resp == nil {
 		return wire.Answer{} // the request gets no answer (Produce with acks=0)
@@ -171,9 +177,12 @@ func (h *Handler) dispatch(rc *requestContext, hdr wire.Header, req kmsg.Request
 
 // encodeLater wraps a handler's answerLater function into the wire's: the same encoding and
 // error reporting as an answer given at once.
-func (h *Handler) encodeLater(hdr wire.Header, fn func() (kmsg.Response, error)) func() wire.Answer {
+func (h *Handler) encodeLater(hdr wire.Header, fn func() (kmsg.Response, error), start time.Time, probe bool) func() wire.Answer {
 	return func() wire.Answer {
 		resp, err := fn()
+		if err == nil && !probe {
+			h.Metrics.answered(hdr.Key, hdr.Version, start, resp)
+		}
 		switch {
 		case err != nil:
 			h.Metrics.connError("handler")

@@ -101,6 +101,7 @@ func NewBroker(cfg Config, view cluster.View, log logr.Logger) *Broker {
 	if err := b.groupMetrics.Register(b.metrics.Registry); err != nil {
 		panic(fmt.Sprintf("broker: register the group coordinator's metrics: %v", err)) // a fresh registry: a name clash is a bug
 	}
+	b.metrics.Registry.MustRegister(stateCollector{b})
 	return b
 }
 

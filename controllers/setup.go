@@ -47,5 +47,6 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if err := lost.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up recovery controller: %w", err)
 	}
+	RegisterMetrics(mgr.GetCache())
 	return nil
 }
