@@ -17,13 +17,6 @@ type GroupStats struct {
 	Offsets []CommittedOffset
 }
 
-// CommittedOffset is one partition's committed offset.
-type CommittedOffset struct {
-	Topic     string
-	Partition int32
-	Offset    int64
-}
-
 // Stats asks each loaded group this coordinator serves for its state, member count and
 // committed offsets, through the group's own goroutine (one call each, as a request would),
 // sorted by group id. It starts no group and waits for none that is loading; a group that
