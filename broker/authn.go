@@ -407,12 +407,20 @@ func (l *authLimiter) forgetOldestLocked() {
 	delete(l.failures, oldest)
 }
 
-// authMetrics is the authentication counter of m.
+// authMetrics is the authentication counter of m, with a zero series for every mechanism
+// the broker serves and every result, so the series exist before the first authentication
+// (an alert on the failure rate has something to read from the start).
 func authMetrics() *prometheus.CounterVec {
-	return prometheus.NewCounterVec(prometheus.CounterOpts{
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "paddock_broker_authentications_total",
 		Help: "SASL authentications, by mechanism and result (success, failure, throttled: refused unchecked after too many failures from the source).",
 	}, []string{"mechanism", "result"})
+	for _, mechanism := range []string{scram.SHA256.Name, scram.SHA512.Name, "PLAIN"} {
+		for _, result := range []string{"success", "failure", "throttled"} {
+			c.WithLabelValues(mechanism, result)
+		}
+	}
+	return c
 }
 
 // errNoCertificate fails a TLS handshake while the operator has not issued this broker's
