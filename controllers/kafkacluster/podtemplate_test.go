@@ -69,7 +69,9 @@ var (
 			s.Certificates.Validity = &metav1.Duration{Duration: 30 * 24 * time.Hour}
 		},
 		// ACLs are not enforced yet (docs/security.md, "Not yet"): nothing reads it.
-		"authorization": func(s *kafkav1alpha1.KafkaClusterSpec) { s.Authorization = &kafkav1alpha1.Authorization{Type: kafkav1alpha1.AuthorizationSimple} },
+		"authorization": func(s *kafkav1alpha1.KafkaClusterSpec) {
+			s.Authorization = &kafkav1alpha1.Authorization{Type: kafkav1alpha1.AuthorizationSimple}
+		},
 	}
 	// Of a listener, the settings of its Services and of the NetworkPolicy never reach the pod.
 	notPodListenerMutations = map[string]func(*kafkav1alpha1.Listener){
