@@ -77,6 +77,9 @@ type requestContext struct {
 	// address.
 	clientID string
 	remote   net.Addr
+	// held is what a Fetch answer holds until it is written (fetch_data.go): segment
+	// sections sent from the file, and answer-budget bytes of records read into memory.
+	held heldRecords
 }
 
 // answerLater makes fn compute the request's answer after the handler returns, while the

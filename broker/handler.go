@@ -51,6 +51,14 @@ type Handler struct {
 	// reach; without it, or before it runs, they answer as broker/groups does before its
 	// first view (COORDINATOR_NOT_AVAILABLE).
 	Groups *Groups
+	// AnswerBudget bounds, broker-wide, the bytes of Fetch records read into memory and held
+	// until their answer is written (fetch_data.go); nil: unbounded. Records sent from their
+	// segment file take none of it.
+	AnswerBudget *wire.Budget
+	// CopyFetchData reads every Fetch record set into memory (within AnswerBudget) and writes
+	// it with the vectored write, instead of sending large ones from their segment files: the
+	// comparison BenchmarkCompare makes.
+	CopyFetchData bool
 
 	initOnce sync.Once
 	// base is the parent of the handlers' background work (Metadata auto-creations): Close
@@ -97,6 +105,7 @@ func (h *Handler) ServeKafka(r *wire.Request) wire.Answer {
 	rc := h.newRequestContext(r)
 	resp, err := h.dispatch(rc, r.Header, kreq)
 	if err != nil {
+		rc.held.release()
 		h.Metrics.connError("handler")
 		return wire.Answer{Err: err}
 	}
@@ -109,7 +118,7 @@ func (h *Handler) ServeKafka(r *wire.Request) wire.Answer {
 	if resp == nil {
 		return wire.Answer{} // the request gets no answer (Produce with acks=0)
 	}
-	return encodeAnswer(r.CorrelationID, resp)
+	return encodeAnswer(r.CorrelationID, resp, &rc.held)
 }
 
 // newRequestContext is the context of request r: a snapshot of the view taken now, which the
@@ -154,7 +163,7 @@ func (h *Handler) encodeLater(hdr wire.Header, fn func() (kmsg.Response, error))
 		case resp == nil:
 			return wire.Answer{}
 		}
-		return encodeAnswer(hdr.CorrelationID, resp)
+		return encodeAnswer(hdr.CorrelationID, resp, nil)
 	}
 }
 
