@@ -11,7 +11,6 @@ import (
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/broker/cluster"
-	"github.com/paddock-dev/paddock/broker/wire"
 	"github.com/paddock-dev/paddock/internal/registry"
 )
 
@@ -27,8 +26,11 @@ type Config struct {
 	DataDir           string
 	ClusterDomain     string
 	BindAddress       string
-	MaxFrameBytes     int
 	LogLevel          string
+	// Bounds are the resource bounds (bounds.go); DefaultBounds when not parsed from flags.
+	Bounds Bounds
+	// bounds holds the bound flags' values until parseConfig parses them.
+	bounds map[string]*string
 
 	Identity cluster.Identity
 }
@@ -84,7 +86,7 @@ func newFlagSet(cfg *Config, listeners, templates *string, getenv func(string) s
 	str(&cfg.DataDir, "data-dir", "/var/lib/paddock", "directory of the cluster's shared data volume (partition data; deleted topics' data is removed from it)")
 	str(&cfg.ClusterDomain, "cluster-domain", "cluster.local", "cluster DNS domain used in PodDNS advertised hosts")
 	str(&cfg.BindAddress, "bind-address", "", "IP address the listeners and the health server bind to; empty binds every interface")
-	num(&cfg.MaxFrameBytes, "max-frame-bytes", wire.DefaultMaxFrameBytes, "largest request frame accepted; a larger size prefix closes the connection before any allocation")
+	cfg.bounds = boundFlags(str)
 	str(&cfg.LogLevel, "log-level", "info", "log level: debug, info or error")
 	return fs, &envErrs
 }
@@ -106,9 +108,11 @@ func parseConfig(cfg *Config, listeners, templates string, envErrs []error, gete
 	if cfg.DrainTimeout < 0 {
 		return fmt.Errorf("--drain-timeout %s is negative", cfg.DrainTimeout)
 	}
-	if cfg.MaxFrameBytes < wire.MinFrameBytes {
-		return fmt.Errorf("--max-frame-bytes %d is below the smallest request (%d)", cfg.MaxFrameBytes, wire.MinFrameBytes)
+	bounds, err := parseBounds(cfg.bounds)
+	if err != nil {
+		return err
 	}
+	cfg.Bounds = bounds
 	id, err := identityFromEnv(cfg.Cluster, getenv)
 	if err != nil {
 		return err

@@ -167,16 +167,27 @@ func (h *Handler) encodeLater(hdr wire.Header, fn func() (kmsg.Response, error))
 	}
 }
 
-// newWireServer is the connection server that serves h: the broker's frame cap, pipelining
-// depth and logger, and its metrics for connections.
-func newWireServer(h *Handler, maxFrameBytes, pipelineDepth int, log logr.Logger) *wire.Server {
+// newWireServer is the connection server that serves h: the broker's bounds (bounds.go),
+// pipelining depth and logger, and its metrics for connections.
+func newWireServer(h *Handler, b Bounds, pipelineDepth int, log logr.Logger) *wire.Server {
+	perConn := int(b.QueuedMaxResponseBytesPerConnection)
+	if perConn == 0 {
+		perConn = -1 // 0 would mean the wire default; the key says "no byte bound" with -1
+	}
 	return &wire.Server{
-		Handler:       h,
-		MaxFrameBytes: maxFrameBytes,
-		PipelineDepth: pipelineDepth,
-		Log:           log,
-		ConnState:     h.Metrics.connState,
-		ConnError:     h.Metrics.connError,
+		Handler:                      h,
+		MaxFrameBytes:                b.SocketRequestMaxBytes,
+		RequestBudget:                wire.NewBudget(orUnbounded(b.QueuedMaxRequestBytes)),
+		RequestCost:                  requestCost,
+		MaxQueuedAnswerBytes:         perConn,
+		MaxConnections:               b.MaxConnections,
+		MaxConnectionsPerIP:          b.MaxConnectionsPerIP,
+		MaxConnectionsPerIPOverrides: b.MaxConnectionsPerIPOverrides,
+		IdleTimeout:                  b.ConnectionsMaxIdle,
+		PipelineDepth:                pipelineDepth,
+		Log:                          log,
+		ConnState:                    h.Metrics.connState,
+		ConnError:                    h.Metrics.connError,
 	}
 }
 

@@ -80,7 +80,9 @@ func TestConfigFromFlagsAndEnvironment(t *testing.T) {
 		{"--listeners=a:1,a:2"},
 		{"--session-timeout=1500ms"},
 		{"--heartbeat-interval=10s"},
-		{"--max-frame-bytes=4"},
+		{"--socket-request-max-bytes=4"},
+		{"--max-connections-per-ip-overrides=somehost:3"},
+		{"--queued-max-request-bytes=-2"},
 	} {
 		if _, err := parse(bad...); err == nil {
 			t.Errorf("%v accepted", bad)

@@ -53,6 +53,9 @@ type Broker struct {
 	StorageFS storage.FS
 	// PipelineDepth is the wire server's wire.Server.PipelineDepth (0: the default).
 	PipelineDepth int
+	// CopyFetchData is the Handler's: Fetch records read into memory and written with the
+	// vectored write, never sent from their segment files (benchmarks compare the two).
+	CopyFetchData bool
 	// GroupConfig, when set, adjusts the group coordinator's configuration
 	// (groups.DefaultConfig) before it starts: tests shorten the initial rebalance delay.
 	GroupConfig func(*groups.Config)
@@ -180,9 +183,13 @@ func (b *Broker) start(lns *bound) *running {
 		Liveness:   b.liveness,
 		Admin:      b.Admin,
 		SelfFenced: b.selfFenced,
+		// Records read into memory take from the answer budget; the default path sends
+		// them from their segment files and takes none.
+		AnswerBudget:  wire.NewBudget(orUnbounded(b.Config.Bounds.QueuedMaxResponseBytes)),
+		CopyFetchData: b.CopyFetchData,
 	}
 	r := &running{
-		wire:     newWireServer(h, b.Config.MaxFrameBytes, b.PipelineDepth, b.Log.WithName("wire")),
+		wire:     newWireServer(h, b.Config.Bounds, b.PipelineDepth, b.Log.WithName("wire")),
 		handler:  h,
 		health:   &http.Server{Handler: b.healthHandler(), ReadHeaderTimeout: 5 * time.Second},
 		serveErr: make(chan error, len(lns.kafka)+1),
