@@ -50,11 +50,21 @@ func (s *Section) File() *os.File {
 	if s.e == nil {
 		return nil
 	}
-	if f, ok := s.e.f.(osFile); ok {
-		return f.f
+	return OSFileOf(s.e.f)
+}
+
+// OSFileOf is the operating system's file behind f: f's own when it is one of OSFS's, or what
+// f's OSFile method gives (a wrapper of a File passes it on: `OSFile() *os.File`); nil
+// otherwise (a FaultFS file, whose faults a sendfile would bypass).
+func OSFileOf(f File) *os.File {
+	if of, ok := f.(interface{ OSFile() *os.File }); ok {
+		return of.OSFile()
 	}
 	return nil
 }
+
+// OSFile is the *os.File an OSFS file is.
+func (o osFile) OSFile() *os.File { return o.f }
 
 // ReadAt reads the section's bytes from off (0 is the section's first byte).
 func (s *Section) ReadAt(p []byte, off int64) (int, error) {
