@@ -105,17 +105,27 @@ func parseBounds(values map[string]*string) (Bounds, error) {
 func orUnbounded(n int64) int64 { return max(n, 0) }
 
 // requestCost is the share of queued.max.request.bytes a request takes (wire.Server.RequestCost):
-// its frame and what decoding and handling it may allocate. A Produce keeps its records in
-// the frame (they alias it) and decodes to little; every other request decodes into structs
-// and answers with more, up to decodeAmplification times its frame
-// (TestRequestCostCoversWhatHandlingAllocates measures the worst crafted requests).
-func requestCost(h wire.Header, frameBytes int) int64 {
+// its frame and what decoding and answering it may allocate. A Produce keeps its records in
+// the frame (they alias it) and decodes to little. Every other request decodes into structs
+// and answers with more — up to decodeAmplification times its frame for the worst crafted
+// ones (TestRequestCostCoversWhatHandlingAllocates) — and carries no records, so it is
+// refused above otherRequestMaxBytes: one such request costs at most 160 MiB, within the
+// default budget.
+func requestCost(h wire.Header, frameBytes int) (int64, error) {
 	if h.Key == 0 {
-		return 2 * int64(frameBytes)
+		return 2 * int64(frameBytes), nil
 	}
-	return decodeAmplification * int64(frameBytes)
+	if frameBytes > otherRequestMaxBytes {
+		return 0, fmt.Errorf("%w: a request of key %d is %d bytes; requests other than Produce are capped at %d", wire.ErrFrameTooLarge, h.Key, frameBytes, otherRequestMaxBytes)
+	}
+	return decodeAmplification * int64(frameBytes), nil
 }
 
-// decodeAmplification bounds what a request other than Produce allocates per byte of its
-// frame while it is decoded and answered.
-const decodeAmplification = 16
+// decodeAmplification bounds what a request other than Produce allocates, in total, per byte
+// of its frame while it is decoded and answered (measured: up to 36× for a Metadata request
+// of empty topic names).
+const decodeAmplification = 40
+
+// otherRequestMaxBytes caps the frame of every request but Produce: 4 MiB holds a Fetch or an
+// OffsetCommit of more than 100,000 partitions, or a Metadata request of 100,000 names.
+const otherRequestMaxBytes = 4 << 20

@@ -171,7 +171,9 @@ func (c *conn) readFrame() (*frame, error) {
 	}
 	cost := int64(n)
 	if c.srv.RequestCost != nil {
-		cost = c.srv.RequestCost(h, n)
+		if cost, err = c.srv.RequestCost(h, n); err != nil {
+			return nil, err
+		}
 	}
 	f := &frame{srv: c.srv}
 	var ok bool

@@ -57,7 +57,9 @@ type Server struct {
 	RequestBudget *Budget
 	// RequestCost, when set, is how much of RequestBudget a request takes, from its header and
 	// frame size: the frame and what decoding and handling it may allocate. nil: the frame size.
-	RequestCost func(h Header, frameBytes int) int64
+	// An error (wrapping ErrFrameTooLarge) refuses the frame as too large for its kind: the
+	// connection closes, as for a frame above MaxFrameBytes.
+	RequestCost func(h Header, frameBytes int) (int64, error)
 	// MaxQueuedAnswerBytes bounds the bytes of a connection's answers waiting to be written
 	// (their bytes in memory; file data sent from the file does not count): the connection
 	// reads no further request while more are queued. 0 means DefaultMaxQueuedAnswerBytes; a
