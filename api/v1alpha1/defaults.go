@@ -17,7 +17,25 @@ const (
 	DefaultNodeLossTimeout         = 90 * time.Second
 	DefaultRackTopologyKey         = "topology.kubernetes.io/zone"
 	DefaultStorageSize             = "10Gi"
+	DefaultMaxTopics         int32 = 2000
+	DefaultMaxPartitions     int32 = 50000
 )
+
+// MaxTopicsOrDefault is spec.limits.maxTopics, or its default.
+func (s *KafkaClusterSpec) MaxTopicsOrDefault() int32 {
+	if s.Limits.MaxTopics <= 0 {
+		return DefaultMaxTopics
+	}
+	return s.Limits.MaxTopics
+}
+
+// MaxPartitionsOrDefault is spec.limits.maxPartitions, or its default.
+func (s *KafkaClusterSpec) MaxPartitionsOrDefault() int32 {
+	if s.Limits.MaxPartitions <= 0 {
+		return DefaultMaxPartitions
+	}
+	return s.Limits.MaxPartitions
+}
 
 // HeartbeatInterval is spec.heartbeat.interval, or its default.
 func (s *KafkaClusterSpec) HeartbeatInterval() time.Duration {
