@@ -1,6 +1,9 @@
 package broker
 
 import (
+	"math/bits"
+	"sync"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/paddock-dev/paddock/broker/storage"
@@ -24,6 +27,8 @@ type heldRecords struct {
 	taken  int64 // bytes of budget taken for records read into memory
 	// files are the record sets sent from their segment files, by the partition they answer.
 	files map[*kmsg.FetchResponseTopicPartition]*storage.Section
+	// bufs are the pooled buffers of the records read into memory (recordBuffer).
+	bufs []*[]byte
 }
 
 // release lets go of everything held: the sections' files and the budget's bytes.
@@ -32,8 +37,50 @@ func (h *heldRecords) release() {
 		s.Release()
 	}
 	h.files = nil
+	for _, b := range h.bufs {
+		putRecordBuffer(b)
+	}
+	h.bufs = nil
 	h.budget.Give(h.taken)
 	h.taken = 0
+}
+
+// Records read into memory go into pooled buffers of power-of-two sizes (64 KiB to 64 MiB),
+// taken from the answer budget at their full size and put back once the answer is written:
+// the budget then bounds the memory they occupy, and a storm of answers reuses it instead of
+// leaving garbage for the collector (which the budget could not bound).
+const (
+	minRecordBuffer = 64 << 10
+	maxRecordBuffer = 64 << 20
+)
+
+var recordBuffers [27]sync.Pool // by log2 of the size, 16 (64 KiB) to 26 (64 MiB)
+
+// recordBufferSize is the size of the buffer records of n bytes are read into.
+func recordBufferSize(n int64) int64 {
+	if n > maxRecordBuffer {
+		return n
+	}
+	return max(int64(1)<<bits.Len64(uint64(n-1)), minRecordBuffer)
+}
+
+// recordBuffer is a buffer of n bytes from its size's pool (a fresh one above the largest).
+func recordBuffer(n int64) *[]byte {
+	size := recordBufferSize(n)
+	if size <= maxRecordBuffer {
+		if b, ok := recordBuffers[bits.Len64(uint64(size-1))].Get().(*[]byte); ok {
+			*b = (*b)[:n]
+			return b
+		}
+	}
+	b := make([]byte, n, size)
+	return &b
+}
+
+func putRecordBuffer(b *[]byte) {
+	if size := int64(cap(*b)); size <= maxRecordBuffer && size == recordBufferSize(size) {
+		recordBuffers[bits.Len64(uint64(size-1))].Put(b)
+	}
 }
 
 // empty reports whether nothing is held (the answer needs no Release).
@@ -56,7 +103,7 @@ func (f *fetchState) keepRecords(p *fetchPart, sec *storage.Section, first bool)
 	}
 	budget := rc.h.AnswerBudget
 	rc.held.budget = budget
-	taken := sec.Len
+	taken := recordBufferSize(sec.Len)
 	if !budget.TryTake(taken) {
 		// Shrink to what fits now; the answer's first record set waits for its first batch
 		// instead of going without.
@@ -67,8 +114,8 @@ func (f *fetchState) keepRecords(p *fetchPart, sec *storage.Section, first bool)
 			return 0
 		}
 		ok := true
-		if taken = sec.Len; first {
-			taken, ok = budget.Take(sec.Len, rc.connCtx.Done())
+		if taken = recordBufferSize(sec.Len); first {
+			taken, ok = budget.Take(taken, rc.connCtx.Done())
 		} else {
 			ok = budget.TryTake(taken)
 		}
@@ -79,12 +126,13 @@ func (f *fetchState) keepRecords(p *fetchPart, sec *storage.Section, first bool)
 	}
 	defer sec.Release()
 	rc.held.taken += taken
-	buf := make([]byte, sec.Len)
-	if _, err := sec.ReadAt(buf, 0); err != nil {
+	buf := recordBuffer(sec.Len)
+	rc.held.bufs = append(rc.held.bufs, buf)
+	if _, err := sec.ReadAt(*buf, 0); err != nil {
 		f.readError(p, err)
 		return 0
 	}
-	p.out.RecordBatches = buf
+	p.out.RecordBatches = *buf
 	return sec.Len
 }
 
