@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -30,6 +31,10 @@ type conn struct {
 	// head holds a frame's size prefix and its first MinFrameBytes bytes while the reader
 	// reads them. Only the reader uses it.
 	head [4 + MinFrameBytes]byte
+	// br, while not nil, buffers what the client sent beyond the frame being read (pipelined
+	// requests, read in one system call); it goes back to its pool once empty, so a
+	// connection waiting for its next request holds none. Only the reader uses it.
+	br *bufio.Reader
 	// slots bounds the deferred answers being computed (maxDeferred); made at the first one.
 	// Only the reader makes it.
 	slots chan struct{}
@@ -150,8 +155,28 @@ var errIdle = errors.New("idle for longer than connections.max.idle.ms")
 // header start, then — once the request's cost is taken from the request budget, waiting
 // unread while it is spent — the rest of it, incrementally.
 func (c *conn) readFrame() (*frame, error) {
-	if err := c.readHead(); err != nil {
-		return nil, err
+	f, err := c.readFrameBuffered()
+	if c.br != nil && (err != nil || c.br.Buffered() == 0) {
+		c.br.Reset(nil)
+		readers.Put(c.br)
+		c.br = nil
+	}
+	return f, err
+}
+
+// readers are the connections' read-ahead buffers, lent for as long as requests are queued
+// in them.
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16<<10) }}
+
+func (c *conn) readFrameBuffered() (*frame, error) {
+	if c.br == nil {
+		if err := c.readHead(); err != nil { // waiting for the next request: no buffer held
+			return nil, err
+		}
+		c.br = readers.Get().(*bufio.Reader)
+		c.br.Reset(c.nc)
+	} else if _, err := io.ReadFull(c.br, c.head[:4]); err != nil {
+		return nil, truncated(err)
 	}
 	maxBytes := c.srv.MaxFrameBytes
 	if maxBytes <= 0 {
@@ -161,7 +186,7 @@ func (c *conn) readFrame() (*frame, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := io.ReadFull(c.nc, c.head[4:]); err != nil {
+	if _, err := io.ReadFull(c.br, c.head[4:]); err != nil {
 		return nil, truncated(err)
 	}
 	h := Header{
@@ -182,7 +207,7 @@ func (c *conn) readFrame() (*frame, error) {
 	}
 	f.buf, f.pool = frameBuffer(n)
 	f.buf = append(f.buf, c.head[4:]...)
-	if f.buf, err = readBody(c.nc, f.buf, n); err != nil {
+	if f.buf, err = readBody(c.br, f.buf, n); err != nil {
 		f.free()
 		return nil, err
 	}

@@ -138,8 +138,30 @@ func (c *conn) stopReading() {
 
 // finish closes the connection and forgets it; called once, by the last of reader and writer.
 func (c *conn) finish() {
-	_ = c.nc.Close() // the reader is done and nothing is left to write
+	closeGently(c.nc)
 	c.srv.untrackConn(c)
+}
+
+// drainWait bounds how long closeGently reads what a client sent and will not be answered.
+const drainWait = 10 * time.Millisecond
+
+// closeGently closes nc so that the client still reads every answer written: its send side
+// first (the client sees the end after the last answer), then the requests it sent that were
+// not read (pipelined behind a shutdown or a refused request) are read and dropped — closing a
+// socket with unread input resets it, and a reset makes the client's kernel discard the
+// answers it had not read yet. A connection the client already closed drains at once.
+func closeGently(nc net.Conn) {
+	if cw, ok := nc.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
+		if nc.SetReadDeadline(time.Now().Add(drainWait)) == nil {
+			buf := make([]byte, 4096)
+			for {
+				if _, err := nc.Read(buf); err != nil {
+					break
+				}
+			}
+		}
+	}
+	_ = nc.Close() // the reader is done and nothing is left to write
 }
 
 // writeLoop writes the queued answers in order, waiting for each deferred one in turn, and
