@@ -61,10 +61,12 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types.
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate CRDs (config/crd/bases) and the manager's RBAC (config/rbac).
+manifests: $(CONTROLLER_GEN) ## Generate CRDs (config/crd/bases) and the manager's RBAC (config/rbac: namespaced and cluster-scoped ClusterRoles).
 	$(CONTROLLER_GEN) rbac:roleName=paddock-manager crd:generateEmbeddedObjectMeta=false webhook \
-		paths="./api/..." paths="./controllers/..." \
+		paths="./api/..." paths="./controllers" \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=paddock-manager-cluster,fileName=cluster_role.yaml paths="./controllers/clusterscope" \
+		output:rbac:artifacts:config=config/rbac
 
 .PHONY: fmt
 fmt: ## Run gofmt on the code.
@@ -101,17 +103,44 @@ verify: $(CONTROLLER_GEN) $(KUSTOMIZE) lint verify-imports ## Fail if generated 
 
 ##@ Test
 
+# go test runs through gotestsum (pinned, bin/): one line per package, each failure's output,
+# and at the end of each run the failed tests by name. Every run's JSON events land in
+# TEST_RESULTS, which hack/testsummary reads for the closing summary: failed tests, packages
+# that failed outside a test, the slowest tests and packages. No test is retried: a flake
+# fails the run, and names itself.
+GOTESTSUM ?= $(LOCALBIN)/gotestsum-$(GOTESTSUM_VERSION)
+TEST_RESULTS ?= $(LOCALBIN)/test-results
+GOTESTSUM_FORMAT ?= pkgname-and-test-fails
+# gotest runs go test with arguments $(2) through gotestsum, its events into TEST_RESULTS/$(1).json.
+gotest = echo "test: go test $(2)" && $(GOTESTSUM) --format $(GOTESTSUM_FORMAT) --format-hide-empty-pkg \
+	--jsonfile $(TEST_RESULTS)/$(1).json -- $(2)
+# The envtest suites (api/, controllers/) and the client suites on in-process brokers and envtest.
+ENVTEST_PKGS := ./api/... ./controllers/... ./test/topics/... ./test/groups/...
+
 .PHONY: test
-test: manifests generate k8s-bins coredns kubectl kcat kafkajs ## Run every test: unit (with -race), envtest, broker, client interop, fuzz (bounded) and e2e.
-	go test -race $(GO_TEST_FLAGS) $(RACE_PKGS)
-	go test $(GO_TEST_FLAGS) $(OTHER_PKGS)
-	go -C hack/bundle test $(GO_TEST_FLAGS) ./...
-	$(MAKE) bundle-validate
-	$(MAKE) fuzz
+test: manifests generate k8s-bins coredns kubectl kcat kafkajs $(GOTESTSUM) ## Run every test: unit (with -race), envtest, broker, client interop, fuzz (bounded) and e2e; then name every failed test and the slowest ones.
+	@rm -rf $(TEST_RESULTS) && mkdir -p $(TEST_RESULTS); status=0; \
+	$(call gotest,race,-race $(GO_TEST_FLAGS) $(RACE_PKGS)) || status=1; \
+	$(call gotest,other,$(GO_TEST_FLAGS) $(OTHER_PKGS)) || status=1; \
+	(cd hack/bundle && $(call gotest,bundle,$(GO_TEST_FLAGS) ./...)) || status=1; \
+	$(MAKE) --no-print-directory bundle-validate || status=1; \
+	$(MAKE) --no-print-directory fuzz || status=1; \
+	go run ./hack/testsummary $(TEST_RESULTS); \
+	exit $$status
 
 .PHONY: test-unit
-test-unit: k8s-bins coredns ## Run the unit packages (pure rules, dev harness, broker) with the race detector.
-	go test -race $(GO_TEST_FLAGS) $(RACE_PKGS)
+test-unit: k8s-bins coredns $(GOTESTSUM) ## Run the unit packages (pure rules, dev harness, broker) with the race detector.
+	@mkdir -p $(TEST_RESULTS) && $(call gotest,race,-race $(GO_TEST_FLAGS) $(RACE_PKGS))
+
+.PHONY: test-envtest
+test-envtest: k8s-bins $(GOTESTSUM) ## Run the envtest suites (api/, controllers/) and the client suites on in-process brokers (test/topics, test/groups).
+	@mkdir -p $(TEST_RESULTS) && $(call gotest,envtest,$(GO_TEST_FLAGS) $(ENVTEST_PKGS))
+
+LOAD_PASSES ?= 3
+LOAD_TARGETS ?= test
+.PHONY: test-under-load
+test-under-load: ## Run `make LOAD_TARGETS` (test; or e.g. "test-unit test-envtest") LOAD_PASSES (3) times beside a CPU hog on every core (hack/cpuhog); name each failed test; one summary.
+	LOAD_PASSES=$(LOAD_PASSES) LOAD_TARGETS="$(LOAD_TARGETS)" hack/test-under-load.sh
 
 .PHONY: e2e
 e2e: k8s-bins coredns kubectl kcat ## Run only the end-to-end suite (test/e2e) against a fresh paddock dev environment.
@@ -133,11 +162,16 @@ bench-storage: ## Run the broker/storage benchmarks (group commit vs plain fsync
 bench-dataplane: ## Benchmark kgo produce (acks=all, 1 KiB records; pipelined and not), consume, and SIGTERM-to-exit drains (0, 100, 1000 partitions) on in-process brokers, for BENCHTIME each.
 	go test -run='^$$' -bench='BenchmarkProduceKgo|BenchmarkConsumeKgo|BenchmarkDrain' -benchtime=$(BENCHTIME) ./broker/
 
+.PHONY: bench-groups
+bench-groups: ## Benchmark a group coordinator's load of a 1,000-partition group after an hour, a day and 30 days of 5-second commits (time, peak heap, state, file size).
+	go test -run='^$$' -bench='^BenchmarkGroupLoad$$' -benchtime=5x ./broker/groups/
+
 .PHONY: bench
 bench: ## In one run: the plain write+fdatasync loop (the disk bound), kgo produce (acks=all, 1 KiB, 16 partitions) and consume (sendfile and the vectored write) through one broker and through franz-go's kfake, then the bounds (idle connections, fetch storm); prints the figures and ratios (hack/benchreport).
 	{ go test -run='^$$' -bench='^BenchmarkSyncLoop$$' -benchtime=$(BENCHTIME) -count=$(BENCH_COUNT) ./broker/storage/ && \
 	  go test -run='^$$' -bench='^BenchmarkCompare$$' -benchtime=$(BENCH_RECORDS)x -count=$(BENCH_COUNT) ./broker/ && \
 	  go test -run='^$$' -bench='^(BenchmarkIdleConnections|BenchmarkFetchStorm)$$' -benchtime=1x ./broker/; } | tee /dev/stderr | go run ./hack/benchreport
+	$(MAKE) --no-print-directory bench-groups
 
 .PHONY: bench-bounds
 bench-bounds: ## The resource bounds alone (docs/bounds.md): RSS per idle connection at 15,000 connections, and broker RSS under a fetch storm (from the files and through memory).
@@ -165,19 +199,33 @@ build-dev: ## Build bin/paddock with the dev environment (paddock dev): what mak
 run: manifests generate ## Run the manager against the cluster in $$KUBECONFIG.
 	go run . manager --default-broker-image=$(IMG)
 
+# What every paddock dev command of make dev is given: the binaries the Makefile builds, and
+# bin/ (kubectl, paddock), which the environment's env file puts on PATH. DEV_FLAGS adds the
+# person's own (--detach, --keep, --brokers=N, --dir=...; paddock dev --help).
+DEV_ARGS = --k8s-bin-dir=$(K8S_BINS) --coredns=$(COREDNS) --bin-dir=$(LOCALBIN)
+
+# make dev builds bin/paddock, then checks the machine before it builds anything else or
+# touches .paddock/dev (paddock dev preflight), builds what is missing with a line per binary,
+# then starts; the time to the first record consumed is counted from the moment make started
+# (PADDOCK_DEV_SINCE).
 .PHONY: dev
-dev: build-dev k8s-bins coredns ## Run the whole system locally: control plane, cluster DNS, the operator Deployment (config/default) and broker pods as processes.
-	$(LOCALBIN)/paddock dev --k8s-bin-dir=$(K8S_BINS) --coredns=$(COREDNS) $(DEV_FLAGS)
+dev: export PADDOCK_DEV_SINCE := $(shell date +%s%N)
+dev: ## Run the whole system locally: control plane, cluster DNS, the operator Deployment (config/default) and broker pods as processes (DEV_FLAGS=--detach: in the background until paddock dev down).
+	@echo "make dev: building bin/paddock with the dev environment (the first time, with an empty Go build cache, this takes minutes)"
+	@start=$$(date +%s); $(MAKE) --no-print-directory build-dev; echo "make dev: bin/paddock built in $$(( $$(date +%s) - start ))s"
+	@$(LOCALBIN)/paddock dev preflight --before-build $(DEV_ARGS) $(DEV_FLAGS)
+	@$(MAKE) --no-print-directory k8s-bins coredns kubectl kcat
+	@$(LOCALBIN)/paddock dev $(DEV_ARGS) $(DEV_FLAGS)
 
 .PHONY: docker-build
 docker-build: ## Build the container image (needs a Docker engine): the slim paddock (-tags nodev), stamped with VERSION and the commit.
 	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(GIT_COMMIT) -t $(IMG) .
 
 .PHONY: build-installer
-build-installer: manifests $(KUSTOMIZE) ## Write dist/install.yaml: CRDs, RBAC and the manager Deployment.
+build-installer: manifests $(KUSTOMIZE) ## Write dist/install.yaml: CRDs, RBAC, the admission policy and the manager Deployment; NAMESPACES=a,b: a manager watching only those, its permissions bound in each.
 	mkdir -p dist
 	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
-	$(KUSTOMIZE) build config/default > dist/install.yaml
+	$(KUSTOMIZE) build config/default $(if $(NAMESPACES),| go run ./hack/namespaced-install --namespaces=$(NAMESPACES)) > dist/install.yaml
 
 ##@ OLM bundle
 
@@ -199,7 +247,7 @@ coredns: ## Build paddock dev's cluster DNS (CoreDNS with its kubernetes plugin,
 	hack/k8s-bins.sh coredns >/dev/null
 
 .PHONY: kubectl
-kubectl: ## Build kubectl of the same Kubernetes version into bin/ (cached); the e2e suite runs it.
+kubectl: ## Build kubectl of the same Kubernetes version into bin/ (cached; bin/kubectl links it); the e2e suite runs it.
 	hack/k8s-bins.sh kubectl >/dev/null
 
 .PHONY: bundle-validate
@@ -224,6 +272,9 @@ $(KUSTOMIZE): | $(LOCALBIN)
 $(GOLANGCI_LINT): | $(LOCALBIN)
 	$(call go-install-tool,$(GOLANGCI_LINT),github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION))
 
+$(GOTESTSUM): | $(LOCALBIN)
+	$(call go-install-tool,$(GOTESTSUM),gotest.tools/gotestsum,$(GOTESTSUM_VERSION))
+
 .PHONY: kcat
 kcat: ## Install kcat (the e2e suite's CLI Kafka client) with apt-get when it is missing.
 	hack/install-kcat.sh >/dev/null
@@ -236,10 +287,11 @@ kafkajs: ## Install kafkajs for test/interop (npm ci from test/interop/js/packag
 interop: k8s-bins kcat kafkajs ## Run only the client interop suite (test/interop: sarama, kafka-go, kcat, kafkajs).
 	go test $(GO_TEST_FLAGS) ./test/interop/...
 
-.PHONY: controller-gen kustomize golangci-lint
+.PHONY: controller-gen kustomize golangci-lint gotestsum
 controller-gen: $(CONTROLLER_GEN) ## Install controller-gen into bin/.
 kustomize: $(KUSTOMIZE) ## Install kustomize into bin/.
 golangci-lint: $(GOLANGCI_LINT) ## Install golangci-lint into bin/.
+gotestsum: $(GOTESTSUM) ## Install gotestsum (make test's runner and summary) into bin/.
 
 # go-install-tool installs package $(2) at version $(3) as the file $(1).
 define go-install-tool

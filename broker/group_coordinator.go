@@ -125,6 +125,7 @@ func (g *Groups) start(s *cluster.Snapshot) (*groups.Coordinator, error) {
 	cfg.MinSessionTimeout, cfg.MaxSessionTimeout = s.Config.GroupMinSessionTimeout, s.Config.GroupMaxSessionTimeout
 	cfg.MaxGroupSize = int(s.Config.GroupMaxSize)
 	cfg.MaxMetadataSize = int(s.Config.OffsetMetadataMaxBytes)
+	cfg.OffsetsRetention = s.Config.OffsetsRetention
 	cfg.Topics = viewTopics{g.View}
 	cfg.FS = g.FS
 	cfg.Metrics = g.Metrics

@@ -5,6 +5,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -18,7 +19,8 @@ import (
 // CacheByObject scopes the manager's informers to objects that belong to a KafkaCluster (they
 // carry the kafka.paddock.dev/cluster label) for every kind the reconcilers watch that is
 // not paddock's own. Without it the manager would cache every Lease (each Node renews one),
-// every EndpointSlice and every Service, StatefulSet, claim and RBAC object in the cluster.
+// every EndpointSlice and every Service, StatefulSet, claim, NetworkPolicy and RBAC object in
+// the cluster.
 //
 // EndpointSlices carry the label because the EndpointSlice controller copies the headless
 // Service's labels onto its slices; heartbeat Leases carry it by contract. The manager and
@@ -42,5 +44,6 @@ func CacheByObject() map[client.Object]cache.ByObject {
 		&rbacv1.RoleBinding{}:           ours,
 		&rbacv1.ClusterRoleBinding{}:    ours,
 		&policyv1.PodDisruptionBudget{}: ours,
+		&networkingv1.NetworkPolicy{}:   ours,
 	}
 }

@@ -84,3 +84,8 @@ func (s *KafkaClusterSpec) RackTopologyKey() string {
 	}
 	return s.Rack.TopologyKey
 }
+
+// NetworkPolicyEnabled is spec.networkPolicy.enabled, or its default (true).
+func (s *KafkaClusterSpec) NetworkPolicyEnabled() bool {
+	return s.NetworkPolicy.Enabled == nil || *s.NetworkPolicy.Enabled
+}

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -33,6 +34,10 @@ const (
 )
 
 // Listener is one port the brokers accept Kafka connections on.
+// +kubebuilder:validation:XValidation:rule="self.name != 'health'",message="listener name health is reserved for the health port"
+// +kubebuilder:validation:XValidation:rule="self.port != 9644",message="listener port 9644 is the health port (/healthz, /readyz, /metrics)"
+// +kubebuilder:validation:XValidation:rule="!has(self.service) || (has(self.type) && self.type != 'Internal')",message="service applies to NodePort and LoadBalancer listeners only"
+// +kubebuilder:validation:XValidation:rule="!has(self.service) || !has(self.service.loadBalancerSourceRanges) || self.type == 'LoadBalancer'",message="service.loadBalancerSourceRanges applies to LoadBalancer listeners only"
 type Listener struct {
 	// name identifies the listener; it is also the container and Service port name.
 	// +required
@@ -73,6 +78,50 @@ type Listener struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^([-a-zA-Z0-9.:]|\{(id|pod|namespace|node|nodeAddress)\})+$`
 	AdvertisedHostTemplate string `json:"advertisedHostTemplate,omitempty"`
+
+	// service tunes the Services a NodePort or LoadBalancer listener is exposed through (the
+	// bootstrap Service and the per-broker Services): their annotations, the source ranges
+	// a load balancer admits, and the external traffic policy. The external listeners of a
+	// cluster share those Services (each broker reads its addresses from its one Service),
+	// so every external listener must give the same service settings.
+	// +optional
+	Service *ListenerService `json:"service,omitempty"`
+
+	// allowFrom says who may connect to this listener, as peers of the cluster's
+	// NetworkPolicy (pod and namespace selectors, CIDR blocks). Empty admits every pod of
+	// every namespace on an Internal listener, and any source on a NodePort or LoadBalancer
+	// listener (its clients are outside the cluster; with externalTrafficPolicy Cluster their
+	// connections arrive from node addresses). The brokers of the cluster always reach each
+	// other. Ignored when spec.networkPolicy.enabled is false.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	AllowFrom []networkingv1.NetworkPolicyPeer `json:"allowFrom,omitempty"`
+}
+
+// ListenerService is how a NodePort or LoadBalancer listener's Services are set up.
+type ListenerService struct {
+	// annotations are put on the listener's Services, for the settings a cloud provider
+	// reads from them (an internal load balancer, its health check, ...).
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	Annotations map[string]string `json:"annotations,omitempty"`
+
+	// loadBalancerSourceRanges are the client CIDRs a LoadBalancer listener's load balancers
+	// admit (where the provider supports it); empty admits any.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=43
+	// +kubebuilder:validation:XValidation:rule="self.all(r, isCIDR(r))",message="loadBalancerSourceRanges must be CIDRs such as 203.0.113.0/24"
+	LoadBalancerSourceRanges []string `json:"loadBalancerSourceRanges,omitempty"`
+
+	// externalTrafficPolicy of the listener's Services: Cluster (the Kubernetes default: any
+	// node forwards, the client's address is lost to NAT) or Local (only a node running a
+	// broker answers, and the broker and the NetworkPolicy see the client's own address).
+	// +optional
+	// +kubebuilder:validation:Enum=Cluster;Local
+	ExternalTrafficPolicy corev1.ServiceExternalTrafficPolicy `json:"externalTrafficPolicy,omitempty"`
 }
 
 // Placeholders of Listener.AdvertisedHostTemplate.
@@ -94,6 +143,32 @@ func (l Listener) NeedsNodeAddress() bool {
 	return l.Type == ListenerNodePort
 }
 
+// IsExternal reports whether l is a NodePort or LoadBalancer listener.
+func (l Listener) IsExternal() bool {
+	return l.Type == ListenerNodePort || l.Type == ListenerLoadBalancer
+}
+
+// BootstrapServiceOf is the Service clients of listener bootstrap through: BootstrapServiceName
+// — for every listener of a cluster whose listeners are all Internal, and for the NodePort or
+// LoadBalancer listeners of one that has some — or, for an Internal listener beside them,
+// InternalBootstrapServiceName (an external Service never carries an internal listener's
+// port).
+func (c *KafkaCluster) BootstrapServiceOf(listener string) string {
+	external, internal := false, false
+	for _, l := range c.Spec.Listeners {
+		switch {
+		case l.IsExternal():
+			external = true
+		case l.Name == listener:
+			internal = true
+		}
+	}
+	if external && internal {
+		return InternalBootstrapServiceName(c.Name)
+	}
+	return BootstrapServiceName(c.Name)
+}
+
 // StorageType says where a cluster keeps its data.
 // +kubebuilder:validation:Enum=PersistentClaim;Ephemeral
 type StorageType string
@@ -105,7 +180,11 @@ const (
 	StorageEphemeral StorageType = "Ephemeral"
 )
 
-// Storage is where the brokers keep partition data and consumer offsets.
+// Storage is where the brokers keep partition data and consumer offsets. Once the cluster
+// holds data (status.clusterID is set) its type, accessMode, storageClassName (once set) and,
+// for a PersistentClaim, size cannot change: the API server refuses the edit. Before that — a
+// cluster being created, or one whose spec is being made to match a retained claim it adopts —
+// they may, and the operator checks them against the claim.
 type Storage struct {
 	// type is PersistentClaim (the default: one shared ReadWriteMany claim that every broker
 	// mounts, so a broker's partitions can be taken over by any other) or Ephemeral (an
@@ -178,9 +257,32 @@ type Rack struct {
 	TopologyKey string `json:"topologyKey,omitempty"`
 }
 
+// NetworkPolicy is the cluster's NetworkPolicy <cluster>-broker: who may connect to the
+// brokers.
+type NetworkPolicy struct {
+	// enabled keeps a NetworkPolicy that admits each listener from its allowFrom, the health
+	// port from the broker's own node only (kubelet probes; a NetworkPolicy always admits a
+	// pod's node), and every port from the cluster's other brokers; everything else is
+	// refused. false deletes it (the brokers then take connections from anywhere the
+	// network lets through). It is enforced only where the cluster's network plugin
+	// implements NetworkPolicies.
+	// +optional
+	// +kubebuilder:default=true
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// healthFrom are peers, besides the node, that may reach the health port: a Prometheus
+	// scraping /metrics, for example. Empty: the node only.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	HealthFrom []networkingv1.NetworkPolicyPeer `json:"healthFrom,omitempty"`
+}
+
 // KafkaClusterSpec is what a user asks for: how many brokers, how they are reached, where
 // they keep data and how quickly a silent broker is declared dead.
 // +kubebuilder:validation:XValidation:rule="!has(self.listeners) || self.listeners.all(l, self.listeners.exists_one(m, m.port == l.port))",message="listener ports must be unique"
+// +kubebuilder:validation:XValidation:rule="!has(self.listeners) || !(self.listeners.exists(l, has(l.type) && l.type == 'NodePort') && self.listeners.exists(l, has(l.type) && l.type == 'LoadBalancer'))",message="listeners mix NodePort and LoadBalancer types; the bootstrap Service can have only one"
+// +kubebuilder:validation:XValidation:rule="!has(self.listeners) || self.listeners.all(a, !has(a.type) || a.type == 'Internal' || self.listeners.all(b, !has(b.type) || b.type == 'Internal' || (has(a.service) == has(b.service) && (!has(a.service) || a.service == b.service))))",message="every NodePort or LoadBalancer listener must give the same service settings: they share the external Services"
 type KafkaClusterSpec struct {
 	// replicas is the number of brokers. Lowering it deregisters the highest broker ids.
 	// +optional
@@ -268,6 +370,12 @@ type KafkaClusterSpec struct {
 	// +kubebuilder:validation:MaxProperties=256
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Broker Configuration",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Config map[string]string `json:"config,omitempty"`
+
+	// networkPolicy scopes who may connect to the brokers (on by default).
+	// +optional
+	// +kubebuilder:default={}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Network Policy",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
+	NetworkPolicy NetworkPolicy `json:"networkPolicy,omitempty"`
 }
 
 // ClusterLimits bound what a cluster keeps in the API server.
@@ -539,6 +647,10 @@ type KafkaClusterStatus struct {
 
 // KafkaCluster is a set of paddock brokers run by the operator, and the honest report of their
 // registration and health.
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.clusterID) || !has(oldSelf.spec.storage.type) || (has(self.spec.storage.type) && self.spec.storage.type == oldSelf.spec.storage.type)",message="spec.storage.type cannot change once the cluster holds data (status.clusterID is set)"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.clusterID) || !has(oldSelf.spec.storage.accessMode) || (has(self.spec.storage.accessMode) && self.spec.storage.accessMode == oldSelf.spec.storage.accessMode)",message="spec.storage.accessMode cannot change once the cluster holds data (status.clusterID is set)"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.clusterID) || !has(oldSelf.spec.storage.storageClassName) || (has(self.spec.storage.storageClassName) && self.spec.storage.storageClassName == oldSelf.spec.storage.storageClassName)",message="spec.storage.storageClassName cannot change once the cluster holds data (status.clusterID is set)"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.clusterID) || !has(oldSelf.spec.storage.size) || (has(oldSelf.spec.storage.type) && oldSelf.spec.storage.type != 'PersistentClaim') || (has(self.spec.storage.size) && quantity(string(self.spec.storage.size)).compareTo(quantity(string(oldSelf.spec.storage.size))) == 0)",message="spec.storage.size cannot change once the cluster holds data (status.clusterID is set): it would resize the only copy of the data"
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=pkc,categories={paddock,kafka}

@@ -1,11 +1,14 @@
 package v1alpha1
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"slices"
 	"strconv"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Label keys and values every paddock-managed object carries (docs/names.md, "Labels").
@@ -91,6 +94,75 @@ func ParseListeners(s string) []ListenerAddress {
 	return out
 }
 
+// ReadListeners reads an AnnotationListeners value strictly, as the operator must read what
+// a broker says about itself (docs/registry.md, "What a Lease may say"): every entry is
+// name=host:port with name one of known and not repeated, host an IP address or a DNS name of
+// at most 253 characters, port a decimal in 1..65535 without a sign or leading zeros. The
+// first entry that is not is the error, and nothing is returned with it: one bad entry makes
+// the whole announcement untrustworthy. "" is a valid announcement of no address at all.
+func ReadListeners(s string, known []string) ([]ListenerAddress, error) {
+	if s == "" {
+		return []ListenerAddress{}, nil
+	}
+	var out []ListenerAddress
+	for _, entry := range strings.Split(s, ",") {
+		a, err := readListener(entry, known)
+		if err != nil {
+			return nil, err
+		}
+		if slices.ContainsFunc(out, func(b ListenerAddress) bool { return b.Name == a.Name }) {
+			return nil, fmt.Errorf("listener %q announced twice", a.Name)
+		}
+		out = append(out, a) // at most len(known): a name is known and never repeated
+	}
+	return out, nil
+}
+
+// readListener reads one name=host:port entry of ReadListeners.
+func readListener(entry string, known []string) (ListenerAddress, error) {
+	name, hostPort, ok := strings.Cut(entry, "=")
+	if !ok {
+		return ListenerAddress{}, fmt.Errorf("entry %.40q is not name=host:port", entry)
+	}
+	if !slices.Contains(known, name) {
+		return ListenerAddress{}, fmt.Errorf("listener %.40q is not one of the cluster's (%s)", name, strings.Join(known, ", "))
+	}
+	host, portStr, err := net.SplitHostPort(hostPort)
+	if err != nil {
+		return ListenerAddress{}, fmt.Errorf("listener %s: %.60q is not host:port", name, hostPort)
+	}
+	if err := validHost(host); err != nil {
+		return ListenerAddress{}, fmt.Errorf("listener %s: %w", name, err)
+	}
+	port, err := strconv.ParseUint(portStr, 10, 16)
+	if err != nil || port == 0 || portStr != strconv.FormatUint(port, 10) {
+		return ListenerAddress{}, fmt.Errorf("listener %s: port %.10q is not in 1..65535", name, portStr)
+	}
+	return ListenerAddress{Name: name, Host: host, Port: int32(port)}, nil
+}
+
+// maxHostLength is the longest host a row may carry (ListenerAddress.host's MaxLength).
+const maxHostLength = 253
+
+// validHost accepts an IP address or a DNS name: labels of letters (either case), digits and
+// inner '-', each at most 63 characters.
+func validHost(host string) error {
+	switch {
+	case host == "":
+		return errors.New("empty host")
+	case len(host) > maxHostLength:
+		return fmt.Errorf("host of %d characters, more than %d", len(host), maxHostLength)
+	case net.ParseIP(host) != nil:
+		return nil
+	}
+	for _, label := range strings.Split(strings.ToLower(host), ".") {
+		if errs := validation.IsDNS1123Label(label); len(errs) > 0 {
+			return fmt.Errorf("host %.60q is neither an IP address nor a DNS name", host)
+		}
+	}
+	return nil
+}
+
 // ClusterLabels are the labels of every object paddock makes for cluster: its name, instance
 // and cluster labels. The StatefulSet selector is a smaller, fixed subset (it can never change).
 func ClusterLabels(cluster string) map[string]string {
@@ -122,6 +194,11 @@ func HeadlessServiceName(cluster string) string { return cluster + "-brokers" }
 
 // BootstrapServiceName is the Service clients use for their first connection.
 func BootstrapServiceName(cluster string) string { return cluster + "-bootstrap" }
+
+// InternalBootstrapServiceName is the ClusterIP bootstrap Service of the Internal listeners
+// of a cluster that also has NodePort or LoadBalancer listeners (their bootstrap Service,
+// BootstrapServiceName, then carries only theirs).
+func InternalBootstrapServiceName(cluster string) string { return cluster + "-bootstrap-internal" }
 
 // BrokerPodName is the StatefulSet pod that runs broker id.
 func BrokerPodName(cluster string, id int32) string { return fmt.Sprintf("%s-broker-%d", cluster, id) }

@@ -90,6 +90,10 @@ const (
 	EventVolumeNodeAffinityConflict = "VolumeNodeAffinityConflict"
 	// EventRecovered: a recovered broker is Alive again.
 	EventRecovered = "Recovered"
+	// EventInvalidAnnotation (a Warning, on the KafkaCluster): an annotation the user sets has
+	// a value paddock does not accept (kafka.paddock.dev/auto-recover other than "true" or
+	// "false"); the default is used.
+	EventInvalidAnnotation = "InvalidAnnotation"
 )
 
 // PartitionClaim is one partition a leader holds at an epoch: an entry of AnnotationClaimed.

@@ -36,4 +36,10 @@ const (
 	// EventDeregistered: the StatefulSet no longer wants the broker and it stopped
 	// heartbeating; its Broker object was deleted.
 	EventDeregistered = "Deregistered"
+	// EventInvalidHeartbeat (a Warning): the broker's Lease says something the operator does
+	// not believe — an announcement that does not parse, a lease duration above the session
+	// timeout, a flag that is neither "true" nor "false" — and what is used instead. Recorded
+	// once per Lease and problem, by the registry and by the recovery reconciler (for the
+	// claims digest).
+	EventInvalidHeartbeat = "InvalidHeartbeat"
 )

@@ -32,13 +32,13 @@ type Admin struct {
 
 // CreateTopic creates the KafkaTopic of Kafka topic name with partitions partitions and
 // config. The Kafka name is always in spec.topicName; the object name derives from it
-// (topicname.ObjectName), so brokers creating one topic at once collide on the name (an
+// (topicname.ObjectNameIn: "<cluster>.<name>"), so brokers creating one topic at once collide on the name (an
 // AlreadyExists error) rather than create two. Both topic finalizers are set from the start,
 // so no deletion can skip the data removal.
 func (a *Admin) CreateTopic(ctx context.Context, name string, partitions int32, config map[string]string) error {
 	return a.Client.Create(ctx, &v1alpha1.KafkaTopic{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:       topicname.ObjectName(name),
+			Name:       topicname.ObjectNameIn(a.Cluster, name),
 			Namespace:  a.Namespace,
 			Labels:     v1alpha1.ClusterLabels(a.Cluster),
 			Finalizers: []string{v1alpha1.FinalizerAssignment, v1alpha1.FinalizerData},

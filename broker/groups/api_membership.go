@@ -18,7 +18,8 @@ import (
 // outside VersionRange (a bug in the caller).
 
 // VersionRange is the version range this package implements for an API key (Apache Kafka
-// 3.7's, DATAPLANE.md §8); the broker advertises exactly these.
+// 3.7's, docs/groups.md "API and how the broker calls it"); the broker advertises exactly
+// these.
 func VersionRange(key int16) (min, max int16, ok bool) {
 	r, ok := versionRanges[key]
 	return r[0], r[1], ok

@@ -12,8 +12,9 @@ import (
 // KafkaApis does; the rest are committed together, durably, and acknowledged only while this
 // coordinator's fence holds. v0 (ZooKeeper offsets) answers UNSUPPORTED_VERSION, as KRaft
 // Apache does despite advertising it; v1 may carry a commit timestamp; v2–4 carry a retention
-// time, which is ignored (offset retention is not implemented, docs/groups.md); v6+ carry the
-// committed leader epoch; v7+ the instance id. An empty group id is allowed.
+// time, which (unless -1) makes the offsets expire that long after the commit instead of by
+// offsets.retention.minutes (docs/groups.md "Offset retention"); v6+ carry the committed
+// leader epoch; v7+ the instance id. An empty group id is allowed.
 func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) (*kmsg.OffsetCommitResponse, error) {
 	if err := checkVersion(req); err != nil {
 		return nil, err
@@ -38,6 +39,9 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 		}
 		if req.Version == 1 && p.Timestamp != -1 {
 			e.commitMs = p.Timestamp
+		}
+		if req.Version >= 2 && req.Version <= 4 && req.RetentionTimeMillis != -1 {
+			e.expireMs = max(now+req.RetentionTimeMillis, 1) // 0 means "no expiry of its own"
 		}
 		e.tooLarge = javaLength(e.metadata) > c.cfg.MaxMetadataSize
 		entries = append(entries, e)

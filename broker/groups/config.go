@@ -45,15 +45,24 @@ type Config struct {
 	// NewMemberJoinTimeout is how long a new member's JoinGroup may wait for its rebalance
 	// (Apache's fixed 5 minutes) before the member is dropped.
 	NewMemberJoinTimeout time.Duration
-	// CleanupInterval is offsets.retention.check.interval.ms (10 min): an Empty group without
-	// offsets or members is forgotten this long after it became so, as Apache's periodic
-	// cleanup does.
+	// OffsetsRetention is offsets.retention.minutes (7 days): how long committed offsets
+	// outlive a group — counted from when an Empty group became Empty, or from the commit for
+	// a group that only stores offsets and for unsubscribed topics of a Stable consumer group
+	// (docs/groups.md "Offset retention").
+	OffsetsRetention time.Duration
+	// CleanupInterval is offsets.retention.check.interval.ms (10 min): how often each group
+	// expires offsets, and when an Empty group without offsets or members is removed with its
+	// files, as Apache's periodic cleanup does.
 	CleanupInterval time.Duration
 	// LoadWait bounds how long a request waits for its group to be loaded before it is
 	// answered COORDINATOR_LOAD_IN_PROGRESS. Real time, not Clock: it bounds disk I/O.
 	LoadWait time.Duration
 	// LoadConcurrency bounds how many groups load (claim + read + snapshot) at once.
 	LoadConcurrency int
+
+	// compactMin is the smallest offsets file that is compacted (defaultCompactMin when 0);
+	// tests lower it to compact often.
+	compactMin int64
 }
 
 // DefaultConfig is Apache Kafka 3.7's defaults (plus LoadWait 1 s and LoadConcurrency 8).
@@ -65,6 +74,7 @@ func DefaultConfig() Config {
 		MaxGroupSize:          math.MaxInt32,
 		MaxMetadataSize:       4096,
 		NewMemberJoinTimeout:  5 * time.Minute,
+		OffsetsRetention:      7 * 24 * time.Hour,
 		CleanupInterval:       10 * time.Minute,
 		LoadWait:              time.Second,
 		LoadConcurrency:       8,
@@ -88,6 +98,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("groups: max metadata size %d is negative", c.MaxMetadataSize)
 	case c.NewMemberJoinTimeout <= 0 || c.CleanupInterval <= 0:
 		return errors.New("groups: NewMemberJoinTimeout and CleanupInterval must be positive")
+	case c.OffsetsRetention < time.Minute:
+		return fmt.Errorf("groups: offsets retention %v is under a minute", c.OffsetsRetention)
 	case c.LoadWait < 0 || c.LoadConcurrency < 1:
 		return errors.New("groups: LoadWait must not be negative and LoadConcurrency at least 1")
 	}

@@ -86,9 +86,10 @@ func New(cfg Config) (*Coordinator, error) {
 }
 
 // SetView tells the coordinator which groups this broker coordinates: those for which owns
-// returns true, as of coordinatorEpoch epoch (DESIGN.md "Alive set and assignment"). Call it
-// with every new cluster view; it returns at once. A lower epoch than the last one is
-// ignored. owns is called with the coordinator's lock held and must not call back into it.
+// returns true, as of coordinatorEpoch epoch (docs/groups.md "API and how the broker calls
+// it"). Call it with every new cluster view; it returns at once. A lower epoch than the last
+// one is ignored. owns is called with the coordinator's lock held and must not call back into
+// it.
 //
 // Groups no longer owned are unloaded: their waiting JoinGroup and SyncGroup requests are
 // answered NOT_COORDINATOR and their membership is dropped (Owned counts them until their
@@ -409,8 +410,9 @@ func (c *Coordinator) storageFailed(err error) {
 // ---- taking over groups found on the volume ----
 
 // scanLoop takes over, after each view change, the groups on the volume that the view gives
-// us and that have committed offsets: so the previous coordinator is fenced promptly and
-// ListGroups shows idle groups. Groups without offsets are taken over by their first request.
+// us: so the previous coordinator is fenced promptly, ListGroups shows idle groups, their
+// offsets expire on time, and groups left without offsets are removed. A group that is gone
+// (no offsets, no members) exits again at once, its files removed.
 func (c *Coordinator) scanLoop() {
 	defer c.wg.Done()
 	for {
@@ -442,22 +444,19 @@ func (c *Coordinator) scan() {
 		if !ok {
 			continue
 		}
-		if !hashed && !c.wantsScan(id) {
-			continue
-		}
-		pid, st, err := peek(c.fs, filepath.Join(c.cfg.Dir, name))
-		if err != nil {
-			c.storageFailed(err)
-			c.log.Error(err, "Cannot read a group's offsets", "dir", name)
-			continue
-		}
 		if hashed {
-			if pid == "" || dirName(pid) != name || !c.wantsScan(pid) {
+			pid, err := peekID(c.fs, filepath.Join(c.cfg.Dir, name))
+			if err != nil {
+				c.storageFailed(err)
+				c.log.Error(err, "Cannot read a group's offsets", "dir", name)
+				continue
+			}
+			if pid == "" || dirName(pid) != name {
 				continue
 			}
 			id = pid
 		}
-		if len(st.offsets) == 0 {
+		if !c.wantsScan(id) {
 			continue
 		}
 		c.mu.Lock()

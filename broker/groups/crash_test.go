@@ -27,18 +27,28 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if loadFixtureDir != "" {
+		_ = os.RemoveAll(loadFixtureDir)
+	}
+	os.Exit(code)
 }
 
 // childCommit coordinates every group at $EPOCH on $DIR and commits increasing offsets to
 // $GROUPS groups (one goroutine each) until it is killed, printing "ack group partition value"
-// only after each commit was acknowledged.
+// only after each commit was acknowledged. With $META set, each commit carries that many bytes
+// of metadata and the offsets file is compacted once it passes 16 KiB, so the kill may land
+// in a compaction.
 func childCommit() error {
 	epoch, _ := strconv.Atoi(os.Getenv("EPOCH"))
 	base, _ := strconv.ParseInt(os.Getenv("BASE"), 10, 64)
 	n, _ := strconv.Atoi(os.Getenv("GROUPS"))
+	meta, _ := strconv.Atoi(os.Getenv("META"))
 	cfg := DefaultConfig()
 	cfg.Dir, cfg.Topics, cfg.LoadWait = os.Getenv("DIR"), newTestTopics(), time.Minute
+	if meta > 0 {
+		cfg.compactMin = 16 << 10
+	}
 	c, err := New(cfg)
 	if err != nil {
 		return err
@@ -53,7 +63,7 @@ func childCommit() error {
 			g := "crash-" + strconv.Itoa(gi)
 			for v := base; ; v++ {
 				part := int32(v % 5)
-				ok, err := simpleCommit(context.Background(), c, g, part, v)
+				ok, err := commitWithMetadata(context.Background(), c, g, part, v, strings.Repeat("m", meta))
 				if err != nil {
 					fmt.Fprintln(os.Stderr, err)
 					return
@@ -72,10 +82,11 @@ func childCommit() error {
 }
 
 // TestKill9DuringCommitsLosesNoAcknowledgedCommit runs a child coordinator that commits as
-// fast as it can, SIGKILLs it at a random moment (during its takeover, mid-commit, mid-fsync),
-// then takes the groups over at the next epoch and checks that every commit the child
-// reported acknowledged is there. Rounds follow each other on one directory, so each child
-// also recovers from the previous one's torn tail.
+// fast as it can, SIGKILLs it at a random moment (during its takeover, mid-commit, mid-fsync,
+// and — every other round, whose commits are large — mid-compaction), then takes the groups
+// over at the next epoch and checks that every commit the child reported acknowledged is
+// there. Rounds follow each other on one directory, so each child also recovers from the
+// previous one's torn tail.
 func TestKill9DuringCommitsLosesNoAcknowledgedCommit(t *testing.T) {
 	dir := t.TempDir()
 	const groups = 3
@@ -85,7 +96,11 @@ func TestKill9DuringCommitsLosesNoAcknowledgedCommit(t *testing.T) {
 		// Every third child dies early, most likely during its takeover; the others some time
 		// after their first acknowledged commit.
 		early := round%3 == 0
-		acks, total := runKilledChild(t, dir, epoch, int64(round)*1_000_000, groups, early)
+		meta := 0
+		if round%2 == 1 {
+			meta = 4000
+		}
+		acks, total := runKilledChild(t, dir, epoch, int64(round)*1_000_000, groups, early, meta)
 
 		// Take over at the next epoch, as the operator's view would after a crash.
 		cfg := DefaultConfig()
@@ -109,18 +124,18 @@ func TestKill9DuringCommitsLosesNoAcknowledgedCommit(t *testing.T) {
 			}
 		}
 		_ = c.Close()
-		t.Logf("round %d: child at epoch %d killed (early %v) after %d acknowledged commits; all present", round, epoch, early, total)
+		t.Logf("round %d: child at epoch %d killed (early %v, metadata %d bytes) after %d acknowledged commits; all present", round, epoch, early, meta, total)
 	}
 }
 
 // runKilledChild starts the child and SIGKILLs it — within 50 ms of its start when early,
 // else 0-150 ms after its first acknowledged commit — and returns, per group and partition,
 // the highest value it reported acknowledged, and how many acknowledgements it reported.
-func runKilledChild(t *testing.T, dir string, epoch int32, base int64, groups int, early bool) (map[string]map[int32]int64, int) {
+func runKilledChild(t *testing.T, dir string, epoch int32, base int64, groups int, early bool, meta int) (map[string]map[int32]int64, int) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"=commit", "DIR="+dir, "EPOCH="+strconv.Itoa(int(epoch)),
-		"BASE="+strconv.FormatInt(base, 10), "GROUPS="+strconv.Itoa(groups))
+		"BASE="+strconv.FormatInt(base, 10), "GROUPS="+strconv.Itoa(groups), "META="+strconv.Itoa(meta))
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

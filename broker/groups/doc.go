@@ -2,7 +2,7 @@
 // (JoinGroup, SyncGroup, Heartbeat, LeaveGroup; the states Empty, PreparingRebalance,
 // CompletingRebalance, Stable, Dead; static members; session, rebalance and initial-delay
 // timers) and the groups' committed offsets, kept on the cluster's shared volume and fenced by
-// the coordinator epoch (DESIGN.md "Consumer groups"; docs/groups.md is the full design).
+// the coordinator epoch (docs/groups.md is the full design).
 //
 // Each group is owned by one goroutine; requests reach it only over its channel, so no lock
 // guards group state (kfake's groups.go model). A JoinGroup or SyncGroup that waits for a

@@ -206,7 +206,7 @@ func TestAFileWithoutACompleteSnapshotIsSkipped(t *testing.T) {
 	if err := s.claim(5); err != nil {
 		t.Fatal(err)
 	}
-	snap := frame(snapshotPayload("g", 5, newDurable()))
+	snap := encodeSnapshot("g", 5, newDurable())
 	if err := os.WriteFile(filepath.Join(groupDir(e, "g"), logName(5)), snap[:len(snap)-1], 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -265,8 +265,10 @@ func TestStorageErrorsAcknowledgeNothing(t *testing.T) {
 
 func TestRequestsWhileAGroupLoadsAreLoadInProgress(t *testing.T) {
 	ffs := newFaultFS()
-	e := newEnv(t, func(c *Config) { c.FS = ffs; c.LoadWait = 10 * time.Millisecond })
-	e.commit(e.c, "g", "", -1, map[int32]int64{0: 1})
+	e := newEnv(t, func(c *Config) { c.FS = ffs })
+	if code := e.commit(e.c, "g", "", -1, map[int32]int64{0: 1})[0]; code != 0 {
+		t.Fatalf("commit: %s", codeName(code))
+	}
 	_ = e.c.Close()
 	release := make(chan struct{})
 	ffs.set(func(o storage.Op, path string) error {
@@ -275,7 +277,7 @@ func TestRequestsWhileAGroupLoadsAreLoadInProgress(t *testing.T) {
 		}
 		return nil
 	})
-	c2 := e.start(2)
+	c2 := e.start(2, func(c *Config) { c.LoadWait = 10 * time.Millisecond })
 	if _, code := e.fetch(c2, "g", 0); code != kerr.CoordinatorLoadInProgress.Code {
 		t.Fatalf("fetch: %s", codeName(code))
 	}
@@ -406,4 +408,27 @@ func TestReadOnlyRequestsToUnknownGroupsLeaveNoFiles(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	t.Fatalf("Owned %d: goroutines of groups that do not exist linger", e.c.Owned())
+}
+
+// TestTheScanTakesOverAGroupWhoseDirectoryNameIsAHash: a group id too long to escape into a
+// directory name is stored under a hash; the scan reads the id from the snapshot's header.
+func TestTheScanTakesOverAGroupWhoseDirectoryNameIsAHash(t *testing.T) {
+	e := newEnv(t)
+	long := strings.Repeat("long-group-", 40)
+	if code := e.commit(e.c, long, "", -1, map[int32]int64{0: 4})[0]; code != 0 {
+		t.Fatal(codeName(code))
+	}
+	if name := dirName(long); !strings.HasPrefix(name, "h-") {
+		t.Fatalf("directory %q is not a hash", name)
+	}
+	_ = e.c.Close()
+	next := e.start(2)
+	for range 200 {
+		resp, _ := next.ListGroups(ctxT(t), kmsg.NewPtrListGroupsRequest())
+		if resp.ErrorCode == 0 && len(resp.Groups) == 1 && resp.Groups[0].Group == long {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatal("the scan did not take over the group stored under a hashed name")
 }

@@ -1,6 +1,7 @@
 package groups
 
 import (
+	"cmp"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -62,8 +63,8 @@ func (cl *call) withdraw() bool { return cl.state.CompareAndSwap(0, 2) }
 var errUnloaded = errors.New("group unloaded")
 
 // group is one consumer group: all of its state is owned by the goroutine running run, and
-// requests reach it only through calls (kfake's groups.go model; DESIGN.md "one owner per
-// group"). The fields above the line are set before the goroutine starts or are
+// requests reach it only through calls (kfake's groups.go model; docs/groups.md "One owner
+// per group"). The fields above the line are set before the goroutine starts or are
 // synchronization; everything below is touched only by run.
 type group struct {
 	c  *Coordinator
@@ -112,11 +113,21 @@ type group struct {
 	subscribed      map[string]struct{} // topics the consumer members subscribe to
 	subscribedKnown bool                // false: not a consumer group, or a member's metadata did not parse
 
-	offsets   map[tp]committed
-	created   bool      // created by a JoinGroup or OffsetCommit and not yet forgotten
-	idleSince time.Time // Empty with no offsets, members or pending members since then
-	published Overview
-	hasPub    bool
+	offsets map[tp]committed
+	created bool // created by a JoinGroup or OffsetCommit and not yet forgotten
+	// gone: the group was deleted, or a retention check found it Empty without offsets: its
+	// files are removed as it exits. A group loaded from files that hold no offsets does not
+	// exist either, but keeps its files (and its claim on the fence) until a retention check,
+	// so a coordinator with a stale view that still has members cannot claim it back at once.
+	gone bool
+	// emptySince is when the group last became Empty (meaningful while it is): an Empty
+	// group's offsets expire a retention after it. Kept durable at every transition to and
+	// from Empty.
+	emptySince       time.Time
+	storedEmptySince int64     // what the file says of it (durable.emptySinceMs)
+	retentionAt      time.Time // the next retention check (offsets.retention.check.interval.ms)
+	published        Overview
+	hasPub           bool
 }
 
 func newGroup(c *Coordinator, id string) *group {
@@ -156,8 +167,13 @@ func (g *group) run() {
 		}
 		// Deadlines a request set at "now" (an initial delay of 0) fire before we wait.
 		g.expire()
+		g.maybeCompact()
 		g.publish()
-		if g.fatal != nil || !g.exists() {
+		if g.fatal != nil {
+			return
+		}
+		if !g.exists() && (g.st == nil || g.gone) {
+			g.removeFiles()
 			return
 		}
 		g.arm()
@@ -242,13 +258,15 @@ func (g *group) ensureStore() int16 {
 
 // takeover serves the group at the coordinator epoch: reuse this process's claim when the
 // fence still holds it (nobody took the group since, so our own file is current), else claim
-// the view's epoch; then load. DESIGN.md "Consumer groups": claim, load, serve.
+// the view's epoch; then load (docs/groups.md "Takeover, commit, deposition": claim, load,
+// serve).
 func (g *group) takeover(st *store) error {
 	c := g.c
 	start := c.clock.Now()
+	st.compactMin = cmp.Or(c.cfg.compactMin, defaultCompactMin)
 	cl, own := c.claimFor(g.id)
 	if own {
-		d, err := st.load(cl.epoch, cl.acked)
+		d, err := st.load(cl.epoch, cl.acked, start.UnixMilli())
 		if err == nil {
 			return g.adopt(st, d, start, "resumed")
 		}
@@ -275,7 +293,7 @@ func (g *group) takeover(st *store) error {
 		return err
 	}
 	c.recordClaim(g.id, epoch)
-	d, err := st.load(epoch, -1)
+	d, err := st.load(epoch, -1, start.UnixMilli())
 	if err != nil {
 		if errors.Is(err, storage.ErrFenced) {
 			c.dropClaim(g.id, epoch)
@@ -296,6 +314,14 @@ func (g *group) adopt(st *store, d *durable, start time.Time, how string) error 
 	g.offsets = d.offsets
 	g.protocolType = d.protocolType
 	g.created = len(g.offsets) > 0
+	// A group loads Empty (membership does not move). A file that says it had members at
+	// its last record (a claim this process resumes) counts as Empty from now.
+	g.emptySince = start
+	if d.emptySinceMs > 0 {
+		g.emptySince = time.UnixMilli(d.emptySinceMs)
+	}
+	g.storedEmptySince = d.emptySinceMs
+	g.retentionAt = start.Add(g.c.cfg.CleanupInterval)
 	g.c.m.takeover(how)
 	g.c.log.V(1).Info("Group loaded", "group", g.id, "epoch", st.epoch, "how", how, "offsets", len(g.offsets),
 		"took", g.c.clock.Since(start).String())
@@ -363,7 +389,7 @@ func (g *group) exit() {
 	}
 	g.c.m.groupState(g.state, -1)
 	g.c.m.membersDelta(-len(g.members))
-	g.c.groupExited(g, errors.Is(g.fatal, storage.ErrFenced), g.st)
+	g.c.groupExited(g, errors.Is(g.fatal, storage.ErrFenced) || g.st != nil && g.st.removed, g.st)
 	close(g.done)
 }
 
@@ -403,12 +429,19 @@ func (g *group) transition(to State) {
 	}
 	g.c.m.groupState(g.state, to)
 	g.c.log.V(1).Info("Group state", "group", g.id, "from", g.state.String(), "to", to.String(), "generation", g.generation)
+	from := g.state
 	g.state = to
+	switch {
+	case to == StateEmpty && from != StateEmpty:
+		g.emptySince = g.now()
+		g.recordEmptySince(g.emptySince.UnixMilli())
+	case from == StateEmpty && to == StatePreparingRebalance:
+		g.recordEmptySince(0)
+	}
 }
 
-// publish stores the overview ListGroups reads without a round trip, and keeps idleSince.
+// publish stores the overview ListGroups reads without a round trip.
 func (g *group) publish() {
-	g.publishIdle()
 	ov := Overview{Group: g.id, ProtocolType: g.protocolType, State: g.state}
 	if !g.exists() {
 		ov.State = StateDead
@@ -444,11 +477,8 @@ func (g *group) nextDeadline() (at time.Time, fire func()) {
 		consider(g.joinDeadline, g.onJoinDeadline)
 	}
 	consider(g.syncDeadline, g.onSyncDeadline)
-	if !g.idleSince.IsZero() && g.created {
-		consider(g.idleSince.Add(g.c.cfg.CleanupInterval), func() {
-			// Apache's cleanup: an Empty group without offsets is removed.
-			g.created = false
-		})
+	if g.st != nil {
+		consider(g.retentionAt, g.onRetentionCheck)
 	}
 	return at, fire
 }
@@ -462,22 +492,10 @@ func (g *group) expire() {
 		}
 		g.at = at
 		fire()
-		g.publishIdle()
 		g.at = time.Time{}
 		if g.fatal != nil {
 			return
 		}
-	}
-}
-
-// publishIdle keeps idleSince current between deadlines processed in one expire.
-func (g *group) publishIdle() {
-	if g.state == StateEmpty && len(g.offsets) == 0 && len(g.pending) == 0 && len(g.members) == 0 {
-		if g.idleSince.IsZero() {
-			g.idleSince = g.now()
-		}
-	} else {
-		g.idleSince = time.Time{}
 	}
 }
 

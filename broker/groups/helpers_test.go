@@ -328,29 +328,62 @@ func (e *env) describe(c *Coordinator, group string) kmsg.DescribeGroupsResponse
 	return resp.Groups[0]
 }
 
-// commit commits offsets (topic "t", partition → offset) and returns the per-partition codes.
-func (e *env) commit(c *Coordinator, group, member string, gen int32, offsets map[int32]int64) map[int32]int16 {
-	e.t.Helper()
+// commitReq is a v8 OffsetCommit of offsets (topic → partition → offset) with metadata meta.
+func commitReq(group, member string, gen int32, offsets map[string]map[int32]int64, meta ...string) *kmsg.OffsetCommitRequest {
 	r := kmsg.NewPtrOffsetCommitRequest()
-	r.Version = 8
-	r.Group, r.MemberID, r.Generation = group, member, gen
-	rt := kmsg.NewOffsetCommitRequestTopic()
-	rt.Topic = "t"
-	for p, o := range offsets {
-		rp := kmsg.NewOffsetCommitRequestTopicPartition()
-		rp.Partition, rp.Offset, rp.Metadata = p, o, strp("m")
-		rt.Partitions = append(rt.Partitions, rp)
+	r.Version, r.Group, r.MemberID, r.Generation = 8, group, member, gen
+	for topic, parts := range offsets {
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = topic
+		for p, o := range parts {
+			rp := kmsg.NewOffsetCommitRequestTopicPartition()
+			rp.Partition, rp.Offset = p, o
+			if len(meta) > 0 {
+				rp.Metadata = strp(meta[0])
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		r.Topics = append(r.Topics, rt)
 	}
-	r.Topics = []kmsg.OffsetCommitRequestTopic{rt}
+	return r
+}
+
+// commitResp sends r; a Go error (a dropped request) fails the test.
+func (e *env) commitResp(c *Coordinator, r *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
+	e.t.Helper()
 	resp, err := c.OffsetCommit(ctxT(e.t), r)
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	return resp
+}
+
+// firstTopicCodes is the per-partition codes of a commit's first topic.
+func firstTopicCodes(resp *kmsg.OffsetCommitResponse) map[int32]int16 {
 	out := map[int32]int16{}
 	for _, p := range resp.Topics[0].Partitions {
 		out[p.Partition] = p.ErrorCode
 	}
 	return out
+}
+
+// commit commits offsets (topic "t", partition → offset) and returns the per-partition codes.
+func (e *env) commit(c *Coordinator, group, member string, gen int32, offsets map[int32]int64) map[int32]int16 {
+	e.t.Helper()
+	return firstTopicCodes(e.commitResp(c, commitReq(group, member, gen, map[string]map[int32]int64{"t": offsets}, "m")))
+}
+
+// offsetFetch is a v8 OffsetFetch of everything group committed.
+func (e *env) offsetFetch(c *Coordinator, group string) kmsg.OffsetFetchResponseGroup {
+	e.t.Helper()
+	r := kmsg.NewPtrOffsetFetchRequest()
+	r.Version = 8
+	r.Groups = []kmsg.OffsetFetchRequestGroup{{Group: group}}
+	resp, err := c.OffsetFetch(ctxT(e.t), r)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return resp.Groups[0]
 }
 
 // fetch reads committed offsets of topic "t" (v8, one group; all partitions when none given).

@@ -10,7 +10,7 @@ import (
 )
 
 // The classic group protocol's membership rules, after Apache 3.7's GroupCoordinator and
-// GroupMetadata (DATAPLANE.md §8; docs/groups.md "State machine"). Function names follow
+// GroupMetadata (docs/groups.md "State machine"). Function names follow
 // Apache's where a rule lives in one of its functions, so the two can be read side by side.
 // Everything here runs on the group's goroutine.
 
@@ -151,7 +151,7 @@ func (g *group) handleJoin(a joinArgs, w *waiter[joinResult]) {
 			w.send(joinError(a.memberID, code))
 			return
 		}
-		g.created = true
+		g.create()
 	}
 	switch {
 	case !g.acceptJoiningMember(a.memberID):

@@ -18,6 +18,8 @@ type Metrics struct {
 	commits     *prometheus.HistogramVec
 	takeovers   *prometheus.CounterVec
 	storageErrs prometheus.Counter
+	compactions prometheus.Counter
+	expired     prometheus.Counter
 	held        prometheus.Gauge
 	epoch       prometheus.Gauge
 }
@@ -50,6 +52,14 @@ func NewMetrics() *Metrics {
 			Name: "paddock_groups_storage_errors_total",
 			Help: "Storage errors on group files (each unloads the group; nothing is acknowledged).",
 		}),
+		compactions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "paddock_groups_compactions_total",
+			Help: "Offsets files rewritten as a snapshot of their group's state by their owner (within a coordinator epoch).",
+		}),
+		expired: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "paddock_groups_offsets_expired_total",
+			Help: "Committed offsets removed by offsets.retention.minutes.",
+		}),
 		held: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "paddock_groups_coordinated",
 			Help: "Groups this coordinator holds (loading, serving or unloading); the drain waits for 0.",
@@ -63,7 +73,7 @@ func NewMetrics() *Metrics {
 
 // Register registers every series on r.
 func (m *Metrics) Register(r prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.groups, m.members, m.rebalances, m.commits, m.takeovers, m.storageErrs, m.held, m.epoch} {
+	for _, c := range []prometheus.Collector{m.groups, m.members, m.rebalances, m.commits, m.takeovers, m.storageErrs, m.compactions, m.expired, m.held, m.epoch} {
 		if err := r.Register(c); err != nil {
 			return err
 		}
@@ -132,5 +142,17 @@ func (m *Metrics) coordinated(n int) {
 func (m *Metrics) setEpoch(e int32) {
 	if m != nil {
 		m.epoch.Set(float64(e))
+	}
+}
+
+func (m *Metrics) compaction() {
+	if m != nil {
+		m.compactions.Inc()
+	}
+}
+
+func (m *Metrics) offsetsExpired(n int) {
+	if m != nil {
+		m.expired.Add(float64(n))
 	}
 }

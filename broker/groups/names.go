@@ -12,6 +12,7 @@ import (
 //
 //	<root>/<dir name>/fence/<epoch>        the group's storage.Fence
 //	<root>/<dir name>/<epoch:010>.log      one offsets file per claimed coordinator epoch
+//	<root>/<dir name>/<epoch:010>.log.tmp  a compaction of that file in progress
 //
 // The directory name must be a valid file name for any group id (Kafka allows any string,
 // "" included), injective, and readable for the usual ids. So: "g-" followed by the id with
@@ -21,6 +22,7 @@ import (
 const (
 	fenceDirName   = "fence"
 	logSuffix      = ".log"
+	tmpSuffix      = ".tmp" // after a log name: its owner's compaction in progress
 	epochDigits    = 10
 	maxEscapedName = 200
 	hashedNameLen  = 32 // hex digits of SHA-256 kept
@@ -105,4 +107,13 @@ func parseLogName(name string) (int32, bool) {
 		return 0, false
 	}
 	return int32(v), true
+}
+
+// parseTmpName reads the epoch of a compaction's temporary ("<log name>.tmp").
+func parseTmpName(name string) (int32, bool) {
+	s, found := strings.CutSuffix(name, tmpSuffix)
+	if !found {
+		return 0, false
+	}
+	return parseLogName(s)
 }

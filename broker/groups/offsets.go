@@ -10,10 +10,10 @@ import (
 	"github.com/paddock-dev/paddock/broker/storage"
 )
 
-// Committed offsets on the group's goroutine (DATAPLANE.md §8 OffsetCommit, OffsetFetch,
-// OffsetDelete, DeleteGroups). Every change is appended to the group's file and acknowledged
-// only when durable and still fenced-in (store.append); the in-memory offsets change only
-// after that, so whatever OffsetFetch returns has been acknowledged.
+// Committed offsets on the group's goroutine (docs/groups.md "State machine": OffsetCommit,
+// OffsetFetch, OffsetDelete, DeleteGroups). Every change is appended to the group's file and
+// acknowledged only when durable and still fenced-in (store.append); the in-memory offsets
+// change only after that, so whatever OffsetFetch returns has been acknowledged.
 
 type commitEntry struct {
 	offsetEntry
@@ -45,7 +45,7 @@ func (g *group) handleCommit(a commitArgs) []int16 {
 		if code := g.ensureStore(); code != 0 {
 			return all(code)
 		}
-		g.created = true
+		g.create()
 	}
 	if code := g.validateOffsetCommit(a); code != 0 {
 		return all(code)
@@ -191,7 +191,8 @@ func (g *group) handleFetch(a fetchArgs) fetchResult {
 
 // visible: a committed offset is hidden when the broker's view knows the topic under another
 // id — the topic was deleted and re-created, and the old incarnation's offsets must never
-// resurface (DESIGN.md "Topics"), even where the purge did not reach them.
+// resurface (docs/groups.md "Takeover, commit, deposition", deleted topics), even where the
+// purge did not reach them.
 func (g *group) visible(k tp) (committed, bool) {
 	c, ok := g.offsets[k]
 	if !ok {
@@ -263,7 +264,7 @@ func (g *group) handleDeleteGroup() int16 {
 	}
 	clear(g.offsets)
 	g.protocolType = ""
-	g.created = false
+	g.created, g.gone = false, true
 	clear(g.pending)
 	g.transition(StateDead)
 	return 0

@@ -1,10 +1,12 @@
 package groups
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"maps"
 )
 
@@ -14,34 +16,52 @@ import (
 //	crc     uint32 big-endian   CRC-32C (Castagnoli) of the payload
 //	payload kind byte, then the kind's body
 //
-// The first frame of every file is a snapshot: the complete committed state the claiming
-// coordinator inherited. Every later frame is one change, written and fsynced before the
-// change is acknowledged. A file whose snapshot frame does not check is incomplete (its
-// writer died while creating it, before it served anything); a frame that does not check
-// after a valid snapshot ends the file (a torn tail: nothing after it was acknowledged,
-// because each acknowledged frame was whole and durable before the next was written).
+// A file opens with a snapshot: the complete committed state of the group when the file was
+// written — a header frame (format version, group id, epoch, protocol type, when the group
+// became Empty, how many offsets follow) and then part frames holding those offsets, each
+// about snapshotPartBytes, so a state of any size is written and read in bounded frames. Every
+// later frame is one change, written and fsynced before the change is acknowledged.
+//
+// Reading: a file whose snapshot ends before its last offset (the file ends, or a frame does
+// not check) is incomplete — its writer died while creating it, before it served anything. A
+// frame that does not check after a complete snapshot ends the file (a torn tail: nothing
+// after it was acknowledged, because each acknowledged frame was whole and durable before the
+// next was written). But a frame whose length is beyond maxFrame and whose CRC checks was
+// written whole by someone, and no writer writes such a frame: that is corruption, and the
+// file is refused (errCorrupt), never skipped — skipping it could lose what it acknowledged.
 //
 // Bodies use unsigned varints for lengths and counts, zig-zag varints for signed numbers,
 // strings as length + bytes, topic ids as 16 raw bytes.
 const (
 	frameHeaderSize = 8
-	// maxFrame bounds one frame; a length beyond it is corruption (or a commit too large to
-	// store, answered INVALID_COMMIT_OFFSET_SIZE before anything is written).
+	// maxFrame bounds one frame. A commit whose frame would be larger is answered
+	// INVALID_COMMIT_OFFSET_SIZE before anything is written; snapshots are split in parts.
 	maxFrame = 64 << 20
+	// snapshotPartBytes is the size a snapshot part frame is filled to (one offset more may
+	// pass it): the writer's and the reader's buffers hold one part.
+	snapshotPartBytes = 256 << 10
+	// readChunk is how much of a file the loader reads at once (more for a larger frame).
+	readChunk = 32 << 10
 
-	kindSnapshot    byte = 1 // version, group id, epoch, protocol type, offsets
-	kindCommit      byte = 2 // protocol type, offsets (set)
-	kindDelete      byte = 3 // partitions (removed)
-	kindDeleteGroup byte = 4 // every offset removed, protocol type cleared
-	kindPurgeTopic  byte = 5 // topic name and id: offsets of that incarnation removed
+	kindSnapshot     byte = 1 // version 2: header (offsets follow in parts); version 1: the whole state
+	kindCommitV1     byte = 2 // protocol type, offsets without expiry (read only: older files)
+	kindDelete       byte = 3 // partitions (removed)
+	kindDeleteGroup  byte = 4 // every offset removed, protocol type cleared
+	kindPurgeTopic   byte = 5 // topic name and id: offsets of that incarnation removed
+	kindSnapshotPart byte = 6 // offsets of the snapshot
+	kindCommit       byte = 7 // protocol type, offsets (set)
+	kindEmptySince   byte = 8 // when the group became Empty (Unix ms), 0 when it gained members
 
-	snapshotVersion = 1
+	snapshotVersion = 2
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// errIncomplete: the file's first frame is not a whole, checking snapshot.
+// errIncomplete: the file has no complete snapshot.
 var errIncomplete = errors.New("offsets file has no complete snapshot")
+
+// errCorrupt: the file holds a frame that checks but cannot be what a writer wrote.
+var errCorrupt = errors.New("offsets file is corrupt")
 
 // tp is a topic partition.
 type tp struct {
@@ -56,6 +76,9 @@ type committed struct {
 	leaderEpoch int32 // -1 when the client sent none
 	metadata    string
 	commitMs    int64 // commit time, Unix milliseconds
+	// expireMs is when the offset expires whatever the group does (Unix ms), from the
+	// retention time of an OffsetCommit v2–4; 0 when the commit set none (the usual case).
+	expireMs int64
 }
 
 // offsetEntry is a committed offset with its partition, as carried in frames.
@@ -67,59 +90,18 @@ type offsetEntry struct {
 // durable is the part of a group that survives a coordinator move.
 type durable struct {
 	protocolType string // "" until a commit from a group with members recorded one
+	// emptySinceMs is when the group last became Empty (Unix ms), or 0 when at the last record
+	// it had members (its retention then counts from when a coordinator loads it).
+	emptySinceMs int64
 	offsets      map[tp]committed
 }
 
 func newDurable() *durable { return &durable{offsets: map[tp]committed{}} }
 
 func (d *durable) clone() *durable {
-	return &durable{protocolType: d.protocolType, offsets: maps.Clone(d.offsets)}
-}
-
-// apply replays one change frame's payload onto d.
-func (d *durable) apply(payload []byte) error {
-	if len(payload) == 0 {
-		return errors.New("empty frame")
-	}
-	r := reader{b: payload[1:]}
-	switch payload[0] {
-	case kindCommit:
-		pt := r.str()
-		entries := r.offsets()
-		if err := r.done(); err != nil {
-			return fmt.Errorf("commit frame: %w", err)
-		}
-		if pt != "" {
-			d.protocolType = pt
-		}
-		for _, e := range entries {
-			d.offsets[e.tp] = e.committed
-		}
-	case kindDelete:
-		parts := r.partitions()
-		if err := r.done(); err != nil {
-			return fmt.Errorf("delete frame: %w", err)
-		}
-		for _, p := range parts {
-			delete(d.offsets, p)
-		}
-	case kindDeleteGroup:
-		if err := r.done(); err != nil {
-			return fmt.Errorf("delete-group frame: %w", err)
-		}
-		d.protocolType = ""
-		clear(d.offsets)
-	case kindPurgeTopic:
-		topic := r.str()
-		id := r.id()
-		if err := r.done(); err != nil {
-			return fmt.Errorf("purge frame: %w", err)
-		}
-		d.purge(topic, id)
-	default:
-		return fmt.Errorf("unknown frame kind %d", payload[0])
-	}
-	return nil
+	c := *d
+	c.offsets = maps.Clone(d.offsets)
+	return &c
 }
 
 // purge removes the offsets of topic's incarnation id: those stored with that id, or with no
@@ -135,22 +117,16 @@ func (d *durable) purge(topic string, id [16]byte) int {
 	return n
 }
 
+// ---- writing ----
+
 // Payload builders. Each returns the payload only; frame() adds length and CRC.
 
-func snapshotPayload(groupID string, epoch int32, d *durable) []byte {
-	b := []byte{kindSnapshot, snapshotVersion}
-	b = appendStr(b, groupID)
-	b = binary.AppendVarint(b, int64(epoch))
-	b = appendStr(b, d.protocolType)
-	b = binary.AppendUvarint(b, uint64(len(d.offsets)))
-	for k, c := range d.offsets {
-		b = appendOffset(b, offsetEntry{k, c})
-	}
-	return b
-}
-
 func commitPayload(protocolType string, entries []offsetEntry) []byte {
-	b := []byte{kindCommit}
+	n := 16 + len(protocolType)
+	for _, e := range entries {
+		n += len(e.topic) + len(e.metadata) + 16 + 5*binary.MaxVarintLen64
+	}
+	b := append(make([]byte, 0, n), kindCommit)
 	b = appendStr(b, protocolType)
 	b = binary.AppendUvarint(b, uint64(len(entries)))
 	for _, e := range entries {
@@ -177,29 +153,186 @@ func purgePayload(topic string, id [16]byte) []byte {
 	return append(b, id[:]...)
 }
 
+func emptySincePayload(ms int64) []byte { return binary.AppendVarint([]byte{kindEmptySince}, ms) }
+
 // frame wraps payload in its header.
-func frame(payload []byte) []byte {
-	b := make([]byte, frameHeaderSize, frameHeaderSize+len(payload))
-	binary.BigEndian.PutUint32(b[0:], uint32(len(payload)))
-	binary.BigEndian.PutUint32(b[4:], crc32.Checksum(payload, castagnoli))
+func frame(payload []byte) []byte { return appendFrame(nil, payload) }
+
+func appendFrame(b, payload []byte) []byte {
+	b = binary.BigEndian.AppendUint32(b, uint32(len(payload)))
+	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(payload, castagnoli))
 	return append(b, payload...)
 }
 
-// nextFrame reads the frame at the start of b. ok is false when b does not start with a
-// whole, checking frame (short, over-long, or CRC mismatch).
-func nextFrame(b []byte) (payload []byte, size int, ok bool) {
-	if len(b) < frameHeaderSize {
-		return nil, 0, false
+// writeSnapshot writes d's snapshot (header and parts) to w at offset 0 and returns its size.
+// It holds one part in memory at a time, whatever the state's size.
+func writeSnapshot(w io.WriterAt, groupID string, epoch int32, d *durable) (int64, error) {
+	h := []byte{kindSnapshot, snapshotVersion}
+	h = appendStr(h, groupID)
+	h = binary.AppendVarint(h, int64(epoch))
+	h = appendStr(h, d.protocolType)
+	h = binary.AppendVarint(h, d.emptySinceMs)
+	h = binary.AppendUvarint(h, uint64(len(d.offsets)))
+	var off int64
+	out := appendFrame(nil, h)
+	var body []byte // offsets of the part being filled
+	n := 0
+	flush := func() error {
+		if n > 0 {
+			p := binary.AppendUvarint([]byte{kindSnapshotPart}, uint64(n))
+			if len(p)+len(body) > maxFrame {
+				return fmt.Errorf("snapshot part of %d bytes exceeds the %d-byte frame limit", len(p)+len(body), maxFrame)
+			}
+			out = binary.BigEndian.AppendUint32(out, uint32(len(p)+len(body)))
+			out = binary.BigEndian.AppendUint32(out, crc32.Update(crc32.Checksum(p, castagnoli), castagnoli, body))
+			out = append(append(out, p...), body...)
+		}
+		if _, err := w.WriteAt(out, off); err != nil {
+			return err
+		}
+		off += int64(len(out))
+		out, body, n = out[:0], body[:0], 0
+		return nil
 	}
-	n := binary.BigEndian.Uint32(b[0:])
-	if n == 0 || n > maxFrame || uint64(n) > uint64(len(b)-frameHeaderSize) {
-		return nil, 0, false
+	for k, c := range d.offsets {
+		before := len(body)
+		body = appendOffset(body, offsetEntry{k, c})
+		if n > 0 && len(body) > maxFrame-16 {
+			// This offset does not fit beside the others: it opens the next part.
+			entry := bytes.Clone(body[before:])
+			body = body[:before]
+			if err := flush(); err != nil {
+				return 0, err
+			}
+			body = append(body, entry...)
+		}
+		n++
+		if len(body) >= snapshotPartBytes {
+			if err := flush(); err != nil {
+				return 0, err
+			}
+		}
 	}
-	payload = b[frameHeaderSize : frameHeaderSize+int(n)]
-	if crc32.Checksum(payload, castagnoli) != binary.BigEndian.Uint32(b[4:]) {
-		return nil, 0, false
+	if err := flush(); err != nil {
+		return 0, err
 	}
-	return payload, frameHeaderSize + int(n), true
+	return off, nil
+}
+
+// encodeSnapshot is writeSnapshot into memory.
+func encodeSnapshot(groupID string, epoch int32, d *durable) []byte {
+	var b memFile
+	if _, err := writeSnapshot(&b, groupID, epoch, d); err != nil {
+		panic(err) // only a single offset over maxFrame; callers encode states they built
+	}
+	return b.b
+}
+
+// memFile is an io.WriterAt over a growing slice.
+type memFile struct{ b []byte }
+
+func (m *memFile) WriteAt(p []byte, off int64) (int, error) {
+	if need := int(off) + len(p); need > len(m.b) {
+		m.b = append(m.b, make([]byte, need-len(m.b))...)
+	}
+	return copy(m.b[off:], p), nil
+}
+
+// ---- reading ----
+
+// frameReader reads the frames of the first size bytes of a file in order, holding one window
+// of the file at a time: readChunk bytes, or the frame being read if it is larger.
+type frameReader struct {
+	src    io.ReaderAt
+	size   int64
+	off    int64  // file offset of the next frame
+	buf    []byte // the window
+	bufOff int64  // file offset of buf[0]
+}
+
+// errEnd: no whole, checking frame starts at the reader's offset (the end, or a torn tail).
+var errEnd = errors.New("end of frames")
+
+// next returns the next frame's payload, valid until the next call. At the end of the file, or
+// at a frame that does not check, it returns errEnd (and stays there); a checked frame longer
+// than maxFrame is errCorrupt; anything else is a read error.
+func (fr *frameReader) next() ([]byte, error) {
+	left := fr.size - fr.off
+	if left < frameHeaderSize {
+		return nil, errEnd
+	}
+	h, err := fr.window(fr.off, frameHeaderSize)
+	if err != nil {
+		return nil, err
+	}
+	n := int64(binary.BigEndian.Uint32(h))
+	sum := binary.BigEndian.Uint32(h[4:])
+	if n == 0 || n > left-frameHeaderSize {
+		return nil, errEnd // preallocated zeros, or a frame cut short
+	}
+	if n > maxFrame {
+		checks, err := fr.checks(fr.off+frameHeaderSize, n, sum)
+		if err != nil {
+			return nil, err
+		}
+		if checks {
+			return nil, fmt.Errorf("%w: the frame at byte %d is %d bytes, over the %d-byte limit, and its CRC checks", errCorrupt, fr.off, n, maxFrame)
+		}
+		return nil, errEnd
+	}
+	b, err := fr.window(fr.off, frameHeaderSize+int(n))
+	if err != nil {
+		return nil, err
+	}
+	payload := b[frameHeaderSize:]
+	if crc32.Checksum(payload, castagnoli) != sum {
+		return nil, errEnd
+	}
+	fr.off += frameHeaderSize + n
+	return payload, nil
+}
+
+// window returns the file's bytes [off, off+n), which the caller knows lie below size.
+func (fr *frameReader) window(off int64, n int) ([]byte, error) {
+	if off >= fr.bufOff && off+int64(n) <= fr.bufOff+int64(len(fr.buf)) {
+		return fr.buf[off-fr.bufOff:][:n], nil
+	}
+	want := int(min(int64(max(n, readChunk)), fr.size-off))
+	if cap(fr.buf) < want {
+		fr.buf = make([]byte, want)
+	}
+	fr.buf = fr.buf[:want]
+	got, err := fr.src.ReadAt(fr.buf, off)
+	if got < n {
+		fr.buf, fr.bufOff = fr.buf[:0], 0
+		if err == nil || errors.Is(err, io.EOF) {
+			// The file is shorter than when it was measured: its owner cut a tail it had not
+			// acknowledged. What is gone ends the file.
+			return nil, errEnd
+		}
+		return nil, err
+	}
+	fr.buf, fr.bufOff = fr.buf[:got], off
+	return fr.buf[:n], nil
+}
+
+// checks reports whether the n bytes at off have CRC sum, reading them a chunk at a time.
+func (fr *frameReader) checks(off, n int64, sum uint32) (bool, error) {
+	chunk := make([]byte, readChunk)
+	var crc uint32
+	for n > 0 {
+		c := chunk[:min(n, int64(len(chunk)))]
+		got, err := fr.src.ReadAt(c, off)
+		if got < len(c) {
+			if err == nil || errors.Is(err, io.EOF) {
+				return false, nil
+			}
+			return false, err
+		}
+		crc = crc32.Update(crc, castagnoli, c)
+		off, n = off+int64(len(c)), n-int64(len(c))
+	}
+	return crc == sum, nil
 }
 
 // parsedFile is what the loader learns from one offsets file.
@@ -207,49 +340,205 @@ type parsedFile struct {
 	groupID string
 	epoch   int32
 	state   *durable
+	snapEnd int64 // bytes of the snapshot frames
 	valid   int64 // bytes of whole, checking frames from the start; a torn tail follows
 }
 
-// parseFile reads an offsets file. It returns errIncomplete when the snapshot frame does not
-// check (the file may be skipped: its writer never served), and another error when the file
-// checks but cannot be used — an unknown snapshot version or frame kind (a newer paddock
-// wrote it; skipping it could lose acknowledged commits) or a body that does not decode.
-// The first frame that does not check ends the file; valid says where.
-func parseFile(b []byte) (*parsedFile, error) {
-	payload, size, ok := nextFrame(b)
-	if !ok || len(payload) < 2 || payload[0] != kindSnapshot {
-		return nil, errIncomplete
+// readOffsets reads the first size bytes of an offsets file from src, streaming: it holds the
+// state and one frame. It returns errIncomplete when the snapshot is not complete (the file
+// may be skipped: its writer never served), an error wrapping errCorrupt when the file checks
+// but cannot be used — a frame over the limit, an unknown snapshot version or frame kind (a
+// newer paddock wrote it; skipping it could lose acknowledged commits), a body that does not
+// decode — and read errors as they are. The first change frame that does not check ends the
+// file; valid says where.
+func readOffsets(src io.ReaderAt, size int64) (*parsedFile, error) {
+	fr := &frameReader{src: src, size: size}
+	dec := &decoder{topics: map[string]string{}}
+	pf, err := readSnapshot(fr, dec)
+	if err != nil {
+		return nil, err
 	}
-	if payload[1] != snapshotVersion {
-		return nil, fmt.Errorf("snapshot version %d: this coordinator reads version %d", payload[1], snapshotVersion)
-	}
-	r := reader{b: payload[2:]}
-	pf := &parsedFile{groupID: r.str(), state: newDurable()}
-	epoch := r.varint()
-	pf.state.protocolType = r.str()
-	for _, e := range r.offsets() {
-		pf.state.offsets[e.tp] = e.committed
-	}
-	if err := r.done(); err != nil {
-		return nil, fmt.Errorf("snapshot frame: %w", err)
-	}
-	if epoch < 0 || epoch > 1<<31-1 {
-		return nil, fmt.Errorf("snapshot epoch %d out of range", epoch)
-	}
-	pf.epoch = int32(epoch)
-	off := size
+	pf.snapEnd = fr.off
 	for {
-		payload, size, ok := nextFrame(b[off:])
-		if !ok {
+		at := fr.off
+		payload, err := fr.next()
+		if errors.Is(err, errEnd) {
 			break
 		}
-		if err := pf.state.apply(payload); err != nil {
-			return nil, fmt.Errorf("frame at %d: %w", off, err)
+		if err != nil {
+			return nil, err
 		}
-		off += size
+		if err := dec.apply(payload); err != nil {
+			return nil, fmt.Errorf("%w: frame at byte %d: %w", errCorrupt, at, err)
+		}
 	}
-	pf.valid = int64(off)
+	pf.valid = fr.off
 	return pf, nil
+}
+
+// parseFile is readOffsets over bytes in memory.
+func parseFile(b []byte) (*parsedFile, error) { return readOffsets(bytes.NewReader(b), int64(len(b))) }
+
+func readSnapshot(fr *frameReader, dec *decoder) (*parsedFile, error) {
+	payload, err := fr.next()
+	if errors.Is(err, errEnd) {
+		return nil, errIncomplete
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(payload) < 2 || payload[0] != kindSnapshot {
+		// Only a snapshot ever starts a file: these bytes are not the start of one that was
+		// written whole (a writer's first, torn attempt can end in anything).
+		return nil, errIncomplete
+	}
+	version := payload[1]
+	if version != 1 && version != snapshotVersion {
+		return nil, fmt.Errorf("%w: snapshot version %d: this coordinator reads versions 1 and %d", errCorrupt, version, snapshotVersion)
+	}
+	r := reader{b: payload[2:]}
+	pf := &parsedFile{groupID: r.str()}
+	epoch := r.varint()
+	protocolType := r.str()
+	var emptySince int64
+	if version == snapshotVersion {
+		emptySince = r.varint()
+	}
+	var total uint64
+	if version == 1 {
+		total = uint64(r.count(minOffsetEntry)) // the offsets are in this frame
+	} else if total = r.uvarint(); r.err == nil && total > uint64(fr.size/minOffsetEntry) {
+		r.fail("offset count") // more offsets than the file could hold
+	}
+	dec.d = &durable{protocolType: protocolType, emptySinceMs: emptySince, offsets: make(map[tp]committed, int(min(total, 1<<20)))}
+	pf.state = dec.d
+	if version == 1 {
+		dec.offsets(&r, int(total), false)
+	}
+	if err := r.done(); err != nil {
+		return nil, fmt.Errorf("%w: snapshot header: %w", errCorrupt, err)
+	}
+	if epoch < 0 || epoch > 1<<31-1 {
+		return nil, fmt.Errorf("%w: snapshot epoch %d out of range", errCorrupt, epoch)
+	}
+	pf.epoch = int32(epoch)
+	if version == 1 {
+		return pf, nil
+	}
+	for have := uint64(0); have < total; {
+		at := fr.off
+		payload, err := fr.next()
+		if errors.Is(err, errEnd) {
+			return nil, errIncomplete
+		}
+		if err != nil {
+			return nil, err
+		}
+		if payload[0] != kindSnapshotPart {
+			return nil, fmt.Errorf("%w: frame at byte %d: kind %d inside a snapshot of %d offsets (%d read)", errCorrupt, at, payload[0], total, have)
+		}
+		r := reader{b: payload[1:]}
+		n := r.count(minOffsetEntry)
+		if r.err == nil && have+uint64(n) > total {
+			r.fail("snapshot part count")
+		}
+		dec.offsets(&r, n, true)
+		if err := r.done(); err != nil {
+			return nil, fmt.Errorf("%w: snapshot part at byte %d: %w", errCorrupt, at, err)
+		}
+		have += uint64(n)
+	}
+	return pf, nil
+}
+
+// decoder replays frames onto a state. It interns topic names and keeps a partition's
+// metadata string when a frame repeats it, so replaying many commits of the same partitions
+// allocates little beyond the state itself. A frame is applied as it is decoded: one that
+// does not decode fails the whole load, so what it half applied is never used.
+type decoder struct {
+	d      *durable
+	topics map[string]string
+}
+
+func (dec *decoder) topic(b []byte) string {
+	if s, ok := dec.topics[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	dec.topics[s] = s
+	return s
+}
+
+// offsets decodes n offsets (v2 ones carry an expiry) into the state.
+func (dec *decoder) offsets(r *reader, n int, v2 bool) {
+	for range n {
+		var e offsetEntry
+		e.topic = dec.topic(r.bytes())
+		e.partition = r.int32()
+		e.topicID = r.id()
+		e.offset = r.varint()
+		e.leaderEpoch = r.int32()
+		meta := r.bytes()
+		if old, ok := dec.d.offsets[e.tp]; ok && old.metadata == string(meta) {
+			e.metadata = old.metadata
+		} else {
+			e.metadata = string(meta)
+		}
+		e.commitMs = r.varint()
+		if v2 {
+			e.expireMs = r.varint()
+		}
+		if r.err != nil {
+			return
+		}
+		dec.d.offsets[e.tp] = e.committed
+	}
+}
+
+// apply replays one change frame's payload onto dec.d.
+func (dec *decoder) apply(payload []byte) error {
+	d := dec.d
+	r := reader{b: payload[1:]}
+	switch payload[0] {
+	case kindCommit, kindCommitV1:
+		if pt := r.str(); pt != "" {
+			d.protocolType = pt
+		}
+		dec.offsets(&r, r.count(minOffsetEntry), payload[0] == kindCommit)
+		if err := r.done(); err != nil {
+			return fmt.Errorf("commit frame: %w", err)
+		}
+	case kindDelete:
+		parts := r.partitions()
+		if err := r.done(); err != nil {
+			return fmt.Errorf("delete frame: %w", err)
+		}
+		for _, p := range parts {
+			delete(d.offsets, p)
+		}
+	case kindDeleteGroup:
+		if err := r.done(); err != nil {
+			return fmt.Errorf("delete-group frame: %w", err)
+		}
+		d.protocolType = ""
+		clear(d.offsets)
+	case kindPurgeTopic:
+		topic := r.str()
+		id := r.id()
+		if err := r.done(); err != nil {
+			return fmt.Errorf("purge frame: %w", err)
+		}
+		d.purge(topic, id)
+	case kindEmptySince:
+		ms := r.varint()
+		if err := r.done(); err != nil {
+			return fmt.Errorf("empty-since frame: %w", err)
+		}
+		d.emptySinceMs = ms
+	default:
+		return fmt.Errorf("unknown frame kind %d", payload[0])
+	}
+	return nil
 }
 
 // reader decodes a frame body. It never trusts a length it has not checked against what is
@@ -301,19 +590,22 @@ func (r *reader) int32() int32 {
 	return int32(v)
 }
 
-func (r *reader) str() string {
+// bytes reads a length-prefixed string's bytes, aliasing the frame.
+func (r *reader) bytes() []byte {
 	n := r.uvarint()
 	if r.err != nil {
-		return ""
+		return nil
 	}
 	if n > uint64(len(r.b)) {
 		r.fail("string")
-		return ""
+		return nil
 	}
-	s := string(r.b[:n])
+	s := r.b[:n]
 	r.b = r.b[n:]
 	return s
 }
+
+func (r *reader) str() string { return string(r.bytes()) }
 
 func (r *reader) id() (id [16]byte) {
 	if r.err != nil {
@@ -346,26 +638,6 @@ func (r *reader) count(minElem int) int {
 // epoch (1), metadata length (1), commit time (1).
 const minOffsetEntry = 22
 
-func (r *reader) offsets() []offsetEntry {
-	n := r.count(minOffsetEntry)
-	out := make([]offsetEntry, 0, n)
-	for range n {
-		var e offsetEntry
-		e.topic = r.str()
-		e.partition = r.int32()
-		e.topicID = r.id()
-		e.offset = r.varint()
-		e.leaderEpoch = r.int32()
-		e.metadata = r.str()
-		e.commitMs = r.varint()
-		if r.err != nil {
-			return nil
-		}
-		out = append(out, e)
-	}
-	return out
-}
-
 func (r *reader) partitions() []tp {
 	n := r.count(2)
 	out := make([]tp, 0, n)
@@ -395,7 +667,13 @@ func appendStr(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
+// appendOffset appends an offset in the current (v2) form: the v1 fields and the expiry.
 func appendOffset(b []byte, e offsetEntry) []byte {
+	b = appendOffsetV1(b, e)
+	return binary.AppendVarint(b, e.expireMs)
+}
+
+func appendOffsetV1(b []byte, e offsetEntry) []byte {
 	b = appendStr(b, e.topic)
 	b = binary.AppendVarint(b, int64(e.partition))
 	b = append(b, e.topicID[:]...)

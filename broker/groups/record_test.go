@@ -2,6 +2,7 @@ package groups
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"maps"
 	"os"
@@ -54,7 +55,7 @@ func TestLogNames(t *testing.T) {
 
 func sampleState() *durable {
 	d := newDurable()
-	d.protocolType = "consumer"
+	d.protocolType, d.emptySinceMs = "consumer", 1699999999999
 	d.offsets[tp{"t", 0}] = committed{topicID: [16]byte{1}, offset: 10, leaderEpoch: 3, metadata: "m", commitMs: 1700000000000}
 	d.offsets[tp{"t", 1}] = committed{offset: -1, leaderEpoch: -1}
 	d.offsets[tp{"ü", 1 << 30}] = committed{topicID: [16]byte{2}, offset: 1 << 62, metadata: strings.Repeat("x", 300)}
@@ -64,25 +65,27 @@ func sampleState() *durable {
 // sampleFile is a snapshot of sampleState and a change of every kind, and the state they make.
 func sampleFile() ([]byte, *durable) {
 	d := sampleState()
-	b := frame(snapshotPayload("grp", 4, d))
-	d = d.clone()
+	b := encodeSnapshot("grp", 4, d)
+	dec := &decoder{d: d.clone(), topics: map[string]string{}}
 	changes := [][]byte{
-		commitPayload("consumer", []offsetEntry{{tp: tp{"t", 2}, committed: committed{offset: 5}}, {tp: tp{"u", 0}, committed: committed{topicID: [16]byte{7}, offset: 6}}}),
+		commitPayload("consumer", []offsetEntry{{tp: tp{"t", 2}, committed: committed{offset: 5}}, {tp: tp{"u", 0}, committed: committed{topicID: [16]byte{7}, offset: 6, expireMs: 1700000999000}}}),
 		deletePayload([]tp{{"t", 1}}),
 		purgePayload("u", [16]byte{7}),
+		emptySincePayload(1700000000123),
 		commitPayload("", []offsetEntry{{tp: tp{"t", 0}, committed: committed{offset: 11, leaderEpoch: 4}}}),
+		emptySincePayload(0),
 	}
 	for _, c := range changes {
-		if err := d.apply(c); err != nil {
+		if err := dec.apply(c); err != nil {
 			panic(err)
 		}
 		b = append(b, frame(c)...)
 	}
-	return b, d
+	return b, dec.d
 }
 
 func sameState(a, b *durable) bool {
-	return a.protocolType == b.protocolType && maps.Equal(a.offsets, b.offsets)
+	return a.protocolType == b.protocolType && a.emptySinceMs == b.emptySinceMs && maps.Equal(a.offsets, b.offsets)
 }
 
 func TestFileRoundTrip(t *testing.T) {
@@ -97,10 +100,64 @@ func TestFileRoundTrip(t *testing.T) {
 	if _, ok := pf.state.offsets[tp{"u", 0}]; ok {
 		t.Fatal("purged offset survived")
 	}
-	g := append(frame(snapshotPayload("grp", 4, pf.state)), frame(deleteGroupPayload())...)
+	g := append(encodeSnapshot("grp", 4, pf.state), frame(deleteGroupPayload())...)
 	pf, err = parseFile(g)
 	if err != nil || len(pf.state.offsets) != 0 || pf.state.protocolType != "" {
 		t.Fatalf("delete-group: %v %+v", err, pf.state)
+	}
+}
+
+// legacyFile is a file as the first format wrote it: the whole state in one snapshot frame
+// (version 1), commits without expiry (kind 2).
+func legacyFile() []byte {
+	p := []byte{kindSnapshot, 1}
+	p = appendStr(p, "old")
+	p = binary.AppendVarint(p, 3)
+	p = appendStr(p, "consumer")
+	p = binary.AppendUvarint(p, 2)
+	p = appendOffsetV1(p, offsetEntry{tp{"t", 0}, committed{topicID: [16]byte{1}, offset: 10, leaderEpoch: 2, metadata: "m", commitMs: 5}})
+	p = appendOffsetV1(p, offsetEntry{tp{"t", 1}, committed{offset: 11, leaderEpoch: -1, commitMs: 6}})
+	c := []byte{kindCommitV1}
+	c = appendStr(c, "")
+	c = binary.AppendUvarint(c, 1)
+	c = appendOffsetV1(c, offsetEntry{tp{"t", 1}, committed{offset: 12, leaderEpoch: -1, commitMs: 7}})
+	return append(frame(p), frame(c)...)
+}
+
+func TestFilesOfTheFirstFormatStillLoad(t *testing.T) {
+	pf, err := parseFile(legacyFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[tp]committed{
+		{"t", 0}: {topicID: [16]byte{1}, offset: 10, leaderEpoch: 2, metadata: "m", commitMs: 5},
+		{"t", 1}: {offset: 12, leaderEpoch: -1, commitMs: 7},
+	}
+	if pf.groupID != "old" || pf.epoch != 3 || pf.state.protocolType != "consumer" || pf.state.emptySinceMs != 0 || !maps.Equal(pf.state.offsets, want) {
+		t.Fatalf("parsed %q epoch %d %+v", pf.groupID, pf.epoch, pf.state)
+	}
+}
+
+func TestASnapshotOfAnyStateIsWrittenInBoundedParts(t *testing.T) {
+	d := newDurable()
+	for p := range int32(20000) {
+		d.offsets[tp{"topic", p}] = committed{offset: int64(p), leaderEpoch: -1, metadata: strings.Repeat("m", 100), commitMs: 1}
+	}
+	b := encodeSnapshot("g", 1, d)
+	frames, largest := 0, 0
+	for fr := (&frameReader{src: bytes.NewReader(b), size: int64(len(b))}); ; frames++ {
+		p, err := fr.next()
+		if err != nil {
+			break
+		}
+		largest = max(largest, len(p))
+	}
+	if frames < 8 || largest > snapshotPartBytes+200 {
+		t.Fatalf("a %d-byte snapshot in %d frames, the largest %d bytes", len(b), frames, largest)
+	}
+	pf, err := parseFile(b)
+	if err != nil || !sameState(pf.state, d) || pf.snapEnd != int64(len(b)) {
+		t.Fatalf("round trip: %v", err)
 	}
 }
 
@@ -128,8 +185,9 @@ func TestTornTailEndsTheFileAtTheLastWholeFrame(t *testing.T) {
 }
 
 func TestIncompleteSnapshotIsReportedAsSuch(t *testing.T) {
-	snap := frame(snapshotPayload("g", 1, sampleState()))
-	for _, b := range [][]byte{nil, snap[:3], snap[:len(snap)-1], frame(commitPayload("", nil))} {
+	snap := encodeSnapshot("g", 1, sampleState())
+	header := encodeSnapshot("g", 1, newDurable())
+	for _, b := range [][]byte{nil, snap[:3], snap[:len(header)], snap[:len(snap)-1], frame(commitPayload("", nil))} {
 		if _, err := parseFile(b); !errors.Is(err, errIncomplete) {
 			t.Fatalf("%d bytes: %v, want errIncomplete", len(b), err)
 		}
@@ -137,12 +195,13 @@ func TestIncompleteSnapshotIsReportedAsSuch(t *testing.T) {
 }
 
 func TestUnknownVersionsAndKindsAreRefusedNotSkipped(t *testing.T) {
-	p := snapshotPayload("g", 1, sampleState())
-	p[1] = 2
+	snap := encodeSnapshot("g", 1, newDurable())
+	p := bytes.Clone(snap[frameHeaderSize:])
+	p[1] = snapshotVersion + 1
 	if _, err := parseFile(frame(p)); err == nil || errors.Is(err, errIncomplete) {
-		t.Fatalf("snapshot version 2: %v, want a refusal", err)
+		t.Fatalf("snapshot version %d: %v, want a refusal", p[1], err)
 	}
-	b := append(frame(snapshotPayload("g", 1, sampleState())), frame([]byte{99, 1, 2})...)
+	b := append(encodeSnapshot("g", 1, sampleState()), frame([]byte{99, 1, 2})...)
 	if _, err := parseFile(b); err == nil || errors.Is(err, errIncomplete) {
 		t.Fatalf("frame kind 99: %v, want a refusal", err)
 	}
@@ -153,7 +212,8 @@ func TestUnknownVersionsAndKindsAreRefusedNotSkipped(t *testing.T) {
 func FuzzParseFile(f *testing.F) {
 	b, _ := sampleFile()
 	f.Add(b)
-	f.Add(frame(snapshotPayload("", 0, newDurable())))
+	f.Add(encodeSnapshot("", 0, newDurable()))
+	f.Add(legacyFile())
 	f.Add(b[:len(b)/2])
 	f.Fuzz(func(t *testing.T, b []byte) {
 		pf, err := parseFile(b)
@@ -163,7 +223,7 @@ func FuzzParseFile(f *testing.F) {
 		if pf.valid < frameHeaderSize || pf.valid > int64(len(b)) {
 			t.Fatalf("valid %d of %d", pf.valid, len(b))
 		}
-		again, err := parseFile(frame(snapshotPayload(pf.groupID, pf.epoch, pf.state)))
+		again, err := parseFile(encodeSnapshot(pf.groupID, pf.epoch, pf.state))
 		if err != nil || !sameState(again.state, pf.state) || again.groupID != pf.groupID || again.epoch != pf.epoch {
 			t.Fatalf("re-encoded state differs: %v", err)
 		}

@@ -3,23 +3,26 @@ package groups
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 
 	"github.com/paddock-dev/paddock/broker/storage"
 )
 
 // store is one group's durable offsets at one claimed coordinator epoch: the group's fence
-// and the append-only file named by that epoch (docs/groups.md "Takeover", "Commit").
+// and the file named by that epoch (docs/groups.md "Files", "Takeover, commit, deposition",
+// "Compaction").
 //
 // The rules that make it safe on a shared volume where a deposed coordinator may keep
 // writing for a while:
 //   - a coordinator claims the fence at epoch K before it reads anything, and writes only its
-//     own file K, created exclusively; it never rewrites, renames over or truncates a file
-//     another coordinator may own;
+//     own file K, created exclusively; the only file it ever replaces is its own file K (a
+//     compaction renames a complete, fsynced snapshot over it), and it never rewrites,
+//     renames over or truncates a file another coordinator may own;
 //   - file K starts with a complete snapshot of the state K inherited (read from the
 //     highest-epoch file whose snapshot is complete), fsynced before K serves;
 //   - a change is acknowledged only after its frame is durable AND the fence still holds K.
@@ -29,7 +32,9 @@ import (
 // snapshot land in file E, which no loader reads again. Writes E makes between K's claim and
 // K's reading of file E may be included: they were never acknowledged, like a write whose
 // coordinator died between fsync and answer, so an OffsetCommit that failed is "unknown",
-// as in Kafka.
+// as in Kafka. A compaction by E, however late, replaces file E with a snapshot of what E
+// acknowledged — the same state — so whichever version K reads, it has every acknowledged
+// change.
 //
 // A store is owned by its group's goroutine; it is not safe for concurrent use.
 type store struct {
@@ -40,9 +45,20 @@ type store struct {
 	epoch int32
 	f     storage.File // file `epoch`, open for appending; nil until loaded
 	end   int64        // where the next frame goes
+	// snapEnd is the size of the file's snapshot: the file is compacted once it has grown
+	// to twice that (and at least compactMin).
+	snapEnd    int64
+	compactMin int64
 	// failed is sticky: after a storage error or a lost fence nothing more is appended.
 	failed error
+	// removed: the group's files and our fence entry are gone (remove), so this process's
+	// claim is void.
+	removed bool
 }
+
+// defaultCompactMin is the smallest offsets file that is compacted: below it a load costs
+// milliseconds whatever the file holds.
+const defaultCompactMin = 1 << 20
 
 // errNoGroup: the group has no directory, so no coordinator ever created it.
 var errNoGroup = errors.New("group has no files")
@@ -85,7 +101,7 @@ func openStore(fsys storage.FS, root, id string, create bool) (*store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &store{fs: fsys, dir: dir, id: id, fence: fence}, nil
+	return &store{fs: fsys, dir: dir, id: id, fence: fence, compactMin: defaultCompactMin}, nil
 }
 
 // claim claims the fence at epoch. It fails with storage.ErrFenced when the fence already
@@ -101,101 +117,132 @@ func (s *store) claim(epoch int32) error {
 // load makes the store serve at epoch, which the caller holds: it reads the durable state,
 // makes sure file `epoch` exists with a complete snapshot (writing it when needed) and checks
 // the fence. acked is -1 for a claim made just now; for a claim this process made earlier it
-// is how much of its own file `epoch` it acknowledged, and the file is cut there.
-func (s *store) load(epoch int32, acked int64) (*durable, error) {
-	own := acked >= 0
+// is how much of its own file `epoch` it acknowledged, and the file is cut there. nowMs is the
+// clock: a state inherited from a coordinator whose group had members is recorded as Empty
+// since then (membership does not move); a new group's records no time.
+func (s *store) load(epoch int32, acked, nowMs int64) (*durable, error) {
 	s.epoch = epoch
-	files, err := s.listFiles()
+	listed, err := s.listFiles()
 	if err != nil {
 		return nil, err
 	}
-	for _, e := range files {
-		if e > epoch {
-			// Only a claimer of e writes file e, so the fence is past us.
-			return nil, &storage.FencedError{Epoch: epoch, Fence: e}
-		}
+	if n := len(listed); n > 0 && listed[n-1] > epoch {
+		// Only a claimer of that epoch writes its file, so the fence is past us.
+		return nil, &storage.FencedError{Epoch: epoch, Fence: listed[n-1]}
 	}
-	if slices.Contains(files, epoch) {
-		if !own {
-			return nil, storageErr("load", fmt.Errorf("file %s exists before this coordinator created it", logName(epoch)))
-		}
-		st, err := s.resumeOwn(acked)
+	exists := false
+	if acked >= 0 {
+		st, found, err := s.resumeOwn(acked)
 		if err != nil || st != nil {
 			return st, err
 		}
-		// Our own earlier attempt died before its snapshot was complete: write it again.
+		// Our own earlier attempt died before its snapshot was complete (or before it
+		// created the file): write it again.
+		exists = found
 	}
-	st, src, err := s.best(files, epoch)
+	claimed, err := s.claimedEpochs()
 	if err != nil {
 		return nil, err
 	}
-	if err := s.writeSnapshot(st, slices.Contains(files, epoch)); err != nil {
+	st, src, err := s.best(append(listed, claimed...), epoch)
+	if err != nil {
+		return nil, err
+	}
+	if st.emptySinceMs == 0 && src >= 0 {
+		// Inherited from a coordinator whose group had members: Empty from now on.
+		st.emptySinceMs = max(nowMs, 1)
+	}
+	if err := s.writeSnapshot(st, exists); err != nil {
 		return nil, err
 	}
 	if err := s.fence.Check(epoch); err != nil {
 		return nil, err
 	}
-	s.prune(files, src)
+	s.prune(src)
 	return st, nil
 }
 
 // resumeOwn reopens file s.epoch written by this process: replays it up to what was
 // acknowledged (acked bytes) — cutting any tail: torn, or written but never acknowledged —
-// and continues there. It returns nil state (no error) when the snapshot is incomplete.
-func (s *store) resumeOwn(acked int64) (*durable, error) {
+// and continues there. It returns nil state (no error) when the snapshot is incomplete
+// (found) or the file was never created (not found).
+func (s *store) resumeOwn(acked int64) (st *durable, found bool, err error) {
 	f, err := s.fs.OpenFile(s.path(s.epoch), os.O_RDWR, 0)
-	if err != nil {
-		return nil, storageErr("open", err)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
 	}
-	b, err := readAll(f)
 	if err != nil {
+		return nil, false, storageErr("open", err)
+	}
+	fail := func(err error) (*durable, bool, error) {
 		_ = f.Close()
-		return nil, storageErr("read", err)
+		return nil, true, err
 	}
-	if int64(len(b)) > acked {
-		b = b[:acked]
-	}
-	pf, err := parseFile(b)
+	pf, size, err := s.parse(f, s.epoch, acked)
 	if errors.Is(err, errIncomplete) {
-		_ = f.Close()
-		return nil, nil
-	}
-	if err == nil && (pf.groupID != s.id || pf.epoch != s.epoch) {
-		err = fmt.Errorf("file %s belongs to group %q epoch %d", logName(s.epoch), pf.groupID, pf.epoch)
+		return fail(nil)
 	}
 	if err != nil {
-		_ = f.Close()
-		return nil, storageErr("load", err)
+		return fail(err)
 	}
-	if size, err := f.Size(); err != nil || pf.valid < size {
+	if pf.valid < size {
 		if err := f.Truncate(pf.valid); err != nil {
-			_ = f.Close()
-			return nil, storageErr("cut torn tail", err)
+			return fail(storageErr("cut torn tail", err))
 		}
 		if err := f.Sync(); err != nil {
-			_ = f.Close()
-			return nil, storageErr("cut torn tail", err)
+			return fail(storageErr("cut torn tail", err))
 		}
 	}
 	if err := s.fence.Check(s.epoch); err != nil {
-		_ = f.Close()
-		return nil, err
+		return fail(err)
 	}
-	s.f, s.end = f, pf.valid
-	return pf.state, nil
+	s.f, s.end, s.snapEnd = f, pf.valid, pf.snapEnd
+	return pf.state, true, nil
+}
+
+// parse streams the first limit bytes (all when limit is -1) of f, which must be file e of
+// this group. It also returns f's size.
+func (s *store) parse(f storage.File, e int32, limit int64) (*parsedFile, int64, error) {
+	size, err := f.Size()
+	if err != nil {
+		return nil, 0, storageErr("read", err)
+	}
+	n := size
+	if limit >= 0 {
+		n = min(n, limit)
+	}
+	pf, err := readOffsets(f, n)
+	switch {
+	case errors.Is(err, errIncomplete):
+		return nil, size, err
+	case err == nil && (pf.groupID != s.id || pf.epoch != e):
+		err = fmt.Errorf("%w: file %s belongs to group %q epoch %d", errCorrupt, logName(e), pf.groupID, pf.epoch)
+	}
+	if err != nil {
+		return nil, size, storageErr("load "+filepath.Join(s.dir, logName(e)), err)
+	}
+	return pf, size, nil
 }
 
 // best reads the state inherited at epoch: the highest-epoch file below it whose snapshot is
-// complete, replayed up to its first frame that does not check. src is that file's epoch, or
-// -1 when there is none (a new group, or only incomplete files).
-func (s *store) best(files []int32, epoch int32) (*durable, int32, error) {
-	for i := len(files) - 1; i >= 0; i-- {
-		e := files[i]
+// complete, replayed up to its first frame that does not check. candidates are the epochs
+// that may have a file (listed, or claimed on the fence, in any order); each is opened by
+// name, so a listing served from a cache cannot hide the newest file as long as the fence
+// shows its claim. src is the file's epoch, or -1 when there is none (a new group, or only
+// incomplete files).
+func (s *store) best(candidates []int32, epoch int32) (*durable, int32, error) {
+	slices.Sort(candidates)
+	candidates = slices.Compact(candidates)
+	for i := len(candidates) - 1; i >= 0; i-- {
+		e := candidates[i]
 		if e >= epoch {
 			continue
 		}
 		pf, err := s.readFile(e)
-		if errors.Is(err, errIncomplete) {
+		if errors.Is(err, errIncomplete) || errors.Is(err, fs.ErrNotExist) {
+			// Its claimer died before its snapshot was complete, or before creating it; or
+			// it was removed, which happens only once a newer file or the group's removal
+			// supersedes it.
 			continue
 		}
 		if err != nil {
@@ -207,27 +254,18 @@ func (s *store) best(files []int32, epoch int32) (*durable, int32, error) {
 }
 
 // readFile parses file e (read-only: it may belong to a coordinator that is still writing).
+// A missing file is fs.ErrNotExist.
 func (s *store) readFile(e int32) (*parsedFile, error) {
 	f, err := s.fs.OpenFile(s.path(e), os.O_RDONLY, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, storageErr("open", err)
 	}
 	defer func() { _ = f.Close() }() // read only
-	b, err := readAll(f)
-	if err != nil {
-		return nil, storageErr("read", err)
-	}
-	pf, err := parseFile(b)
-	if errors.Is(err, errIncomplete) {
-		return nil, err
-	}
-	if err == nil && (pf.groupID != s.id || pf.epoch != e) {
-		err = fmt.Errorf("file %s belongs to group %q epoch %d", logName(e), pf.groupID, pf.epoch)
-	}
-	if err != nil {
-		return nil, storageErr("load "+logName(e), err)
-	}
-	return pf, nil
+	pf, _, err := s.parse(f, e, -1)
+	return pf, err
 }
 
 // writeSnapshot creates file s.epoch holding st's snapshot, durably. exists says the file is
@@ -241,10 +279,10 @@ func (s *store) writeSnapshot(st *durable, exists bool) error {
 	if err != nil {
 		return storageErr("create", err)
 	}
-	fr := frame(snapshotPayload(s.id, s.epoch, st))
 	err = f.Truncate(0)
+	var n int64
 	if err == nil {
-		_, err = f.WriteAt(fr, 0)
+		n, err = writeSnapshot(f, s.id, s.epoch, st)
 	}
 	if err == nil {
 		err = f.Sync()
@@ -256,19 +294,158 @@ func (s *store) writeSnapshot(st *durable, exists bool) error {
 		_ = f.Close()
 		return storageErr("write snapshot", err)
 	}
-	s.f, s.end = f, int64(len(fr))
+	s.f, s.end, s.snapEnd = f, n, n
 	return nil
 }
 
-// prune removes files superseded by our snapshot: every file below src (src's snapshot
-// already covered them) and incomplete files between src and us. src itself is kept, for
-// whoever reads the directory. Failures cost only disk space.
-func (s *store) prune(files []int32, src int32) {
-	for _, e := range files {
-		if e < s.epoch && e != src {
-			_ = s.fs.Remove(s.path(e))
+// needsCompaction: the file has grown to twice its snapshot, and past compactMin.
+func (s *store) needsCompaction() bool {
+	return s.failed == nil && s.f != nil && s.end >= s.compactMin && s.end >= 2*s.snapEnd
+}
+
+// compact replaces file s.epoch by a snapshot of st, which must be exactly what the store has
+// acknowledged: the snapshot goes to a temporary file (s.epoch's own, "<epoch>.log.tmp"),
+// fsynced, and — if the fence still holds s.epoch — renamed over file s.epoch; appends go to
+// the new file from then on. A crash at any step leaves file s.epoch whole: the old version or
+// the new, both holding every acknowledged change. A deposed coordinator that compacts after a
+// newer one has read its file only replaces it by the same state (or brings back a file the
+// newer one pruned, below the newer one's own, which no loader prefers). Any failure is
+// sticky, as for append.
+func (s *store) compact(st *durable) error {
+	if s.failed != nil {
+		return s.failed
+	}
+	tmp := s.tmpPath(s.epoch)
+	f, err := s.fs.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644)
+	if err != nil {
+		s.failed = storageErr("compact", err)
+		return s.failed
+	}
+	abort := func(err error) error {
+		_ = f.Close()
+		_ = s.fs.Remove(tmp)
+		s.failed = storageErr("compact", err)
+		return s.failed
+	}
+	n, err := writeSnapshot(f, s.id, s.epoch, st)
+	if err == nil {
+		err = f.Sync()
+	}
+	if err != nil {
+		return abort(err)
+	}
+	if err := s.fence.Check(s.epoch); err != nil {
+		return abort(err)
+	}
+	if err := s.fs.Rename(tmp, s.path(s.epoch)); err != nil {
+		// Whether the rename happened is not known (a network file system may have done it
+		// and lost the answer): the name holds the old file or the new, the same state; the
+		// store stops, and a reload cuts whichever it finds at what was acknowledged.
+		_ = f.Close()
+		s.failed = storageErr("compact", err)
+		return s.failed
+	}
+	old := s.f
+	s.f, s.end, s.snapEnd = f, n, n
+	_ = old.Close() // its data was fsynced frame by frame
+	if err := s.fs.SyncDir(s.dir); err != nil {
+		s.failed = storageErr("compact", err)
+		return s.failed
+	}
+	return nil
+}
+
+// prune removes files superseded by our snapshot — every offsets file below src (src's
+// snapshot covered them) and incomplete ones between src and us — and temporaries below our
+// epoch. src itself is kept, for whoever reads the directory. Only names below our epoch are
+// touched, never a newer claimer's. Failures cost only disk space.
+func (s *store) prune(src int32) {
+	names, err := s.fs.ReadDirNames(s.dir)
+	if err != nil {
+		return
+	}
+	for _, n := range names {
+		if e, ok := parseLogName(n); ok && e < s.epoch && e != src {
+			_ = s.fs.Remove(filepath.Join(s.dir, n))
+		}
+		if e, ok := parseTmpName(n); ok && e < s.epoch {
+			_ = s.fs.Remove(filepath.Join(s.dir, n))
 		}
 	}
+}
+
+// remove deletes the group's files, its fence entries and its directories. It runs only when
+// the acknowledged state is empty (DeleteGroups, or every offset expired) and while the fence
+// still holds the store's epoch. Files of lower epochs go first and our own file (the newest
+// record, which says the group is empty) after them, each step made durable, so a crash or
+// a failed step never leaves an older file that a loader would take for the group's state.
+// Only names at or below our epoch are removed: a newer claimer's fence entry or file stays,
+// its directory stays, and the group lives on there. A lower-epoch coordinator may claim the
+// fence once our entries are gone; it starts from the empty state we leave, and a later claim
+// at a higher epoch reads whatever it acknowledged.
+func (s *store) remove() error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	s.close()
+	names, err := s.fs.ReadDirNames(s.dir)
+	if err != nil {
+		return storageErr("remove group", err)
+	}
+	for _, n := range names {
+		e, ok := parseLogName(n)
+		if !ok {
+			e, ok = parseTmpName(n)
+		}
+		if ok && e < s.epoch {
+			if err := s.removeName(n); err != nil {
+				return err
+			}
+		}
+	}
+	if err := s.fs.SyncDir(s.dir); err != nil {
+		return storageErr("remove group", err)
+	}
+	// Our temporary, then our file: the newest record is the last of ours to go.
+	for _, n := range []string{logName(s.epoch) + tmpSuffix, logName(s.epoch)} {
+		if err := s.removeName(n); err != nil {
+			return err
+		}
+	}
+	if err := s.fs.SyncDir(s.dir); err != nil {
+		return storageErr("remove group", err)
+	}
+	fenceDir := filepath.Join(s.dir, fenceDirName)
+	entries, err := s.fs.ReadDirNames(fenceDir)
+	if err != nil {
+		return storageErr("remove group", err)
+	}
+	for _, n := range entries {
+		if e, ok := parseEntry(n); ok && e <= int64(s.epoch) {
+			if err := s.fs.Remove(filepath.Join(fenceDir, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return storageErr("remove group", err)
+			}
+		}
+	}
+	s.removed = true
+	for _, d := range []string{fenceDir, s.dir} {
+		if err := s.fs.Remove(d); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			// Not empty: another coordinator claimed the group meanwhile (or someone left a
+			// file here); the directory is theirs.
+			return storageErr("remove group", err)
+		}
+	}
+	if err := s.fs.SyncDir(filepath.Dir(s.dir)); err != nil {
+		return storageErr("remove group", err)
+	}
+	return nil
+}
+
+func (s *store) removeName(n string) error {
+	if err := s.fs.Remove(filepath.Join(s.dir, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return storageErr("remove group", err)
+	}
+	return nil
 }
 
 // append writes one change frame and acknowledges it: it returns nil only when the frame is
@@ -316,7 +493,8 @@ func (s *store) close() {
 	}
 }
 
-func (s *store) path(epoch int32) string { return filepath.Join(s.dir, logName(epoch)) }
+func (s *store) path(epoch int32) string    { return filepath.Join(s.dir, logName(epoch)) }
+func (s *store) tmpPath(epoch int32) string { return s.path(epoch) + tmpSuffix }
 
 // listFiles lists the offsets files' epochs, ascending.
 func (s *store) listFiles() ([]int32, error) {
@@ -334,48 +512,73 @@ func (s *store) listFiles() ([]int32, error) {
 	return out, nil
 }
 
-// peek reads the group's current durable state without claiming anything (for the scan that
-// decides which groups to take over). id is empty for a hashed directory name and is then
-// taken from the file.
-func peek(fsys storage.FS, dir string) (id string, st *durable, err error) {
+// claimedEpochs lists the epochs the group's fence shows claimed (the fence keeps its newest
+// entries). The fence's directory must be read uncached for the fence to work at all
+// (docs/storage.md "The fence"), so these are the claims every loader sees — including the
+// newest, whose file a cached listing of the group's directory may not show yet.
+func (s *store) claimedEpochs() ([]int32, error) {
+	names, err := s.fs.ReadDirNames(filepath.Join(s.dir, fenceDirName))
+	if err != nil {
+		return nil, storageErr("read fence", err)
+	}
+	var out []int32
+	for _, n := range names {
+		if e, ok := parseEntry(n); ok && e <= math.MaxInt32 {
+			out = append(out, int32(e))
+		}
+	}
+	return out, nil
+}
+
+// parseEntry reads a fence entry's name: a canonical non-negative decimal.
+func parseEntry(n string) (int64, bool) {
+	if n == "" || len(n) > 19 || (len(n) > 1 && n[0] == '0') {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(n, 10, 63)
+	return int64(v), err == nil
+}
+
+// peekID reads the group id from the snapshot of the newest complete file in dir (for a
+// hashed directory name, which does not say it); "" when there is none.
+func peekID(fsys storage.FS, dir string) (string, error) {
 	s := &store{fs: fsys, dir: dir}
 	files, err := s.listFiles()
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil // removed since the groups directory was listed
+	}
 	if err != nil {
-		return "", nil, err
+		return "", err
 	}
 	for i := len(files) - 1; i >= 0; i-- {
 		f, err := fsys.OpenFile(s.path(files[i]), os.O_RDONLY, 0)
-		if err != nil {
-			return "", nil, storageErr("open", err)
-		}
-		b, err := readAll(f)
-		_ = f.Close()
-		if err != nil {
-			return "", nil, storageErr("read", err)
-		}
-		pf, err := parseFile(b)
-		if errors.Is(err, errIncomplete) {
+		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return "", nil, storageErr("peek", err)
+			return "", storageErr("open", err)
 		}
-		return pf.groupID, pf.state, nil
+		size, err := f.Size()
+		if err != nil {
+			_ = f.Close()
+			return "", storageErr("read", err)
+		}
+		// The header frame alone: the id is its first field.
+		fr := &frameReader{src: f, size: size}
+		payload, err := fr.next()
+		_ = f.Close()
+		if err != nil && !errors.Is(err, errEnd) {
+			return "", storageErr("peek", err)
+		}
+		if err != nil || len(payload) < 2 || payload[0] != kindSnapshot {
+			continue
+		}
+		r := reader{b: payload[2:]}
+		if id := r.str(); r.err == nil {
+			return id, nil
+		}
 	}
-	return "", newDurable(), nil
-}
-
-func readAll(f storage.File) ([]byte, error) {
-	size, err := f.Size()
-	if err != nil {
-		return nil, err
-	}
-	b := make([]byte, size)
-	n, err := f.ReadAt(b, 0)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, err
-	}
-	return b[:n], nil
+	return "", nil
 }
 
 // storageErr wraps an I/O failure as a *storage.StorageError, leaving fence errors and errors

@@ -34,9 +34,13 @@ type attempt struct {
 
 // simpleCommit commits one offset with generation -1 and reports whether it was acknowledged.
 func simpleCommit(ctx context.Context, c *Coordinator, group string, part int32, value int64) (bool, error) {
+	return commitWithMetadata(ctx, c, group, part, value, "")
+}
+
+func commitWithMetadata(ctx context.Context, c *Coordinator, group string, part int32, value int64, meta string) (bool, error) {
 	r := kmsg.NewPtrOffsetCommitRequest()
 	r.Version, r.Group, r.Generation = 8, group, -1
-	r.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "big", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: part, Offset: value}}}}
+	r.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "big", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: part, Offset: value, Metadata: &meta}}}}
 	resp, err := c.OffsetCommit(ctx, r)
 	if err != nil {
 		return false, err
@@ -74,18 +78,26 @@ func committedOffsets(ctx context.Context, c *Coordinator, group string) (map[in
 //   - nothing A attempts after B's takeover is acknowledged or ever visible, to B or to a
 //     third coordinator C (epoch 3) that takes over from B;
 //   - B's own acknowledged commits survive into C.
+//
+// Half of the runs compact the offsets file every few dozen commits, so A (deposed without
+// knowing it) may be compacting its file while B claims and reads it, and B while C does.
 func TestTwoCoordinatorsAtAdjacentEpochsUnderInterleavings(t *testing.T) {
-	for range 8 {
+	for i := range 8 {
 		seed := rand.Uint64()
-		t.Run(fmt.Sprint(seed), func(t *testing.T) { runTwoCoordinators(t, seed) })
+		compacting := i%2 == 1
+		t.Run(fmt.Sprintf("%d/compacting=%v", seed, compacting), func(t *testing.T) { runTwoCoordinators(t, seed, compacting) })
 	}
 }
 
-func runTwoCoordinators(t *testing.T, seed uint64) {
+func runTwoCoordinators(t *testing.T, seed uint64, compacting bool) {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	ctx := ctxT(t)
 	cfg := DefaultConfig()
 	cfg.Dir, cfg.Topics, cfg.FS, cfg.LoadWait = t.TempDir(), newTestTopics(), jitterFS(), 10*time.Second
+	cfg.Metrics = NewMetrics()
+	if compacting {
+		cfg.compactMin = 256
+	}
 	open := func(epoch int32) *Coordinator {
 		c, err := New(cfg)
 		if err != nil {
@@ -128,14 +140,24 @@ func runTwoCoordinators(t *testing.T, seed uint64) {
 	}
 	// B takes over once every group exists on the volume (a read-only request to a group
 	// without files claims nothing: it answers "no offsets", which is true at that instant).
+	// When compacting, A first commits enough for its files to be compacted now and then.
+	need := 1
+	if compacting {
+		need = 40
+	}
 	for created := false; !created; time.Sleep(time.Millisecond) {
 		mu.Lock()
-		seen := map[string]bool{}
+		acks := map[string]int{}
 		for _, at := range attempts {
-			seen[at.group] = seen[at.group] || at.acked
+			if at.acked {
+				acks[at.group]++
+			}
 		}
 		mu.Unlock()
-		created = len(seen) == len(groups)
+		created = len(acks) == len(groups)
+		for _, n := range acks {
+			created = created && n >= need
+		}
 	}
 	time.Sleep(time.Duration(rng.IntN(30_000)) * time.Microsecond)
 	b := open(2)
@@ -217,5 +239,10 @@ func runTwoCoordinators(t *testing.T, seed uint64) {
 	}
 	if got, _, _ := committedOffsets(ctx, c, "g0"); got[0] == 42 {
 		t.Fatal("A's late commit is visible")
+	}
+	if n := value(t, cfg.Metrics.compactions); compacting && n == 0 {
+		t.Fatal("no compaction happened: the run does not exercise them")
+	} else {
+		t.Logf("%d commits attempted by A, %v compactions", len(attempts), n)
 	}
 }

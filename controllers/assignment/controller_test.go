@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
@@ -29,26 +30,15 @@ var _ = Describe("Assignment", Ordered, func() {
 	var writes *testenv.CountingClient
 
 	BeforeAll(func() {
-		SetDefaultEventuallyTimeout(10 * time.Second)
-		DeferCleanup(SetDefaultEventuallyTimeout, time.Second)
-		mgr, err := env.NewManager()
-		Expect(err).NotTo(HaveOccurred())
-		writes = testenv.NewCountingClient(mgr.GetClient())
-		Expect((&Reconciler{Client: writes, Recorder: mgr.GetEventRecorder("assignment")}).SetupWithManager(mgr)).To(Succeed())
-		Expect((&kafkacluster.Reconciler{
-			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("kafkacluster"),
-			Options: kafkacluster.Options{DefaultBrokerImage: "paddock:test"},
-		}).SetupWithManager(mgr)).To(Succeed())
-		mgrCtx, stop := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer GinkgoRecover()
-			defer close(done)
-			Expect(mgr.Start(mgrCtx)).To(Succeed())
-		}()
-		DeferCleanup(func() {
-			stop()
-			<-done
+		env.StartManager(func(mgr ctrl.Manager) error {
+			writes = testenv.NewCountingClient(mgr.GetClient())
+			if err := (&Reconciler{Client: writes, Recorder: mgr.GetEventRecorder("assignment")}).SetupWithManager(mgr); err != nil {
+				return err
+			}
+			return (&kafkacluster.Reconciler{
+				Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("kafkacluster"),
+				Options: kafkacluster.Options{DefaultBrokerImage: "paddock:test"},
+			}).SetupWithManager(mgr)
 		})
 	})
 
@@ -203,7 +193,7 @@ var _ = Describe("Assignment", Ordered, func() {
 
 		kt := readTopic(ctx, ns, "orders")
 		kt.Spec.Partitions = 7
-		Expect(k8sClient.Update(ctx, kt)).To(Succeed())
+		Expect(env.Client.Update(ctx, kt)).To(Succeed())
 		after := assigned(ctx, ns, "orders", 7, 0, 1, 2)
 		for i, was := range before {
 			Expect(after[i]).To(Equal(was), "an existing partition keeps its leader")
@@ -224,7 +214,7 @@ var _ = Describe("Assignment", Ordered, func() {
 		others := assigned(ctx, ns, "payments", 2, 0, 1)
 		before := assigned(ctx, ns, "orders", 4, 0, 1)
 
-		Expect(k8sClient.Delete(ctx, readTopic(ctx, ns, "orders"))).To(Succeed())
+		Expect(env.Client.Delete(ctx, readTopic(ctx, ns, "orders"))).To(Succeed())
 		Eventually(func(g Gomega) {
 			kt := readTopic(ctx, ns, "orders")
 			g.Expect(kt).NotTo(BeNil(), "the data finalizer holds the object until a broker removed the data")
@@ -242,7 +232,7 @@ var _ = Describe("Assignment", Ordered, func() {
 		// The broker's step: it claims the fences, removes the directory, drops its finalizer.
 		kt := readTopic(ctx, ns, "orders")
 		controllerutil.RemoveFinalizer(kt, kafkav1alpha1.FinalizerData)
-		Expect(k8sClient.Update(ctx, kt)).To(Succeed())
+		Expect(env.Client.Update(ctx, kt)).To(Succeed())
 		Eventually(func() *kafkav1alpha1.KafkaTopic { return readTopic(ctx, ns, "orders") }).Should(BeNil())
 	})
 
@@ -252,8 +242,8 @@ var _ = Describe("Assignment", Ordered, func() {
 		setRows(ctx, ns, c, row(0, alive, 1))
 		newTopic(ctx, ns, c, "orders", 1)
 		assigned(ctx, ns, "orders", 1, 0)
-		Expect(k8sClient.Delete(ctx, readCluster(ctx, ns, c))).To(Succeed())
-		Expect(k8sClient.Delete(ctx, readTopic(ctx, ns, "orders"))).To(Succeed())
+		Expect(env.Client.Delete(ctx, readCluster(ctx, ns, c))).To(Succeed())
+		Expect(env.Client.Delete(ctx, readTopic(ctx, ns, "orders"))).To(Succeed())
 		Eventually(func() *kafkav1alpha1.KafkaTopic { return readTopic(ctx, ns, "orders") }).Should(BeNil())
 	})
 
@@ -325,7 +315,7 @@ var _ = Describe("Assignment", Ordered, func() {
 		}
 		kt := readTopic(ctx, ns, "a")
 		kt.Labels = map[string]string{"team": "x"}
-		Expect(k8sClient.Update(ctx, kt)).To(Succeed())
+		Expect(env.Client.Update(ctx, kt)).To(Succeed())
 		Consistently(func() int { return writes.Writes(ns) - before }).WithTimeout(2 * time.Second).Should(BeZero())
 		GinkgoWriter.Printf("assignment: %d writes at steady state\n", writes.Writes(ns)-before)
 	})

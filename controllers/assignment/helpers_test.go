@@ -19,7 +19,7 @@ import (
 // newCluster creates KafkaCluster name in ns.
 func newCluster(ctx context.Context, ns, name string) {
 	GinkgoHelper()
-	Expect(k8sClient.Create(ctx, &kafkav1alpha1.KafkaCluster{
+	Expect(env.Client.Create(ctx, &kafkav1alpha1.KafkaCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec:       kafkav1alpha1.KafkaClusterSpec{Replicas: 3},
 	})).To(Succeed())
@@ -60,7 +60,7 @@ func setRows(ctx context.Context, ns, cluster string, rows ...kafkav1alpha1.Brok
 	body, err := json.Marshal(map[string]any{"status": map[string]any{"brokers": rows, "counts": counts}})
 	Expect(err).NotTo(HaveOccurred())
 	kc := &kafkav1alpha1.KafkaCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: cluster}}
-	Expect(k8sClient.Status().Patch(ctx, kc, client.RawPatch(types.MergePatchType, body))).To(Succeed())
+	Expect(env.Client.Status().Patch(ctx, kc, client.RawPatch(types.MergePatchType, body))).To(Succeed())
 }
 
 // newTopic creates KafkaTopic name of cluster with the given partitions.
@@ -73,14 +73,14 @@ func newTopic(ctx context.Context, ns, cluster, name string, partitions int32, m
 	for _, m := range mutate {
 		m(kt)
 	}
-	Expect(k8sClient.Create(ctx, kt)).To(Succeed())
+	Expect(env.Client.Create(ctx, kt)).To(Succeed())
 }
 
 // readTopic reads a KafkaTopic (uncached); nil when it does not exist.
 func readTopic(ctx context.Context, ns, name string) *kafkav1alpha1.KafkaTopic {
 	GinkgoHelper()
 	kt := &kafkav1alpha1.KafkaTopic{}
-	err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, kt)
+	err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, kt)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -91,7 +91,7 @@ func readTopic(ctx context.Context, ns, name string) *kafkav1alpha1.KafkaTopic {
 func readCluster(ctx context.Context, ns, name string) *kafkav1alpha1.KafkaCluster {
 	GinkgoHelper()
 	kc := &kafkav1alpha1.KafkaCluster{}
-	Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, kc)).To(Succeed())
+	Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, kc)).To(Succeed())
 	return kc
 }
 
@@ -119,7 +119,7 @@ func perBroker(parts map[int32]kafkav1alpha1.PartitionStatus) map[int32]int {
 // eventReasons is the reasons of the Events about object name in ns.
 func eventReasons(ctx context.Context, ns, name string) []string {
 	GinkgoHelper()
-	reasons, err := testenv.EventReasons(ctx, k8sClient, ns, name)
+	reasons, err := testenv.EventReasons(ctx, env.Client, ns, name)
 	Expect(err).NotTo(HaveOccurred())
 	return reasons
 }

@@ -2,6 +2,7 @@ package kafkacluster
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -163,11 +165,11 @@ func desiredRoleBinding(cluster *kafkav1alpha1.KafkaCluster) *rbacv1.RoleBinding
 	}
 }
 
-// listenerPorts are the Service ports of cluster's listeners, in spec order,
-// each targeting the container port of the same name.
-func listenerPorts(cluster *kafkav1alpha1.KafkaCluster) []corev1.ServicePort {
-	ports := make([]corev1.ServicePort, 0, len(cluster.Spec.Listeners)+1)
-	for _, l := range cluster.Spec.Listeners {
+// servicePorts are the Service ports of listeners, in spec order, each targeting the
+// container port of the same name.
+func servicePorts(listeners []kafkav1alpha1.Listener) []corev1.ServicePort {
+	ports := make([]corev1.ServicePort, 0, len(listeners)+1)
+	for _, l := range listeners {
 		ports = append(ports, corev1.ServicePort{
 			Name: l.Name, Port: l.Port, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromString(l.Name),
 		})
@@ -179,22 +181,61 @@ func listenerPorts(cluster *kafkav1alpha1.KafkaCluster) []corev1.ServicePort {
 // type of the first listener that asks for outside access, else ClusterIP. Validation
 // refuses a spec that mixes NodePort and LoadBalancer listeners.
 func exposure(cluster *kafkav1alpha1.KafkaCluster) corev1.ServiceType {
-	for _, l := range cluster.Spec.Listeners {
-		switch l.Type {
-		case kafkav1alpha1.ListenerNodePort:
-			return corev1.ServiceTypeNodePort
-		case kafkav1alpha1.ListenerLoadBalancer:
-			return corev1.ServiceTypeLoadBalancer
-		}
+	if i := slices.IndexFunc(cluster.Spec.Listeners, kafkav1alpha1.Listener.IsExternal); i >= 0 {
+		return corev1.ServiceType(cluster.Spec.Listeners[i].Type)
 	}
 	return corev1.ServiceTypeClusterIP
+}
+
+// exposedListeners are the listeners the bootstrap and per-broker Services carry: the
+// NodePort or LoadBalancer ones when the cluster has any — an internal listener is never
+// given a nodePort or a load balancer — else every listener (ClusterIP Services).
+func exposedListeners(cluster *kafkav1alpha1.KafkaCluster) []kafkav1alpha1.Listener {
+	if exposure(cluster) == corev1.ServiceTypeClusterIP {
+		return cluster.Spec.Listeners
+	}
+	return slices.DeleteFunc(slices.Clone(cluster.Spec.Listeners), func(l kafkav1alpha1.Listener) bool { return !l.IsExternal() })
+}
+
+// internalListeners are the Internal listeners of a cluster that also has external ones:
+// they get their own ClusterIP bootstrap Service (desiredInternalBootstrapService). Nil for
+// a cluster whose listeners are all Internal (c-bootstrap is theirs) or all external.
+func internalListeners(cluster *kafkav1alpha1.KafkaCluster) []kafkav1alpha1.Listener {
+	if exposure(cluster) == corev1.ServiceTypeClusterIP {
+		return nil
+	}
+	internal := slices.DeleteFunc(slices.Clone(cluster.Spec.Listeners), kafkav1alpha1.Listener.IsExternal)
+	if len(internal) == 0 {
+		return nil
+	}
+	return internal
+}
+
+// exposeAs sets the external Service settings of cluster's listeners on svc (a bootstrap or
+// per-broker Service of type exposure): the annotations, load-balancer source ranges and
+// external traffic policy the listeners give. Every external listener gives the same ones
+// (a CRD rule: they share these Services), so the first one's are taken.
+func exposeAs(cluster *kafkav1alpha1.KafkaCluster, svc *corev1.Service) {
+	svc.Spec.Type = exposure(cluster)
+	i := slices.IndexFunc(cluster.Spec.Listeners, kafkav1alpha1.Listener.IsExternal)
+	if i < 0 || cluster.Spec.Listeners[i].Service == nil {
+		return
+	}
+	settings := cluster.Spec.Listeners[i].Service
+	if len(settings.Annotations) > 0 {
+		svc.Annotations = maps.Clone(settings.Annotations)
+	}
+	if svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
+		svc.Spec.LoadBalancerSourceRanges = slices.Clone(settings.LoadBalancerSourceRanges)
+	}
+	svc.Spec.ExternalTrafficPolicy = settings.ExternalTrafficPolicy
 }
 
 // desiredHeadlessService is the StatefulSet's governing Service: it gives every pod its DNS
 // name, and its EndpointSlices are the registry's registration source. Not-ready addresses
 // are published so a fenced broker stays registered (and keeps its DNS name).
 func desiredHeadlessService(cluster *kafkav1alpha1.KafkaCluster) *corev1.Service {
-	ports := listenerPorts(cluster)
+	ports := servicePorts(cluster.Spec.Listeners)
 	ports = append(ports, corev1.ServicePort{
 		Name: kafkav1alpha1.HealthPortName, Port: kafkav1alpha1.HealthPort, Protocol: corev1.ProtocolTCP,
 		TargetPort: intstr.FromString(kafkav1alpha1.HealthPortName),
@@ -212,15 +253,36 @@ func desiredHeadlessService(cluster *kafkav1alpha1.KafkaCluster) *corev1.Service
 }
 
 // desiredBootstrapService is where clients make their first connection: it load-balances
-// over the ready brokers only, so a first connection never lands on a fenced broker.
+// over the ready brokers only, so a first connection never lands on a fenced broker. It
+// carries the exposed listeners' ports only (exposedListeners), with their Service settings.
 func desiredBootstrapService(cluster *kafkav1alpha1.KafkaCluster) *corev1.Service {
-	return &corev1.Service{
+	svc := &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 		ObjectMeta: childMeta(cluster, kafkav1alpha1.BootstrapServiceName(cluster.Name)),
 		Spec: corev1.ServiceSpec{
-			Type:     exposure(cluster),
 			Selector: podSelector(cluster),
-			Ports:    listenerPorts(cluster),
+			Ports:    servicePorts(exposedListeners(cluster)),
+		},
+	}
+	exposeAs(cluster, svc)
+	return svc
+}
+
+// desiredInternalBootstrapService is the ClusterIP bootstrap Service of the Internal
+// listeners of a cluster that also has NodePort or LoadBalancer listeners, whose bootstrap
+// Service then carries only those. Nil when the cluster needs none.
+func desiredInternalBootstrapService(cluster *kafkav1alpha1.KafkaCluster) *corev1.Service {
+	internal := internalListeners(cluster)
+	if internal == nil {
+		return nil
+	}
+	return &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: childMeta(cluster, kafkav1alpha1.InternalBootstrapServiceName(cluster.Name)),
+		Spec: corev1.ServiceSpec{
+			Type:     corev1.ServiceTypeClusterIP,
+			Selector: podSelector(cluster),
+			Ports:    servicePorts(internal),
 		},
 	}
 }
@@ -229,6 +291,8 @@ func desiredBootstrapService(cluster *kafkav1alpha1.KafkaCluster) *corev1.Servic
 // Each selects its pod by the StatefulSet's pod-name label, so the broker's network target
 // follows the pod wherever it is rescheduled. Not-ready addresses are published: the broker
 // decides whom it serves, and a client that was told about it must be able to reach it.
+// Like the bootstrap Service they carry only the exposed listeners' ports: a broker reads its
+// nodePorts and load-balancer ingress from its own one.
 func desiredBrokerServices(cluster *kafkav1alpha1.KafkaCluster) []*corev1.Service {
 	services := make([]*corev1.Service, 0, cluster.Spec.Replicas)
 	for id := int32(0); id < cluster.Spec.Replicas; id++ {
@@ -236,18 +300,68 @@ func desiredBrokerServices(cluster *kafkav1alpha1.KafkaCluster) []*corev1.Servic
 		meta.Labels = kafkav1alpha1.BrokerLabels(cluster.Name, id)
 		selector := podSelector(cluster)
 		selector[kafkav1alpha1.LabelPodName] = kafkav1alpha1.BrokerPodName(cluster.Name, id)
-		services = append(services, &corev1.Service{
+		svc := &corev1.Service{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 			ObjectMeta: meta,
 			Spec: corev1.ServiceSpec{
-				Type:                     exposure(cluster),
 				PublishNotReadyAddresses: true,
 				Selector:                 selector,
-				Ports:                    listenerPorts(cluster),
+				Ports:                    servicePorts(exposedListeners(cluster)),
 			},
-		})
+		}
+		exposeAs(cluster, svc)
+		services = append(services, svc)
 	}
 	return services
+}
+
+// desiredNetworkPolicy admits connections to cluster's brokers from where its spec says
+// (docs/security.md, "The NetworkPolicy"), and refuses the rest: every port from the
+// cluster's own brokers; each listener's port from its allowFrom peers — by default every pod
+// of every namespace on an Internal listener and any source on an external one; the health
+// port from spec.networkPolicy.healthFrom. The health port has no rule of its own otherwise:
+// a NetworkPolicy always admits a pod's own node, which is where kubelet probes come from,
+// and no selector or CIDR names "the pod's node" more narrowly (a CIDR of node addresses
+// would admit every node, and under externalTrafficPolicy Cluster every client a node
+// forwards). Nil when spec.networkPolicy.enabled is false.
+func desiredNetworkPolicy(cluster *kafkav1alpha1.KafkaCluster) *networkingv1.NetworkPolicy {
+	if !cluster.Spec.NetworkPolicyEnabled() {
+		return nil
+	}
+	tcp := corev1.ProtocolTCP
+	port := func(p int32) []networkingv1.NetworkPolicyPort {
+		return []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: ptr.To(intstr.FromInt32(p))}}
+	}
+	rules := []networkingv1.NetworkPolicyIngressRule{{
+		From: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: podSelector(cluster)}}},
+	}}
+	for _, l := range cluster.Spec.Listeners {
+		rules = append(rules, networkingv1.NetworkPolicyIngressRule{Ports: port(l.Port), From: listenerPeers(l)})
+	}
+	if peers := cluster.Spec.NetworkPolicy.HealthFrom; len(peers) > 0 {
+		rules = append(rules, networkingv1.NetworkPolicyIngressRule{Ports: port(kafkav1alpha1.HealthPort), From: slices.Clone(peers)})
+	}
+	return &networkingv1.NetworkPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: networkingv1.SchemeGroupVersion.String(), Kind: "NetworkPolicy"},
+		ObjectMeta: childMeta(cluster, kafkav1alpha1.StatefulSetName(cluster.Name)),
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: podSelector(cluster)},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+			Ingress:     rules,
+		},
+	}
+}
+
+// listenerPeers are who may connect to l: its allowFrom, else every pod of every namespace
+// for an Internal listener, else anyone (nil: a rule without peers admits every source).
+func listenerPeers(l kafkav1alpha1.Listener) []networkingv1.NetworkPolicyPeer {
+	switch {
+	case len(l.AllowFrom) > 0:
+		return slices.Clone(l.AllowFrom)
+	case l.IsExternal():
+		return nil
+	}
+	return []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{}}}
 }
 
 // desiredDataClaim is the shared ReadWriteMany claim every broker mounts, so any broker can
@@ -508,7 +622,7 @@ func brokerContainer(cluster *kafkav1alpha1.KafkaCluster, opts Options) corev1.C
 
 // desiredChildren is every child cluster needs, in the order they are applied: identity and
 // permissions first, then the Services the pods' DNS names and registration depend on, the
-// data claim, and the StatefulSet last.
+// NetworkPolicy (before any broker pod runs), the data claim, and the StatefulSet last.
 func desiredChildren(cluster *kafkav1alpha1.KafkaCluster, opts Options) []client.Object {
 	children := []client.Object{
 		desiredServiceAccount(cluster),
@@ -517,8 +631,14 @@ func desiredChildren(cluster *kafkav1alpha1.KafkaCluster, opts Options) []client
 		desiredHeadlessService(cluster),
 		desiredBootstrapService(cluster),
 	}
+	if s := desiredInternalBootstrapService(cluster); s != nil {
+		children = append(children, s)
+	}
 	for _, s := range desiredBrokerServices(cluster) {
 		children = append(children, s)
+	}
+	if np := desiredNetworkPolicy(cluster); np != nil {
+		children = append(children, np)
 	}
 	if pvc := desiredDataClaim(cluster); pvc != nil {
 		children = append(children, pvc)

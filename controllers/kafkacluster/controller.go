@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -115,6 +116,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		r.applyChildren,
 		r.reportDataClaim,
 		r.pruneBrokerServices,
+		r.pruneOptionalChildren,
 	}
 	for _, phase := range phases {
 		if err := phase(ctx, s); err != nil {
@@ -289,6 +291,37 @@ func (r *Reconciler) pruneBrokerServices(ctx context.Context, s *scope) error {
 	return nil
 }
 
+// pruneOptionalChildren deletes the children the cluster has stopped needing: the internal
+// bootstrap Service once it has no external listener (or no internal one) left, and the
+// NetworkPolicy once spec.networkPolicy.enabled is false. Only objects this cluster controls
+// are deleted.
+func (r *Reconciler) pruneOptionalChildren(ctx context.Context, s *scope) error {
+	c := s.cluster
+	var unwanted []client.Object
+	if desiredInternalBootstrapService(c) == nil {
+		unwanted = append(unwanted, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: kafkav1alpha1.InternalBootstrapServiceName(c.Name)}})
+	}
+	if desiredNetworkPolicy(c) == nil {
+		unwanted = append(unwanted, &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: kafkav1alpha1.StatefulSetName(c.Name)}})
+	}
+	for _, obj := range unwanted {
+		if err := r.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return fmt.Errorf("get %T %s: %w", obj, obj.GetName(), err)
+		}
+		if !metav1.IsControlledBy(obj, c) {
+			continue
+		}
+		if err := r.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete %T %s: %w", obj, obj.GetName(), err)
+		}
+		log.FromContext(ctx).Info("Deleted a child the cluster no longer needs", "kind", fmt.Sprintf("%T", obj), "name", obj.GetName())
+	}
+	return nil
+}
+
 // writeStatus computes the owned status fields from this reconcile's observations and
 // writes them with one merge patch, only when they changed. Its error joins the reconcile's.
 func (r *Reconciler) writeStatus(ctx context.Context, s *scope, reterr *error) {
@@ -334,6 +367,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&rbacv1.Role{}).
 		Owns(&rbacv1.RoleBinding{}).
 		Owns(&corev1.Service{}).
+		Owns(&networkingv1.NetworkPolicy{}).
 		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(claimToCluster)).
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Owns(&appsv1.StatefulSet{}).

@@ -61,7 +61,7 @@ func deleteCluster(ctx context.Context, ns string) {
 	Expect(env.Client.Delete(ctx, readCluster(ctx, ns))).To(Succeed())
 	Eventually(func() bool {
 		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c"}, &kafkav1alpha1.KafkaCluster{}))
-	}).WithTimeout(waitTimeout).Should(BeTrue(), "the cluster is deleted at once")
+	}).Should(BeTrue(), "the cluster is deleted at once")
 }
 
 // clusterEvents are the events.k8s.io Events in ns about the KafkaCluster with uid, as
@@ -91,10 +91,10 @@ func removeClaim(ctx context.Context, ns string) {
 		}
 		pvc.Finalizers = nil
 		return env.Client.Update(ctx, pvc)
-	}).WithTimeout(waitTimeout).Should(Succeed())
+	}).Should(Succeed())
 	Eventually(func() bool {
 		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c-data"}, &corev1.PersistentVolumeClaim{}))
-	}).WithTimeout(waitTimeout).Should(BeTrue())
+	}).Should(BeTrue())
 }
 
 // Envtest runs no garbage collector, so no spec here can watch a claim being collected: what
@@ -102,12 +102,7 @@ func removeClaim(ctx context.Context, ns string) {
 // KafkaCluster with blockOwnerDeletion is collected with it, a claim without one never is —
 // and that is what the specs assert.
 var _ = Describe("The data claim", Ordered, func() {
-	var m *testManager
-
-	BeforeAll(func() {
-		m = startTestManager()
-		DeferCleanup(func() { m.Stop() })
-	})
+	BeforeAll(func() { startTestManager() })
 
 	It("outlives a deleted cluster by default: no owner reference, labelled, annotated with the clusterID, and an Event says so", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
@@ -119,7 +114,7 @@ var _ = Describe("The data claim", Ordered, func() {
 		Expect(claim.OwnerReferences).To(BeEmpty())
 		Expect(claim.Labels).To(Equal(kafkav1alpha1.ClusterLabels("c")))
 		Expect(claim.Annotations).To(HaveKeyWithValue(kafkav1alpha1.AnnotationClusterID, id))
-		Eventually(func() []string { return clusterEvents(ctx, ns, kc.UID) }).WithTimeout(waitTimeout).Should(ContainElement(
+		Eventually(func() []string { return clusterEvents(ctx, ns, kc.UID) }).Should(ContainElement(
 			"DataClaimRetained: Claim c-data has no owner: it is retained, with its data, when this cluster is deleted (spec.storage.deleteClaim is false); " +
 				"delete the claim to delete the data, or re-create a cluster called c to use it again"))
 
@@ -147,7 +142,7 @@ var _ = Describe("The data claim", Ordered, func() {
 			Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
 		}))
 		Expect(claim.Annotations).To(HaveKeyWithValue(kafkav1alpha1.AnnotationClusterID, id))
-		Eventually(func() []string { return clusterEvents(ctx, ns, kc.UID) }).WithTimeout(waitTimeout).Should(ContainElement(
+		Eventually(func() []string { return clusterEvents(ctx, ns, kc.UID) }).Should(ContainElement(
 			"DataClaimOwned: Claim c-data is owned by this cluster: it is deleted, with its data, when this cluster is deleted (spec.storage.deleteClaim is true)"))
 	})
 
@@ -159,13 +154,13 @@ var _ = Describe("The data claim", Ordered, func() {
 		uid := readClaim(ctx, ns).UID
 
 		updateSpec(ctx, ns, func(s *kafkav1alpha1.KafkaClusterSpec) { s.Storage.DeleteClaim = true })
-		Eventually(func() *metav1.OwnerReference { return metav1.GetControllerOf(readClaim(ctx, ns)) }).WithTimeout(waitTimeout).Should(And(
+		Eventually(func() *metav1.OwnerReference { return metav1.GetControllerOf(readClaim(ctx, ns)) }).Should(And(
 			HaveField("UID", kc.UID), HaveField("BlockOwnerDeletion", ptr.To(true))))
-		Eventually(func() []string { return clusterEvents(ctx, ns, kc.UID) }).WithTimeout(waitTimeout).
+		Eventually(func() []string { return clusterEvents(ctx, ns, kc.UID) }).
 			Should(ContainElement(HavePrefix(kafkav1alpha1.EventDataClaimOwned)))
 
 		updateSpec(ctx, ns, func(s *kafkav1alpha1.KafkaClusterSpec) { s.Storage.DeleteClaim = false })
-		Eventually(func() []metav1.OwnerReference { return readClaim(ctx, ns).OwnerReferences }).WithTimeout(waitTimeout).Should(BeEmpty())
+		Eventually(func() []metav1.OwnerReference { return readClaim(ctx, ns).OwnerReferences }).Should(BeEmpty())
 		Expect(readClaim(ctx, ns).UID).To(Equal(uid), "the same claim throughout")
 		waitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionFalse, kafkav1alpha1.ReasonAsExpected)
 	})
@@ -185,7 +180,7 @@ var _ = Describe("The data claim", Ordered, func() {
 			claim := readClaim(ctx, ns)
 			g.Expect(claim.OwnerReferences).To(BeEmpty())
 			g.Expect(claim.Annotations).To(HaveKeyWithValue(kafkav1alpha1.AnnotationClusterID, id))
-		}).WithTimeout(waitTimeout).Should(Succeed())
+		}).Should(Succeed())
 	})
 
 	It("is adopted, with its clusterID, by a cluster re-created with the same name", func(ctx SpecContext) {
@@ -205,7 +200,7 @@ var _ = Describe("The data claim", Ordered, func() {
 		Expect(claim.OwnerReferences).To(BeEmpty())
 		Expect(claim.Annotations).To(HaveKeyWithValue(kafkav1alpha1.AnnotationClusterID, id))
 		Expect(readStatefulSet(ctx, ns).Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName).To(Equal("c-data"))
-		Eventually(func() []string { return clusterEvents(ctx, ns, again.UID) }).WithTimeout(waitTimeout).Should(ContainElement(
+		Eventually(func() []string { return clusterEvents(ctx, ns, again.UID) }).Should(ContainElement(
 			"DataClaimAdopted: Adopted the existing claim c-data and its cluster id " + id + "; it is retained, with its data, when this cluster is deleted " +
 				"(spec.storage.deleteClaim is false); delete the claim to delete the data, or re-create a cluster called c to use it again"))
 	})
@@ -291,7 +286,7 @@ var _ = Describe("The data claim", Ordered, func() {
 		removeClaim(ctx, ns)
 		kc = waitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionFalse, kafkav1alpha1.ReasonAsExpected)
 		Expect(kc.Status.ClusterID).NotTo(Equal(id), "the old data was deleted with the old cluster: a new cluster id")
-		Eventually(func() *metav1.OwnerReference { return metav1.GetControllerOf(readClaim(ctx, ns)) }).WithTimeout(waitTimeout).
+		Eventually(func() *metav1.OwnerReference { return metav1.GetControllerOf(readClaim(ctx, ns)) }).
 			Should(HaveField("UID", kc.UID))
 	})
 })

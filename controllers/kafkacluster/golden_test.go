@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -91,6 +92,31 @@ func goldenExternalCluster() *kafkav1alpha1.KafkaCluster {
 	return c
 }
 
+// goldenLoadBalancerCluster exposes a LoadBalancer listener with its Service settings,
+// limits its internal listener to the pods of one namespace, lets a Prometheus reach the
+// health port, and opts out of nothing.
+func goldenLoadBalancerCluster() *kafkav1alpha1.KafkaCluster {
+	c := goldenCluster()
+	c.Spec.Replicas = 1
+	c.Spec.Listeners[0].AllowFrom = []networkingv1.NetworkPolicyPeer{{
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "shop"}},
+	}}
+	c.Spec.Listeners = append(c.Spec.Listeners, kafkav1alpha1.Listener{
+		Name: "public", Port: 9094, Type: kafkav1alpha1.ListenerLoadBalancer,
+		Service: &kafkav1alpha1.ListenerService{
+			Annotations:              map[string]string{"service.beta.kubernetes.io/aws-load-balancer-internal": "true"},
+			LoadBalancerSourceRanges: []string{"203.0.113.0/24"},
+			ExternalTrafficPolicy:    corev1.ServiceExternalTrafficPolicyLocal,
+		},
+		AllowFrom: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "203.0.113.0/24"}}},
+	})
+	c.Spec.NetworkPolicy.HealthFrom = []networkingv1.NetworkPolicyPeer{{
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "monitoring"}},
+		PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": "prometheus"}},
+	}}
+	return c
+}
+
 // goldenEphemeralCluster keeps its data in an emptyDir.
 func goldenEphemeralCluster() *kafkav1alpha1.KafkaCluster {
 	c := goldenCluster()
@@ -103,25 +129,32 @@ var goldenOptions = Options{DefaultBrokerImage: "ghcr.io/paddock-dev/paddock:v0.
 
 func TestGolden(t *testing.T) {
 	def, ext, eph, owned := goldenCluster(), goldenExternalCluster(), goldenEphemeralCluster(), goldenDeleteClaimCluster()
+	lb := goldenLoadBalancerCluster()
 	cases := map[string]client.Object{
-		"serviceaccount":             desiredServiceAccount(def),
-		"role":                       desiredRole(def),
-		"rolebinding":                desiredRoleBinding(def),
-		"service-headless":           desiredHeadlessService(def),
-		"service-bootstrap":          desiredBootstrapService(def),
-		"service-broker-1":           desiredBrokerServices(def)[1],
-		"pvc-data":                   desiredDataClaim(def),
-		"deleteclaim-pvc-data":       desiredDataClaim(owned),
-		"pdb":                        desiredPodDisruptionBudget(def),
-		"statefulset":                desiredStatefulSet(def, goldenOptions),
-		"external-service-bootstrap": desiredBootstrapService(ext),
-		"external-service-broker-0":  desiredBrokerServices(ext)[0],
-		"external-pvc-data":          desiredDataClaim(ext),
-		"external-statefulset":       desiredStatefulSet(ext, goldenOptions),
-		"external-role":              desiredRole(ext),
-		"node-reader-clusterrole":    desiredNodeReaderRole(),
-		"node-reader-binding":        desiredNodeReaderBinding(ext),
-		"ephemeral-statefulset":      desiredStatefulSet(eph, goldenOptions),
+		"serviceaccount":                      desiredServiceAccount(def),
+		"role":                                desiredRole(def),
+		"rolebinding":                         desiredRoleBinding(def),
+		"service-headless":                    desiredHeadlessService(def),
+		"service-bootstrap":                   desiredBootstrapService(def),
+		"service-broker-1":                    desiredBrokerServices(def)[1],
+		"pvc-data":                            desiredDataClaim(def),
+		"deleteclaim-pvc-data":                desiredDataClaim(owned),
+		"pdb":                                 desiredPodDisruptionBudget(def),
+		"statefulset":                         desiredStatefulSet(def, goldenOptions),
+		"external-service-bootstrap":          desiredBootstrapService(ext),
+		"external-service-broker-0":           desiredBrokerServices(ext)[0],
+		"external-pvc-data":                   desiredDataClaim(ext),
+		"external-statefulset":                desiredStatefulSet(ext, goldenOptions),
+		"external-role":                       desiredRole(ext),
+		"node-reader-clusterrole":             desiredNodeReaderRole(),
+		"node-reader-binding":                 desiredNodeReaderBinding(ext),
+		"ephemeral-statefulset":               desiredStatefulSet(eph, goldenOptions),
+		"networkpolicy":                       desiredNetworkPolicy(def),
+		"external-networkpolicy":              desiredNetworkPolicy(ext),
+		"external-service-bootstrap-internal": desiredInternalBootstrapService(ext),
+		"lb-service-bootstrap":                desiredBootstrapService(lb),
+		"lb-service-broker-0":                 desiredBrokerServices(lb)[0],
+		"lb-networkpolicy":                    desiredNetworkPolicy(lb),
 	}
 	for name, obj := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -187,10 +187,10 @@ func TestListenerStatuses(t *testing.T) {
 		kafkav1alpha1.Listener{Name: "np", Port: 9094, Type: kafkav1alpha1.ListenerNodePort},
 		kafkav1alpha1.Listener{Name: "lb", Port: 9095, Type: kafkav1alpha1.ListenerLoadBalancer})
 	svc := desiredBootstrapService(c)
-	svc.Spec.Ports[1].NodePort = 30094
+	svc.Spec.Ports[0].NodePort = 30094 // the bootstrap Service carries the external listeners only
 
 	got := listenerStatuses(c, svc)
-	want := []string{"demo-bootstrap.kafka.svc:9092", ":30094", ""}
+	want := []string{"demo-bootstrap-internal.kafka.svc:9092", ":30094", ""}
 	for i, w := range want {
 		if got[i].Bootstrap != w || got[i].Name != c.Spec.Listeners[i].Name {
 			t.Errorf("listener %d: got %+v, want bootstrap %q", i, got[i], w)
@@ -203,5 +203,8 @@ func TestListenerStatuses(t *testing.T) {
 	}
 	if got := listenerStatuses(c, nil)[1].Bootstrap; got != "" {
 		t.Errorf("no bootstrap Service yet: want no NodePort address, got %q", got)
+	}
+	if got := listenerStatuses(goldenCluster(), nil)[0].Bootstrap; got != "demo-bootstrap.kafka.svc:9092" {
+		t.Errorf("a cluster of Internal listeners only: want its bootstrap Service c-bootstrap, got %q", got)
 	}
 }

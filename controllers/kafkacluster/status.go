@@ -122,14 +122,16 @@ func noAliveBroker(c kafkav1alpha1.BrokerCounts) bool { return c.Registered > 0 
 
 // listenerStatuses gives each listener's bootstrap address, from the bootstrap
 // Service as observed (nil when it does not exist yet):
-//   - Internal: the Service's cluster DNS name and the listener port;
+//   - Internal: the cluster DNS name of its bootstrap Service — c-bootstrap, or
+//     c-bootstrap-internal in a cluster that also has external listeners — and the
+//     listener port;
 //   - NodePort: ":<nodePort>", i.e. that port on any node's address;
 //   - LoadBalancer: the load balancer's first ingress address and the listener port, empty
 //     until the load balancer is provisioned.
 func listenerStatuses(cluster *kafkav1alpha1.KafkaCluster, bootstrap *corev1.Service) []kafkav1alpha1.ListenerStatus {
 	out := make([]kafkav1alpha1.ListenerStatus, 0, len(cluster.Spec.Listeners))
-	internal := fmt.Sprintf("%s.%s.svc", kafkav1alpha1.BootstrapServiceName(cluster.Name), cluster.Namespace)
 	for _, l := range cluster.Spec.Listeners {
+		internal := fmt.Sprintf("%s.%s.svc", cluster.BootstrapServiceOf(l.Name), cluster.Namespace)
 		typ := l.Type
 		if typ == "" {
 			typ = kafkav1alpha1.ListenerInternal

@@ -47,6 +47,9 @@ type Reconciler struct {
 	// deleted remembers the pods this reconciler force-deleted, by UID, so a cache that
 	// still shows one does not make it delete (and report) it twice.
 	deleted sync.Map
+	// warned remembers the last problem warned about per object (the cluster's auto-recover
+	// annotation, a Lease's claims), so each is warned about once.
+	warned sync.Map
 }
 
 // Event actions (events.k8s.io requires one).
@@ -63,9 +66,11 @@ type scope struct {
 	// pods are the cluster's broker pods by id; brokers its Broker objects by id.
 	pods    map[int32]*corev1.Pod
 	brokers map[int32]*kafkav1alpha1.Broker
-	// base holds the facts every broker shares; leases the per-broker Lease observations.
-	base   Facts
-	leases map[int32]time.Time
+	// base holds the facts every broker shares; leases the per-broker Lease observations,
+	// leaseObjects the Leases themselves.
+	base         Facts
+	leases       map[int32]time.Time
+	leaseObjects map[int32]*coordinationv1.Lease
 	// next is the earliest instant a time gate may open (zero: none).
 	next time.Time
 	// acted is set once this reconcile deleted a pod or claim: one recovery at a time.
@@ -85,7 +90,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	s := &scope{cluster: cluster, now: r.clock().Now()}
-	for _, phase := range []phase{r.observe, r.observeAssignment, r.recoverLost, r.clearZombieClaims} {
+	for _, phase := range []phase{r.observe, r.observeAssignment, r.checkClaims, r.recoverLost, r.clearZombieClaims} {
 		if err := phase(ctx, s); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -100,10 +105,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // Lease renewal on the operator's clock, and gathers the facts every broker shares.
 func (r *Reconciler) observe(ctx context.Context, s *scope) error {
 	c := s.cluster
+	autoRecover, problem := ReadAutoRecover(c.Annotations)
+	r.warnOnce(c, nil, client.ObjectKeyFromObject(c).String(), kafkav1alpha1.EventInvalidAnnotation, problem)
 	s.base = Facts{
-		Now: s.now, AutoRecover: c.Annotations[kafkav1alpha1.AnnotationAutoRecover] != "false",
+		Now: s.now, AutoRecover: autoRecover,
 		NodeLossTimeout: c.Spec.NodeLossTimeoutOrDefault(), SessionTimeout: c.Spec.SessionTimeout(),
-		Claimed: map[int32]string{},
+		Claimed: map[int32]string{}, ClaimedBy: map[int32]int64{},
 	}
 	inCluster := []client.ListOption{client.InNamespace(c.Namespace), client.MatchingLabels{kafkav1alpha1.LabelCluster: c.Name}}
 	for _, read := range []func(context.Context, *scope, []client.ListOption) error{r.readPods, r.readBrokers, r.readLeases} {
@@ -162,7 +169,7 @@ func (r *Reconciler) readLeases(ctx context.Context, s *scope, inCluster []clien
 	if err := r.List(ctx, leases, inCluster...); err != nil {
 		return fmt.Errorf("list leases of cluster %s: %w", s.cluster.Name, err)
 	}
-	s.leases = map[int32]time.Time{}
+	s.leases, s.leaseObjects = map[int32]time.Time{}, map[int32]*coordinationv1.Lease{}
 	for i := range leases.Items {
 		l := &leases.Items[i]
 		id, ok := rules.Ordinal(s.cluster.Name, l.Name)
@@ -170,12 +177,52 @@ func (r *Reconciler) readLeases(ctx context.Context, s *scope, inCluster []clien
 			continue
 		}
 		_, _, obs := r.leases.Observe(l, s.now)
-		s.leases[id] = obs.At
+		s.leases[id], s.leaseObjects[id] = obs.At, l
 		if v, ok := l.Annotations[kafkav1alpha1.AnnotationClaimed]; ok {
 			s.base.Claimed[id] = v
+			s.base.ClaimedBy[id] = int64(ptr.Deref(l.Spec.LeaseTransitions, 0))
 		}
 	}
 	return nil
+}
+
+// checkClaims drops every claims digest that cannot be one (ReadClaims: malformed, or more
+// partitions than the cluster has) and warns about it once: such a Lease has claimed nothing.
+func (r *Reconciler) checkClaims(_ context.Context, s *scope) error {
+	partitions := 0
+	for _, p := range s.base.Partitions {
+		if p.TopicID != "" {
+			partitions++
+		}
+	}
+	for _, id := range sortedKeys(s.base.Claimed) {
+		problem := ReadClaims(s.base.Claimed[id], partitions)
+		var regarding client.Object = s.cluster
+		if b := s.brokers[id]; b != nil {
+			regarding = b
+		}
+		lease := s.leaseObjects[id]
+		r.warnOnce(regarding, lease, client.ObjectKeyFromObject(lease).String(), kafkav1alpha1.EventInvalidHeartbeat, problem)
+		if problem != "" {
+			delete(s.base.Claimed, id)
+		}
+	}
+	return nil
+}
+
+// warnOnce records a Warning reason on regarding (about related, when not nil: the Lease that
+// says it, whose resourceVersion tells each write's Event apart from the last) saying problem,
+// unless problem is the last one warned about for key; an empty problem clears key.
+func (r *Reconciler) warnOnce(regarding, related client.Object, key, reason, problem string) {
+	if problem == "" {
+		r.warned.Delete(key)
+		return
+	}
+	if last, ok := r.warned.Load(key); ok && last == problem {
+		return
+	}
+	r.warned.Store(key, problem)
+	r.Recorder.Eventf(regarding, related, corev1.EventTypeWarning, reason, actionReport, "%s", problem)
 }
 
 // recovering is the sorted ids of the brokers still being recovered at now (Recovering).
@@ -204,7 +251,8 @@ func (r *Reconciler) observeAssignment(ctx context.Context, s *scope) error {
 		id := strings.TrimRight(kt.Status.TopicID, "=") // the broker writes it unpadded
 		for _, p := range kt.Status.Partitions {
 			s.base.Partitions = append(s.base.Partitions, Partition{
-				Topic: kt.Status.TopicName, TopicID: id, Index: p.Partition, Leader: p.Leader, Epoch: p.LeaderEpoch})
+				Topic: kt.Status.TopicName, TopicID: id, Index: p.Partition, Leader: p.Leader, Epoch: p.LeaderEpoch,
+				Incarnation: p.LeaderIncarnation})
 		}
 	}
 	return nil

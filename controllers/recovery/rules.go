@@ -3,6 +3,7 @@ package recovery
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,6 +27,9 @@ type Partition struct {
 	Index   int32
 	Leader  int32
 	Epoch   int32
+	// Incarnation is the leader's incarnation the assignment gave the partition to
+	// (status.partitions[].leaderIncarnation): the epoch of its Lease at the time.
+	Incarnation int64
 }
 
 // Facts is everything the recovery of one broker is decided from.
@@ -62,8 +66,12 @@ type Facts struct {
 	Alive []int32
 	// Partitions is the current assignment of every topic of the cluster.
 	Partitions []Partition
-	// Claimed maps a broker id to its Lease's kafka.paddock.dev/claimed value.
-	Claimed map[int32]string
+	// Claimed maps a broker id to its Lease's kafka.paddock.dev/claimed value, when that
+	// reads as a claims digest (ReadClaims); ClaimedBy to the incarnation of that Lease (its
+	// leaseTransitions). A digest is believed only from the incarnation the assignment gave
+	// the partitions to.
+	Claimed   map[int32]string
+	ClaimedBy map[int32]int64
 	// CoordinatorAlive is status.coordinatorBrokers.alive: the alive set the coordinator
 	// epoch was last bumped for. nil when the assignment has not set it yet.
 	CoordinatorAlive []int32
@@ -201,21 +209,33 @@ func coordinatesNoGroup(f *Facts) (Verdict, bool) {
 }
 
 // everyPartitionClaimed: every led partition's current leader announces, on its Lease, that
-// it holds the fence of exactly the partitions the assignment gives it, at their epochs.
-// Partitions without a leader or a topic id are led by no one and claimed by no one.
+// it holds the fence of exactly the partitions the assignment gives it, at their epochs —
+// and announces it as the incarnation the assignment gave them to, so a claim is believed
+// only for partitions the assignment gave that broker at that epoch: a digest left by an
+// earlier process, or copied from the assignment by a process the partitions were not given
+// to, releases nothing. Partitions without a leader or a topic id are led by no one and
+// claimed by no one.
 func everyPartitionClaimed(f *Facts) (Verdict, bool) {
 	byLeader := map[int32][]kafkav1alpha1.PartitionClaim{}
+	incarnations := map[int32][]int64{}
 	for _, p := range f.Partitions {
 		if p.Leader < 0 || p.TopicID == "" {
 			continue
 		}
 		byLeader[p.Leader] = append(byLeader[p.Leader], kafkav1alpha1.PartitionClaim{TopicID: p.TopicID, Partition: p.Index, Epoch: p.Epoch})
+		if !slices.Contains(incarnations[p.Leader], p.Incarnation) {
+			incarnations[p.Leader] = append(incarnations[p.Leader], p.Incarnation)
+		}
 	}
 	var behind []string
 	for _, id := range sortedKeys(byLeader) {
 		want := kafkav1alpha1.FormatClaims(byLeader[id])
-		if got, ok := f.Claimed[id]; !ok || got != want {
+		got, ok := f.Claimed[id]
+		switch {
+		case !ok || got != want:
 			behind = append(behind, fmt.Sprintf("broker %d (claims %q, assignment %q)", id, f.Claimed[id], want))
+		case len(incarnations[id]) != 1 || incarnations[id][0] != f.ClaimedBy[id]:
+			behind = append(behind, fmt.Sprintf("broker %d (claims as incarnation %d, assigned to incarnation %v)", id, f.ClaimedBy[id], incarnations[id]))
 		}
 	}
 	if len(behind) > 0 {
@@ -231,6 +251,39 @@ func noOtherRecovery(f *Facts) (Verdict, bool) {
 			"Broker %d is being recovered; one broker per cluster at a time", others[0])
 	}
 	return pass, true
+}
+
+// ReadAutoRecover reads the cluster's kafka.paddock.dev/auto-recover annotation: absent or
+// "true" is on, "false" off; anything else is refused — recovery stays at its default, on —
+// with a problem saying so.
+func ReadAutoRecover(annotations map[string]string) (on bool, problem string) {
+	switch v, ok := annotations[kafkav1alpha1.AnnotationAutoRecover]; {
+	case !ok || v == "true":
+		return true, ""
+	case v == "false":
+		return false, ""
+	default:
+		return true, fmt.Sprintf("annotation %s is %.20q, not \"true\" or \"false\": node-loss recovery stays on (the default)",
+			kafkav1alpha1.AnnotationAutoRecover, v)
+	}
+}
+
+// ReadClaims checks a kafka.paddock.dev/claimed value against what a digest of a cluster of
+// partitions partitions (with topic ids) can be: "<count>/<hex digest>" as FormatClaims writes
+// it, count at most partitions. A value that is not is no claim at all, and the problem says
+// why: no broker can hold more fences than the cluster has partitions.
+func ReadClaims(value string, partitions int) (problem string) {
+	countStr, digest, ok := strings.Cut(value, "/")
+	count, err := strconv.Atoi(countStr)
+	switch {
+	case !ok || err != nil || count < 0 || countStr != strconv.Itoa(count):
+		return fmt.Sprintf("annotation %s is %.40q, not <count>/<digest>: no partition counts as claimed", kafkav1alpha1.AnnotationClaimed, value)
+	case len(digest) == 0 || len(digest) > 16 || strings.Trim(digest, "0123456789abcdef") != "":
+		return fmt.Sprintf("annotation %s has digest %.40q, not 1 to 16 hex digits: no partition counts as claimed", kafkav1alpha1.AnnotationClaimed, digest)
+	case count > partitions:
+		return fmt.Sprintf("annotation %s claims %d partitions, and the cluster has %d: no partition counts as claimed", kafkav1alpha1.AnnotationClaimed, count, partitions)
+	}
+	return ""
 }
 
 // Recovering reports whether a broker whose BrokerRecovery condition says reason, set at

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -269,4 +270,60 @@ var messages = map[string]string{
 	kafkav1alpha1.ReasonHeartbeatExpired: "The broker's heartbeat Lease was not renewed within its duration; clients no longer see it in Metadata.",
 	kafkav1alpha1.ReasonUnhealthy:        "The broker reports itself unhealthy: its request loop is wedged or its storage is failing.",
 	kafkav1alpha1.ReasonDraining:         "The broker announced a shutdown and is handing its work over.",
+}
+
+// warnRefused records a Warning for each thing a broker's Lease says that the rules did not
+// believe (rules.Result.Refused), once per Lease and problem: on the broker's Broker object,
+// or on the cluster while it has none. The rows already leave it out, so nothing of it
+// reaches status; the Event is how a person learns that a broker is lying or broken.
+func (r *Reconciler) warnRefused(ctx context.Context, s *scope) error {
+	byLease := map[string][]rules.Refusal{}
+	for _, rf := range s.result.Refused {
+		byLease[rf.Lease] = append(byLease[rf.Lease], rf)
+	}
+	for _, l := range s.input.Leases {
+		key := client.ObjectKeyFromObject(&l)
+		found := byLease[l.Name]
+		var problems []string
+		for _, rf := range found {
+			problems = append(problems, rf.Problem)
+		}
+		if !r.refused.changed(key, problems) || len(found) == 0 {
+			continue
+		}
+		regarding := client.Object(s.cluster)
+		if b, ok := s.brokers[found[0].Broker]; ok {
+			regarding = b
+		}
+		log.FromContext(ctx).Info("Refused what a heartbeat Lease says", "lease", l.Name, "broker", found[0].Broker, "problems", problems)
+		r.Recorder.Eventf(regarding, &l, corev1.EventTypeWarning, kafkav1alpha1.EventInvalidHeartbeat, actionReport,
+			"Lease %s of broker %d: %s", l.Name, found[0].Broker, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// refusals remembers, per Lease, the problems last warned about. Safe for concurrent use.
+type refusals struct {
+	mu   sync.Mutex
+	last map[client.ObjectKey]string // guarded by mu
+}
+
+// changed records problems as key's current ones and reports whether they differ from the
+// last recorded (no problems clears the record).
+func (f *refusals) changed(key client.ObjectKey, problems []string) bool {
+	now := strings.Join(problems, "\n")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.last == nil {
+		f.last = map[client.ObjectKey]string{}
+	}
+	if f.last[key] == now {
+		return false
+	}
+	if now == "" {
+		delete(f.last, key)
+	} else {
+		f.last[key] = now
+	}
+	return true
 }

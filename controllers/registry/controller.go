@@ -63,6 +63,9 @@ type Reconciler struct {
 	retries *expiryLimiter
 	// written remembers the Broker statuses this reconciler applied, until the cache shows them.
 	written writtenStatuses
+	// refused remembers what was last refused of each Lease, so each refusal is warned about
+	// once, not at every reconcile.
+	refused refusals
 }
 
 // scope is one reconcile's state, passed through the phases in order.
@@ -104,6 +107,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.observeSources,
 		r.observeBrokers,
 		r.computeRows,
+		r.warnRefused,
 		r.writeClusterStatus,
 		r.deleteDeregistered,
 		r.syncRegistered,
@@ -126,7 +130,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // EndpointSlices, the cluster's Leases and the StatefulSet's replicas.
 func (r *Reconciler) observeSources(ctx context.Context, s *scope) error {
 	c := s.cluster
-	s.input = rules.Input{Cluster: c.Name, Now: s.now}
+	s.input = rules.Input{Cluster: c.Name, Now: s.now, SessionTimeout: c.Spec.SessionTimeout()}
+	for _, l := range c.Spec.Listeners {
+		s.input.ListenerNames = append(s.input.ListenerNames, l.Name)
+	}
 	if len(c.Spec.Listeners) > 0 {
 		s.input.PortName = c.Spec.Listeners[0].Name
 	}
@@ -146,6 +153,7 @@ func (r *Reconciler) observeSources(ctx context.Context, s *scope) error {
 		// Normally the watch already dated this renewTime; the cache can show it a moment
 		// before the handler runs.
 		_, _, s.input.Observed[leases.Items[i].Name] = r.leases.Observe(&leases.Items[i], s.now)
+		r.leases.Cap(c.Namespace, leases.Items[i].Name, s.input.SessionTimeout)
 	}
 	s.input.Written = s.orig.Status.Brokers
 	sts := &appsv1.StatefulSet{}

@@ -16,15 +16,20 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/internal/testenv"
 )
+
+// expiryWithin is how long after a short Lease (a few seconds) expires a spec waits for the
+// registry to act on it: on a loaded machine an apiserver round trip alone can take seconds. It
+// stays well below the 60 s of the Leases that a spec keeps alive, so a registry that did not
+// requeue at the short Lease's expiry is still caught — only the long Leases' expiry, or never,
+// would wake it.
+const expiryWithin = 30 * time.Second
 
 // testClock is the reconciler's clock in the registry specs: real time plus an offset the
 // zero-writes spec advances, so a minute of heartbeats takes seconds, while RequeueAfter
@@ -49,81 +54,32 @@ func (c *testClock) Step(d time.Duration) {
 	c.offset += d
 }
 
-// countingClient counts the writes the reconciler makes, per namespace.
-type countingClient struct {
+// reconcileCounter counts the registry's reconciles per namespace: each one reads its
+// KafkaCluster first, through this client. A spec that asserts "nothing is written" waits for
+// some reconciles to have run instead of sleeping through a guess at how many a second holds.
+type reconcileCounter struct {
 	client.Client
-	mu     sync.Mutex
-	writes map[string]int // by namespace; guarded by mu
+	mu sync.Mutex
+	n  map[string]int // by namespace; guarded by mu
 }
 
-func newCountingClient(c client.Client) *countingClient {
-	return &countingClient{Client: c, writes: map[string]int{}}
-}
-
-func (c *countingClient) count(obj client.Object) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.writes[obj.GetNamespace()]++
-}
-
-// Writes is how many writes were made in namespace ns so far.
-func (c *countingClient) Writes(ns string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.writes[ns]
-}
-
-func (c *countingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
-	c.count(obj)
-	return c.Client.Create(ctx, obj, opts...)
-}
-
-func (c *countingClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
-	c.count(obj)
-	return c.Client.Update(ctx, obj, opts...)
-}
-
-func (c *countingClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-	c.count(obj)
-	return c.Client.Patch(ctx, obj, patch, opts...)
-}
-
-func (c *countingClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
-	c.count(obj)
-	return c.Client.Delete(ctx, obj, opts...)
-}
-
-func (c *countingClient) Status() client.SubResourceWriter {
-	return &countingStatus{SubResourceWriter: c.Client.Status(), c: c}
-}
-
-func (s *countingStatus) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
-	ns := "unknown"
-	switch o := obj.(type) {
-	case interface{ GetNamespace() string }: // an unstructured apply configuration
-		ns = o.GetNamespace()
-	case interface{ GetNamespace() *string }: // a typed one
-		ns = ptr.Deref(o.GetNamespace(), "")
+func (c *reconcileCounter) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*kafkav1alpha1.KafkaCluster); ok {
+		c.mu.Lock()
+		if c.n == nil {
+			c.n = map[string]int{}
+		}
+		c.n[key.Namespace]++
+		c.mu.Unlock()
 	}
-	s.c.mu.Lock()
-	s.c.writes[ns]++
-	s.c.mu.Unlock()
-	return s.SubResourceWriter.Apply(ctx, obj, opts...)
+	return c.Client.Get(ctx, key, obj, opts...)
 }
 
-type countingStatus struct {
-	client.SubResourceWriter
-	c *countingClient
-}
-
-func (s *countingStatus) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-	s.c.count(obj)
-	return s.SubResourceWriter.Update(ctx, obj, opts...)
-}
-
-func (s *countingStatus) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-	s.c.count(obj)
-	return s.SubResourceWriter.Patch(ctx, obj, patch, opts...)
+// Reconciles is how many reconciles of a cluster in namespace ns have started so far.
+func (c *reconcileCounter) Reconciles(ns string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[ns]
 }
 
 // newCluster creates KafkaCluster name in ns and its broker StatefulSet with replicas
@@ -132,7 +88,8 @@ func newCluster(ctx context.Context, ns, name string, replicas int32) {
 	GinkgoHelper()
 	Expect(env.Client.Create(ctx, &kafkav1alpha1.KafkaCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec:       kafkav1alpha1.KafkaClusterSpec{Replicas: replicas},
+		// The session timeout caps every Lease's duration; the specs' Leases last up to 60 s.
+		Spec: kafkav1alpha1.KafkaClusterSpec{Replicas: replicas, Heartbeat: kafkav1alpha1.Heartbeat{SessionTimeout: &metav1.Duration{Duration: time.Minute}}},
 	})).To(Succeed())
 	labels := map[string]string{kafkav1alpha1.LabelInstance: name}
 	Expect(env.Client.Create(ctx, &appsv1.StatefulSet{
@@ -386,46 +343,29 @@ func brokerTable(ctx context.Context, ns string) []map[string]string {
 	return rows
 }
 
-// startRegistry runs a registry reconciler with clock clk in a manager of its own until the
-// container ends, and returns the counting client it writes through; wrap, when not nil,
-// wraps that client once more (fault injection).
-func startRegistry(clk *testClock, wrap func(client.Client) client.Client) *countingClient {
+// startRegistry runs a registry reconciler with clock clk in a manager of its own until stop
+// is called or the Ginkgo node that started it ends, and returns the counting client it
+// writes through. tweak, when not nil, adjusts the reconciler before it is set up (fault
+// injection: a client that wraps the counting one, an error backoff).
+func startRegistry(clk *testClock, tweak func(*Reconciler)) (writes *testenv.CountingClient, stop func()) {
 	GinkgoHelper()
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:                 env.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		LeaderElection:         false,
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	stop = env.StartManager(func(mgr ctrl.Manager) error {
+		writes = testenv.NewCountingClient(mgr.GetClient())
+		r := &Reconciler{Client: writes, Scheme: env.Scheme, Recorder: mgr.GetEventRecorder("registry"), Clock: clk}
+		if tweak != nil {
+			tweak(r)
+		}
+		return r.SetupWithManager(mgr)
 	})
-	Expect(err).NotTo(HaveOccurred())
-	writes := newCountingClient(mgr.GetClient())
-	var c client.Client = writes
-	if wrap != nil {
-		c = wrap(writes)
-	}
-	Expect((&Reconciler{Client: c, Scheme: env.Scheme, Recorder: mgr.GetEventRecorder("registry"), Clock: clk}).
-		SetupWithManager(mgr)).To(Succeed())
-	mgrCtx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer GinkgoRecover()
-		defer close(done)
-		Expect(mgr.Start(mgrCtx)).To(Succeed())
-	}()
-	DeferCleanup(func() {
-		stop()
-		<-done
-	})
-	return writes
+	return writes, stop
 }
 
 // settled waits until a second passes without the reconciler writing in namespace ns.
-func settled(writes *countingClient, ns string, within time.Duration) {
+func settled(writes *testenv.CountingClient, ns string) {
 	GinkgoHelper()
 	Eventually(func() int {
 		before := writes.Writes(ns)
 		time.Sleep(time.Second)
 		return writes.Writes(ns) - before
-	}).WithTimeout(within).Should(BeZero())
+	}).Should(BeZero())
 }

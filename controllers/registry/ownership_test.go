@@ -1,10 +1,6 @@
 package registry
 
 import (
-	"context"
-	"sync"
-	"time"
-
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -22,11 +18,11 @@ var _ = Describe("Broker status ownership", func() {
 	It("keeps the recovery reconciler's condition through its own writes and never writes an old value of it back, across an operator restart", func(ctx SpecContext) {
 		const c = "own"
 		clk := &testClock{}
-		writes, stopFirst := startStoppableRegistry(clk)
+		writes, stopFirst := startRegistry(clk, nil)
 		ns := newNamespace(ctx)
 		newCluster(ctx, ns, c, 1)
 		startBrokers(ctx, clk, ns, c, 60, 0)
-		Eventually(func() *kafkav1alpha1.BrokerRow { return readRow(ctx, ns, c, 0) }).WithTimeout(10 * time.Second).
+		Eventually(func() *kafkav1alpha1.BrokerRow { return readRow(ctx, ns, c, 0) }).
 			Should(rowSays(kafkav1alpha1.BrokerServing, kafkav1alpha1.BrokerAlive, ""))
 		Eventually(func() bool { b := readBroker(ctx, ns, c, 0); return b != nil && b.Status.State != "" }).Should(BeTrue())
 
@@ -45,16 +41,16 @@ var _ = Describe("Broker status ownership", func() {
 				client.FieldOwner(kafkav1alpha1.FieldOwnerRecovery), client.ForceOwnership)).To(Succeed())
 		}
 		applyRecovery(kafkav1alpha1.ReasonNodeLossPending)
-		settled(writes, ns, 5*time.Second)
+		settled(writes, ns)
 		By("the operator restarts: the new registry remembers no write of its own")
 		stopFirst()
-		writes = startRegistry(clk, nil)
-		settled(writes, ns, 5*time.Second)
+		writes, _ = startRegistry(clk, nil)
+		settled(writes, ns)
 		before := writes.Writes(ns)
 
 		By("the broker starts draining: the registry writes its status, the other condition stays")
 		heartbeat(ctx, clk, ns, c, beat{id: 0, seconds: 60, draining: true})
-		Eventually(func() *kafkav1alpha1.BrokerRow { return readRow(ctx, ns, c, 0) }).WithTimeout(10 * time.Second).
+		Eventually(func() *kafkav1alpha1.BrokerRow { return readRow(ctx, ns, c, 0) }).
 			Should(rowSays(kafkav1alpha1.BrokerServing, kafkav1alpha1.BrokerDraining, kafkav1alpha1.ReasonDraining))
 		Eventually(func(g Gomega) {
 			b := readBroker(ctx, ns, c, 0)
@@ -64,43 +60,21 @@ var _ = Describe("Broker status ownership", func() {
 			g.Expect(kept).NotTo(BeNil(), "the registry's apply removed the recovery reconciler's condition")
 			g.Expect(kept.Reason).To(Equal(kafkav1alpha1.ReasonNodeLossPending))
 		}).Should(Succeed())
-		settled(writes, ns, 5*time.Second)
+		settled(writes, ns)
 		Expect(writes.Writes(ns)-before).To(BeNumerically("<=", 3), "the foreign condition must not make the registry write on every reconcile")
 
 		By("the recovery reconciler changes its condition, then the registry writes again: never the old value back")
 		applyRecovery(kafkav1alpha1.ReasonHeartbeatFresh)
 		heartbeat(ctx, clk, ns, c, beat{id: 0, seconds: 60})
-		Eventually(func() *kafkav1alpha1.BrokerRow { return readRow(ctx, ns, c, 0) }).WithTimeout(10 * time.Second).
+		Eventually(func() *kafkav1alpha1.BrokerRow { return readRow(ctx, ns, c, 0) }).
 			Should(rowSays(kafkav1alpha1.BrokerServing, kafkav1alpha1.BrokerAlive, ""))
 		Eventually(func(g Gomega) {
 			b := readBroker(ctx, ns, c, 0)
 			g.Expect(meta.IsStatusConditionTrue(b.Status.Conditions, kafkav1alpha1.ConditionAlive)).To(BeTrue())
 		}).Should(Succeed())
-		settled(writes, ns, 5*time.Second)
+		settled(writes, ns)
 		b := readBroker(ctx, ns, c, 0)
 		Expect(meta.FindStatusCondition(b.Status.Conditions, kafkav1alpha1.ConditionBrokerRecovery).Reason).
 			To(Equal(kafkav1alpha1.ReasonHeartbeatFresh), "the registry wrote back a value of the condition it does not own")
 	})
 })
-
-// startStoppableRegistry is startRegistry with a stop of its own, for a spec that restarts the
-// operator.
-func startStoppableRegistry(clk *testClock) (*countingClient, func()) {
-	GinkgoHelper()
-	mgr, err := env.NewManager()
-	Expect(err).NotTo(HaveOccurred())
-	writes := newCountingClient(mgr.GetClient())
-	Expect((&Reconciler{Client: writes, Scheme: env.Scheme, Recorder: mgr.GetEventRecorder("registry"), Clock: clk}).
-		SetupWithManager(mgr)).To(Succeed())
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer GinkgoRecover()
-		defer close(done)
-		Expect(mgr.Start(ctx)).To(Succeed())
-	}()
-	var once sync.Once
-	halt := func() { once.Do(func() { stop(); <-done }) }
-	DeferCleanup(halt)
-	return writes, halt
-}

@@ -4,23 +4,12 @@ import (
 	"context"
 	"testing"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
-
 	"github.com/paddock-dev/paddock/internal/testenv"
 )
 
-// The suite runs against a real kube-apiserver and etcd (internal/testenv); there is no
-// fallback: without the binaries it fails and says how to build them.
-// env.Client is uncached: every read sees the apiserver's current state.
+// env is the suite's control plane (testenv.RunSuite).
 var env *testenv.Env
 
-func TestSuite(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "registry controller suite")
-}
+func TestSuite(t *testing.T) { testenv.RunSuite(t, "registry controller suite", &env) }
 
-var _ = BeforeSuite(func() { env = testenv.StartSuite() })
-
-// newNamespace creates a namespace for one spec and deletes it afterwards.
 func newNamespace(ctx context.Context) string { return env.SpecNamespace(ctx) }

@@ -60,33 +60,43 @@ func create(t *testing.T, c client.Client, obj client.Object) {
 	}
 }
 
-// installLikeOLM creates what OLM creates from the CSV: the ServiceAccount, a ClusterRole and
-// ClusterRoleBinding per clusterPermissions entry, a Role and RoleBinding per permissions
-// entry, the Deployment, and the bundle's other manifests, all in operatorNamespace.
-func installLikeOLM(t *testing.T, c client.Client, bundle *manifests.Bundle) {
+// installLikeOLM creates what OLM creates from the CSV for an OperatorGroup targeting
+// targets (none: AllNamespaces): the ServiceAccount, a ClusterRole and ClusterRoleBinding per
+// clusterPermissions entry; per permissions entry a ClusterRole and ClusterRoleBinding for
+// AllNamespaces, else a Role and RoleBinding in operatorNamespace copied into each target;
+// the Deployment, and the bundle's other manifests, all in operatorNamespace.
+func installLikeOLM(t *testing.T, c client.Client, bundle *manifests.Bundle, targets ...string) {
 	t.Helper()
 	create(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}})
 	strategy := bundle.CSV.Spec.InstallStrategy.StrategySpec
 	accounts := map[string]bool{}
-	for i, p := range strategy.ClusterPermissions {
-		accounts[p.ServiceAccountName] = true
-		name := fmt.Sprintf("paddock-cluster-%d", i)
-		create(t, c, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: p.Rules})
+	bindCluster := func(name, sa string, rules []rbacv1.PolicyRule) {
+		create(t, c, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules})
 		create(t, c, &rbacv1.ClusterRoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: name},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: p.ServiceAccountName, Namespace: operatorNamespace}},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: operatorNamespace}},
 		})
+	}
+	for i, p := range strategy.ClusterPermissions {
+		accounts[p.ServiceAccountName] = true
+		bindCluster(fmt.Sprintf("paddock-cluster-%d", i), p.ServiceAccountName, p.Rules)
 	}
 	for i, p := range strategy.Permissions {
 		accounts[p.ServiceAccountName] = true
 		name := fmt.Sprintf("paddock-ns-%d", i)
-		create(t, c, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: operatorNamespace}, Rules: p.Rules})
-		create(t, c, &rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: operatorNamespace},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: p.ServiceAccountName, Namespace: operatorNamespace}},
-		})
+		if len(targets) == 0 {
+			bindCluster(name, p.ServiceAccountName, p.Rules)
+			continue
+		}
+		for _, ns := range append([]string{operatorNamespace}, targets...) {
+			create(t, c, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Rules: p.Rules})
+			create(t, c, &rbacv1.RoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+				Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: p.ServiceAccountName, Namespace: operatorNamespace}},
+			})
+		}
 	}
 	for _, d := range strategy.DeploymentSpecs {
 		accounts[d.Spec.Template.Spec.ServiceAccountName] = true
@@ -158,6 +168,9 @@ func TestBundleInstallsOnARealAPIServer(t *testing.T) {
 		if can(t, c, sa, "create", "apiextensions.k8s.io", "customresourcedefinitions", "") {
 			t.Error("the manager may create CRDs; OLM owns them")
 		}
+		if can(t, c, sa, "create", "admissionregistration.k8s.io", "validatingadmissionpolicies", "") {
+			t.Error("the manager may create admission policies; it must not be able to lift the brokers' limits")
+		}
 	})
 
 	t.Run("every alm-example is accepted by its CRD's schema", func(t *testing.T) {
@@ -207,4 +220,36 @@ func TestBundleInstallsOnARealAPIServer(t *testing.T) {
 			t.Fatal("no KafkaCluster example to break")
 		}
 	})
+}
+
+// An OperatorGroup that targets one namespace gets the manager permissions there (and its
+// leader election in its own), never in another namespace: the CSV lists the manager's
+// namespaced permissions as permissions, not clusterPermissions (docs/security.md, "Least
+// privilege"). What is cluster-scoped (Nodes) stays cluster-wide.
+func TestTheBundlesNamespacedPermissionsStayInTheTargetNamespaces(t *testing.T) {
+	bundle, err := manifests.GetBundleFromDir(committedBundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startAPIServer(t, bundle)
+	create(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: exampleNamespace}})
+	installLikeOLM(t, c, bundle, exampleNamespace)
+	sa := bundle.CSV.Spec.InstallStrategy.StrategySpec.DeploymentSpecs[0].Spec.Template.Spec.ServiceAccountName
+	for _, check := range []struct {
+		verb, group, resource, namespace string
+		want                             bool
+	}{
+		{"create", "apps", "statefulsets", exampleNamespace, true},
+		{"patch", "kafka.paddock.dev", "kafkaclusters/status", exampleNamespace, true},
+		{"create", "networking.k8s.io", "networkpolicies", exampleNamespace, true},
+		{"update", "coordination.k8s.io", "leases", operatorNamespace, true},
+		{"watch", "", "nodes", "", true},
+		{"create", "apps", "statefulsets", "default", false},
+		{"list", "kafka.paddock.dev", "kafkaclusters", "default", false},
+		{"delete", "", "pods", "default", false},
+	} {
+		if got := can(t, c, sa, check.verb, check.group, check.resource, check.namespace); got != check.want {
+			t.Errorf("%s may %s %s.%s in %q: %v, want %v", sa, check.verb, check.resource, check.group, check.namespace, got, check.want)
+		}
+	}
 }

@@ -41,12 +41,43 @@ type mount struct{ containerPath, hostPath string }
 // the directory standing in for it (e.g. --data-dir=/var/lib/paddock becomes
 // --data-dir=.paddock/dev/data/claims/<ns>/<claim>).
 func (w *podWorker) command(ctx context.Context, c corev1.Container) (argv, env []string, sandbox *podSandbox, err error) {
+	if argv, err = w.argv(c); err != nil {
+		return nil, nil, nil, err
+	}
+	mounts, runMounts, err := w.mounts(ctx, c)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	rewrite := func(s string) string { return rewriteMountPath(mounts, s) }
+	for i := 1; i < len(argv); i++ {
+		argv[i] = anyInterfaceFlag.ReplaceAllString(rewrite(argv[i]), "${1}"+w.podIP+"${2}")
+	}
+	if env, err = w.env(c, rewrite); err != nil {
+		return nil, nil, nil, err
+	}
+	resolv, err := w.writeResolvConf()
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	rt := w.node.rt
+	sandbox = &podSandbox{
+		runMounts:  runMounts,
+		masked:     []string{filepath.Join(rt.cfg.Dir, "pki"), rt.cfg.KubeconfigPath()},
+		resolvConf: resolv,
+	}
+	return argv, env, sandbox, nil
+}
+
+// argv is the container's command and arguments: its own command, or its image's
+// entrypoint — the operator's image, run as the local paddock binary.
+func (w *podWorker) argv(c corev1.Container) ([]string, error) {
+	var argv []string
+	images := w.node.rt.images
 	switch {
 	case len(c.Command) == 0, c.Command[0] == imageEntrypoint:
-		bin, ok := rt.images[c.Image]
+		bin, ok := images[c.Image]
 		if !ok {
-			return nil, nil, nil, fmt.Errorf("container %s: paddock dev cannot run image %q: it runs the operator's image (%s) as the local paddock binary, and containers that name their own command", c.Name, c.Image, strings.Join(slices.Sorted(maps.Keys(rt.images)), ", "))
+			return nil, fmt.Errorf("container %s: paddock dev cannot run image %q: it runs the operator's image (%s) as the local paddock binary, and containers that name their own command", c.Name, c.Image, strings.Join(slices.Sorted(maps.Keys(images)), ", "))
 		}
 		argv = []string{bin}
 		if len(c.Command) > 0 {
@@ -55,27 +86,27 @@ func (w *podWorker) command(ctx context.Context, c corev1.Container) (argv, env 
 	default:
 		argv = append(argv, c.Command...)
 	}
-	argv = append(argv, c.Args...)
+	return append(argv, c.Args...), nil
+}
 
-	mounts, runMounts, err := w.mounts(ctx, c)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	rewrite := func(s string) string {
-		for _, m := range mounts {
-			if i := strings.Index(s, m.containerPath); i == 0 || (i > 0 && s[i-1] == '=') {
-				rest := s[i+len(m.containerPath):]
-				if rest == "" || rest[0] == '/' {
-					return s[:i] + m.hostPath + rest
-				}
+// rewriteMountPath replaces a container path under one of mounts at the start of s, or right
+// after an '=' (a flag's value), by the local directory standing in for it.
+func rewriteMountPath(mounts []mount, s string) string {
+	for _, m := range mounts {
+		if i := strings.Index(s, m.containerPath); i == 0 || (i > 0 && s[i-1] == '=') {
+			rest := s[i+len(m.containerPath):]
+			if rest == "" || rest[0] == '/' {
+				return s[:i] + m.hostPath + rest
 			}
 		}
-		return s
 	}
-	for i := 1; i < len(argv); i++ {
-		argv[i] = anyInterfaceFlag.ReplaceAllString(rewrite(argv[i]), "${1}"+w.podIP+"${2}")
-	}
+	return s
+}
 
+// env is the container process's environment: a few of paddock dev's own variables, what
+// a kubelet gives every container, and the container's env with its fieldRefs resolved.
+func (w *podWorker) env(c corev1.Container, rewrite func(string) string) ([]string, error) {
+	var env []string
 	for _, name := range hostEnv {
 		if v, ok := os.LookupEnv(name); ok {
 			env = append(env, name+"="+v)
@@ -86,36 +117,28 @@ func (w *podWorker) command(ctx context.Context, c corev1.Container) (argv, env 
 	// these name the apiserver's advertised address.
 	env = append(env,
 		"KUBERNETES_SERVICE_HOST="+apiServerAdvertiseAddress,
-		"KUBERNETES_SERVICE_PORT="+strconv.Itoa(rt.cfg.APIServerPort))
+		"KUBERNETES_SERVICE_PORT="+strconv.Itoa(w.node.rt.cfg.APIServerPort))
 	// A real pod has its own network namespace, so binding every interface binds its pod IP
 	// only. Here all pods share one network: the broker binds its pod IP (its --bind-address
 	// flag reads this variable as its default), so every broker can use the same port.
 	env = append(env, "PADDOCK_BIND_ADDRESS="+w.podIP)
 	if len(c.EnvFrom) > 0 {
-		return nil, nil, nil, fmt.Errorf("container %s: envFrom is not supported by paddock dev", c.Name)
+		return nil, fmt.Errorf("container %s: envFrom is not supported by paddock dev", c.Name)
 	}
 	for _, e := range c.Env {
 		value := e.Value
 		if e.ValueFrom != nil {
 			if e.ValueFrom.FieldRef == nil {
-				return nil, nil, nil, fmt.Errorf("container %s env %s: only fieldRef sources are supported by paddock dev", c.Name, e.Name)
+				return nil, fmt.Errorf("container %s env %s: only fieldRef sources are supported by paddock dev", c.Name, e.Name)
 			}
+			var err error
 			if value, err = w.fieldRef(e.ValueFrom.FieldRef.FieldPath); err != nil {
-				return nil, nil, nil, fmt.Errorf("container %s env %s: %w", c.Name, e.Name, err)
+				return nil, fmt.Errorf("container %s env %s: %w", c.Name, e.Name, err)
 			}
 		}
 		env = append(env, e.Name+"="+rewrite(value))
 	}
-	resolv, err := w.writeResolvConf()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	sandbox = &podSandbox{
-		runMounts:  runMounts,
-		masked:     []string{filepath.Join(rt.cfg.Dir, "pki"), rt.cfg.KubeconfigPath()},
-		resolvConf: resolv,
-	}
-	return argv, env, sandbox, nil
+	return env, nil
 }
 
 // writeResolvConf writes the pod's resolv.conf (podResolvConf) into the pod's directory,
@@ -180,40 +203,9 @@ func (w *podWorker) mounts(ctx context.Context, c corev1.Container) ([]mount, []
 			return nil, nil, fmt.Errorf("volume mount %s names no volume", vm.Name)
 		}
 		_, underRun := runRelative(vm.MountPath)
-		var dir string
-		switch {
-		case v.EmptyDir != nil:
-			dir = filepath.Join(w.node.rt.cfg.podDir(w.pod.UID), v.Name)
-		case v.PersistentVolumeClaim != nil:
-			claim := v.PersistentVolumeClaim.ClaimName
-			pvc, err := w.node.rt.client.CoreV1().PersistentVolumeClaims(w.pod.Namespace).Get(ctx, claim, metav1.GetOptions{})
-			if err != nil {
-				return nil, nil, fmt.Errorf("get claim %s: %w", claim, err)
-			}
-			if pvc.Spec.VolumeName == "" {
-				return nil, nil, fmt.Errorf("claim %s is not bound", claim)
-			}
-			pv, err := w.node.rt.client.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
-			if err != nil {
-				return nil, nil, fmt.Errorf("get volume %s: %w", pvc.Spec.VolumeName, err)
-			}
-			if pv.Spec.HostPath == nil {
-				return nil, nil, fmt.Errorf("volume %s is not a local directory", pv.Name)
-			}
-			dir = pv.Spec.HostPath.Path
-		case v.HostPath != nil:
-			dir = v.HostPath.Path
-		case v.Projected != nil:
-			if !underRun {
-				return nil, nil, fmt.Errorf("volume mount %s: paddock dev mounts projected volumes only under /var/run, not at %s", vm.Name, vm.MountPath)
-			}
-			pv, err := w.projected(ctx, v)
-			if err != nil {
-				return nil, nil, err
-			}
-			dir = pv.dir
-		default:
-			return nil, nil, fmt.Errorf("volume %s: only emptyDir, persistentVolumeClaim, hostPath and projected volumes are supported by paddock dev", v.Name)
+		dir, err := w.volumeDir(ctx, v, vm, underRun)
+		if err != nil {
+			return nil, nil, err
 		}
 		dir = filepath.Join(dir, vm.SubPath)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -233,4 +225,46 @@ func (w *podWorker) mounts(ctx context.Context, c corev1.Container) ([]mount, []
 		return len(a) < len(b)
 	})
 	return out, real, nil
+}
+
+// volumeDir is the local directory that stands in for volume v (mounted by vm).
+func (w *podWorker) volumeDir(ctx context.Context, v corev1.Volume, vm corev1.VolumeMount, underRun bool) (string, error) {
+	switch {
+	case v.EmptyDir != nil:
+		return filepath.Join(w.node.rt.cfg.podDir(w.pod.UID), v.Name), nil
+	case v.PersistentVolumeClaim != nil:
+		return w.claimDir(ctx, v.PersistentVolumeClaim.ClaimName)
+	case v.HostPath != nil:
+		return v.HostPath.Path, nil
+	case v.Projected != nil:
+		if !underRun {
+			return "", fmt.Errorf("volume mount %s: paddock dev mounts projected volumes only under /var/run, not at %s", vm.Name, vm.MountPath)
+		}
+		pv, err := w.projected(ctx, v)
+		if err != nil {
+			return "", err
+		}
+		return pv.dir, nil
+	}
+	return "", fmt.Errorf("volume %s: only emptyDir, persistentVolumeClaim, hostPath and projected volumes are supported by paddock dev", v.Name)
+}
+
+// claimDir is the local directory of the PersistentVolume claim is bound to.
+func (w *podWorker) claimDir(ctx context.Context, claim string) (string, error) {
+	core := w.node.rt.client.CoreV1()
+	pvc, err := core.PersistentVolumeClaims(w.pod.Namespace).Get(ctx, claim, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("get claim %s: %w", claim, err)
+	}
+	if pvc.Spec.VolumeName == "" {
+		return "", fmt.Errorf("claim %s is not bound", claim)
+	}
+	pv, err := core.PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("get volume %s: %w", pvc.Spec.VolumeName, err)
+	}
+	if pv.Spec.HostPath == nil {
+		return "", fmt.Errorf("volume %s is not a local directory", pv.Name)
+	}
+	return pv.Spec.HostPath.Path, nil
 }

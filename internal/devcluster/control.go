@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"os"
@@ -118,16 +119,17 @@ func (e *Env) NodeList(ctx context.Context) ([]NodeInfo, error) {
 
 // controlRequest is one command on the control channel.
 type controlRequest struct {
-	Op   string       `json:"op"` // list, stop, thaw, start
+	Op   string       `json:"op"` // list, stop, thaw, start; status, down
 	Node string       `json:"node,omitempty"`
 	Mode NodeStopMode `json:"mode,omitempty"`
 }
 
-// controlAnswer is its answer: Error, or Nodes (list) and Message.
+// controlAnswer is its answer: Error, or Nodes (list), Status (status) and Message.
 type controlAnswer struct {
 	Error   string     `json:"error,omitempty"`
 	Message string     `json:"message,omitempty"`
 	Nodes   []NodeInfo `json:"nodes,omitempty"`
+	Status  *envStatus `json:"status,omitempty"`
 }
 
 // serveControl listens on the control socket until ctx ends.
@@ -182,6 +184,15 @@ func (e *Env) do(ctx context.Context, req controlRequest) controlAnswer {
 			return controlAnswer{Error: err.Error()}
 		}
 		return controlAnswer{Nodes: nodes}
+	case "status":
+		st, err := e.status(ctx)
+		if err != nil {
+			return controlAnswer{Error: err.Error()}
+		}
+		return controlAnswer{Status: &st}
+	case "down":
+		e.requestStop()
+		msg = "stopping"
 	case "stop":
 		mode := req.Mode
 		if mode == "" {
@@ -208,10 +219,8 @@ func (e *Env) do(ctx context.Context, req controlRequest) controlAnswer {
 	return controlAnswer{Message: msg}
 }
 
-// nodeMain runs `paddock dev node <list|stop|thaw|start> …` against the environment whose
-// state directory is dir.
-func nodeMain(dir string, args []string, stdout, stderr *os.File) int {
-	usage := `Usage: paddock dev [--dir=DIR] node list
+// nodeUsage is `paddock dev node help`.
+const nodeUsage = `Usage: paddock dev [--dir=DIR] node list
        paddock dev [--dir=DIR] node stop <node> [--freeze|--kill]
        paddock dev [--dir=DIR] node thaw <node>
        paddock dev [--dir=DIR] node start <node>
@@ -223,44 +232,20 @@ Talk to the running paddock dev environment of DIR (default .paddock/dev):
   thaw   resume a stopped node's frozen processes (SIGCONT); the node stays stopped
   start  bring a node back: Ready again, frozen processes of pods still bound to it resume,
          those of pods that are gone are killed`
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "paddock dev node: "+format+"\n", a...)
-		return 2
-	}
-	if len(args) == 0 {
-		fmt.Fprintln(stderr, usage)
-		return 2
-	}
-	req := controlRequest{Op: args[0]}
-	rest := args[1:]
-	switch req.Op {
-	case "list":
-		if len(rest) != 0 {
-			return fail("list takes no arguments")
-		}
-	case "stop", "thaw", "start":
-		for _, a := range rest {
-			switch {
-			case a == "--freeze" && req.Op == "stop":
-				req.Mode = NodeFreeze
-			case a == "--kill" && req.Op == "stop":
-				req.Mode = NodeKill
-			case strings.HasPrefix(a, "-"):
-				return fail("unknown flag %s", a)
-			case req.Node != "":
-				return fail("one node at a time")
-			default:
-				req.Node = a
-			}
-		}
-		if req.Node == "" {
-			return fail("%s needs a node name (paddock dev node list shows them)", req.Op)
-		}
-	case "-h", "--help", "help":
-		fmt.Fprintln(stdout, usage)
+
+// nodeMain runs `paddock dev node <list|stop|thaw|start> …` against the environment whose
+// state directory is dir.
+func nodeMain(dir string, args []string, stdout, stderr io.Writer) int {
+	req, usageErr := parseNodeArgs(args)
+	switch {
+	case usageErr == errHelp:
+		fmt.Fprintln(stdout, nodeUsage)
 		return 0
-	default:
-		fmt.Fprintln(stderr, usage)
+	case usageErr == errUsage:
+		fmt.Fprintln(stderr, nodeUsage)
+		return 2
+	case usageErr != nil:
+		fmt.Fprintf(stderr, "paddock dev node: %v\n", usageErr)
 		return 2
 	}
 	ans, err := control(dir, req)
@@ -278,6 +263,52 @@ Talk to the running paddock dev environment of DIR (default .paddock/dev):
 	}
 	fmt.Fprintln(stdout, ans.Message)
 	return 0
+}
+
+// Answers of parseNodeArgs that are not about one argument: show the usage.
+var (
+	errHelp  = errors.New("help")
+	errUsage = errors.New("usage")
+)
+
+// parseNodeArgs turns `node …` arguments into a control request; a bad argument is refused
+// here, before anything is sent.
+func parseNodeArgs(args []string) (controlRequest, error) {
+	if len(args) == 0 {
+		return controlRequest{}, errUsage
+	}
+	req := controlRequest{Op: args[0]}
+	rest := args[1:]
+	switch req.Op {
+	case "list":
+		if len(rest) != 0 {
+			return req, errors.New("list takes no arguments")
+		}
+		return req, nil
+	case "stop", "thaw", "start":
+	case "-h", "--help", "help":
+		return req, errHelp
+	default:
+		return req, errUsage
+	}
+	for _, a := range rest {
+		switch {
+		case a == "--freeze" && req.Op == "stop":
+			req.Mode = NodeFreeze
+		case a == "--kill" && req.Op == "stop":
+			req.Mode = NodeKill
+		case strings.HasPrefix(a, "-"):
+			return req, fmt.Errorf("unknown flag %s", a)
+		case req.Node != "":
+			return req, errors.New("one node at a time")
+		default:
+			req.Node = a
+		}
+	}
+	if req.Node == "" {
+		return req, fmt.Errorf("%s needs a node name (paddock dev node list shows them)", req.Op)
+	}
+	return req, nil
 }
 
 // control sends req over dir's control socket and returns the answer.
@@ -298,7 +329,7 @@ func control(dir string, req controlRequest) (controlAnswer, error) {
 	return ans, nil
 }
 
-func printNodes(out *os.File, nodes []NodeInfo) {
+func printNodes(out io.Writer, nodes []NodeInfo) {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tZONE\tAGENT\tREADY\tPODS\tFROZEN")
 	for _, n := range nodes {

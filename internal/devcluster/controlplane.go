@@ -32,14 +32,15 @@ const (
 // namespace deletion, pod GC, taint eviction), the PersistentVolume binder for the shared data
 // claim, and the ServiceAccount machinery pods get their identity from (every namespace's
 // default ServiceAccount, the legacy token controller with the signing key, and the
-// kube-root-ca.crt ConfigMap a ServiceAccount volume takes its ca.crt from).
+// kube-root-ca.crt ConfigMap a ServiceAccount volume takes its ca.crt from), and the
+// ClusterRole aggregation that gives Kubernetes' view and edit roles paddock's kinds.
 var controllerManagerControllers = []string{
 	"endpointslice-controller", "statefulset-controller", "garbage-collector-controller",
 	"node-lifecycle-controller", "taint-eviction-controller", "replicaset-controller",
 	"deployment-controller", "disruption-controller", "namespace-controller",
 	"pod-garbage-collector-controller", "persistentvolume-binder-controller",
 	"serviceaccount-controller", "serviceaccount-token-controller",
-	"root-ca-certificate-publisher-controller",
+	"root-ca-certificate-publisher-controller", "clusterrole-aggregation-controller",
 }
 
 // auditPolicy logs every request's metadata — who made it, the verb, the object, the
@@ -84,19 +85,13 @@ func checkBinaries(dir string) error {
 	return nil
 }
 
-// startControlPlane starts the four components, waits for the apiserver to be ready, and
-// writes the admin kubeconfig.
-func startControlPlane(ctx context.Context, cfg Config) (_ *controlPlane, err error) {
-	if err := checkBinaries(cfg.K8sBinDir); err != nil {
-		return nil, err
-	}
-	cp := &controlPlane{cfg: cfg}
-	defer func() {
-		if err != nil {
-			cp.stop()
-		}
-	}()
+// writeCredentials makes the environment's credentials (or, with Keep, reads the previous
+// run's) and writes the admin kubeconfigs: the control plane's, straight to the apiserver, and
+// the one for people and tests, through the host address the service proxy forwards (env.go).
+func (cp *controlPlane) writeCredentials(context.Context) error {
+	cfg := cp.cfg
 	pkiDir := filepath.Join(cfg.Dir, "pki")
+	var err error
 	if cfg.Keep {
 		cp.pki, err = loadPKI(pkiDir)
 	}
@@ -104,7 +99,7 @@ func startControlPlane(ctx context.Context, cfg Config) (_ *controlPlane, err er
 		cp.pki, err = newPKI(pkiDir)
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
 	cp.restConfig = &rest.Config{
 		Host:            "https://" + cfg.apiServerAddr(),
@@ -114,38 +109,55 @@ func startControlPlane(ctx context.Context, cfg Config) (_ *controlPlane, err er
 		Burst:           200,
 	}
 	if err := writeKubeconfig(cfg.controlPlaneKubeconfigPath(), cp.restConfig.Host, adminUser, cp.restConfig); err != nil {
-		return nil, err
+		return err
 	}
-	// People and tests go through the host address the service proxy forwards (env.go).
-	if err := writeKubeconfig(cfg.KubeconfigPath(), "https://"+cfg.hostAPIServerAddr(), adminUser, cp.restConfig); err != nil {
-		return nil, err
-	}
+	return writeKubeconfig(cfg.KubeconfigPath(), "https://"+cfg.hostAPIServerAddr(), adminUser, cp.restConfig)
+}
 
-	etcdURL := "http://127.0.0.1:" + strconv.Itoa(cfg.EtcdPort)
+func (cp *controlPlane) etcdURL() string { return "http://127.0.0.1:" + strconv.Itoa(cp.cfg.EtcdPort) }
+
+// startEtcd starts etcd and waits until it is healthy.
+func (cp *controlPlane) startEtcd(ctx context.Context) error {
+	cfg := cp.cfg
+	peer := "http://127.0.0.1:" + strconv.Itoa(cfg.EtcdPort+1)
 	if err := cp.start("etcd", []string{
 		"--name=paddock-dev",
 		"--data-dir=" + filepath.Join(cfg.Dir, "etcd"),
-		"--listen-client-urls=" + etcdURL,
-		"--advertise-client-urls=" + etcdURL,
-		"--listen-peer-urls=http://127.0.0.1:" + strconv.Itoa(cfg.EtcdPort+1),
-		"--initial-advertise-peer-urls=http://127.0.0.1:" + strconv.Itoa(cfg.EtcdPort+1),
-		"--initial-cluster=paddock-dev=http://127.0.0.1:" + strconv.Itoa(cfg.EtcdPort+1),
+		"--listen-client-urls=" + cp.etcdURL(),
+		"--advertise-client-urls=" + cp.etcdURL(),
+		"--listen-peer-urls=" + peer,
+		"--initial-advertise-peer-urls=" + peer,
+		"--initial-cluster=paddock-dev=" + peer,
 		"--unsafe-no-fsync=true",
 		"--log-level=warn",
 	}); err != nil {
-		return nil, err
+		return err
 	}
-	if err := waitHTTP(ctx, http.DefaultClient, etcdURL+"/health", 30*time.Second); err != nil {
-		return nil, fmt.Errorf("etcd did not become healthy (see %s): %w", cfg.logPath("etcd"), err)
+	if err := waitHTTP(ctx, http.DefaultClient, cp.etcdURL()+"/health", 30*time.Second); err != nil {
+		return fmt.Errorf("etcd did not become healthy (see %s): %w", cfg.logPath("etcd"), err)
 	}
+	return nil
+}
 
-	issuer := "https://" + cfg.apiServerAddr()
-	auditPolicyPath := filepath.Join(cfg.Dir, "audit-policy.yaml")
+// startAPIServer writes the audit policy, starts kube-apiserver and waits until it is ready.
+func (cp *controlPlane) startAPIServer(ctx context.Context) error {
+	auditPolicyPath := filepath.Join(cp.cfg.Dir, "audit-policy.yaml")
 	if err := os.WriteFile(auditPolicyPath, []byte(auditPolicy), 0o644); err != nil {
-		return nil, fmt.Errorf("write audit policy: %w", err)
+		return fmt.Errorf("write audit policy: %w", err)
 	}
-	if err := cp.start("kube-apiserver", []string{
-		"--etcd-servers=" + etcdURL,
+	if err := cp.start("kube-apiserver", cp.apiServerArgs(auditPolicyPath)); err != nil {
+		return err
+	}
+	if err := cp.waitAPIServer(ctx); err != nil {
+		return fmt.Errorf("kube-apiserver did not become ready (see %s): %w", cp.cfg.logPath("kube-apiserver"), err)
+	}
+	return nil
+}
+
+func (cp *controlPlane) apiServerArgs(auditPolicyPath string) []string {
+	cfg := cp.cfg
+	return []string{
+		"--etcd-servers=" + cp.etcdURL(),
 		// The private network has no default route to derive an address from; everything,
 		// pods included, reaches the apiserver at its advertised address.
 		"--bind-address=" + apiServerAdvertiseAddress,
@@ -155,7 +167,7 @@ func startControlPlane(ctx context.Context, cfg Config) (_ *controlPlane, err er
 		"--tls-private-key-file=" + cp.pki.path(servingKeyFile),
 		"--token-auth-file=" + cp.pki.path(tokenFile),
 		"--authorization-mode=RBAC",
-		"--service-account-issuer=" + issuer,
+		"--service-account-issuer=https://" + cfg.apiServerAddr(),
 		"--service-account-key-file=" + cp.pki.path(saKeyFile),
 		"--service-account-signing-key-file=" + cp.pki.path(saKeyFile),
 		"--service-cluster-ip-range=" + serviceClusterIPRange,
@@ -174,14 +186,13 @@ func startControlPlane(ctx context.Context, cfg Config) (_ *controlPlane, err er
 		"--endpoint-reconciler-type=none",
 		"--allow-privileged=true",
 		"--cert-dir=" + filepath.Join(cfg.Dir, "pki", "apiserver"),
-	}); err != nil {
-		return nil, err
 	}
-	if err := cp.waitAPIServer(ctx); err != nil {
-		return nil, fmt.Errorf("kube-apiserver did not become ready (see %s): %w", cfg.logPath("kube-apiserver"), err)
-	}
+}
 
-	kubeconfig := cfg.controlPlaneKubeconfigPath()
+// startControllers starts kube-controller-manager and kube-scheduler, both with the control
+// plane's admin kubeconfig.
+func (cp *controlPlane) startControllers(context.Context) error {
+	kubeconfig := cp.cfg.controlPlaneKubeconfigPath()
 	kcmArgs := []string{
 		"--kubeconfig=" + kubeconfig,
 		"--controllers=" + strings.Join(controllerManagerControllers, ","),
@@ -194,20 +205,17 @@ func startControlPlane(ctx context.Context, cfg Config) (_ *controlPlane, err er
 		"--concurrent-statefulset-syncs=5",
 		"--endpointslice-updates-batch-period=0s",
 	}
-	if cfg.NodeMonitorGracePeriod > 0 {
-		kcmArgs = append(kcmArgs, "--node-monitor-grace-period="+cfg.NodeMonitorGracePeriod.String())
+	if cp.cfg.NodeMonitorGracePeriod > 0 {
+		kcmArgs = append(kcmArgs, "--node-monitor-grace-period="+cp.cfg.NodeMonitorGracePeriod.String())
 	}
 	if err := cp.start("kube-controller-manager", kcmArgs); err != nil {
-		return nil, err
+		return err
 	}
-	if err := cp.start("kube-scheduler", []string{
+	return cp.start("kube-scheduler", []string{
 		"--kubeconfig=" + kubeconfig,
 		"--leader-elect=false",
 		"--secure-port=0",
-	}); err != nil {
-		return nil, err
-	}
-	return cp, nil
+	})
 }
 
 // start runs one component from the k8s binary directory, logging to logs/<name>.log.

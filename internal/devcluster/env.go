@@ -65,7 +65,12 @@ type Config struct {
 	// CoreDNSBinary is the cluster DNS: CoreDNS with its kubernetes plugin (`make coredns`
 	// builds it from hack/coredns).
 	CoreDNSBinary string
+	// BinDir holds the tools the printed commands use: kubectl (`make kubectl` links
+	// bin/kubectl) and the paddock binary. The env file puts it first on PATH.
+	BinDir string
 
+	// progress, when set, is told of each start-up step as it ends (paddock dev prints them).
+	progress *progress
 	// tokenRefreshEvery, when set, replaces projected tokens this often instead of at 80% of
 	// their lifetime (tests of the refresh; a token lives at least ten minutes).
 	tokenRefreshEvery time.Duration
@@ -74,7 +79,9 @@ type Config struct {
 // DefaultConfig is the configuration of `paddock dev` without flags. The control-plane
 // binaries are the ones $KUBEBUILDER_ASSETS names (the Makefile exports it), else those
 // `make k8s-bins` builds into bin/k8s/<version>; CoreDNS is $COREDNS (the Makefile exports
-// it too), else the bin/coredns-v<version> `make coredns` builds.
+// it too), else the bin/coredns-v<version> `make coredns` builds. The state directory is
+// $PADDOCK_DEV_DIR, else .paddock/dev; the host address $PADDOCK_DEV_HOST_ADDRESS, else
+// 127.0.0.1 (a test running the README's quickstart picks an address of its own).
 func DefaultConfig() Config {
 	binDir := os.Getenv("KUBEBUILDER_ASSETS")
 	if binDir == "" {
@@ -84,16 +91,25 @@ func DefaultConfig() Config {
 	if coreDNS == "" {
 		coreDNS = filepath.Join("bin", "coredns-v"+coreDNSVersion)
 	}
+	dir := os.Getenv("PADDOCK_DEV_DIR")
+	if dir == "" {
+		dir = filepath.Join(".paddock", "dev")
+	}
+	hostAddress := os.Getenv("PADDOCK_DEV_HOST_ADDRESS")
+	if hostAddress == "" {
+		hostAddress = "127.0.0.1"
+	}
 	return Config{
-		Dir:               filepath.Join(".paddock", "dev"),
+		Dir:               dir,
 		K8sBinDir:         binDir,
 		ConfigDir:         "config",
 		Nodes:             3,
 		APIServerPort:     6443,
 		EtcdPort:          2379,
-		HostAddress:       "127.0.0.1",
+		HostAddress:       hostAddress,
 		HostAPIServerPort: 6443,
 		CoreDNSBinary:     coreDNS,
+		BinDir:            "bin",
 	}
 }
 
@@ -129,6 +145,8 @@ func (c Config) podDir(uid types.UID) string {
 type Env struct {
 	cfg        Config
 	inst       *installation
+	progress   *progress
+	lock       *os.File // the state directory's lock (running.go), held until Stop
 	cp         *controlPlane
 	rt         *podRuntime
 	proxy      *serviceProxy
@@ -138,100 +156,184 @@ type Env struct {
 	client     client.Client
 	logFiles   []io.Closer
 
+	// ready is closed once paddock dev has brought its sample up and told the person how to
+	// use it (MarkReady); stopRequested when `paddock dev down` asks it to stop.
+	ready, stopRequested         chan struct{}
+	readyOnce, stopRequestedOnce sync.Once
+
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
 
 // Start brings an environment up: control plane, the operator's install manifests (CRDs,
-// RBAC, the manager Deployment), volume provisioner and node agents, and waits until the
-// manager Deployment is Available. It must run inside the private network
-// (RunInPrivateNetwork). Stop undoes it.
+// RBAC, the manager Deployment), cluster DNS, volume provisioner and node agents, and waits
+// until the manager Deployment is Available. It must run inside the private network
+// (RunInPrivateNetwork). Another environment running with the same state directory makes it
+// fail before it changes anything. Stop undoes it.
 func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
-	if err := checkPodNetwork(); err != nil {
-		return nil, err
-	}
-	if cfg.PaddockBinary == "" {
-		if cfg.PaddockBinary, err = os.Executable(); err != nil {
-			return nil, fmt.Errorf("find the paddock binary: %w", err)
-		}
-	}
-	for _, p := range []*string{&cfg.Dir, &cfg.K8sBinDir, &cfg.ConfigDir, &cfg.PaddockBinary, &cfg.CoreDNSBinary} {
-		if *p, err = filepath.Abs(*p); err != nil {
-			return nil, err
-		}
-	}
-	if err := checkBinaries(cfg.K8sBinDir); err != nil {
-		return nil, err
-	}
-	if err := checkCoreDNS(cfg.CoreDNSBinary); err != nil {
-		return nil, err
-	}
-	if err := checkPodSandbox(); err != nil {
-		return nil, err
-	}
-	if ip := net.ParseIP(cfg.HostAddress); ip == nil || !ip.IsLoopback() {
-		return nil, fmt.Errorf("host address %q is not a loopback address", cfg.HostAddress)
-	}
-	if _, err := os.Stat(filepath.Join(cfg.ConfigDir, "default")); err != nil {
-		return nil, fmt.Errorf("install config %s: %w (run paddock dev from the repository root, or pass --config-dir)", filepath.Join(cfg.ConfigDir, "default"), err)
-	}
-	inst, err := loadInstall(cfg.ConfigDir)
+	e, err := newEnv(cfg)
 	if err != nil {
 		return nil, err
 	}
-	if err := prepareDir(cfg.Dir, cfg.Keep); err != nil {
-		return nil, err
-	}
-
-	e := &Env{cfg: cfg, inst: inst}
-	e.ctx, e.cancel = context.WithCancel(context.Background())
 	defer func() {
 		if err != nil {
 			e.Stop()
 		}
 	}()
-	agentLog, err := e.openLog("node-agents")
+	if err := e.progress.run(ctx, e.startSteps()...); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// startSteps are Start's phases, in order; each line is what paddock dev prints when it ends.
+func (e *Env) startSteps() []step {
+	rel := relativeToWD
+	return []step{
+		{"state directory " + rel(e.cfg.Dir) + " ready, locked for this run", e.prepareState},
+		{"credentials written: CA, apiserver certificate, admin token, kubeconfigs", e.cp.writeCredentials},
+		{"etcd healthy", e.cp.startEtcd},
+		{"kube-apiserver ready at https://" + e.cfg.apiServerAddr(), e.cp.startAPIServer},
+		{"kube-controller-manager and kube-scheduler started", e.cp.startControllers},
+		{"operator manifests applied from " + rel(filepath.Join(e.cfg.ConfigDir, "default")) + " (CRDs, RBAC, Deployment " + e.inst.manager.String() + ")", e.connectAndInstall},
+		{"cluster DNS (CoreDNS) answering at " + ClusterDNSIP, e.startClusterDNS},
+		{fmt.Sprintf("service proxy forwarding %s; %d node agents running", e.cfg.hostAPIServerAddr(), e.cfg.Nodes), e.startNodes},
+		{"operator Deployment " + e.inst.manager.String() + " Available", e.waitManager},
+		{"shell " + rel(e.ShellPath()) + " and control socket ready", e.serveShellAndControl},
+	}
+}
+
+// newEnv resolves cfg's paths and checks what can only be checked in the private network
+// (preflight checked the rest before it was entered); it starts nothing.
+func newEnv(cfg Config) (*Env, error) {
+	cfg, err := cfg.resolved()
 	if err != nil {
 		return nil, err
+	}
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	inst, err := loadInstall(cfg.ConfigDir)
+	if err != nil {
+		return nil, err
+	}
+	e := &Env{cfg: cfg, inst: inst, progress: cfg.progress, cp: &controlPlane{cfg: cfg},
+		ready: make(chan struct{}), stopRequested: make(chan struct{})}
+	e.ctx, e.cancel = context.WithCancel(context.Background())
+	return e, nil
+}
+
+// resolved is c with absolute paths and the paddock binary found.
+func (c Config) resolved() (Config, error) {
+	var err error
+	if c.PaddockBinary == "" {
+		if c.PaddockBinary, err = os.Executable(); err != nil {
+			return c, fmt.Errorf("find the paddock binary: %w", err)
+		}
+	}
+	if c.BinDir == "" {
+		c.BinDir = filepath.Dir(c.PaddockBinary)
+	}
+	for _, p := range []*string{&c.Dir, &c.K8sBinDir, &c.ConfigDir, &c.PaddockBinary, &c.CoreDNSBinary, &c.BinDir} {
+		if *p, err = filepath.Abs(*p); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+// check fails when the environment cannot run here: outside the private network, without
+// its binaries or its config, or where a pod sandbox cannot be made.
+func (c Config) check() error {
+	if err := checkPodNetwork(); err != nil {
+		return err
+	}
+	if err := checkBinaries(c.K8sBinDir); err != nil {
+		return err
+	}
+	if err := checkCoreDNS(c.CoreDNSBinary); err != nil {
+		return err
+	}
+	if err := checkPodSandbox(); err != nil {
+		return err
+	}
+	if ip := net.ParseIP(c.HostAddress); ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("host address %q is not a loopback address", c.HostAddress)
+	}
+	if _, err := os.Stat(filepath.Join(c.ConfigDir, "default")); err != nil {
+		return fmt.Errorf("install config %s: %w (run paddock dev from the repository root, or pass --config-dir)", filepath.Join(c.ConfigDir, "default"), err)
+	}
+	return nil
+}
+
+// prepareState takes the state directory's lock, then empties it (unless Keep), records this
+// process in its pid file, and sends the node agents' and client-go's logs to their file.
+func (e *Env) prepareState(context.Context) error {
+	// Refused before the lock file is made: nothing is written into someone else's directory.
+	if err := refuseForeignDir(e.cfg.Dir); err != nil {
+		return err
+	}
+	lock, err := lockState(e.cfg.Dir)
+	if err != nil {
+		return err
+	}
+	e.lock = lock
+	if err := prepareDir(e.cfg.Dir, e.cfg.Keep); err != nil {
+		return err
+	}
+	if err := writePIDFile(e.cfg.Dir, time.Now()); err != nil {
+		return err
+	}
+	agentLog, err := e.openLog("node-agents")
+	if err != nil {
+		return err
 	}
 	agentLogger := zap.New(zap.WriteTo(agentLog))
 	ctrl.SetLogger(agentLogger.WithName("controller-runtime"))
 	klog.SetLogger(agentLogger.WithName("client-go"))
 	e.ctx = log.IntoContext(e.ctx, agentLogger)
+	return nil
+}
 
-	if e.cp, err = startControlPlane(ctx, cfg); err != nil {
-		return nil, err
-	}
+// connectAndInstall makes the admin client and applies the operator's install manifests.
+func (e *Env) connectAndInstall(ctx context.Context) error {
 	e.restConfig = e.cp.restConfig
 	s, err := scheme.New()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if e.client, err = client.New(e.restConfig, client.Options{Scheme: s}); err != nil {
-		return nil, fmt.Errorf("create client: %w", err)
+		return fmt.Errorf("create client: %w", err)
 	}
-	if err := e.install(ctx); err != nil {
-		return nil, err
-	}
-	// Before any pod starts: every pod resolves through it.
-	if e.dns, err = e.startDNS(ctx); err != nil {
-		return nil, err
-	}
+	return e.install(ctx)
+}
+
+// startClusterDNS starts CoreDNS. It comes before any pod: every pod resolves through it.
+func (e *Env) startClusterDNS(ctx context.Context) error {
+	var err error
+	e.dns, err = e.startDNS(ctx)
+	return err
+}
+
+// startNodes starts the service proxy (the apiserver forwarded to the host address first),
+// the volume provisioner and the node agents.
+func (e *Env) startNodes(context.Context) error {
 	clientset, err := kubernetes.NewForConfig(e.restConfig)
 	if err != nil {
-		return nil, fmt.Errorf("create clientset: %w", err)
+		return fmt.Errorf("create clientset: %w", err)
 	}
-	e.rt = &podRuntime{client: clientset, cfg: cfg, history: &history{},
-		images: map[string]string{inst.image: cfg.PaddockBinary}}
-	e.proxy = newServiceProxy(clientset, cfg.HostAddress, e.runningNodeIPs, clusterDNSAddrs(), agentLogger.WithName("service-proxy"))
-	if err := e.proxy.forward(cfg.hostAPIServerAddr(), cfg.apiServerAddr()); err != nil {
+	e.rt = &podRuntime{client: clientset, cfg: e.cfg, history: &history{},
+		images: map[string]string{e.inst.image: e.cfg.PaddockBinary}}
+	logger := log.FromContext(e.ctx)
+	e.proxy = newServiceProxy(clientset, e.cfg.HostAddress, e.runningNodeIPs, clusterDNSAddrs(), logger.WithName("service-proxy"))
+	if err := e.proxy.forward(e.cfg.hostAPIServerAddr(), e.cfg.apiServerAddr()); err != nil {
 		e.proxy.close()
-		return nil, fmt.Errorf("forward the apiserver to %s (another paddock dev running? pass --host-address or --host-apiserver-port): %w", cfg.hostAPIServerAddr(), err)
+		return fmt.Errorf("forward the apiserver to %s (another paddock dev running? pass --host-address or --host-apiserver-port): %w", e.cfg.hostAPIServerAddr(), err)
 	}
 	// The node list is complete before the proxy runs: it reads it (runningNodeIPs) from its
 	// own goroutine, and the list never changes afterwards.
-	for i := range cfg.Nodes {
+	for i := range e.cfg.Nodes {
 		e.nodes = append(e.nodes, newNodeAgent(i, e.rt))
 	}
 	e.wg.Add(2)
@@ -239,34 +341,37 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 	go func() { defer e.wg.Done(); provision(e.ctx, e.rt) }()
 	for _, n := range e.nodes {
 		if err := n.start(e.ctx); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	waitCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	return nil
+}
+
+// waitManager waits up to two minutes for the operator's Deployment to be Available.
+func (e *Env) waitManager(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	if err := e.waitManagerAvailable(waitCtx); err != nil {
-		return nil, err
+	return e.waitManagerAvailable(ctx)
+}
+
+// serveShellAndControl writes .paddock/dev/shell and opens the control socket: the two ways
+// into the running environment from another terminal.
+func (e *Env) serveShellAndControl(context.Context) error {
+	if err := writeShell(e.cfg.Dir); err != nil {
+		return fmt.Errorf("write %s: %w", e.ShellPath(), err)
 	}
-	if err := writeShell(cfg.Dir); err != nil {
-		return nil, fmt.Errorf("write %s: %w", e.ShellPath(), err)
-	}
-	if err := e.serveControl(e.ctx); err != nil {
-		return nil, err
-	}
-	return e, nil
+	return e.serveControl(e.ctx)
 }
 
 // prepareDir empties dir (unless keep) and creates the layout. It refuses to empty a
-// directory that paddock dev did not create.
+// directory that paddock dev did not create, and keeps the files of the running process
+// (its lock, pid file and output).
 func prepareDir(dir string, keep bool) error {
 	if !keep {
-		entries, err := os.ReadDir(dir)
-		if err == nil && len(entries) > 0 {
-			if _, err := os.Stat(filepath.Join(dir, stateMarker)); err != nil {
-				return fmt.Errorf("%s is not empty and was not made by paddock dev; refusing to wipe it", dir)
-			}
+		if err := refuseForeignDir(dir); err != nil {
+			return err
 		}
-		if err := os.RemoveAll(dir); err != nil {
+		if err := wipeState(dir); err != nil {
 			return fmt.Errorf("clean %s: %w", dir, err)
 		}
 	}
@@ -276,6 +381,35 @@ func prepareDir(dir string, keep bool) error {
 		}
 	}
 	return os.WriteFile(filepath.Join(dir, stateMarker), nil, 0o644)
+}
+
+// refuseForeignDir fails when dir holds files but was not made by paddock dev.
+func refuseForeignDir(dir string) error {
+	ours, empty, err := stateDirOwner(realHost(), dir)
+	if err != nil {
+		return err
+	}
+	if !ours && !empty {
+		return fmt.Errorf("%s is not empty and was not made by paddock dev; refusing to wipe it", dir)
+	}
+	return nil
+}
+
+// wipeState removes everything in dir but the running process's own files.
+func wipeState(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	for _, entry := range entries {
+		if processFile(entry.Name()) {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, entry.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (e *Env) openLog(name string) (*os.File, error) {
@@ -304,7 +438,34 @@ func (e *Env) Stop() {
 		_ = f.Close() // the environment is gone; there is no one left to tell
 	}
 	e.logFiles = nil
+	if e.lock != nil {
+		// The files that say an environment runs go before the lock that proves it.
+		_ = os.Remove(ControlSocket(e.cfg.Dir))
+		_ = os.Remove(filepath.Join(e.cfg.Dir, pidFile))
+		_ = e.lock.Close()
+		e.lock = nil
+	}
 }
+
+// MarkReady tells `paddock dev status` and a detached start's waiting parent that the
+// environment is up and its instructions printed.
+func (e *Env) MarkReady() { e.readyOnce.Do(func() { close(e.ready) }) }
+
+// isReady reports whether MarkReady was called.
+func (e *Env) isReady() bool {
+	select {
+	case <-e.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// StopRequested is closed when `paddock dev down` asks the environment to stop; whoever
+// started it (paddock dev's run) stops it then.
+func (e *Env) StopRequested() <-chan struct{} { return e.stopRequested }
+
+func (e *Env) requestStop() { e.stopRequestedOnce.Do(func() { close(e.stopRequested) }) }
 
 // Err reports a control-plane component that exited on its own.
 func (e *Env) Err() error {

@@ -33,6 +33,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
 // helperEnv makes the test binary act as a pod's container: an HTTP server on $POD_IP:8080
@@ -215,7 +217,7 @@ func TestEnvironmentRunsAStatefulSetLikeAKubelet(t *testing.T) {
 
 	t.Run("pods run, are ready and are published in EndpointSlices", func(t *testing.T) {
 		ips := waitReadyPods(ctx, t, c, ns, 2)
-		eventually(ctx, t, "EndpointSlices list both pod IPs as serving", func() (bool, string) {
+		testkit.EventuallyDetail(t, "EndpointSlices list both pod IPs as serving", func() (bool, string) {
 			var slices discoveryv1.EndpointSliceList
 			if err := c.List(ctx, &slices, client.InNamespace(ns), client.MatchingLabels{discoveryv1.LabelServiceName: "helper"}); err != nil {
 				return false, err.Error()
@@ -244,6 +246,11 @@ func TestEnvironmentRunsAStatefulSetLikeAKubelet(t *testing.T) {
 		if err := c.List(ctx, &pv); err != nil || len(pv.Items) != 1 || pv.Items[0].Status.Phase != corev1.VolumeBound {
 			t.Errorf("want one bound volume for the claim, got %+v (err %v)", pv.Items, err)
 		}
+	})
+
+	t.Run("a second start with the same state directory changes nothing", func(t *testing.T) {
+		waitReadyPods(ctx, t, c, ns, 2)
+		secondStartChangesNothing(ctx, t, env, cfg, ns+"/helper-0", ns+"/helper-1")
 	})
 
 	t.Run("the cluster DNS answers the records of the Kubernetes DNS specification", func(t *testing.T) {
@@ -392,7 +399,7 @@ func TestEnvironmentRunsAStatefulSetLikeAKubelet(t *testing.T) {
 
 	t.Run("the token is replaced before it expires and the new one works", func(t *testing.T) {
 		first := whoamiOf(ctx, t, c, ns, "helper-1").Extra["authentication.kubernetes.io/credential-id"]
-		eventually(ctx, t, "helper-1 authenticating with a new token", func() (bool, string) {
+		testkit.EventuallyDetail(t, "helper-1 authenticating with a new token", func() (bool, string) {
 			now := whoamiOf(ctx, t, c, ns, "helper-1").Extra["authentication.kubernetes.io/credential-id"]
 			return len(now) == 1 && len(first) == 1 && now[0] != first[0], fmt.Sprintf("credential %v, first %v", now, first)
 		})
@@ -424,7 +431,7 @@ func TestEnvironmentRunsAStatefulSetLikeAKubelet(t *testing.T) {
 			t.Fatal(err)
 		}
 		user := "system:serviceaccount:" + sa.Namespace + ":" + sa.Name
-		eventually(ctx, t, "the manager's leader election in the audit log as "+user, func() (bool, string) {
+		testkit.EventuallyDetail(t, "the manager's leader election in the audit log as "+user, func() (bool, string) {
 			events, err := env.AuditEvents()
 			if err != nil {
 				return false, err.Error()
@@ -444,7 +451,7 @@ func TestEnvironmentRunsAStatefulSetLikeAKubelet(t *testing.T) {
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		eventually(ctx, t, "helper-0 restarted once and ready", func() (bool, string) {
+		testkit.EventuallyDetail(t, "helper-0 restarted once and ready", func() (bool, string) {
 			var pod corev1.Pod
 			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "helper-0"}, &pod); err != nil {
 				return false, err.Error()
@@ -464,7 +471,7 @@ func TestEnvironmentRunsAStatefulSetLikeAKubelet(t *testing.T) {
 		if err := c.Delete(ctx, &old); err != nil {
 			t.Fatal(err)
 		}
-		eventually(ctx, t, "a new helper-1 is ready", func() (bool, string) {
+		testkit.EventuallyDetail(t, "a new helper-1 is ready", func() (bool, string) {
 			var pod corev1.Pod
 			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "helper-1"}, &pod); err != nil {
 				return false, err.Error()
@@ -476,7 +483,7 @@ func TestEnvironmentRunsAStatefulSetLikeAKubelet(t *testing.T) {
 			t.Fatal(err)
 		}
 		ready := time.Now()
-		eventually(ctx, t, "helper-1's name to follow it to its new pod IP", func() (bool, string) {
+		testkit.EventuallyDetail(t, "helper-1's name to follow it to its new pod IP", func() (bool, string) {
 			_, answers, _, err := queryDNS(ctx, "helper-1.helper.envtest.svc.cluster.local.", dnsmessage.TypeA)
 			return err == nil && slices.Equal(answers, []string{pod.Status.PodIP}), fmt.Sprintf("%q %v, want %s", answers, err, pod.Status.PodIP)
 		})
@@ -501,7 +508,7 @@ func TestEnvironmentRunsAStatefulSetLikeAKubelet(t *testing.T) {
 		if _, err := os.Stat(env.PIDFile(ns, "helper-0")); !os.IsNotExist(err) {
 			t.Errorf("pid file of helper-0 still there after its node was lost (err %v)", err)
 		}
-		eventually(ctx, t, "helper-0 not ready", func() (bool, string) {
+		testkit.EventuallyDetail(t, "helper-0 not ready", func() (bool, string) {
 			var p corev1.Pod
 			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "helper-0"}, &p); err != nil {
 				return false, err.Error()
@@ -638,7 +645,7 @@ func mustCreate(ctx context.Context, t *testing.T, c client.Client, obj client.O
 func waitReadyPods(ctx context.Context, t *testing.T, c client.Client, ns string, n int) map[string]string {
 	t.Helper()
 	ips := map[string]string{}
-	eventually(ctx, t, fmt.Sprintf("%d ready pods", n), func() (bool, string) {
+	testkit.EventuallyDetail(t, fmt.Sprintf("%d ready pods", n), func() (bool, string) {
 		var pods corev1.PodList
 		if err := c.List(ctx, &pods, client.InNamespace(ns)); err != nil {
 			return false, err.Error()
@@ -670,22 +677,6 @@ func readPID(t *testing.T, env *Env, namespace, pod string) int {
 		t.Fatal(err)
 	}
 	return pid
-}
-
-// eventually polls cond until it holds or 90 s pass.
-func eventually(ctx context.Context, t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		ok, detail := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			t.Fatalf("timed out waiting for %s: %s", what, detail)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }
 
 func resourceMust(s string) resource.Quantity { return resource.MustParse(s) }

@@ -91,80 +91,103 @@ func serveHostLink(c *net.UnixConn) {
 
 // answerHost runs one request in the host's network and replies on fds[0].
 func answerHost(req hostRequest, fds []int) {
-	reply, err := fdConn(fds[0])
+	conn, err := fdConn(fds[0])
 	extra := fds[1:]
 	if err != nil {
 		closeAll(extra)
 		return
 	}
-	defer func() { _ = reply.Close() }()
-	send := func(r hostReply, fd *os.File) {
-		b, _ := json.Marshal(r)
-		var rights []byte
-		if fd != nil {
-			rights = syscall.UnixRights(int(fd.Fd()))
-			defer func() { _ = fd.Close() }()
-		}
-		_, _, _ = reply.WriteMsgUnix(b, rights, nil) // the child may have given up; nothing to do then
-	}
-	fail := func(err error) { send(hostReply{Error: err.Error()}, nil) }
+	r := hostReplier{conn}
+	defer func() { _ = conn.Close() }()
 	switch req.Op {
 	case "listen":
-		l, err := net.Listen("tcp", req.Addr)
-		if err != nil {
-			fail(err)
-			return
-		}
-		f, err := l.(*net.TCPListener).File()
-		_ = l.Close() // the child's copy keeps the socket open
-		if err != nil {
-			fail(err)
-			return
-		}
-		send(hostReply{}, f)
+		closeAll(extra)
+		r.sendFile(hostListenFile(req.Addr))
 	case "dial":
-		conn, err := net.DialTimeout("tcp", req.Addr, 10*time.Second)
-		if err != nil {
-			fail(err)
-			return
-		}
-		f, err := conn.(*net.TCPConn).File()
-		_ = conn.Close()
-		if err != nil {
-			fail(err)
-			return
-		}
-		send(hostReply{}, f)
+		closeAll(extra)
+		r.sendFile(hostDialFile(req.Addr))
 	case "run":
 		if len(extra) != 1 || len(req.Argv) == 0 {
 			closeAll(extra)
-			fail(errors.New("run needs a command and an output file"))
+			r.fail(errors.New("run needs a command and an output file"))
 			return
 		}
-		out := os.NewFile(uintptr(extra[0]), "output")
-		defer func() { _ = out.Close() }()
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		go func() { // the child closes the reply socket to cancel
-			_, _ = reply.Read(make([]byte, 1))
-			cancel()
-		}()
-		cmd := exec.CommandContext(ctx, req.Argv[0], req.Argv[1:]...)
-		cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = req.Env, req.Dir, out, out
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		err := cmd.Run()
-		var exitErr *exec.ExitError
-		switch {
-		case errors.As(err, &exitErr):
-			send(hostReply{ExitCode: exitErr.ExitCode()}, nil)
-		case err != nil:
-			fail(err)
-		default:
-			send(hostReply{}, nil)
-		}
+		r.run(req, os.NewFile(uintptr(extra[0]), "output"))
 	default:
 		closeAll(extra)
-		fail(fmt.Errorf("unknown host link operation %q", req.Op))
+		r.fail(fmt.Errorf("unknown host link operation %q", req.Op))
+	}
+}
+
+// hostReplier answers one host link request on its reply socket.
+type hostReplier struct{ conn *net.UnixConn }
+
+// send writes the reply, passing fd along (and closing it here) when it is not nil.
+func (h hostReplier) send(r hostReply, fd *os.File) {
+	b, _ := json.Marshal(r)
+	var rights []byte
+	if fd != nil {
+		rights = syscall.UnixRights(int(fd.Fd()))
+		defer func() { _ = fd.Close() }()
+	}
+	_, _, _ = h.conn.WriteMsgUnix(b, rights, nil) // the child may have given up; nothing to do then
+}
+
+func (h hostReplier) fail(err error) { h.send(hostReply{Error: err.Error()}, nil) }
+
+// sendFile passes f on, or the error that kept it from being made.
+func (h hostReplier) sendFile(f *os.File, err error) {
+	if err != nil {
+		h.fail(err)
+		return
+	}
+	h.send(hostReply{}, f)
+}
+
+// hostListenFile binds a TCP listener on addr in this (the host's) network and returns its
+// descriptor as a file.
+func hostListenFile(addr string) (*os.File, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = l.Close() }() // the child's copy keeps the socket open
+	return l.(*net.TCPListener).File()
+}
+
+// hostDialFile connects to addr from this (the host's) network and returns the connection's
+// descriptor as a file.
+func hostDialFile(addr string) (*os.File, error) {
+	conn, err := net.DialTimeout("tcp", addr, 10*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = conn.Close() }() // the child's copy keeps it open
+	return conn.(*net.TCPConn).File()
+}
+
+// run runs req's command here with its output to out, until it exits or the child closes the
+// reply socket (cancelled), and replies with its exit code.
+func (h hostReplier) run(req hostRequest, out *os.File) {
+	defer func() { _ = out.Close() }()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { // the child closes the reply socket to cancel
+		_, _ = h.conn.Read(make([]byte, 1))
+		cancel()
+	}()
+	cmd := exec.CommandContext(ctx, req.Argv[0], req.Argv[1:]...)
+	cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = req.Env, req.Dir, out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	err := cmd.Run()
+	var exitErr *exec.ExitError
+	switch {
+	case errors.As(err, &exitErr):
+		h.send(hostReply{ExitCode: exitErr.ExitCode()}, nil)
+	case err != nil:
+		h.fail(err)
+	default:
+		h.send(hostReply{}, nil)
 	}
 }
 

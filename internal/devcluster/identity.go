@@ -34,11 +34,30 @@ func (e *Env) AdminCredentialExposure(pid int) ([]string, error) {
 	token := []byte(e.restConfig.BearerToken)
 	pkiDir := filepath.Join(e.cfg.Dir, "pki")
 	var found []string
+	for _, look := range []func() ([]string, error){
+		func() ([]string, error) { return environmentExposure(proc, token) },
+		func() ([]string, error) { return openFileExposure(proc, token, e.cfg.KubeconfigPath(), pkiDir) },
+		func() ([]string, error) {
+			return mountExposure(pid, e.cfg.KubeconfigPath(), filepath.Join(pkiDir, tokenFile), filepath.Join(pkiDir, saKeyFile))
+		},
+		func() ([]string, error) { return capabilityExposure(proc) },
+	} {
+		more, err := look()
+		if err != nil {
+			return nil, err
+		}
+		found = append(found, more...)
+	}
+	return found, nil
+}
 
+// environmentExposure: KUBECONFIG, or the admin token in any variable of the process proc.
+func environmentExposure(proc string, token []byte) ([]string, error) {
 	environ, err := os.ReadFile(filepath.Join(proc, "environ"))
 	if err != nil {
-		return nil, fmt.Errorf("read environment of %d: %w", pid, err)
+		return nil, fmt.Errorf("read environment of %s: %w", proc, err)
 	}
+	var found []string
 	for _, kv := range bytes.Split(environ, []byte{0}) {
 		name, _, _ := strings.Cut(string(kv), "=")
 		if name == "KUBECONFIG" {
@@ -48,18 +67,24 @@ func (e *Env) AdminCredentialExposure(pid int) ([]string, error) {
 			found = append(found, "environment variable "+name+" holds the admin token")
 		}
 	}
+	return found, nil
+}
 
+// openFileExposure: an open file of the process proc that is the admin kubeconfig or under
+// the pki directory, or that holds the admin token.
+func openFileExposure(proc string, token []byte, kubeconfig, pkiDir string) ([]string, error) {
 	fds, err := os.ReadDir(filepath.Join(proc, "fd"))
 	if err != nil {
-		return nil, fmt.Errorf("list open files of %d: %w", pid, err)
+		return nil, fmt.Errorf("list open files of %s: %w", proc, err)
 	}
+	var found []string
 	for _, fd := range fds {
 		fdPath := filepath.Join(proc, "fd", fd.Name())
 		target, err := os.Readlink(fdPath)
 		if err != nil {
 			continue // closed meanwhile
 		}
-		if target == e.cfg.KubeconfigPath() || strings.HasPrefix(target, pkiDir+"/") {
+		if target == kubeconfig || strings.HasPrefix(target, pkiDir+"/") {
 			found = append(found, fmt.Sprintf("open file %s: %s", fd.Name(), target))
 			continue
 		}
@@ -69,9 +94,14 @@ func (e *Env) AdminCredentialExposure(pid int) ([]string, error) {
 			}
 		}
 	}
+	return found, nil
+}
 
-	// /proc/<pid>/root is the process's own view of the filesystem (its mount namespace).
-	for _, p := range []string{e.cfg.KubeconfigPath(), filepath.Join(pkiDir, tokenFile), filepath.Join(pkiDir, saKeyFile)} {
+// mountExposure: an admin file readable, and not empty, in pid's own view of the filesystem
+// (its mount namespace, through /proc/<pid>/root).
+func mountExposure(pid int, paths ...string) ([]string, error) {
+	var found []string
+	for _, p := range paths {
 		b, err := os.ReadFile(ProcessPath(pid, p))
 		if err == nil && len(b) > 0 {
 			found = append(found, "readable in its mount namespace: "+p)
@@ -79,11 +109,17 @@ func (e *Env) AdminCredentialExposure(pid int) ([]string, error) {
 			return nil, fmt.Errorf("read %s as %d sees it: %w", p, pid, err)
 		}
 	}
+	return found, nil
+}
 
+// capabilityExposure: effective capabilities of the process proc, with which it could unmount
+// what hides the admin files.
+func capabilityExposure(proc string) ([]string, error) {
 	status, err := os.ReadFile(filepath.Join(proc, "status"))
 	if err != nil {
-		return nil, fmt.Errorf("read status of %d: %w", pid, err)
+		return nil, fmt.Errorf("read status of %s: %w", proc, err)
 	}
+	var found []string
 	for _, line := range strings.Split(string(status), "\n") {
 		if v, ok := strings.CutPrefix(line, "CapEff:"); ok && strings.Trim(strings.TrimSpace(v), "0") != "" {
 			found = append(found, "effective capabilities "+strings.TrimSpace(v))

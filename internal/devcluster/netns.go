@@ -50,16 +50,11 @@ func RunInPrivateNetwork() (int, error) {
 	cmd.ExtraFiles = []*os.File{childEnd} // descriptor 3 in the child
 	env := append(os.Environ(), hostLinkEnv+"=3")
 	cmd.Env = append(env, privateNetworkEnv+"=net")
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	attr := &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET | syscall.CLONE_NEWNS, Pdeathsig: syscall.SIGKILL}
 	if os.Getuid() != 0 {
 		cmd.Env = append(env, privateNetworkEnv+"=user")
-		attr.Cloneflags |= syscall.CLONE_NEWUSER
-		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}}
-		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}}
-		attr.GidMappingsEnableSetgroups = false
 	}
-	cmd.SysProcAttr = attr
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.SysProcAttr = privateNetworkAttr() // what preflight tried (preflight.go)
 	signals := make(chan os.Signal, 4)
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(signals)

@@ -153,13 +153,15 @@ func (w *podWorker) send(ev podEvent) {
 	}
 }
 
+// run is the pod's life on its node: it gets the pod an IP, starts (or adopts) its
+// containers, then answers the pod's changes and its containers' events until the pod is
+// gone, the node stops, or the environment ends.
 func (w *podWorker) run(ctx context.Context) {
 	defer close(w.finished)
 	w.mu.Lock()
 	w.pod = w.latest
 	w.mu.Unlock()
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("pod", klog.KObj(w.pod)))
-	logger := log.FromContext(ctx)
 	if w.pod.DeletionTimestamp != nil {
 		// Deleted while no worker ran it (the node was down): nothing runs, let it go.
 		w.deletePod(ctx)
@@ -167,7 +169,7 @@ func (w *podWorker) run(ctx context.Context) {
 	}
 	ip, err := w.node.ips.allocate(w.pod.Status.PodIP)
 	if err != nil {
-		logger.Error(err, "Allocate pod IP")
+		log.FromContext(ctx).Error(err, "Allocate pod IP")
 		return
 	}
 	w.podIP = ip
@@ -176,6 +178,13 @@ func (w *podWorker) run(ctx context.Context) {
 			w.node.ips.release(ip) // a frozen pod's processes keep their address
 		}
 	}()
+	w.startPod(ctx)
+	w.loop(ctx)
+}
+
+// startPod starts the pod's containers, or adopts the ones its node kept frozen, and writes
+// its first status.
+func (w *podWorker) startPod(ctx context.Context) {
 	w.startTime = metav1.Now()
 	if w.pod.Status.StartTime != nil {
 		w.startTime = *w.pod.Status.StartTime
@@ -192,7 +201,7 @@ func (w *podWorker) run(ctx context.Context) {
 		}
 		w.containers[i] = c
 	}
-	logger.Info("Starting pod", "podIP", ip)
+	log.FromContext(ctx).Info("Starting pod", "podIP", w.podIP)
 	for i, c := range w.containers {
 		if fc := w.node.takeFrozen(w.pod.UID, c.spec.Name); fc != nil {
 			w.adopt(ctx, i, fc) // the node came back: its frozen process resumes
@@ -201,7 +210,11 @@ func (w *podWorker) run(ctx context.Context) {
 		w.startContainer(ctx, i)
 	}
 	w.writeStatus(ctx)
+}
 
+// loop answers the pod's changes, its containers' events and the token refresh, writing the
+// status after each, until the pod is done with.
+func (w *podWorker) loop(ctx context.Context) {
 	var killAfterGrace <-chan time.Time
 	// Projected tokens are replaced before they expire, as long as the pod runs.
 	refresh := time.NewTicker(time.Second)
@@ -212,36 +225,21 @@ func (w *podWorker) run(ctx context.Context) {
 			w.refreshProjected(ctx, now)
 			continue
 		case <-ctx.Done():
-			if w.node.freezing() {
-				// A frozen node: the processes stay, stopped, in the node's keeping.
-				w.freeze()
-				return
-			}
-			// Node loss or environment shutdown: the processes die with the node.
-			w.killAll()
+			w.nodeStopped()
 			return
 		case <-w.kick:
-			w.mu.Lock()
-			pod, gone := w.latest, w.gone
-			w.mu.Unlock()
-			if gone {
+			if gone := w.takeLatest(); gone {
 				w.killAll()
 				w.cleanup()
 				return
 			}
-			w.pod = pod
-			if pod.DeletionTimestamp != nil && !w.terminating {
+			if w.pod.DeletionTimestamp != nil && !w.terminating {
 				killAfterGrace = w.beginTermination(ctx)
 			}
 		case ev := <-w.events:
 			w.handle(ctx, ev)
 		case <-killAfterGrace:
-			logger.Info("Grace period over, killing containers")
-			for _, c := range w.containers {
-				if c.proc != nil {
-					c.proc.signal(syscall.SIGKILL)
-				}
-			}
+			w.killAfterGrace(ctx)
 		}
 		if w.terminating && w.allExited() {
 			w.writeStatus(ctx)
@@ -250,6 +248,38 @@ func (w *podWorker) run(ctx context.Context) {
 			return
 		}
 		w.writeStatus(ctx)
+	}
+}
+
+// nodeStopped ends the pod's processes with its node: frozen and handed to the node when it
+// stops with --freeze, killed otherwise (a node loss, or the environment's end).
+func (w *podWorker) nodeStopped() {
+	if w.node.freezing() {
+		w.freeze()
+		return
+	}
+	w.killAll()
+}
+
+// takeLatest makes the newest delivered pod the current one; gone reports that the pod was
+// removed from the API.
+func (w *podWorker) takeLatest() (gone bool) {
+	w.mu.Lock()
+	pod, gone := w.latest, w.gone
+	w.mu.Unlock()
+	if !gone {
+		w.pod = pod
+	}
+	return gone
+}
+
+// killAfterGrace SIGKILLs the containers still running when the grace period is over.
+func (w *podWorker) killAfterGrace(ctx context.Context) {
+	log.FromContext(ctx).Info("Grace period over, killing containers")
+	for _, c := range w.containers {
+		if c.proc != nil {
+			c.proc.signal(syscall.SIGKILL)
+		}
 	}
 }
 
@@ -502,27 +532,11 @@ func (w *podWorker) status() corev1.PodStatus {
 	}
 	allReady, anyStarted, allFinal, allSucceeded := true, false, true, true
 	for _, c := range w.containers {
-		cs := corev1.ContainerStatus{
-			Name: c.spec.Name, Image: c.spec.Image, ImageID: "paddock-dev://" + c.spec.Image,
-			RestartCount: c.restarts, Ready: c.ready, Started: ptr.To(c.proc != nil && c.started),
-		}
-		switch {
-		case c.proc != nil:
-			cs.State.Running = &corev1.ContainerStateRunning{StartedAt: c.startedAt}
-			cs.ContainerID = containerID(c.proc)
-		case c.final != nil:
-			cs.State.Terminated = c.final
-			cs.ContainerID = c.final.ContainerID
-		default:
-			waiting := c.waiting
-			cs.State.Waiting = &waiting
-		}
-		cs.LastTerminationState.Terminated = c.lastTerm
+		st.ContainerStatuses = append(st.ContainerStatuses, c.status())
 		allReady = allReady && c.ready
 		anyStarted = anyStarted || c.everStarted
 		allFinal = allFinal && c.final != nil
 		allSucceeded = allSucceeded && c.final != nil && c.final.ExitCode == 0
-		st.ContainerStatuses = append(st.ContainerStatuses, cs)
 	}
 	switch {
 	case allFinal && !w.terminating && allSucceeded:
@@ -532,10 +546,38 @@ func (w *podWorker) status() corev1.PodStatus {
 	case anyStarted:
 		st.Phase = corev1.PodRunning
 	}
+	st.Conditions = w.conditions(allReady)
+	return st
+}
+
+// status is the container's status: running, terminated for good, or waiting.
+func (c *container) status() corev1.ContainerStatus {
+	cs := corev1.ContainerStatus{
+		Name: c.spec.Name, Image: c.spec.Image, ImageID: "paddock-dev://" + c.spec.Image,
+		RestartCount: c.restarts, Ready: c.ready, Started: ptr.To(c.proc != nil && c.started),
+	}
+	switch {
+	case c.proc != nil:
+		cs.State.Running = &corev1.ContainerStateRunning{StartedAt: c.startedAt}
+		cs.ContainerID = containerID(c.proc)
+	case c.final != nil:
+		cs.State.Terminated = c.final
+		cs.ContainerID = c.final.ContainerID
+	default:
+		waiting := c.waiting
+		cs.State.Waiting = &waiting
+	}
+	cs.LastTerminationState.Terminated = c.lastTerm
+	return cs
+}
+
+// conditions are the pod's conditions, each keeping the time it last changed.
+func (w *podWorker) conditions(allReady bool) []corev1.PodCondition {
 	ready := corev1.ConditionFalse
 	if allReady {
 		ready = corev1.ConditionTrue
 	}
+	var out []corev1.PodCondition
 	for _, c := range []struct {
 		t      corev1.PodConditionType
 		status corev1.ConditionStatus
@@ -550,7 +592,7 @@ func (w *podWorker) status() corev1.PodStatus {
 			prev = conditionState{status: c.status, since: metav1.Now()}
 			w.transitions[c.t] = prev
 		}
-		st.Conditions = append(st.Conditions, corev1.PodCondition{Type: c.t, Status: c.status, LastTransitionTime: prev.since})
+		out = append(out, corev1.PodCondition{Type: c.t, Status: c.status, LastTransitionTime: prev.since})
 	}
-	return st
+	return out
 }

@@ -163,21 +163,28 @@ func TestInstallRunsTheManagerAsItsServiceAccountWithTheGeneratedRole(t *testing
 	}
 	var deploy appsv1.Deployment
 	var role rbacv1.ClusterRole
-	var binding rbacv1.ClusterRoleBinding
+	var bindings []rbacv1.ClusterRoleBinding
 	for _, o := range inst.objects {
 		var into any
 		switch {
 		case o.GetKind() == "Deployment" && o.GetName() == inst.manager.Name:
 			into = &deploy
-		case o.GetKind() == "ClusterRole":
+		case o.GetKind() == "ClusterRole" && strings.HasSuffix(o.GetName(), "-paddock-manager"): // role.yaml's, not cluster_role.yaml's
 			into = &role
 		case o.GetKind() == "ClusterRoleBinding":
-			into = &binding
+			bindings = append(bindings, rbacv1.ClusterRoleBinding{})
+			into = &bindings[len(bindings)-1]
 		default:
 			continue
 		}
 		if err := k8sruntime.DefaultUnstructuredConverter.FromUnstructured(o.Object, into); err != nil {
 			t.Fatal(err)
+		}
+	}
+	var binding rbacv1.ClusterRoleBinding
+	for _, b := range bindings {
+		if b.RoleRef.Name == role.Name {
+			binding = b
 		}
 	}
 	sa := deploy.Spec.Template.Spec.ServiceAccountName

@@ -92,6 +92,23 @@ func (s *podSandbox) enter() error {
 			return err
 		}
 	}
+	if err := s.mountRun(); err != nil {
+		return err
+	}
+	if s.resolvConf != "" {
+		if err := bindResolvConf(s.resolvConf, resolvTarget); err != nil {
+			return fmt.Errorf("give the pod its resolv.conf: %w", err)
+		}
+	}
+	if err := s.hideMasked(); err != nil {
+		return err
+	}
+	return dropCapabilityBoundingSet()
+}
+
+// mountRun puts a fresh tmpfs on /run and bind-mounts each of the container's volume mounts
+// under /var/run at its path there.
+func (s *podSandbox) mountRun() error {
 	runDir := hostRunDir()
 	if err := unix.Mount("tmpfs", runDir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0755,size=16m"); err != nil {
 		return fmt.Errorf("mount the pod's own %s: %w", runDir, err)
@@ -114,11 +131,12 @@ func (s *podSandbox) enter() error {
 			}
 		}
 	}
-	if s.resolvConf != "" {
-		if err := bindResolvConf(s.resolvConf, resolvTarget); err != nil {
-			return fmt.Errorf("give the pod its resolv.conf: %w", err)
-		}
-	}
+	return nil
+}
+
+// hideMasked covers each masked path: a directory with an empty read-only tmpfs, a file with
+// /dev/null.
+func (s *podSandbox) hideMasked() error {
 	for _, p := range s.masked {
 		fi, err := os.Stat(p)
 		switch {
@@ -135,7 +153,7 @@ func (s *podSandbox) enter() error {
 			return fmt.Errorf("hide %s: %w", p, err)
 		}
 	}
-	return dropCapabilityBoundingSet()
+	return nil
 }
 
 // hostRunDir is what /var/run is on this machine: usually a symlink to /run.

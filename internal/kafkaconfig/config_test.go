@@ -92,6 +92,8 @@ func TestValuesAreCheckedAgainstTypeRangeAndWhatPaddockHonours(t *testing.T) {
 		{key: "group.max.size", value: "0", broker: true, wantErr: "at least 1"},
 		{key: "group.min.session.timeout.ms", value: "1000", broker: true},
 		{key: "offset.metadata.max.bytes", value: "1024", broker: true},
+		{key: "offsets.retention.minutes", value: "60", broker: true},
+		{key: "offsets.retention.minutes", value: "0", broker: true, wantErr: "at least 1"},
 	} {
 		var err error
 		if tt.broker {
@@ -174,6 +176,12 @@ func TestInvalidEntriesAreNotApplied(t *testing.T) {
 	}
 }
 
+func TestOffsetsRetentionMinutesResolvesToADuration(t *testing.T) {
+	if c := ResolveCluster(map[string]string{"offsets.retention.minutes": "90"}); c.OffsetsRetention != 90*time.Minute {
+		t.Errorf("offsets.retention.minutes=90 resolves to %v", c.OffsetsRetention)
+	}
+}
+
 // TestAGroupSessionTimeoutRangeThatIsNotOneIsIgnored: a min session timeout above the max
 // resolves both keys to their defaults (the coordinator needs a range); each valid alone.
 func TestAGroupSessionTimeoutRangeThatIsNotOneIsIgnored(t *testing.T) {
@@ -191,7 +199,7 @@ func TestClusterConfigDefaultsAreApaches(t *testing.T) {
 	c := ResolveCluster(nil)
 	want := ClusterConfig{NumPartitions: 1, AutoCreateTopics: true, DeleteTopicEnable: true, RetentionCheckInterval: 5 * time.Minute, ProducerIDExpirationMs: 86_400_000,
 		GroupInitialRebalanceDelay: 3 * time.Second, GroupMinSessionTimeout: 6 * time.Second, GroupMaxSessionTimeout: 30 * time.Minute,
-		GroupMaxSize: math.MaxInt32, OffsetMetadataMaxBytes: 4096}
+		GroupMaxSize: math.MaxInt32, OffsetMetadataMaxBytes: 4096, OffsetsRetention: 7 * 24 * time.Hour}
 	if c != want {
 		t.Errorf("ResolveCluster(nil) = %+v, want %+v", c, want)
 	}

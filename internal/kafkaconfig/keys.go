@@ -204,6 +204,8 @@ var brokerKeys = []Key{
 		Doc: "Partitions of a topic created with num_partitions -1 or by auto-creation. paddock honours it.", check: between(1, 10000)},
 	{Name: "offset.metadata.max.bytes", Type: Int, Default: "4096", HasDefault: true,
 		Doc: "The longest metadata an offset commit may carry." + groupNote, check: atLeast(0)},
+	{Name: "offsets.retention.minutes", Type: Int, Default: "10080", HasDefault: true,
+		Doc: "How long committed offsets outlive their use: an empty group's offsets expire this long after it became empty, a group that only stores offsets loses each one this long after its commit." + groupNote, check: atLeast(1)},
 	{Name: "producer.id.expiration.ms", Type: Int, Default: "86400000", HasDefault: true,
 		Doc: "How long a partition remembers an idle producer's sequence numbers. paddock's storage honours it.", check: atLeast(1)},
 	{Name: "queued.max.request.bytes", Flag: "queued-max-request-bytes", Type: Long, Default: "268435456", HasDefault: true,

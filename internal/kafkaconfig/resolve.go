@@ -62,13 +62,14 @@ type ClusterConfig struct {
 	// ProducerIDExpirationMs is producer.id.expiration.ms.
 	ProducerIDExpirationMs int64
 	// Group coordinator settings: group.initial.rebalance.delay.ms,
-	// group.min.session.timeout.ms, group.max.session.timeout.ms, group.max.size and
-	// offset.metadata.max.bytes. A min session timeout above the max resolves both to their
-	// defaults.
+	// group.min.session.timeout.ms, group.max.session.timeout.ms, group.max.size,
+	// offset.metadata.max.bytes and offsets.retention.minutes. A min session timeout above the
+	// max resolves both to their defaults.
 	GroupInitialRebalanceDelay                     time.Duration
 	GroupMinSessionTimeout, GroupMaxSessionTimeout time.Duration
 	GroupMaxSize                                   int32
 	OffsetMetadataMaxBytes                         int32
+	OffsetsRetention                               time.Duration
 }
 
 // ResolveCluster reads a KafkaCluster's spec.config.
@@ -92,6 +93,7 @@ func ResolveCluster(cluster map[string]string) ClusterConfig {
 		GroupMaxSessionTimeout:     ms("group.max.session.timeout.ms"),
 		GroupMaxSize:               int32(atoi(v("group.max.size"))),
 		OffsetMetadataMaxBytes:     int32(atoi(v("offset.metadata.max.bytes"))),
+		OffsetsRetention:           time.Duration(atoi(v("offsets.retention.minutes"))) * time.Minute,
 	}
 	if c.GroupMinSessionTimeout > c.GroupMaxSessionTimeout {
 		lo, _ := BrokerKey("group.min.session.timeout.ms")

@@ -31,6 +31,28 @@ type Observation struct {
 type Observer struct {
 	mu   sync.Mutex
 	seen map[string]Observation // by namespace/name; guarded by mu
+	// caps bound how long a renewal keeps a Lease fresh (Cap), by namespace/name; guarded by mu.
+	caps map[string]time.Duration
+}
+
+// Cap makes ObserveUpdate judge the Lease namespace/name fresh for at most d after a
+// renewal, whatever its leaseDurationSeconds says: the reconciler sets the cluster's session
+// timeout (docs/registry.md, "What a Lease may say"), so a Lease claiming a longer duration
+// cannot keep its renewals quiet past it.
+func (o *Observer) Cap(namespace, name string, d time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.caps == nil {
+		o.caps = map[string]time.Duration{}
+	}
+	o.caps[namespace+"/"+name] = d
+}
+
+// capOf is the Cap of the Lease key, or 0 when none was set.
+func (o *Observer) capOf(key string) time.Duration {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.caps[key]
 }
 
 // Observe records l as seen at now and returns the observation before (had is false the first
@@ -66,6 +88,7 @@ func (o *Observer) Forget(namespace, name string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	delete(o.seen, namespace+"/"+name)
+	delete(o.caps, namespace+"/"+name)
 }
 
 // FreshFor is how long after obs a Lease whose leaseDurationSeconds is l's stays fresh; ok is
@@ -100,10 +123,14 @@ type Update struct {
 
 // ObserveUpdate records cur as Observe does, at now, and says what the update from old
 // changed. The Lease watches of the registry and recovery reconcilers call it for every
-// update, so a renewal is dated when it arrives even when it enqueues nothing.
+// update, so a renewal is dated when it arrives even when it enqueues nothing. Freshness is
+// judged with the old Lease's duration, capped by Cap.
 func (o *Observer) ObserveUpdate(old, cur *coordinationv1.Lease, now time.Time) Update {
 	prev, had, _ := o.Observe(cur, now)
 	d, ok := FreshFor(old)
+	if c := o.capOf(old.Namespace + "/" + old.Name); c > 0 {
+		d = min(d, c)
+	}
 	_, fresh := Fresh(prev.At, d, now)
 	return Update{RenewalOnly: renewalOnly(old, cur), WasFresh: had && prev.Changed && ok && fresh}
 }

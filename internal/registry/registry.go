@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,6 +48,13 @@ type Input struct {
 	// of that name, or the slice's first port when none has it. A broker whose Lease
 	// announces no listeners is advertised on this one, at its endpoint's address.
 	PortName string
+	// ListenerNames are the names of the cluster's listeners (spec.listeners): a Lease that
+	// announces an address on any other is not believed (Refused). Empty: PortName alone.
+	ListenerNames []string
+	// SessionTimeout is the cluster's spec.heartbeat.sessionTimeout. A Lease never stays
+	// fresh longer than that after a renewal, whatever its leaseDurationSeconds says (a
+	// longer one is Refused and capped). Zero leaves every Lease's own duration.
+	SessionTimeout time.Duration
 	// Now is the time freshness is judged at, on the operator's clock.
 	Now time.Time
 }
@@ -66,6 +74,19 @@ type Result struct {
 	// a fresh Lease going stale, or a starting broker's grace running out. Zero when nothing
 	// will.
 	NextExpiry time.Time
+	// Refused lists what the brokers' Leases said and the rules did not believe, in broker id
+	// order (docs/registry.md, "What a Lease may say"). The rows already reflect each refusal.
+	Refused []Refusal
+}
+
+// Refusal is one thing a broker's Lease says that the registry does not believe, and what it
+// believes instead.
+type Refusal struct {
+	// Broker is the broker id, Lease the Lease's name.
+	Broker int32
+	Lease  string
+	// Problem says what is wrong and what is used instead, in a sentence.
+	Problem string
 }
 
 // Reasons says why a registered broker is Fenced and why it is not Alive; each is empty when
@@ -133,7 +154,7 @@ type heartbeat struct {
 // Compute applies the registry rules (docs/registry.md) to in. It does not modify in.
 func Compute(in Input) Result {
 	listed := listedEndpoints(in)
-	beats := heartbeats(in)
+	beats, refused := heartbeats(in)
 
 	ids := make([]int32, 0, max(len(listed), int(in.Replicas))+len(beats)/8)
 	for id := range listed {
@@ -156,6 +177,7 @@ func Compute(in Input) Result {
 		Rows:    make([]v1alpha1.BrokerRow, 0, len(ids)),
 		Reasons: make([]Reasons, 0, len(ids)),
 		Alive:   []int32{},
+		Refused: refused,
 	}
 	soonest := func(t time.Time) {
 		if res.NextExpiry.IsZero() || t.Before(res.NextExpiry) {
@@ -272,13 +294,19 @@ func slicePort(ports []discoveryv1.EndpointPort, name string) (port, named int32
 	return 0, 0
 }
 
-// heartbeats reads each broker's Lease as of now, judged on the operator's clock.
-func heartbeats(in Input) map[int32]heartbeat {
+// heartbeats reads each broker's Lease as of now, judged on the operator's clock, and what of
+// it the rules did not believe (sorted by broker id).
+func heartbeats(in Input) (map[int32]heartbeat, []Refusal) {
 	beats := make(map[int32]heartbeat, len(in.Leases))
+	var refused []Refusal
 	prefix := podPrefix(in.Cluster)
 	written := make(map[int32]*v1alpha1.BrokerRow, len(in.Written))
 	for i := range in.Written {
 		written[in.Written[i].ID] = &in.Written[i]
+	}
+	known := in.ListenerNames
+	if len(known) == 0 && in.PortName != "" {
+		known = []string{in.PortName}
 	}
 	seen := make([]metav1.Time, len(in.Leases)) // one allocation for every row's lastSeen
 	for i := range in.Leases {
@@ -287,18 +315,20 @@ func heartbeats(in Input) map[int32]heartbeat {
 		if !ok {
 			continue
 		}
-		hb := heartbeat{
-			healthy:   l.Annotations[v1alpha1.AnnotationHealthy] != "false",
-			draining:  l.Annotations[v1alpha1.AnnotationDraining] == "true",
-			epoch:     int64(deref(l.Spec.LeaseTransitions, 0)),
-			listeners: announced(l.Annotations),
+		said := readLease(l, known, in.SessionTimeout)
+		for _, p := range said.problems {
+			refused = append(refused, Refusal{Broker: id, Lease: l.Name, Problem: p})
+		}
+		w := written[id]
+		hb := heartbeat{healthy: said.healthy, draining: said.draining, epoch: said.epoch, listeners: said.listeners}
+		if said.listenersRefused && w != nil {
+			hb.listeners = slices.Clone(w.Listeners) // the addresses last believed stand
 		}
 		obs, observed := in.Observed[l.Name]
 		if !observed {
 			obs = Observation{At: in.Now}
 		}
-		w := written[id]
-		hb.expiry, hb.fresh = leaseFresh(l, obs, w, in.Now)
+		hb.expiry, hb.fresh = leaseFresh(said.duration, said.hasDuration, obs, w, in.Now)
 		switch {
 		case l.Spec.RenewTime == nil:
 		case !obs.Changed && w != nil && w.LastSeen != nil && !hb.fresh:
@@ -311,18 +341,86 @@ func heartbeats(in Input) map[int32]heartbeat {
 		}
 		beats[id] = hb
 	}
-	return beats
+	slices.SortStableFunc(refused, func(a, b Refusal) int { return int(a.Broker) - int(b.Broker) })
+	return beats, refused
 }
 
-// leaseFresh reports whether l is fresh at now, and when it stops being fresh: while the last
-// observed renewal is younger than leaseDurationSeconds, on the operator's clock. A Lease the
-// operator has only found (it was running before the operator started) counts as renewed when
-// found — unless the row last written for the broker says its heartbeat had expired: an
-// operator restart must not bring a dead broker back to life for a lease duration. A Lease
-// without a renewTime or a duration is never fresh.
-func leaseFresh(l *coordinationv1.Lease, obs Observation, written *v1alpha1.BrokerRow, now time.Time) (expiry time.Time, ok bool) {
-	d, ok := FreshFor(l)
-	if !ok || !obs.Changed && written != nil && written.Reason == v1alpha1.ReasonHeartbeatExpired {
+// leaseSays is what the registry believes of one Lease (readLease).
+type leaseSays struct {
+	healthy, draining bool
+	epoch             int64
+	// listeners as announced (nil: not announced); listenersRefused when the announcement
+	// did not read strictly and listeners is nil for it.
+	listeners        []v1alpha1.ListenerAddress
+	listenersRefused bool
+	// duration is how long a renewal keeps the Lease fresh, capped at the session timeout;
+	// hasDuration is false when the Lease has no renewTime or duration (never fresh).
+	duration    time.Duration
+	hasDuration bool
+	problems    []string
+}
+
+// readLease reads what a broker says on its Lease, strictly (docs/registry.md, "What a Lease
+// may say"): it is the broker's to write, and the operator believes only what reads as the
+// broker's protocol. The listeners announcement must read by v1alpha1.ReadListeners over the
+// cluster's listener names known; healthy and draining are "true" or "false" (absent: healthy,
+// not draining, as a broker older than the annotation); the duration is capped at
+// sessionTimeout; the epoch is not negative. What is refused gets a problem and the
+// conservative reading: unhealthy, draining, the capped duration, epoch 0, no announcement.
+func readLease(l *coordinationv1.Lease, known []string, sessionTimeout time.Duration) leaseSays {
+	var says leaseSays
+	refuse := func(format string, args ...any) { says.problems = append(says.problems, fmt.Sprintf(format, args...)) }
+	says.healthy = readFlag(l.Annotations, v1alpha1.AnnotationHealthy, true, false, refuse)
+	says.draining = readFlag(l.Annotations, v1alpha1.AnnotationDraining, false, true, refuse)
+	says.epoch = int64(deref(l.Spec.LeaseTransitions, 0))
+	if says.epoch < 0 {
+		refuse("leaseTransitions %d is negative: epoch 0 is used", says.epoch)
+		says.epoch = 0
+	}
+	if v, ok := l.Annotations[v1alpha1.AnnotationListeners]; ok {
+		ls, err := v1alpha1.ReadListeners(v, known)
+		if err != nil {
+			refuse("annotation %s is not believed (%v): the addresses last believed are kept", v1alpha1.AnnotationListeners, err)
+			says.listenersRefused = true
+		}
+		says.listeners = ls
+	}
+	says.duration, says.hasDuration = FreshFor(l)
+	switch {
+	case says.hasDuration && says.duration <= 0:
+		refuse("leaseDurationSeconds %d is not positive: the Lease is never fresh", *l.Spec.LeaseDurationSeconds)
+	case says.hasDuration && sessionTimeout > 0 && says.duration > sessionTimeout:
+		refuse("leaseDurationSeconds %d is longer than the cluster's session timeout %s: %s is used", *l.Spec.LeaseDurationSeconds, sessionTimeout, sessionTimeout)
+		says.duration = sessionTimeout
+	}
+	return says
+}
+
+// readFlag reads a "true"/"false" annotation: absent when it is not there, refused (with a
+// problem) when it is anything else.
+func readFlag(annotations map[string]string, key string, absent, refused bool, refuse func(string, ...any)) bool {
+	v, ok := annotations[key]
+	switch {
+	case !ok:
+		return absent
+	case v == "true":
+		return true
+	case v == "false":
+		return false
+	}
+	refuse("annotation %s is %.20q, not \"true\" or \"false\": %t is used", key, v, refused)
+	return refused
+}
+
+// leaseFresh reports whether a Lease renewed at obs, for duration d (hasDuration false: it has
+// no renewTime or no duration), is fresh at now, and when it stops being fresh: while the last
+// observed renewal is younger than d, on the operator's clock. A Lease the operator has only
+// found (it was running before the operator started) counts as renewed when found — unless
+// the row last written for the broker says its heartbeat had expired: an operator restart
+// must not bring a dead broker back to life for a lease duration. A Lease without a renewTime
+// or a duration is never fresh.
+func leaseFresh(d time.Duration, hasDuration bool, obs Observation, written *v1alpha1.BrokerRow, now time.Time) (expiry time.Time, ok bool) {
+	if !hasDuration || !obs.Changed && written != nil && written.Reason == v1alpha1.ReasonHeartbeatExpired {
 		return time.Time{}, false
 	}
 	return Fresh(obs.At, d, now)
@@ -395,20 +493,6 @@ func advertised(firstListener string, ep endpoint, listed bool, hb heartbeat) []
 		return nil
 	}
 	return []v1alpha1.ListenerAddress{{Name: firstListener, Host: ep.host, Port: ep.listenerPort}}
-}
-
-// announced is what a Lease announces about the broker's listeners: nil when it says nothing
-// (a broker older than the announcement), empty when it says "no address on any listener"
-// (an external listener whose address the broker does not know yet, and no other).
-func announced(annotations map[string]string) []v1alpha1.ListenerAddress {
-	v, ok := annotations[v1alpha1.AnnotationListeners]
-	if !ok {
-		return nil
-	}
-	if ls := v1alpha1.ParseListeners(v); ls != nil {
-		return ls
-	}
-	return []v1alpha1.ListenerAddress{}
 }
 
 // health is Draining if the fresh Lease says draining (draining outranks alive), else Alive if

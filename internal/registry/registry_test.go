@@ -78,6 +78,8 @@ type lease struct {
 	noRenew, noAnnot bool
 	listeners        string // the listeners annotation, when set
 	noAddresses      bool   // the listeners annotation is set and empty
+	seconds          int32  // leaseDurationSeconds; 0 = leaseSeconds
+	drainingValue    string // the draining annotation's value, when set (overrides draining)
 }
 
 func (l lease) build() coordinationv1.Lease {
@@ -92,10 +94,13 @@ func (l lease) build() coordinationv1.Lease {
 	if !l.noRenew {
 		out.Spec.RenewTime = &metav1.MicroTime{Time: t0.Add(-l.age)}
 	}
+	if l.seconds != 0 {
+		out.Spec.LeaseDurationSeconds = ptr.To(l.seconds)
+	}
 	if !l.noAnnot {
 		out.Annotations = map[string]string{
 			v1alpha1.AnnotationHealthy:  cmp(l.healthy, "true"),
-			v1alpha1.AnnotationDraining: fmt.Sprint(l.draining),
+			v1alpha1.AnnotationDraining: cmp(l.drainingValue, fmt.Sprint(l.draining)),
 		}
 		if l.listeners != "" || l.noAddresses {
 			out.Annotations[v1alpha1.AnnotationListeners] = l.listeners
@@ -602,7 +607,8 @@ func TestRegistryRowsCarryEveryListenerTheBrokerAnnounces(t *testing.T) {
 			[]discoveryv1.EndpointSlice{slice("s1", serving(0))}, &lease{id: 0, age: time.Second, noAddresses: true}, nil},
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
-			in := Input{Cluster: "c", Replicas: 1, PortName: "kafka", Now: t0, Slices: tc.slices, Leases: leases(*tc.lease)}
+			in := Input{Cluster: "c", Replicas: 1, PortName: "kafka", ListenerNames: []string{"kafka", "internal", "external"},
+				Now: t0, Slices: tc.slices, Leases: leases(*tc.lease)}
 			got := compute(in).Rows
 			if len(got) != 1 || !slices.Equal(got[0].Listeners, tc.want) {
 				t.Fatalf("listeners %+v, want %+v", got, tc.want)

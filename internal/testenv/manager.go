@@ -14,14 +14,18 @@ import (
 
 // NewManager is a controller-runtime manager on the control plane for a test suite: no
 // metrics or health listener, no leader election, and controller names may repeat (a suite
-// may build the same controller twice).
-func (e *Env) NewManager() (ctrl.Manager, error) {
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
+// may build the same controller twice). opts adjust the options before the manager is built.
+func (e *Env) NewManager(opts ...func(*ctrl.Options)) (ctrl.Manager, error) {
+	o := ctrl.Options{
 		Scheme:                 e.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	mgr, err := ctrl.NewManager(e.Config, o)
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,6 +43,10 @@ type Env struct {
 	env *envtest.Environment
 }
 
+// controlPlaneWait is how long starting or stopping etcd or kube-apiserver, or establishing the
+// CRDs, may take: generous, since a shared two-core machine can be slow by minutes.
+const controlPlaneWait = 3 * time.Minute
+
 // Start starts etcd and kube-apiserver and installs the CRDs of config/crd/bases.
 func Start() (*Env, error) {
 	root, err := repoRoot()
@@ -65,6 +70,12 @@ func Start() (*Env, error) {
 	e := &Env{Scheme: s, env: &envtest.Environment{
 		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
+		CRDInstallOptions:     envtest.CRDInstallOptions{MaxTime: controlPlaneWait},
+		// envtest's own bounds (20 s to start or stop each process, 10 s for the CRDs to be
+		// established) are what an idle machine needs; a loaded one failed a suite's
+		// BeforeSuite on them (kube-apiserver not ready after five 20 s tries).
+		ControlPlaneStartTimeout: controlPlaneWait,
+		ControlPlaneStopTimeout:  controlPlaneWait,
 	}}
 	if e.Config, err = e.env.Start(); err != nil {
 		return nil, fmt.Errorf("start envtest (KUBEBUILDER_ASSETS=%s): %w", os.Getenv("KUBEBUILDER_ASSETS"), err)

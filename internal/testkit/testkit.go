@@ -1,7 +1,13 @@
-// Package testkit is what the broker's tests share to wait and to listen: one deadline for
+// Package testkit is what every test shares to wait and to listen: one deadline for
 // "eventually", one test context, loopback listeners below 32768. Test support only: tests
-// and test-support packages (broker/brokertest) import it, nothing that runs in a cluster.
-// It imports nothing of paddock, so any package's tests (broker/wire's included) may use it.
+// and test-support packages (broker/brokertest, test/kubebrokers, internal/testenv, which
+// makes it Gomega's default too) import it, nothing that runs in a cluster. It imports
+// nothing of paddock, so any package's tests (broker/wire's included) may use it.
+//
+// The deadline only decides how long a broken behaviour takes to fail, never whether a
+// working one passes on a loaded machine; a test that wants a delay seen prints it. A test
+// that asserts timing derives its bound from what the code computes, or asserts the order of
+// events, never a guess at how fast a machine is (docs/testing.md).
 package testkit
 
 import (
@@ -17,7 +23,8 @@ import (
 // shared and loaded; a wait that holds returns as soon as it holds.
 const Deadline = 60 * time.Second
 
-// Context is a context that ends after Deadline or with the test.
+// Context is a context for the test's requests: it ends after Deadline, or when the test's
+// cleanups are done (unlike t.Context, it still serves the cleanups that use it).
 func Context(t testing.TB) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), Deadline)
@@ -25,15 +32,40 @@ func Context(t testing.TB) context.Context {
 	return ctx
 }
 
-// Eventually polls cond every 10 ms until it holds, failing the test after Deadline.
+// Eventually polls cond until it holds, failing the test after Deadline. Polls start 10 ms
+// apart and back off to 100 ms, so a condition that holds at once costs nothing and a slow
+// one (a list from the apiserver) does not spin.
 func Eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(Deadline)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", Deadline, what)
+	Within(t, what, Deadline, func() (bool, string) { return cond(), "" })
+}
+
+// EventuallyDetail is Eventually for a condition that also says what it saw: the failure
+// prints the detail of the last poll.
+func EventuallyDetail(t testing.TB, what string, cond func() (ok bool, detail string)) {
+	t.Helper()
+	Within(t, what, Deadline, cond)
+}
+
+// Within is EventuallyDetail with a bound of its own, for a step of a long scenario (the e2e
+// suite's) that budgets more than Deadline. A bound below Deadline is one a loaded machine
+// may break: say in a comment what makes it safe.
+func Within(t testing.TB, what string, bound time.Duration, cond func() (ok bool, detail string)) {
+	t.Helper()
+	start := time.Now()
+	deadline := start.Add(bound)
+	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
+		ok, detail := cond()
+		if ok {
+			return
 		}
-		time.Sleep(10 * time.Millisecond)
+		if time.Now().After(deadline) {
+			if detail != "" {
+				detail = ": " + detail
+			}
+			t.Fatalf("timed out after %v waiting for %s%s", time.Since(start).Round(time.Millisecond), what, detail)
+		}
+		time.Sleep(wait)
 	}
 }
 

@@ -53,27 +53,48 @@ const hashLen = 10
 // maxPrefix keeps prefix + "-" + hash within the 253 characters of an object name.
 const maxPrefix = validation.DNS1123SubdomainMaxLength - 1 - hashLen
 
+// ObjectNameIn is the KafkaTopic object name a broker of cluster gives the Kafka topic name
+// (which must be valid) when a Kafka client creates it: "<cluster>.<name>" when that is a
+// valid object name (a DNS-1123 subdomain), otherwise "<cluster>." followed by a sanitized
+// prefix of name, '-' and the first 10 hex digits of name's SHA-256 — "Orders_V2" of cluster
+// "prod" is "prod.orders-v2-<hash>". The cluster comes first, so two clusters of one
+// namespace never derive the same object name for any topic: a cluster's name is a DNS label
+// (its Services carry it), which has no '.', so the first '.' always ends it. Every broker of
+// a cluster derives the same name, so two brokers creating one topic at once collide on it
+// instead of creating two (docs/topics.md, "Names").
+func ObjectNameIn(cluster, name string) string {
+	if candidate := cluster + "." + name; len(validation.IsDNS1123Subdomain(candidate)) == 0 {
+		return candidate
+	}
+	sum := sha256.Sum256([]byte(name))
+	return cluster + "." + sanitize(name, maxPrefix-len(cluster)-1) + "-" + hex.EncodeToString(sum[:])[:hashLen]
+}
+
 // ObjectName is the KafkaTopic object name for Kafka name name (which must be valid): the
 // name itself when it is a valid object name (a DNS-1123 subdomain: lower case alphanumerics,
 // '-' and '.', starting and ending alphanumeric), otherwise a sanitized prefix, '-' and the
 // first 10 hex digits of the name's SHA-256. "Orders" and "orders" therefore get different
 // objects ("orders-<hash>" and "orders"), and every broker derives the same name, so two
 // brokers creating one topic at once collide on the object name instead of creating two.
+//
+// It is the mapping of the brokers of paddock 0.1, which two clusters of one namespace share
+// (both map "orders" to "orders"): the brokers move to ObjectNameIn (docs/topics.md, "Names",
+// says how objects named either way keep being found).
 func ObjectName(name string) string {
 	if len(validation.IsDNS1123Subdomain(name)) == 0 {
 		return name
 	}
 	sum := sha256.Sum256([]byte(name))
-	return sanitize(name) + "-" + hex.EncodeToString(sum[:])[:hashLen]
+	return sanitize(name, maxPrefix) + "-" + hex.EncodeToString(sum[:])[:hashLen]
 }
 
 // sanitize lowercases name, turns every character an object name cannot have into '-',
 // collapses runs of non-alphanumerics to one '-', and trims them from both ends so the result
-// is a valid prefix; "topic" when nothing is left.
-func sanitize(name string) string {
+// is a valid prefix of at most limit characters; "topic" when nothing is left.
+func sanitize(name string, limit int) string {
 	var b strings.Builder
 	lastDash := true // suppresses a leading separator
-	for i := 0; i < len(name) && b.Len() < maxPrefix; i++ {
+	for i := 0; i < len(name) && b.Len() < limit; i++ {
 		c := name[i]
 		switch {
 		case c >= 'A' && c <= 'Z':

@@ -7,7 +7,9 @@
 //
 // TestFencingScenarios runs the numbered scenarios on one environment, in an order where each
 // starts from three healthy brokers: 1 bring-up (kcat -L, -P and -C inside the dev shell by
-// pod DNS names), 8 identities, 9 from outside, 10 topics,
+// pod DNS names), 8 identities, 16 trust boundary (broker 1's token refused broker 2's Lease
+// and another cluster's topics; a hostile broker's forged Lease changes no outcome; the
+// NetworkPolicy; view/edit for namespace users), 9 from outside, 10 topics,
 // 13 drain timing (SIGTERM → exit of a broker leading 0, 100 and 1,000 partitions; it exits 0
 // having drained), 2 crash, 3 graceful, 7 operator down, 11 no acknowledged record lost (an
 // idempotent producer through kill -9, pod delete, `kubectl rollout restart` and an operator
@@ -16,6 +18,10 @@
 // never go back, every acknowledged record consumed), 5 rolling restart, 6 node loss,
 // 15 node frozen and back, 14 node never returns and 4 scale-down (which ends with two
 // brokers, so it comes last).
+//
+// TestReadmeQuickstart runs the README's quickstart block as written, line by line, with an
+// environment of its own started by `make dev` in a scratch checkout, and checks what each line
+// shows (and that a second `make dev` while it runs changes nothing).
 //
 // It prints every measured delay, and the numbers it counted, in summary tables. It must
 // never skip: a missing kcat, kubectl or missing Kubernetes binaries fail the suite.

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
 // drainSteps are the topics scenario 13 adds before each drain: none (the victim leads
@@ -54,7 +55,7 @@ func drainTiming(ctx context.Context, t *testing.T, s *suite) {
 				t.Errorf("delete %s: %v", step.topic, err)
 			}
 		}
-		waitFor(ctx, t, "the drain topics' KafkaTopics gone", 2*time.Minute, func() (bool, string) {
+		testkit.Within(t, "the drain topics' KafkaTopics gone", 2*time.Minute, func() (bool, string) {
 			n, err := s.partitionsLed(ctx, -1)
 			return err == nil && n == 0, fmt.Sprintf("%d partitions left (err %v)", n, err)
 		})
@@ -71,7 +72,7 @@ func drainTiming(ctx context.Context, t *testing.T, s *suite) {
 		total += step.partitions
 		want := int(total / 3)
 		started := time.Now()
-		waitFor(ctx, t, fmt.Sprintf("broker %d leading a third of %d partitions, every broker done taking over", victim, total), 3*time.Minute, func() (bool, string) {
+		testkit.Within(t, fmt.Sprintf("broker %d leading a third of %d partitions, every broker done taking over", victim, total), 3*time.Minute, func() (bool, string) {
 			if ok, detail := s.healthy(ctx, 3); !ok {
 				return false, detail
 			}
@@ -112,7 +113,7 @@ func drainTiming(ctx context.Context, t *testing.T, s *suite) {
 			t.Fatal(err)
 		}
 		var exited time.Duration
-		waitFor(ctx, t, fmt.Sprintf("broker %d, leading %d partitions, to exit after SIGTERM", victim, want), time.Minute, func() (bool, string) {
+		testkit.EventuallyDetail(t, fmt.Sprintf("broker %d, leading %d partitions, to exit after SIGTERM", victim, want), func() (bool, string) {
 			run := s.env.ContainerRuns(s.namespace, podName)[runsBefore-1]
 			if run.TermSent.IsZero() || run.Exited.IsZero() {
 				return false, fmt.Sprintf("SIGTERM sent %v, exited %v", !run.TermSent.IsZero(), !run.Exited.IsZero())

@@ -10,6 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
 const (
@@ -174,7 +176,7 @@ func groupCoordinatorMoves(ctx context.Context, t *testing.T, s *suite) {
 		described = s.waitGroupStable(ctx, t, described.Members)
 		measure(t, scenario, fmt.Sprintf("%s (broker %d) → Stable again (coordinator %d)", ev.name, coord, described.Coordinator.NodeID), time.Since(start))
 		back := time.Now()
-		waitFor(ctx, t, ev.name+": the cluster healthy again", 3*time.Minute, func() (bool, string) {
+		testkit.Within(t, ev.name+": the cluster healthy again", 3*time.Minute, func() (bool, string) {
 			if ok, detail := settled(); !ok {
 				return false, detail
 			}
@@ -198,7 +200,7 @@ func groupCoordinatorMoves(ctx context.Context, t *testing.T, s *suite) {
 	mu.Lock()
 	want := slices.Clone(acked)
 	mu.Unlock()
-	waitFor(ctx, t, "every acknowledged record consumed", time.Minute, func() (bool, string) {
+	testkit.EventuallyDetail(t, "every acknowledged record consumed", func() (bool, string) {
 		mu.Lock()
 		defer mu.Unlock()
 		missing := 0
@@ -231,7 +233,7 @@ func freshAdmin[T any](ctx context.Context, s *suite, ask func(*kadm.Client) (T,
 func (s *suite) groupCoordinator(ctx context.Context, t *testing.T, adm *kadm.Client) int32 {
 	t.Helper()
 	var id int32
-	waitFor(ctx, t, "FindCoordinator for "+groupsGroup, 30*time.Second, func() (bool, string) {
+	testkit.EventuallyDetail(t, "FindCoordinator for "+groupsGroup, func() (bool, string) {
 		r := adm.FindGroupCoordinators(ctx, groupsGroup)
 		for _, c := range r {
 			if c.Err != nil {
@@ -254,7 +256,7 @@ func (s *suite) waitGroupStable(ctx context.Context, t *testing.T, was []kadm.De
 	t.Helper()
 	var g kadm.DescribedGroup
 	unsettled := was == nil
-	waitFor(ctx, t, groupsGroup+" Stable with three members", 2*time.Minute, func() (bool, string) {
+	testkit.Within(t, groupsGroup+" Stable with three members", 2*time.Minute, func() (bool, string) {
 		dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		defer cancel()
 		gs, err := freshAdmin(dctx, s, func(adm *kadm.Client) (kadm.DescribedGroups, error) {

@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
@@ -61,16 +62,31 @@ func (s *suite) pod(ctx context.Context, id int32) (*corev1.Pod, error) {
 	return &pod, err
 }
 
+// nodeReady reports whether node name's Ready condition is True.
+func (s *suite) nodeReady(ctx context.Context, name string) (bool, error) {
+	n := &corev1.Node{}
+	if err := s.c.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
+		return false, err
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue, nil
+		}
+	}
+	return false, nil
+}
+
 // dnsName is broker id's pod DNS name, what its PodDNS listener advertises.
 func (s *suite) dnsName(id int32) string {
 	return fmt.Sprintf("%s.%s.%s.svc.%s", kafkav1alpha1.BrokerPodName(s.name, id), kafkav1alpha1.HeadlessServiceName(s.name),
 		s.namespace, devcluster.ClusterDomain)
 }
 
-// bootstrapName is the bootstrap Service's internal listener address by the name the cluster
-// DNS answers for it.
+// bootstrapName is the internal listener's bootstrap address by the name the cluster DNS
+// answers for it: the cluster also has NodePort listeners, so it is the internal bootstrap
+// Service's.
 func (s *suite) bootstrapName() string {
-	return net.JoinHostPort(kafkav1alpha1.BootstrapServiceName(s.name)+"."+s.namespace+".svc."+devcluster.ClusterDomain, strconv.Itoa(int(s.port)))
+	return net.JoinHostPort(kafkav1alpha1.InternalBootstrapServiceName(s.name)+"."+s.namespace+".svc."+devcluster.ClusterDomain, strconv.Itoa(int(s.port)))
 }
 
 // addr is broker id's Kafka address at its pod IP, for requests to that very broker.
@@ -127,14 +143,16 @@ func (s *suite) brokerAwayFromManager(ctx context.Context, t *testing.T) (int32,
 	return 0, ""
 }
 
-// kafka sends one request straight to the broker at addr.
+// kafka sends one request straight to the broker at addr. It gives up after 10 s: a request
+// to a live broker on this machine answers in milliseconds even when the machine is loaded,
+// and a scenario that asserts an answer must not fail on a slow one.
 func kafka(ctx context.Context, addr string, req kmsg.Request) (kmsg.Response, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0))
 	if err != nil {
 		return nil, err
 	}
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	return cl.SeedBrokers()[0].Request(ctx, req)
 }
@@ -215,22 +233,6 @@ func kcatBrokers(ctx context.Context, addr string) (int, string, error) {
 	return n, string(out), nil
 }
 
-// waitFor polls cond every 100 ms until it holds, failing the test after timeout.
-func waitFor(ctx context.Context, t *testing.T, what string, timeout time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, detail := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			t.Fatalf("timed out after %s waiting for %s: %s", timeout, what, detail)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // scrapeMetrics is the sum of the series on the broker's /metrics at ip (its health port)
 // that match says yes to; match gets the series with its labels, as the exposition prints it.
 func scrapeMetrics(ctx context.Context, ip string, match func(series string) bool) (float64, error) {
@@ -297,4 +299,21 @@ func createTopic(ctx context.Context, t *testing.T, adm *kadm.Client, partitions
 		}
 		time.Sleep(time.Second)
 	}
+}
+
+// kafkaTopic is the cluster's KafkaTopic serving Kafka topic name, found as the brokers and
+// the operator find it (spec.cluster and the Kafka name), whatever its object is called: a
+// topic a client created is "<cluster>.<name>" (topicname.ObjectNameIn), one applied with
+// kubectl has the name it was given. A topic with no object answers a NotFound error.
+func (s *suite) kafkaTopic(ctx context.Context, name string) (*kafkav1alpha1.KafkaTopic, error) {
+	var list kafkav1alpha1.KafkaTopicList
+	if err := s.c.List(ctx, &list, client.InNamespace(s.namespace)); err != nil {
+		return nil, err
+	}
+	for i := range list.Items {
+		if kt := &list.Items[i]; kt.Spec.Cluster == s.name && kt.KafkaName() == name {
+			return kt, nil
+		}
+	}
+	return nil, apierrors.NewNotFound(kafkav1alpha1.GroupVersion.WithResource("kafkatopics").GroupResource(), name)
 }

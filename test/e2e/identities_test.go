@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +18,7 @@ import (
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/internal/devcluster"
+	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
 // 8. Identities: every broker and the operator talk to the apiserver as their own
@@ -110,7 +110,7 @@ func identities(ctx context.Context, t *testing.T, s *suite) {
 
 	t.Run("the audit log shows every broker request as the broker's ServiceAccount and operator writes as the manager's", func(t *testing.T) {
 		var detail string
-		waitFor(ctx, t, "each broker's Lease renewals in the audit log", 30*time.Second, func() (bool, string) {
+		testkit.EventuallyDetail(t, "each broker's Lease renewals in the audit log", func() (bool, string) {
 			events, err := s.env.AuditEvents()
 			if err != nil {
 				return false, err.Error()
@@ -125,12 +125,14 @@ func identities(ctx context.Context, t *testing.T, s *suite) {
 
 // auditShowsIdentities checks the audit log: every heartbeat Lease write of the cluster is
 // made by the broker ServiceAccount with a token bound to that broker's own pod, and there
-// is at least one per broker; every write to the cluster's status and Broker objects is made
-// by the manager's ServiceAccount; and nothing the paddock binary ran (user agent
-// "paddock/…") used the admin identity.
+// is at least one per broker; every write the broker ServiceAccount got through is to its
+// Leases or KafkaTopics (all its Role and the broker-writes policy let through); every write
+// to the cluster's status, Broker objects and NetworkPolicy is made by the manager's
+// ServiceAccount; and nothing the paddock binary ran (user agent "paddock/…") used the admin
+// identity.
 func auditShowsIdentities(events []devcluster.AuditEvent, s *suite, brokerUser, managerUser string) (bool, string) {
 	renewals := map[string]int{}
-	operatorWrites := 0
+	operatorWrites, policyWrites := 0, 0
 	for _, ev := range events {
 		if strings.HasPrefix(ev.UserAgent, "paddock/") && !strings.HasPrefix(ev.User.Username, "system:serviceaccount:") {
 			return false, fmt.Sprintf("the paddock binary made a %s of %+v as %s", ev.Verb, ev.ObjectRef, ev.User.Username)
@@ -139,7 +141,15 @@ func auditShowsIdentities(events []devcluster.AuditEvent, s *suite, brokerUser, 
 		if ref == nil || ref.Namespace != s.namespace || !isWrite(ev.Verb) {
 			continue
 		}
+		if ev.User.Username == brokerUser && admitted(ev) && ref.Resource != "leases" && ref.Resource != "kafkatopics" {
+			return false, fmt.Sprintf("the broker ServiceAccount made a %s of %+v", ev.Verb, ref)
+		}
 		switch {
+		case ref.Resource == "networkpolicies":
+			if ev.User.Username != managerUser {
+				return false, fmt.Sprintf("NetworkPolicy %s %s by %s, want %s", ref.Name, ev.Verb, ev.User.Username, managerUser)
+			}
+			policyWrites++
 		case ref.Resource == "leases" && strings.HasPrefix(ref.Name, kafkav1alpha1.StatefulSetName(s.name)+"-"):
 			if ev.User.Username != brokerUser || ev.PodName() != ref.Name {
 				return false, fmt.Sprintf("Lease %s %s by %s (pod %q), want %s from pod %s",
@@ -158,10 +168,16 @@ func auditShowsIdentities(events []devcluster.AuditEvent, s *suite, brokerUser, 
 			return false, fmt.Sprintf("no renewal of %s yet (%v)", kafkav1alpha1.LeaseName(s.name, id), renewals)
 		}
 	}
-	if operatorWrites == 0 {
-		return false, "no operator write yet"
+	if operatorWrites == 0 || policyWrites == 0 {
+		return false, fmt.Sprintf("%d registry and %d NetworkPolicy writes by the operator yet", operatorWrites, policyWrites)
 	}
-	return true, fmt.Sprintf("%d events; Lease writes by %s: %v; %d registry writes by %s", len(events), brokerUser, renewals, operatorWrites, managerUser)
+	return true, fmt.Sprintf("%d events; Lease writes by %s: %v; %d registry and %d NetworkPolicy writes by %s",
+		len(events), brokerUser, renewals, operatorWrites, policyWrites, managerUser)
+}
+
+// admitted reports whether the API server let the request through (a 2xx answer).
+func admitted(ev devcluster.AuditEvent) bool {
+	return ev.ResponseStatus != nil && ev.ResponseStatus.Code >= 200 && ev.ResponseStatus.Code < 300
 }
 
 func isWrite(verb string) bool {
@@ -180,6 +196,16 @@ func serviceAccountUser(namespace, name string) string {
 // path, as that process's own in-cluster config does.
 func tokenClient(t *testing.T, env *devcluster.Env, pid int) kubernetes.Interface {
 	t.Helper()
+	cs, err := kubernetes.NewForConfig(tokenConfig(t, env, pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// tokenConfig is the rest config of the ServiceAccount token the process pid holds.
+func tokenConfig(t *testing.T, env *devcluster.Env, pid int) *rest.Config {
+	t.Helper()
 	token, err := os.ReadFile(devcluster.ProcessPath(pid, filepath.Join(devcluster.ServiceAccountDir, "token")))
 	if err != nil {
 		t.Fatal(err)
@@ -188,10 +214,5 @@ func tokenClient(t *testing.T, env *devcluster.Env, pid int) kubernetes.Interfac
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := kubernetes.NewForConfig(&rest.Config{Host: env.APIServerHost(), BearerToken: string(token),
-		TLSClientConfig: rest.TLSClientConfig{CAData: ca}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cs
+	return &rest.Config{Host: env.APIServerHost(), BearerToken: string(token), TLSClientConfig: rest.TLSClientConfig{CAData: ca}}
 }

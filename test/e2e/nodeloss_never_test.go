@@ -21,6 +21,7 @@ import (
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/broker/brokertest"
+	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
 const neverTopic = "e2e-never"
@@ -42,7 +43,7 @@ func nodeNeverReturns(ctx context.Context, t *testing.T, s *suite) {
 	}
 	victim, node := s.brokerAwayFromManager(ctx, t)
 	var led []kafkav1alpha1.PartitionStatus
-	waitFor(ctx, t, "every partition of "+neverTopic+" assigned, the victim leading some", time.Minute, func() (bool, string) {
+	testkit.EventuallyDetail(t, "every partition of "+neverTopic+" assigned, the victim leading some", func() (bool, string) {
 		if err := s.c.Get(ctx, client.ObjectKeyFromObject(kt), kt); err != nil {
 			return false, err.Error()
 		}
@@ -57,7 +58,7 @@ func nodeNeverReturns(ctx context.Context, t *testing.T, s *suite) {
 		}
 		return len(kt.Status.Partitions) == 6 && len(led) > 0, fmt.Sprintf("%d partitions, broker %d leads %d", len(kt.Status.Partitions), victim, len(led))
 	})
-	waitFor(ctx, t, "three healthy brokers with the topic taken over", time.Minute, func() (bool, string) { return s.healthy(ctx, 3) })
+	testkit.EventuallyDetail(t, "three healthy brokers with the topic taken over", func() (bool, string) { return s.healthy(ctx, 3) })
 	oldPod, err := s.pod(ctx, victim)
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +79,7 @@ func nodeNeverReturns(ctx context.Context, t *testing.T, s *suite) {
 
 	var movedAt, notReadyAt, deletedAt, replacedAt time.Time
 	var newNode string
-	waitFor(ctx, t, "partitions moved off the lost broker and its pod replaced on another node", 5*time.Minute, func() (bool, string) {
+	testkit.Within(t, "partitions moved off the lost broker and its pod replaced on another node", 5*time.Minute, func() (bool, string) {
 		if notReadyAt.IsZero() {
 			n := &corev1.Node{}
 			if err := s.c.Get(ctx, client.ObjectKey{Name: node}, n); err == nil {
@@ -118,7 +119,7 @@ func nodeNeverReturns(ctx context.Context, t *testing.T, s *suite) {
 	}
 	measure(t, "14 node never returns", "node lost → pod force-deleted (NotReady + nodeLossTimeout 15s + a reconcile)", deletedAt.Sub(lost))
 	measure(t, "14 node never returns", "node lost → pod replaced (on "+newNode+")", replacedAt.Sub(lost))
-	waitFor(ctx, t, "the replaced broker Serving/Alive", 3*time.Minute, func() (bool, string) { return s.healthy(ctx, 3) })
+	testkit.Within(t, "the replaced broker Serving/Alive", 3*time.Minute, func() (bool, string) { return s.healthy(ctx, 3) })
 	measure(t, "14 node never returns", "node lost → Serving/Alive again", time.Since(lost))
 	if !s.clusterEventSeen(ctx, kafkav1alpha1.EventPodForceDeleted) {
 		t.Errorf("no %s Event on the KafkaCluster", kafkav1alpha1.EventPodForceDeleted)
@@ -164,7 +165,7 @@ func nodeNeverReturns(ctx context.Context, t *testing.T, s *suite) {
 
 	t.Log(devNode(ctx, t, s, "start", node))
 	started = true
-	waitFor(ctx, t, "the node Ready again and three healthy brokers", 3*time.Minute, func() (bool, string) {
+	testkit.Within(t, "the node Ready again and three healthy brokers", 3*time.Minute, func() (bool, string) {
 		n := &corev1.Node{}
 		if err := s.c.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
 			return false, err.Error()
@@ -398,7 +399,7 @@ func nodeFrozenAndBack(ctx context.Context, t *testing.T, s *suite) {
 			_ = s.env.StartNode(node)
 		}
 	}()
-	waitFor(ctx, t, "the frozen broker Dead", time.Minute, func() (bool, string) {
+	testkit.EventuallyDetail(t, "the frozen broker Dead", func() (bool, string) {
 		row := s.row(ctx, victim)
 		return row.Health == kafkav1alpha1.BrokerDead, fmt.Sprintf("%s/%s (%s)", row.State, row.Health, row.Reason)
 	})
@@ -407,7 +408,7 @@ func nodeFrozenAndBack(ctx context.Context, t *testing.T, s *suite) {
 	back := time.Now()
 	t.Log(devNode(ctx, t, s, "start", node))
 	started = true
-	waitFor(ctx, t, "the resumed broker Serving/Alive", 2*time.Minute, func() (bool, string) { return s.healthy(ctx, 3) })
+	testkit.Within(t, "the resumed broker Serving/Alive", 2*time.Minute, func() (bool, string) { return s.healthy(ctx, 3) })
 	measure(t, "15 node frozen and back", "node started → resumed broker Serving/Alive", time.Since(back))
 	after, err := s.pod(ctx, victim)
 	if err != nil {

@@ -15,10 +15,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/internal/devcluster"
+	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
 const (
@@ -53,7 +53,7 @@ func noLoss(ctx context.Context, t *testing.T, s *suite) {
 	created := time.Now()
 	createTopic(ctx, t, kadm.NewClient(p.cl), nolossPartitions, nolossTopic)
 	p.start(ctx)
-	waitFor(ctx, t, "every partition of "+nolossTopic+" to acknowledge a record", time.Minute, func() (bool, string) {
+	testkit.EventuallyDetail(t, "every partition of "+nolossTopic+" to acknowledge a record", func() (bool, string) {
 		return p.ackedAllSince(created)
 	})
 	measure(t, scenario, "topic created → every partition acknowledged a record", time.Since(created))
@@ -76,7 +76,7 @@ func noLoss(ctx context.Context, t *testing.T, s *suite) {
 		start := time.Now()
 		settled := ev.do(t)
 		var recovered time.Time
-		waitFor(ctx, t, ev.name+": the cluster healthy again, every partition led and acknowledging", 4*time.Minute, func() (bool, string) {
+		testkit.Within(t, ev.name+": the cluster healthy again, every partition led and acknowledging", 4*time.Minute, func() (bool, string) {
 			if ok, detail := settled(); !ok {
 				return false, detail
 			}
@@ -422,8 +422,8 @@ func check(acks []ack, records map[int32][]*kgo.Record) checked {
 
 // topicLed reports whether every partition of topic has a leader in its KafkaTopic's status.
 func (s *suite) topicLed(ctx context.Context, topic string) (bool, string) {
-	kt := &kafkav1alpha1.KafkaTopic{}
-	if err := s.c.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: topic}, kt); err != nil {
+	kt, err := s.kafkaTopic(ctx, topic)
+	if err != nil {
 		return false, err.Error()
 	}
 	led := 0

@@ -20,6 +20,7 @@ import (
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/internal/devcluster"
+	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
 // nodesListener is the extra NodePort listener the e2e cluster has besides the sample's: no
@@ -110,7 +111,7 @@ func fromOutside(ctx context.Context, t *testing.T, s *suite) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clusterIP, err := s.env.ServiceAddress(ctx, s.namespace, kafkav1alpha1.BootstrapServiceName(s.name), devcluster.SampleInternalListener)
+	clusterIP, err := s.env.ServiceAddress(ctx, s.namespace, kafkav1alpha1.InternalBootstrapServiceName(s.name), devcluster.SampleInternalListener)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +133,7 @@ func fromOutside(ctx context.Context, t *testing.T, s *suite) {
 		}
 		measure(t, "9 from outside", round+": kubectl get brokers from the host", time.Since(started))
 
-		waitFor(ctx, t, round+": kcat from the host to list every broker at its host address and own nodePort", 30*time.Second, func() (bool, string) {
+		testkit.EventuallyDetail(t, round+": kcat from the host to list every broker at its host address and own nodePort", func() (bool, string) {
 			got, out, err := hostKcat(ctx, "", bootstrap)
 			if err != nil || len(got) != 3 {
 				return false, fmt.Sprintf("%v\n%s", err, out)
@@ -188,7 +189,7 @@ func fromOutside(ctx context.Context, t *testing.T, s *suite) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitFor(ctx, t, round+": every broker's nodes listener at its node's InternalIP and own nodePort", 30*time.Second, func() (bool, string) {
+		testkit.EventuallyDetail(t, round+": every broker's nodes listener at its node's InternalIP and own nodePort", func() (bool, string) {
 			kc, err := s.cluster(ctx)
 			if err != nil {
 				return false, err.Error()
@@ -221,7 +222,7 @@ func fromOutside(ctx context.Context, t *testing.T, s *suite) {
 		}
 	}
 	deleted := time.Now()
-	waitFor(ctx, t, "three new broker pods with new IPs, Serving and Alive", 3*time.Minute, func() (bool, string) {
+	testkit.Within(t, "three new broker pods with new IPs, Serving and Alive", 3*time.Minute, func() (bool, string) {
 		for id := range int32(3) {
 			pod, err := s.pod(ctx, id)
 			if err != nil || pod.Status.PodIP == "" || pod.Status.PodIP == before[id] || pod.DeletionTimestamp != nil {

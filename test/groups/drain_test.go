@@ -42,7 +42,7 @@ func TestADrainingCoordinatorHandsItsGroupOver(t *testing.T) {
 
 	start := time.Now()
 	c.Drain(2)
-	err, exited := c.WaitExit(2, 30*time.Second)
+	err, exited := c.WaitExit(2)
 	if !exited || err != nil {
 		t.Fatalf("broker 2's drain: exited %v, err %v", exited, err)
 	}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
 // kgoRead runs a kgo group consumer of topic until done holds for what it read, commits
@@ -120,30 +122,26 @@ func pollUntilClosed(ctx context.Context, m *kgo.Client) {
 func waitSplit(t *testing.T, adm *kadm.Client, group, topic string, members, per int) {
 	t.Helper()
 	ctx := testCtx(t)
-	var state string
-	var assigned map[string][]int32
-	deadline := time.Now().Add(40 * time.Second)
-	for {
-		var err error
-		state, assigned, err = describeAssignments(ctx, adm, group, topic)
-		if err == nil && state == "Stable" && len(assigned) == members {
-			seen, ok := map[int32]bool{}, true
-			for _, ps := range assigned {
-				ok = ok && len(ps) == per
-				for _, p := range ps {
-					ok = ok && !seen[p]
-					seen[p] = true
+	testkit.EventuallyDetail(t, fmt.Sprintf("group %s Stable with %d members of %d partitions of %s", group, members, per, topic), func() (bool, string) {
+		state, assigned, err := describeAssignments(ctx, adm, group, topic)
+		detail := fmt.Sprintf("state %q, assignments %v (err %v)", state, assigned, err)
+		if err != nil || state != "Stable" || len(assigned) != members {
+			return false, detail
+		}
+		seen := map[int32]bool{}
+		for _, ps := range assigned {
+			if len(ps) != per {
+				return false, detail
+			}
+			for _, p := range ps {
+				if seen[p] {
+					return false, detail
 				}
-			}
-			if ok {
-				return
+				seen[p] = true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("group %s: state %q, assignments %v (err %v); want Stable with %d members of %d partitions of %s", group, state, assigned, err, members, per, topic)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return true, ""
+	})
 }
 
 // describeAssignments is group's state and each member's assigned partitions of topic (by

@@ -13,12 +13,13 @@ import (
 
 	"github.com/paddock-dev/paddock/broker/groups"
 	"github.com/paddock-dev/paddock/internal/coordinator"
+	"github.com/paddock-dev/paddock/internal/testkit"
 	"github.com/paddock-dev/paddock/test/kubebrokers"
 )
 
 var (
-	testCtx    = kubebrokers.TestCtx
-	eventually = kubebrokers.Eventually
+	testCtx    = testkit.Context
+	eventually = testkit.Eventually
 )
 
 // cluster is one test's KafkaCluster with its in-process brokers.

@@ -1,12 +1,10 @@
 package groups
 
 import (
-	"context"
 	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
-	"time"
 )
 
 // kcatRead runs `kcat -G group topic` (librdkafka's balanced consumer, offsets auto-stored
@@ -16,8 +14,7 @@ func kcatRead(t *testing.T, c *cluster, group, topic string, extra ...string) []
 	if _, err := exec.LookPath("kcat"); err != nil {
 		t.Fatal("kcat is not installed: run `make kcat` (hack/install-kcat.sh)")
 	}
-	ctx, cancel := context.WithTimeout(testCtx(t), 40*time.Second)
-	defer cancel()
+	ctx := testCtx(t)
 	args := append([]string{"-b", strings.Join(c.Addrs, ","), "-q", "-f", `%p %o %s\n`,
 		"-X", "auto.offset.reset=earliest", "-X", "topic.metadata.refresh.interval.ms=1000"}, extra...)
 	args = append(args, "-G", group, topic)

@@ -23,7 +23,7 @@ func saramaConfig() *sarama.Config {
 // and commits what it read (session.Commit) and closes (leaving the group).
 func saramaRead(t *testing.T, c *cluster, group, topic string, done func([]consumed) bool) []consumed {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(testCtx(t), 40*time.Second)
+	ctx, cancel := context.WithCancel(testCtx(t))
 	defer cancel()
 	cg, err := sarama.NewConsumerGroup(c.Addrs, group, saramaConfig())
 	if err != nil {

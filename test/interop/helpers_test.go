@@ -2,16 +2,16 @@ package interop
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
 // header is one record header.
@@ -102,10 +102,8 @@ func checkReadBack(t *testing.T, wrote, read []record) {
 // every broker gives every partition a leader.
 func createTopic(t *testing.T, addrs []string, name string, partitions int32) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	adm := kadm.NewClient(kgoClient(t, addrs))
-	if _, err := adm.CreateTopic(ctx, partitions, 1, nil, name); err != nil {
+	if _, err := adm.CreateTopic(testCtx(t), partitions, 1, nil, name); err != nil {
 		t.Fatalf("create topic %s: %v", name, err)
 	}
 	waitLeaders(t, addrs, name, partitions)
@@ -115,15 +113,11 @@ func createTopic(t *testing.T, addrs []string, name string, partitions int32) {
 // with a leader and no error.
 func waitLeaders(t *testing.T, addrs []string, topic string, partitions int32) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	ctx := testCtx(t)
 	for _, addr := range addrs {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = poll(ctx, fmt.Sprintf("%s to lead every partition of %s", addr, topic), func() bool {
-			md, err := kadm.NewClient(cl).Metadata(ctx, topic)
+		adm := kadm.NewClient(kgoClient(t, []string{addr}))
+		testkit.Eventually(t, fmt.Sprintf("%s to lead every partition of %s", addr, topic), func() bool {
+			md, err := adm.Metadata(ctx, topic)
 			if err != nil {
 				return false
 			}
@@ -138,23 +132,7 @@ func waitLeaders(t *testing.T, addrs []string, topic string, partitions int32) {
 			}
 			return true
 		})
-		cl.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
 	}
-}
-
-// poll checks cond every 50 ms until it holds, giving up after 30 s or when ctx ends.
-func poll(ctx context.Context, what string, cond func() bool) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return nil
 }
 
 // kgoClient is a franz-go client seeded with addrs, closed when the test ends.
@@ -168,9 +146,5 @@ func kgoClient(t *testing.T, addrs []string, opts ...kgo.Opt) *kgo.Client {
 	return cl
 }
 
-func testCtx(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+// testCtx is the context of a test's requests (testkit.Context).
+var testCtx = testkit.Context

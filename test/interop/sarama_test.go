@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+
+	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
 // saramaConfig is an idempotent producer's config (acks=all, one request in flight, as
@@ -74,7 +76,7 @@ func TestSaramaAsyncProducerAndPartitionConsumer(t *testing.T) {
 		m.Metadata = i
 		p.Input() <- m
 	}
-	timeout := time.After(30 * time.Second)
+	timeout := time.After(testkit.Deadline)
 	for range wrote {
 		select {
 		case m := <-p.Successes():
@@ -108,7 +110,7 @@ func saramaConsume(t *testing.T, addrs []string, topic string, wrote []record) [
 		if err != nil {
 			t.Fatalf("consume partition %d: %v", partition, err)
 		}
-		timeout := time.After(30 * time.Second)
+		timeout := time.After(testkit.Deadline)
 		for got := 0; got < n; got++ {
 			select {
 			case m := <-pc.Messages():
@@ -120,7 +122,7 @@ func saramaConsume(t *testing.T, addrs []string, topic string, wrote []record) [
 			case err := <-pc.Errors():
 				t.Fatalf("partition %d: %v", partition, err)
 			case <-timeout:
-				t.Fatalf("partition %d: read %d of %d records in 30 s", partition, got, n)
+				t.Fatalf("partition %d: read %d of %d records in %v", partition, got, n, testkit.Deadline)
 			}
 		}
 		if err := pc.Close(); err != nil {

@@ -14,7 +14,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"os"
 	"strconv"
@@ -40,6 +39,7 @@ import (
 	"github.com/paddock-dev/paddock/controllers/assignment"
 	"github.com/paddock-dev/paddock/controllers/kafkacluster"
 	"github.com/paddock-dev/paddock/internal/testenv"
+	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
 // ClusterName is every test's KafkaCluster name (each test has its own namespace).
@@ -134,7 +134,7 @@ type process struct {
 // broker ServiceAccount; their registry rows say Serving and Alive.
 func NewCluster(t *testing.T, n int, opts Options) *Cluster {
 	t.Helper()
-	ctx := TestCtx(t)
+	ctx := testkit.Context(t)
 	prefix := opts.Namespace
 	if prefix == "" {
 		prefix = "kb"
@@ -151,7 +151,7 @@ func NewCluster(t *testing.T, n int, opts Options) *Cluster {
 	if err := Env.Client.Create(ctx, kc); err != nil {
 		t.Fatal(err)
 	}
-	Eventually(t, "the broker RoleBinding", func() bool {
+	testkit.Eventually(t, "the broker RoleBinding", func() bool {
 		return Env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: v1alpha1.StatefulSetName(ClusterName)}, &rbacv1.RoleBinding{}) == nil
 	})
 
@@ -170,7 +170,7 @@ func NewCluster(t *testing.T, n int, opts Options) *Cluster {
 	}
 	c.SetRows()
 	for id := range n {
-		Eventually(t, fmt.Sprintf("broker %d to list every broker", id), func() bool {
+		testkit.Eventually(t, fmt.Sprintf("broker %d to list every broker", id), func() bool {
 			return len(c.MetadataOn(ctx, id).Brokers) == n
 		})
 	}
@@ -221,13 +221,13 @@ func (c *Cluster) Drain(id int32) {
 	c.SetRows()
 }
 
-// WaitExit waits up to timeout for broker id's process to end and gives Run's result.
-func (c *Cluster) WaitExit(id int32, timeout time.Duration) (err error, exited bool) {
+// WaitExit waits up to testkit.Deadline for broker id's process to end and gives Run's result.
+func (c *Cluster) WaitExit(id int32) (err error, exited bool) {
 	p := c.procs[id]
 	select {
 	case <-p.exited:
 		return p.err, true
-	case <-time.After(timeout):
+	case <-time.After(testkit.Deadline):
 		return nil, false
 	}
 }
@@ -247,8 +247,8 @@ func (c *Cluster) startBroker(t *testing.T, id int32) (kafkaAddr, healthAddr str
 	}
 	bc := broker.Config{
 		Cluster:     ClusterName,
-		Listeners:   []cluster.ListenerSpec{{Name: "kafka", Port: int32(FreePort(t)), Host: "127.0.0.1"}},
-		HealthPort:  FreePort(t),
+		Listeners:   []cluster.ListenerSpec{{Name: "kafka", Port: int32(testkit.FreePort(t)), Host: "127.0.0.1"}},
+		HealthPort:  testkit.FreePort(t),
 		BindAddress: "127.0.0.1", DrainTimeout: cmp.Or(c.opts.DrainTimeout, time.Second), HeartbeatInterval: 100 * time.Millisecond,
 		DataDir:  c.DataDir,
 		Identity: cluster.Identity{ID: id, Pod: fmt.Sprintf("c-broker-%d", id), Namespace: c.NS},
@@ -349,7 +349,7 @@ func (c *Cluster) MetadataOn(ctx context.Context, id int, topics ...string) *kms
 func (c *Cluster) ClusterID() string {
 	c.T.Helper()
 	var id string
-	Eventually(c.T, "the cluster id", func() bool {
+	testkit.Eventually(c.T, "the cluster id", func() bool {
 		kc := &v1alpha1.KafkaCluster{}
 		if err := Env.Client.Get(context.Background(), client.ObjectKey{Namespace: c.NS, Name: ClusterName}, kc); err != nil {
 			return false
@@ -358,39 +358,4 @@ func (c *Cluster) ClusterID() string {
 		return id != ""
 	})
 	return id
-}
-
-// TestCtx is a context that ends after 60 s or with the test.
-func TestCtx(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// Eventually polls cond every 50 ms until it holds, failing the test after 20 s.
-func Eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// FreePort is a free loopback TCP port below 32768 (the ephemeral range above it is where
-// clients' outgoing ports come from).
-func FreePort(t *testing.T) int {
-	t.Helper()
-	for range 100 {
-		p := 20000 + rand.IntN(12000)
-		if ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p))); err == nil {
-			_ = ln.Close() // only probing that the port is free
-			return p
-		}
-	}
-	t.Fatal("no free loopback port below 32768")
-	return 0
 }

@@ -29,9 +29,7 @@ func TestKcatListsTopicsWithLeaders(t *testing.T) {
 	if _, err := c.kadm().CreateTopic(ctx, 3, 1, nil, "orders"); err != nil {
 		t.Fatal(err)
 	}
-	kctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(kctx, "kcat", "-L", "-b", c.Addrs[1], "-m", "5").CombinedOutput()
+	out, err := exec.CommandContext(ctx, "kcat", "-L", "-b", c.Addrs[1], "-m", "5").CombinedOutput()
 	if err != nil {
 		t.Fatalf("kcat -L: %v\n%s", err, out)
 	}

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/internal/testkit"
 	"github.com/paddock-dev/paddock/test/kubebrokers"
 )
 
@@ -24,8 +25,8 @@ func newCluster(t *testing.T, n int, clusterConfig map[string]string) *cluster {
 }
 
 var (
-	testCtx    = kubebrokers.TestCtx
-	eventually = kubebrokers.Eventually
+	testCtx    = testkit.Context
+	eventually = testkit.Eventually
 )
 
 // topicsOn is the names of the topics broker id serves.

@@ -57,8 +57,8 @@ func TestKadmCreatesATopicThatHasLeadersWhenTheAnswerComes(t *testing.T) {
 		t.Errorf("leaders per broker %v, want 2 each", per)
 	}
 	kt := c.topicObject("orders")
-	if kt == nil || kt.Name != "orders" || kt.Spec.Partitions != 6 || kt.Spec.Config["retention.ms"] != "60000" {
-		t.Fatalf("KafkaTopic %+v, want object orders with 6 partitions and retention.ms", kt)
+	if kt == nil || kt.Name != kubebrokers.ClusterName+".orders" || kt.Spec.Partitions != 6 || kt.Spec.Config["retention.ms"] != "60000" {
+		t.Fatalf("KafkaTopic %+v, want object %s.orders with 6 partitions and retention.ms", kt, kubebrokers.ClusterName)
 	}
 
 	listed, err := adm.ListTopics(ctx)
@@ -79,8 +79,8 @@ func TestKadmCreateNameMapsToADeterministicObjectName(t *testing.T) {
 			t.Fatalf("create %s: %v", name, err)
 		}
 		kt := c.topicObject(name)
-		if kt == nil || kt.Name != topicname.ObjectName(name) || kt.Spec.TopicName != name {
-			t.Fatalf("KafkaTopic for %s = %+v, want object %s with spec.topicName %s", name, kt, topicname.ObjectName(name), name)
+		if want := topicname.ObjectNameIn(kubebrokers.ClusterName, name); kt == nil || kt.Name != want || kt.Spec.TopicName != name {
+			t.Fatalf("KafkaTopic for %s = %+v, want object %s with spec.topicName %s", name, kt, want, name)
 		}
 		if leaders, code := c.leadersOn(ctx, 0, name); !led(leaders, code) {
 			t.Errorf("%s: leaders %v error %d", name, leaders, code)

@@ -1,0 +1,141 @@
+package registry
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/paddock-dev/paddock/api/v1alpha1"
+)
+
+// A Lease is the broker's to write, and a broker may lie or be broken: the registry believes
+// only what reads as the broker protocol, caps the rest, and says what it refused
+// (docs/registry.md, "What a Lease may say").
+func TestTheRegistryBelievesOnlyWhatALeaseMaySay(t *testing.T) {
+	good := "kafka=c-broker-0.c-brokers.kafka.svc.cluster.local:9092"
+	believed := []v1alpha1.ListenerAddress{{Name: "kafka", Host: "c-broker-0.c-brokers.kafka.svc.cluster.local", Port: 9092}}
+	written := []v1alpha1.BrokerRow{{ID: 0, Pod: "c-broker-0", State: v1alpha1.BrokerServing, Health: v1alpha1.BrokerAlive,
+		Listeners: believed, LastSeen: &metav1.Time{Time: t0.Add(-time.Second)}}}
+	for _, tc := range []struct {
+		rule    string
+		lease   lease
+		edit    func(*lease)
+		health  v1alpha1.BrokerHealth
+		reason  string
+		refused string // substring of the one refusal; "" = none
+		addrs   []v1alpha1.ListenerAddress
+		epoch   int64
+	}{
+		{rule: "a well-formed Lease is believed whole", lease: lease{id: 0, age: time.Second, listeners: good},
+			health: v1alpha1.BrokerAlive, addrs: believed},
+		{rule: "an announcement of a listener the cluster has not keeps the addresses last believed",
+			lease:  lease{id: 0, age: time.Second, listeners: good + ",admin=evil.example.com:9999"},
+			health: v1alpha1.BrokerAlive, refused: `listener "admin" is not one of the cluster's`, addrs: believed},
+		{rule: "a host longer than a row can hold keeps the addresses last believed",
+			lease:  lease{id: 0, age: time.Second, listeners: "kafka=" + strings.Repeat("a.", 200) + "example.com:9092"},
+			health: v1alpha1.BrokerAlive, refused: "more than 253", addrs: believed},
+		{rule: "a host that is no host name keeps the addresses last believed",
+			lease:  lease{id: 0, age: time.Second, listeners: "kafka=<script>:9092"},
+			health: v1alpha1.BrokerAlive, refused: "neither an IP address nor a DNS name", addrs: believed},
+		{rule: "a port out of range keeps the addresses last believed",
+			lease:  lease{id: 0, age: time.Second, listeners: "kafka=10.0.0.9:65536"},
+			health: v1alpha1.BrokerAlive, refused: "not in 1..65535", addrs: believed},
+		{rule: "a lease duration longer than the session timeout is capped: silent past it, the broker is dead",
+			lease: lease{id: 0, age: 7 * time.Second, listeners: good},
+			edit:  func(l *lease) { l.seconds = 86400 },
+			// renewed 7 s ago: fresh by its own 86400 s, stale by the cluster's 6 s
+			health: v1alpha1.BrokerDead, reason: v1alpha1.ReasonHeartbeatExpired, refused: "longer than the cluster's session timeout 6s", addrs: believed},
+		{rule: "a lease duration that is not positive never makes the Lease fresh",
+			lease: lease{id: 0, age: time.Second, listeners: good}, edit: func(l *lease) { l.seconds = -5 },
+			health: v1alpha1.BrokerDead, reason: v1alpha1.ReasonHeartbeatExpired, refused: "not positive", addrs: believed},
+		{rule: "healthy neither true nor false is unhealthy",
+			lease:  lease{id: 0, age: time.Second, listeners: good, healthy: "yes"},
+			health: v1alpha1.BrokerDead, reason: v1alpha1.ReasonUnhealthy, refused: `kafka.paddock.dev/healthy is "yes"`, addrs: believed},
+		{rule: "draining neither true nor false is draining",
+			lease: lease{id: 0, age: time.Second, listeners: good}, edit: func(l *lease) { l.drainingValue = "soon" },
+			health: v1alpha1.BrokerDraining, reason: v1alpha1.ReasonDraining, refused: `kafka.paddock.dev/draining is "soon"`, addrs: believed},
+		{rule: "a negative epoch is epoch 0",
+			lease:  lease{id: 0, age: time.Second, listeners: good, transitions: -3},
+			health: v1alpha1.BrokerAlive, refused: "leaseTransitions -3 is negative", addrs: believed},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			l := tc.lease
+			if tc.edit != nil {
+				tc.edit(&l)
+			}
+			res := compute(Input{
+				Cluster: "c", Replicas: 1, PortName: "kafka", ListenerNames: []string{"kafka"}, SessionTimeout: leaseSeconds * time.Second,
+				Now: t0, Slices: []discoveryv1.EndpointSlice{slice("s1", serving(0))}, Leases: leases(l), Written: written,
+			})
+			row := res.Rows[0]
+			if row.Health != tc.health || (tc.reason != "" && row.Reason != tc.reason) {
+				t.Errorf("health %s (%s), want %s (%s)", row.Health, row.Reason, tc.health, tc.reason)
+			}
+			if !slices.Equal(row.Listeners, tc.addrs) {
+				t.Errorf("listeners %+v, want %+v", row.Listeners, tc.addrs)
+			}
+			if row.Epoch != tc.epoch {
+				t.Errorf("epoch %d, want %d", row.Epoch, tc.epoch)
+			}
+			switch {
+			case tc.refused == "" && len(res.Refused) > 0:
+				t.Errorf("refused %+v, want nothing", res.Refused)
+			case tc.refused != "" && (len(res.Refused) != 1 || !strings.Contains(res.Refused[0].Problem, tc.refused) ||
+				res.Refused[0].Broker != 0 || res.Refused[0].Lease != "c-broker-0"):
+				t.Errorf("refused %+v, want one refusal of c-broker-0 saying %q", res.Refused, tc.refused)
+			}
+		})
+	}
+}
+
+func TestAHugeLeaseDurationDoesNotPostponeTheNextExpiry(t *testing.T) {
+	l := lease{id: 0, age: time.Second, seconds: 86400}
+	res := compute(Input{Cluster: "c", Replicas: 1, PortName: "kafka", SessionTimeout: 6 * time.Second, Now: t0,
+		Slices: []discoveryv1.EndpointSlice{slice("s1", serving(0))}, Leases: leases(l)})
+	if want := t0.Add(5 * time.Second); !res.NextExpiry.Equal(want) {
+		t.Fatalf("next expiry %s, want %s: a renewal keeps the Lease fresh for the session timeout at most", res.NextExpiry, want)
+	}
+}
+
+func TestARefusedAnnouncementOfANewBrokerFallsBackToItsEndpoint(t *testing.T) {
+	res := compute(Input{Cluster: "c", Replicas: 1, PortName: "kafka", Now: t0, SessionTimeout: 6 * time.Second,
+		Slices: []discoveryv1.EndpointSlice{slice("s1", serving(0))},
+		Leases: leases(lease{id: 0, age: time.Second, listeners: "kafka=attacker.example.com:1,kafka=x:2"})})
+	want := []v1alpha1.ListenerAddress{{Name: "kafka", Host: "10.0.0.1", Port: 9092}}
+	if got := res.Rows[0].Listeners; !slices.Equal(got, want) {
+		t.Fatalf("listeners %+v, want the endpoint's %+v: no address the Lease gave is believed", got, want)
+	}
+	if len(res.Refused) != 1 || !strings.Contains(res.Refused[0].Problem, "announced twice") {
+		t.Fatalf("refused %+v", res.Refused)
+	}
+}
+
+// A broker back after a silence longer than the session timeout must be looked at, even if
+// its Lease claims a duration that would still cover the silence.
+func TestARenewalAfterTheSessionTimeoutIsNotQuietWhateverTheLeaseDuration(t *testing.T) {
+	build := func(renewed time.Time) *coordinationv1.Lease {
+		return &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c-broker-0"},
+			Spec:       coordinationv1.LeaseSpec{LeaseDurationSeconds: ptr.To[int32](86400), RenewTime: &metav1.MicroTime{Time: renewed}},
+		}
+	}
+	for _, capped := range []bool{false, true} {
+		var o Observer
+		if capped {
+			o.Cap("ns", "c-broker-0", 6*time.Second)
+		}
+		o.Observe(build(t0.Add(-20*time.Second)), t0.Add(-20*time.Second))
+		old := build(t0.Add(-10 * time.Second))
+		o.Observe(old, t0.Add(-10*time.Second)) // seen live, 10 s before the next beat
+		got := o.ObserveUpdate(old, build(t0), t0)
+		if got.WasFresh == capped {
+			t.Errorf("capped %v: WasFresh %v, want %v", capped, got.WasFresh, !capped)
+		}
+	}
+}
