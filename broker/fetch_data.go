@@ -113,7 +113,7 @@ func (f *fetchState) keepRecords(p *fetchPart, sec *storage.Section, first bool)
 			sec.Release()
 			return 0
 		}
-		ok := true
+		var ok bool
 		if taken = recordBufferSize(sec.Len); first {
 			taken, ok = budget.Take(taken, rc.connCtx.Done())
 		} else {

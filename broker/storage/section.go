@@ -172,7 +172,8 @@ func (r *headerReader) at(p int64) ([]byte, error) {
 		}
 		n := min(int64(headerWindow), r.limit-p)
 		got, err := r.f.ReadAt(r.buf[:n], p)
-		if err != nil && !(errors.Is(err, io.EOF) && int64(got) >= batchHeaderSize) {
+		// A read short of the window at the end of the file is fine if it holds the header.
+		if shortAtEnd := errors.Is(err, io.EOF) && int64(got) >= batchHeaderSize; err != nil && !shortAtEnd {
 			return nil, err
 		}
 		r.buf, r.at0 = r.buf[:got], p

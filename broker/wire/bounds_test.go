@@ -197,7 +197,7 @@ func TestFileAnswersAreSentFromTheFile(t *testing.T) {
 			released.Store(0)
 			srv := &Server{Log: testr.New(t), Handler: handler}
 			ln := testkit.Listen(t)
-			var l net.Listener = ln
+			l := ln
 			if !plain {
 				l = notSocketListener{ln}
 			}
