@@ -331,3 +331,38 @@ func TestConnectionsPastTheCapsAreRefused(t *testing.T) {
 		return err == nil
 	})
 }
+
+// TestAnIdleConnectionHoldsOnlyItsReader: once its answer is written, an idle connection is
+// its reader goroutine parked in a read and a small struct — no writer goroutine (one runs
+// only while answers are queued) and no read buffer kept between requests. A writer per
+// connection would leave twice the goroutines; a kept read buffer, 16 KiB or more of heap
+// per connection (BenchmarkIdleConnections measures the resulting RSS).
+func TestAnIdleConnectionHoldsOnlyItsReader(t *testing.T) {
+	const conns = 200
+	srv := &Server{Log: testr.New(t), Handler: HandlerFunc(echo)}
+	addr := serve(t, srv)
+	heap := func() uint64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.GC() // a second collection empties the pools' victim caches too
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	goroutines, heapBefore := runtime.NumGoroutine(), heap()
+	for i := range int32(conns) {
+		c := dial(t, addr)
+		_, _ = c.Write(requestFrame(0, 0, i, "", make([]byte, 1000)))
+		if id, _ := readAnswer(t, c); id != i {
+			t.Fatalf("answer %d to request %d", id, i)
+		}
+	}
+	testkit.EventuallyDetail(t, "every answered connection parks only its reader", func() (bool, string) {
+		n := runtime.NumGoroutine() - goroutines
+		return n <= conns, fmt.Sprintf("%d goroutines for %d idle connections", n, conns)
+	})
+	perConn := (int64(heap()) - int64(heapBefore)) / conns
+	t.Logf("an idle connection holds %d B of heap (both ends of it, in this process)", perConn)
+	if perConn > 8<<10 {
+		t.Fatalf("an idle connection holds %d B of heap, want no read buffer kept (well under 8 KiB)", perConn)
+	}
+}
