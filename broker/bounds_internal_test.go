@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -54,6 +55,9 @@ func TestRequestCostCoversWhatHandlingAllocates(t *testing.T) {
 	ln := testkit.Listen(t)
 	go func() { _ = srv.Serve(ln) }()
 	c := dialKafka(t, ln.Addr().String())
+	// Decoding and answering 40,000 items takes seconds under the race detector on a loaded
+	// machine: a generous deadline, not dialKafka's 10 seconds for all three.
+	_ = c.SetDeadline(time.Now().Add(3 * time.Minute))
 
 	const items = 40_000
 	fetch := kmsg.NewPtrFetchRequest()
