@@ -165,7 +165,8 @@ func closeGently(nc net.Conn) {
 }
 
 // writeLoop writes the queued answers in order, waiting for each deferred one in turn, and
-// ends when the queue is empty, a write fails, or an answer is an error.
+// ends when the queue is empty (the next queued answer starts a new one), a write fails, or
+// an answer is an error.
 func (c *conn) writeLoop() {
 	defer c.srv.wg.Done()
 	for {
