@@ -133,7 +133,8 @@ func TestASlowReaderHoldsAtMostTheQueueBoundInAnswers(t *testing.T) {
 	})}
 	c := dial(t, serve(t, srv))
 	_ = c.SetDeadline(time.Now().Add(3 * time.Minute)) // 160 MiB to read, under -race on a loaded machine
-	const requests = 40                                // more than the bound, fewer than the 64 answers a queue held before
+	// More requests than the bound, fewer than the 64 answers a queue held before.
+	const requests = 40
 	var frames []byte
 	for i := range int32(requests) {
 		frames = append(frames, requestFrame(0, 0, i, "", nil)...)
