@@ -27,6 +27,7 @@ const (
 	consumeFake  = "BenchmarkCompare/consume/server=kfake"
 	consumeVec   = "BenchmarkCompare/consume/server=paddock-vectored"
 	idleRSS      = "BenchmarkIdleConnections B_rss/idle_conn"
+	idleFloor    = "BenchmarkIdleConnections B_rss/idle_conn_go_floor"
 	stormFile    = "BenchmarkFetchStorm/copy=false"
 	stormMemory  = "BenchmarkFetchStorm/copy=true"
 	peakUnit     = " MiB_rss_peak_over_base"
@@ -93,9 +94,9 @@ func median(vs []float64) float64 {
 // report prints the throughputs and ratios; a benchmark missing from the run is an error.
 func report(w io.Writer, rates map[string]float64) error {
 	for _, name := range []string{loop16K, loop1M, producePad, produceFake, consumePad, consumeFake, consumeVec,
-		idleRSS, stormFile + peakUnit, stormFile + baseUnit, stormMemory + peakUnit, stormMemory + budgetUnit} {
+		idleRSS, idleFloor, stormFile + peakUnit, stormFile + baseUnit, stormFile + budgetUnit, stormMemory + peakUnit, stormMemory + baseUnit, stormMemory + budgetUnit} {
 		if rates[name] <= 0 {
-			return fmt.Errorf("no MB/s for %s in the benchmark output (did it fail or not run?)", name)
+			return fmt.Errorf("no figure for %s in the benchmark output (did it fail or not run?)", name)
 		}
 	}
 	rows := []struct {
@@ -123,7 +124,11 @@ func report(w io.Writer, rates map[string]float64) error {
 	fmt.Fprintf(w, "  %-58s %8.2f ×\n", "consume: sendfile / vectored write", rates[consumePad]/rates[consumeVec])
 	fmt.Fprintln(w, "bounds (docs/bounds.md):")
 	fmt.Fprintf(w, "  %-58s %8.0f B  (aim ≤ 8192)\n", "RSS per idle connection, 15,000 connections", rates[idleRSS])
+	fmt.Fprintf(w, "  %-58s %8.0f B\n", "the same for a bare Go server (a goroutine in a read)", rates[idleFloor])
+	fmt.Fprintf(w, "  %-58s %8.2f ×\n", "idle connection / bare Go server's", rates[idleRSS]/rates[idleFloor])
 	fmt.Fprintf(w, "  %-58s %8.0f MiB over a %.0f MiB base\n", "fetch storm, peak RSS, records sent from the files", rates[stormFile+peakUnit], rates[stormFile+baseUnit])
-	fmt.Fprintf(w, "  %-58s %8.0f MiB  (budget %.0f MiB)\n", "fetch storm, peak RSS, records through memory", rates[stormMemory+peakUnit], rates[stormMemory+budgetUnit])
+	fmt.Fprintf(w, "  %-58s %8.2f ×  (aim ≤ 1)\n", "  its peak over the base / queued.max.response.bytes", rates[stormFile+peakUnit]/rates[stormFile+budgetUnit])
+	fmt.Fprintf(w, "  %-58s %8.0f MiB over a %.0f MiB base\n", "fetch storm, peak RSS, records through memory", rates[stormMemory+peakUnit], rates[stormMemory+baseUnit])
+	fmt.Fprintf(w, "  %-58s %8.2f ×  (aim ≤ 1)\n", "  its peak over the base / queued.max.response.bytes", rates[stormMemory+peakUnit]/rates[stormMemory+budgetUnit])
 	return nil
 }
