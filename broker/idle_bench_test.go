@@ -114,14 +114,7 @@ func settledRSS() int64 {
 	}
 	debug.FreeOSMemory()
 	time.Sleep(200 * time.Millisecond)
-	b, _ := os.ReadFile("/proc/self/status")
-	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
+	return rss()
 }
 
 func raiseFileLimit(b *testing.B, n uint64) {

@@ -104,6 +104,7 @@ func writeData(b *testing.B, seeds []string, n int) {
 	wg.Wait()
 }
 
+// rss is the process's resident set now (VmRSS).
 func rss() int64 {
 	b, _ := os.ReadFile("/proc/self/status")
 	for _, l := range strings.Split(string(b), "\n") {
