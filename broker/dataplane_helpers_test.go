@@ -3,7 +3,6 @@ package broker_test
 import (
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -73,26 +72,39 @@ func batches(t *testing.T, b []byte) []kmsg.RecordBatch {
 	return out
 }
 
-// slowSyncs is a storage file system whose every file sync first sleeps for a delay the test
-// sets (0: none): a slow or stuck disk.
-type slowSyncs struct {
-	mu    sync.Mutex
-	delay time.Duration
+// heldSyncs is a storage file system whose file syncs wait, while the test holds them, until it
+// releases them: a stuck disk whose fsync returns only when the test says so.
+type heldSyncs struct {
+	mu   sync.Mutex
+	gate chan struct{} // nil: syncs pass; open: they wait for its close
 }
 
-func (s *slowSyncs) set(d time.Duration) {
+// hold makes every later sync wait until release.
+func (s *heldSyncs) hold() {
 	s.mu.Lock()
-	s.delay = d
+	s.gate = make(chan struct{})
 	s.mu.Unlock()
 }
 
-func (s *slowSyncs) fs(int32) storage.FS {
+// release lets the waiting and later syncs through.
+func (s *heldSyncs) release() {
+	s.mu.Lock()
+	if s.gate != nil {
+		close(s.gate)
+		s.gate = nil
+	}
+	s.mu.Unlock()
+}
+
+func (s *heldSyncs) fs(int32) storage.FS {
 	return storage.FaultFS{FS: storage.OSFS{}, Fault: func(op storage.Op, _ string) error {
 		if op == storage.OpSync {
 			s.mu.Lock()
-			d := s.delay
+			gate := s.gate
 			s.mu.Unlock()
-			time.Sleep(d)
+			if gate != nil {
+				<-gate
+			}
 		}
 		return nil
 	}}

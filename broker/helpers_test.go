@@ -151,7 +151,7 @@ func readResponseFrame(c net.Conn, correlationID int32) ([]byte, error) {
 // expectClosed asserts that the server closed c (a read sees EOF or a reset, not a timeout).
 func expectClosed(t *testing.T, c net.Conn) {
 	t.Helper()
-	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_ = c.SetReadDeadline(time.Now().Add(testkit.Deadline))
 	var b [1]byte
 	_, err := c.Read(b[:])
 	var ne net.Error

@@ -349,13 +349,15 @@ func TestIdempotentRetryAcrossATakeoverGetsTheOriginalOffset(t *testing.T) {
 }
 
 // TestProduceTimeoutAnswersRequestTimedOut: an acks=-1 append whose fsync takes longer than
-// the request's timeout is answered REQUEST_TIMED_OUT (it may still become durable).
+// the request's timeout is answered REQUEST_TIMED_OUT (it may still become durable). The
+// fsync is held until the answer has come, so the answer cannot have waited for it.
 func TestProduceTimeoutAnswersRequestTimedOut(t *testing.T) {
-	var slow slowSyncs
-	c := brokertest.Start(t, brokertest.Options{StorageFS: slow.fs})
+	var held heldSyncs
+	c := brokertest.Start(t, brokertest.Options{StorageFS: held.fs})
 	c.CreateTopic("t", 1, nil)
 	conn := brokertest.Dial(t, c.Addrs()[0])
-	slow.set(2 * time.Second)
+	held.hold()
+	defer held.release()
 	req := produceReq(10, -1, "t", 0, brokertest.Plain([]byte("slow")).Bytes())
 	req.TimeoutMillis = 200
 	start := time.Now()
@@ -363,10 +365,7 @@ func TestProduceTimeoutAnswersRequestTimedOut(t *testing.T) {
 	if p := resp.Topics[0].Partitions[0]; p.ErrorCode != kerr.RequestTimedOut.Code {
 		t.Fatalf("answer %+v after %s, want REQUEST_TIMED_OUT", p, time.Since(start))
 	}
-	if d := time.Since(start); d > 1500*time.Millisecond {
-		t.Fatalf("answered after %s; the timeout was 200ms", d)
-	}
-	slow.set(0)
+	t.Logf("answered REQUEST_TIMED_OUT after %s (timeout 200ms) with the fsync still held", time.Since(start))
 }
 
 // TestInitProducerID pins InitProducerId's answers.

@@ -399,7 +399,7 @@ func TestIdleTicksCoverTheAcceptLoop(t *testing.T) {
 			t.Cleanup(func() { cancel(); _ = srv.Close(); <-done })
 
 			mono.Add(int64(WedgedAfter + time.Second)) // six seconds without a client request
-			deadline := time.Now().Add(3 * time.Second)
+			deadline := time.Now().Add(testkit.Deadline)
 			for live.Healthy() != tc.wantHealthy && time.Now().Before(deadline) {
 				time.Sleep(20 * time.Millisecond)
 			}

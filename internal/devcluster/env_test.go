@@ -163,6 +163,7 @@ func TestEnvironmentRunsAStatefulSetLikeAKubelet(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(env.Stop)
+	t.Cleanup(func() { reportOnFailure(t, env, cfg.Dir) }) // runs before Stop
 	t.Logf("environment up in %s", time.Since(start).Round(time.Millisecond))
 	c := env.Client()
 
@@ -680,3 +681,26 @@ func readPID(t *testing.T, env *Env, namespace, pod string) int {
 }
 
 func resourceMust(s string) resource.Quantity { return resource.MustParse(s) }
+
+// reportOnFailure, for a failed test, says whether a component of the environment exited and
+// prints the end of each component's log (the temporary directory that holds them is gone
+// once the test ends), so a failure on a loaded CI machine names its cause.
+func reportOnFailure(t *testing.T, env *Env, dir string) {
+	if !t.Failed() {
+		return
+	}
+	t.Logf("environment: %v", env.Err())
+	logs, _ := filepath.Glob(filepath.Join(dir, "logs", "*.log"))
+	for _, path := range logs {
+		if filepath.Base(path) == "audit.log" {
+			continue
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Logf("%s: %v", path, err)
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+		t.Logf("--- the last %d lines of %s:\n%s", min(len(lines), 30), filepath.Base(path), strings.Join(lines[max(len(lines)-30, 0):], "\n"))
+	}
+}
