@@ -78,15 +78,19 @@ func TestRequestsWaitUnreadWhileTheRequestBudgetIsSpent(t *testing.T) {
 		return echo(r)
 	})}
 	addr := serve(t, srv)
+	release := sync.OnceFunc(func() { close(releaseFirst) })
+	t.Cleanup(release) // before the server's Close (cleanups run last first): a failure ends, not hangs
 	first, second := dial(t, addr), dial(t, addr)
 	_, _ = first.Write(requestFrame(0, 0, 1, "", make([]byte, 600<<10)))
 	<-inFirst
 	_, _ = second.Write(requestFrame(0, 0, 2, "", make([]byte, 600<<10)))
-	testkit.Eventually(t, "the second request waits for the budget", func() bool { return budgetWaiters(budget) == 1 })
+	testkit.EventuallyDetail(t, "the second request waits for the budget", func() (bool, string) {
+		return budgetWaiters(budget) == 1, fmt.Sprintf("%d requests handled, %d waiting", handled.Load(), budgetWaiters(budget))
+	})
 	if n := handled.Load(); n != 1 || budget.InUse() > budget.Limit() {
 		t.Fatalf("%d requests handled with %d of %d bytes in use, want only the first", n, budget.InUse(), budget.Limit())
 	}
-	close(releaseFirst)
+	release()
 	if id, _ := readAnswer(t, first); id != 1 {
 		t.Fatalf("first connection answered %d", id)
 	}
