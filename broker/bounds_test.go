@@ -104,6 +104,7 @@ func TestAFetchReadIntoMemoryShrinksToTheAnswerBudget(t *testing.T) {
 	const budget = 3 << 20
 	c := brokertest.Start(t, brokertest.Options{CopyFetchData: true, Bounds: func(b *broker.Bounds) { b.QueuedMaxResponseBytes = budget }})
 	id := fillPartition(t, c, "t", 10, 1<<20-200)
+	madeBefore, chunkBytes := broker.RecordChunksMade()
 	conn := brokertest.Dial(t, c.Addrs()[0])
 	req := fetchReq(16, "t", id, 0, 0)
 	req.Topics[0].Partitions[0].PartitionMaxBytes = 20 << 20
@@ -114,7 +115,8 @@ func TestAFetchReadIntoMemoryShrinksToTheAnswerBudget(t *testing.T) {
 	t.Logf("a fetch asking for 20 MiB through a %d MiB budget got %d bytes", budget>>20, len(p.RecordBatches))
 
 	// Many fetches at once: each gets data, none fails, and they never hold more than the
-	// budget plus one batch between them (each answer is released once written).
+	// budget plus one batch between them (each answer is released once written): the memory
+	// made for their records stays within that, however many answers come and go.
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Add(1)
@@ -137,6 +139,12 @@ func TestAFetchReadIntoMemoryShrinksToTheAnswerBudget(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	made, _ := broker.RecordChunksMade()
+	memory := int64(made-madeBefore) * chunkBytes
+	t.Logf("fetching through memory (one connection, then 8 at once, 10 MiB each) made %d bytes of record chunks (budget %d)", memory, budget)
+	if memory > budget+1<<20 {
+		t.Fatalf("%d bytes of memory made for records, above the %d-byte budget and one batch", memory, budget)
+	}
 }
 
 // TestAPipeliningSlowReaderHoldsNoAnswersInMemory: a client pipelining 64 Fetches (max_wait

@@ -180,6 +180,9 @@ func readHeldIn(held *heldRecords) {
 			p.RecordBatches = buf
 		}
 	}
+	for p, chunks := range held.chunks {
+		p.RecordBatches = bytes.Join(chunks, nil)
+	}
 }
 
 // encodeFetchFrame encodes resp with a 16-byte marker in place of each record set of at least
@@ -207,39 +210,54 @@ func encodeFetchFrame(correlationID int32, resp *kmsg.FetchResponse, held *heldR
 }
 
 // largeRecordSets points at every record set of resp worth sending apart from the frame, with
-// the piece each is sent as: a section held (from its file), or the records' own bytes.
-func largeRecordSets(resp *kmsg.FetchResponse, held *heldRecords) ([]*[]byte, []wire.Piece) {
+// the pieces each is sent as: a section held (from its file), the chunks held, or the
+// records' own bytes.
+func largeRecordSets(resp *kmsg.FetchResponse, held *heldRecords) ([]*[]byte, [][]wire.Piece) {
 	var (
 		sets   []*[]byte
-		pieces []wire.Piece
+		pieces [][]wire.Piece
 	)
 	for i := range resp.Topics {
 		for j := range resp.Topics[i].Partitions {
 			p := &resp.Topics[i].Partitions[j]
-			if held != nil && held.files[p] != nil {
+			var set []wire.Piece
+			switch {
+			case held != nil && held.files[p] != nil:
 				sec := held.files[p]
-				sets, pieces = append(sets, &p.RecordBatches), append(pieces, wire.Piece{File: sec.File(), Offset: sec.Pos, Len: sec.Len})
-			} else if len(p.RecordBatches) >= vectoredMinRecords {
-				sets, pieces = append(sets, &p.RecordBatches), append(pieces, wire.Piece{Bytes: p.RecordBatches})
+				set = []wire.Piece{{File: sec.File(), Offset: sec.Pos, Len: sec.Len}}
+			case held != nil && held.chunks[p] != nil:
+				for _, c := range held.chunks[p] {
+					set = append(set, wire.Piece{Bytes: c})
+				}
+			case len(p.RecordBatches) >= vectoredMinRecords:
+				set = []wire.Piece{{Bytes: p.RecordBatches}}
+			default:
+				continue
 			}
+			sets, pieces = append(sets, &p.RecordBatches), append(pieces, set)
 		}
 	}
 	return sets, pieces
 }
 
-// pieceLen is the length of a piece's bytes or file range.
-func pieceLen(p wire.Piece) int64 {
-	if p.File != nil {
-		return p.Len
+// piecesLen is the length of pieces' bytes and file ranges.
+func piecesLen(pieces []wire.Piece) int64 {
+	var n int64
+	for _, p := range pieces {
+		if p.File != nil {
+			n += p.Len
+		} else {
+			n += int64(len(p.Bytes))
+		}
 	}
-	return int64(len(p.Bytes))
+	return n
 }
 
 // splitAtMarkers cuts frame (encoded with recordsMarker(k) in place of records[k]) into the
 // pieces of the real frame: the bytes before each marker's length prefix, the real length
 // prefix, the records, and the tail; the frame's size prefix is fixed for the real lengths.
 // nil when a marker is not where the encoding puts it.
-func splitAtMarkers(frame []byte, records []wire.Piece, flexible bool) []wire.Piece {
+func splitAtMarkers(frame []byte, records [][]wire.Piece, flexible bool) []wire.Piece {
 	pieces := make([]wire.Piece, 0, 3*len(records)+1)
 	prefixes := make([]byte, 0, 5*len(records))
 	size, pos := int64(len(frame)-4), 0
@@ -257,14 +275,15 @@ func splitAtMarkers(frame []byte, records []wire.Piece, flexible bool) []wire.Pi
 		if i-plen < pos || (flexible && frame[i-1] != 17) || (!flexible && binary.BigEndian.Uint32(frame[i-4:]) != 16) {
 			return nil
 		}
-		n := pieceLen(rec)
+		n := piecesLen(rec)
 		start := len(prefixes)
 		if flexible {
 			prefixes = binary.AppendUvarint(prefixes, uint64(n)+1)
 		} else {
 			prefixes = binary.BigEndian.AppendUint32(prefixes, uint32(n))
 		}
-		pieces = append(pieces, wire.Piece{Bytes: frame[pos : i-plen]}, wire.Piece{Bytes: prefixes[start:len(prefixes):len(prefixes)]}, rec)
+		pieces = append(pieces, wire.Piece{Bytes: frame[pos : i-plen]}, wire.Piece{Bytes: prefixes[start:len(prefixes):len(prefixes)]})
+		pieces = append(pieces, rec...)
 		size += int64(len(prefixes)-start-plen) + n - 16
 		pos = i + 16
 	}

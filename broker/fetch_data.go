@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"math/bits"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -15,7 +14,7 @@ import (
 // the file itself: the answer holds the segment Section (the file stays open) and the wire
 // server writes it with sendfile, so the records never enter the broker's memory. Any other
 // record set (small, from a file system that gives no *os.File, or with Handler.CopyFetchData)
-// is read into memory within the broker-wide answer budget (Handler.AnswerBudget): a read
+// is read into memory chunks within the broker-wide answer budget (Handler.AnswerBudget): a read
 // that does not fit shrinks to what does, and the first record set of an answer waits for
 // room for its first batch, so an answer is never refused and always makes progress. What an
 // answer holds is let go when the wire server has written it or dropped it
@@ -27,64 +26,83 @@ type heldRecords struct {
 	taken  int64 // bytes of budget taken for records read into memory
 	// files are the record sets sent from their segment files, by the partition they answer.
 	files map[*kmsg.FetchResponseTopicPartition]*storage.Section
-	// bufs are the pooled buffers of the records read into memory (recordBuffer).
-	bufs []*[]byte
+	// chunks are the record sets read into memory chunks (takeChunks), by partition.
+	chunks map[*kmsg.FetchResponseTopicPartition][][]byte
 }
 
-// release lets go of everything held: the sections' files and the budget's bytes.
+// release lets go of everything held: the sections' files, the chunks and the budget's bytes.
 func (h *heldRecords) release() {
 	for _, s := range h.files {
 		s.Release()
 	}
 	h.files = nil
-	for _, b := range h.bufs {
-		putRecordBuffer(b)
+	for _, c := range h.chunks {
+		giveChunks(c)
 	}
-	h.bufs = nil
+	h.chunks = nil
 	h.budget.Give(h.taken)
 	h.taken = 0
 }
 
-// Records read into memory go into pooled buffers of power-of-two sizes (64 KiB to 64 MiB),
-// taken from the answer budget at their full size and put back once the answer is written:
-// the budget then bounds the memory they occupy, and a storm of answers reuses it instead of
-// leaving garbage for the collector (which the budget could not bound).
-const (
-	minRecordBuffer = 64 << 10
-	maxRecordBuffer = 64 << 20
-)
+// Records read into memory go into chunks of recordChunk bytes from one free list, taken
+// from the answer budget at their full size and put back once the answer is written, so
+// every chunk that exists was made while its bytes were taken from a budget: with a budget,
+// the chunks never occupy more than it (and one oversized first batch), however the
+// answers' sizes vary, and a storm of answers reuses them instead of leaving garbage for
+// the collector. A record set smaller than a chunk is read into a buffer of its own size
+// (charged that size): small, and copied into the encoded answer anyway (codec.go).
+const recordChunk = 64 << 10
 
-var recordBuffers [27]sync.Pool // by log2 of the size, 16 (64 KiB) to 26 (64 MiB)
+// maxFreeChunks is what the free list keeps at most (256 MiB): the bound when the budget is
+// unbounded.
+const maxFreeChunks = 4096
 
-// recordBufferSize is the size of the buffer records of n bytes are read into.
-func recordBufferSize(n int64) int64 {
-	if n > maxRecordBuffer {
+var recordChunks struct {
+	sync.Mutex
+	free [][]byte // each of recordChunk bytes
+	made int      // chunks ever made (TestAFetchReadIntoMemoryShrinksToTheAnswerBudget)
+}
+
+// recordCharge is what a record set of n bytes takes from the answer budget.
+func recordCharge(n int64) int64 {
+	if n < recordChunk {
 		return n
 	}
-	return max(int64(1)<<bits.Len64(uint64(n-1)), minRecordBuffer)
+	return (n + recordChunk - 1) / recordChunk * recordChunk
 }
 
-// recordBuffer is a buffer of n bytes from its size's pool (a fresh one above the largest).
-func recordBuffer(n int64) *[]byte {
-	size := recordBufferSize(n)
-	if size <= maxRecordBuffer {
-		if b, ok := recordBuffers[bits.Len64(uint64(size-1))].Get().(*[]byte); ok {
-			*b = (*b)[:n]
-			return b
+// takeChunks is n bytes of chunks, from the free list first; the last is cut to the rest.
+func takeChunks(n int64) [][]byte {
+	out := make([][]byte, (n+recordChunk-1)/recordChunk)
+	recordChunks.Lock()
+	for i := range out {
+		k := len(recordChunks.free)
+		if k == 0 {
+			out[i] = make([]byte, recordChunk)
+			recordChunks.made++
+			continue
 		}
+		out[i], recordChunks.free = recordChunks.free[k-1], recordChunks.free[:k-1]
 	}
-	b := make([]byte, n, size)
-	return &b
+	recordChunks.Unlock()
+	last := len(out) - 1
+	out[last] = out[last][:n-int64(last)*recordChunk]
+	return out
 }
 
-func putRecordBuffer(b *[]byte) {
-	if size := int64(cap(*b)); size <= maxRecordBuffer && size == recordBufferSize(size) {
-		recordBuffers[bits.Len64(uint64(size-1))].Put(b)
+// giveChunks puts chunks back on the free list.
+func giveChunks(chunks [][]byte) {
+	recordChunks.Lock()
+	defer recordChunks.Unlock()
+	for _, c := range chunks {
+		if len(recordChunks.free) < maxFreeChunks {
+			recordChunks.free = append(recordChunks.free, c[:recordChunk])
+		}
 	}
 }
 
 // empty reports whether nothing is held (the answer needs no Release).
-func (h *heldRecords) empty() bool { return len(h.files) == 0 && h.taken == 0 }
+func (h *heldRecords) empty() bool { return len(h.files) == 0 && len(h.chunks) == 0 && h.taken == 0 }
 
 // keepRecords puts the record set sec found for partition out into the answer: from the file
 // when it can be sent from there, else read into memory within the answer budget. It
@@ -103,7 +121,7 @@ func (f *fetchState) keepRecords(p *fetchPart, sec *storage.Section, first bool)
 	}
 	budget := rc.h.AnswerBudget
 	rc.held.budget = budget
-	taken := recordBufferSize(sec.Len)
+	taken := recordCharge(sec.Len)
 	if !budget.TryTake(taken) {
 		// Shrink to what fits now; the answer's first record set waits for its first batch
 		// instead of going without.
@@ -114,7 +132,7 @@ func (f *fetchState) keepRecords(p *fetchPart, sec *storage.Section, first bool)
 			return 0
 		}
 		var ok bool
-		if taken = recordBufferSize(sec.Len); first {
+		if taken = recordCharge(sec.Len); first {
 			taken, ok = budget.Take(taken, rc.connCtx.Done())
 		} else {
 			ok = budget.TryTake(taken)
@@ -126,13 +144,29 @@ func (f *fetchState) keepRecords(p *fetchPart, sec *storage.Section, first bool)
 	}
 	defer sec.Release()
 	rc.held.taken += taken
-	buf := recordBuffer(sec.Len)
-	rc.held.bufs = append(rc.held.bufs, buf)
-	if _, err := sec.ReadAt(*buf, 0); err != nil {
-		f.readError(p, err)
-		return 0
+	if sec.Len < recordChunk {
+		buf := make([]byte, sec.Len)
+		if _, err := sec.ReadAt(buf, 0); err != nil {
+			f.readError(p, err)
+			return 0
+		}
+		p.out.RecordBatches = buf
+		return sec.Len
 	}
-	p.out.RecordBatches = *buf
+	chunks := takeChunks(sec.Len)
+	if rc.held.chunks == nil {
+		rc.held.chunks = map[*kmsg.FetchResponseTopicPartition][][]byte{}
+	}
+	rc.held.chunks[p.out] = chunks // the answer gives them back, whatever happens next
+	for i, c := range chunks {
+		if _, err := sec.ReadAt(c, int64(i)*recordChunk); err != nil {
+			delete(rc.held.chunks, p.out)
+			giveChunks(chunks)
+			f.readError(p, err)
+			return 0
+		}
+	}
+	p.out.RecordBatches = noRecords // the chunks take its place when the answer is encoded
 	return sec.Len
 }
 
