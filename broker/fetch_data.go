@@ -49,13 +49,10 @@ func (h *heldRecords) release() {
 // every chunk that exists was made while its bytes were taken from a budget: with a budget,
 // the chunks never occupy more than it (and one oversized first batch), however the
 // answers' sizes vary, and a storm of answers reuses them instead of leaving garbage for
-// the collector. A record set smaller than a chunk is read into a buffer of its own size
-// (charged that size): small, and copied into the encoded answer anyway (codec.go).
+// the collector. They are kept outside the Go heap (newChunk). A record set smaller than a
+// chunk is read into a buffer of its own size (charged that size): small, and copied into
+// the encoded answer anyway (codec.go).
 const recordChunk = 64 << 10
-
-// maxFreeChunks is what the free list keeps at most (256 MiB): the bound when the budget is
-// unbounded.
-const maxFreeChunks = 4096
 
 var recordChunks struct {
 	sync.Mutex
@@ -78,7 +75,7 @@ func takeChunks(n int64) [][]byte {
 	for i := range out {
 		k := len(recordChunks.free)
 		if k == 0 {
-			out[i] = make([]byte, recordChunk)
+			out[i] = newChunk()
 			recordChunks.made++
 			continue
 		}
@@ -90,14 +87,13 @@ func takeChunks(n int64) [][]byte {
 	return out
 }
 
-// giveChunks puts chunks back on the free list.
+// giveChunks puts chunks back on the free list, which keeps every chunk made: at most the
+// answer budget's worth (with queued.max.response.bytes -1, the most ever held at once).
 func giveChunks(chunks [][]byte) {
 	recordChunks.Lock()
 	defer recordChunks.Unlock()
 	for _, c := range chunks {
-		if len(recordChunks.free) < maxFreeChunks {
-			recordChunks.free = append(recordChunks.free, c[:recordChunk])
-		}
+		recordChunks.free = append(recordChunks.free, c[:recordChunk])
 	}
 }
 
