@@ -44,6 +44,8 @@ RACE_PKGS := ./internal/... ./broker/...
 OTHER_PKGS = $(shell go list ./... | grep -Ev '^$(shell go list -m)/(internal|broker)(/|$$)')
 FUZZTIME ?= 20s
 BENCHTIME ?= 2s
+# How long `make soak-storage` runs the seeded storage simulations; RACE=1 adds the race detector.
+DURATION ?= 10m
 # Records (1 KiB each) per server and direction in `make bench`; kfake keeps them all in memory.
 BENCH_RECORDS ?= 200000
 BENCH_COUNT ?= 3
@@ -94,9 +96,7 @@ verify-citations: ## Fail if a comment cites a document that is not in the repos
 	go run ./hack/citations
 
 .PHONY: verify
-# verify-citations joins verify once broker/, broker/storage and broker/groups cite docs/ only
-# (their owners are moving those citations now; `make verify-citations` lists what is left).
-verify: $(CONTROLLER_GEN) $(KUSTOMIZE) lint verify-imports ## Fail if generated files are stale, an import rule is broken, a comment cites a missing document, a linter objects, or paddock dev would install other manifests than dist/install.yaml.
+verify: $(CONTROLLER_GEN) $(KUSTOMIZE) lint verify-imports verify-citations ## Fail if generated files are stale, an import rule is broken, a comment cites a missing document, a linter objects, or paddock dev would install other manifests than dist/install.yaml.
 	hack/verify-generated.sh
 	@diff -u <($(KUSTOMIZE) build config/default) <(go run . dev --print-install) || { \
 		echo "verify: paddock dev renders config/default differently from kustomize $(KUSTOMIZE_VERSION): keep go.mod's sigs.k8s.io/kustomize/api in step with KUSTOMIZE_VERSION" >&2; exit 1; }
@@ -149,6 +149,11 @@ e2e: k8s-bins coredns kubectl kcat ## Run only the end-to-end suite (test/e2e) a
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for FUZZTIME (default 20s) on top of its committed seed corpus.
 	hack/fuzz.sh $(FUZZTIME)
+
+.PHONY: soak-storage
+soak-storage: ## Run broker/storage's seeded simulations (racing takeovers, deposed writers, crashes; local disk and NFS semantics) for DURATION and print iterations, seeds and faults survived.
+	go test $(if $(RACE),-race) -count=1 -timeout 0 -run '^TestSoakStorage$$' -v ./broker/storage/ -storage.soak=$(DURATION) \
+		| grep -vE '^\s*(=== RUN|--- PASS|=== PAUSE|=== CONT)'
 
 .PHONY: bench-balance
 bench-balance: ## Benchmark the partition balancer (100 brokers, 10,000 partitions: steady, broker lost/joined, cold start).

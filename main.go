@@ -3,6 +3,7 @@
 //	paddock manager   the operator: provisions KafkaClusters and keeps the broker registry
 //	paddock broker    one Kafka-wire-compatible broker (run by the StatefulSet)
 //	paddock dev       a whole paddock system on this machine, without Docker
+//	paddock groups    consumer groups, their offsets, lag and members (kafka-consumer-groups.sh)
 //	paddock version   what this binary is: version, commit, Go version, flavour
 //
 // The image's binary is built with the tag nodev (`make build`, the Dockerfile): it carries
@@ -31,6 +32,7 @@ var commands = []command{
 	{"manager", "run the operator (controller-runtime manager with leader election)", runManager},
 	{"broker", "run one broker: the Kafka wire server, heartbeat and drain", broker.Main},
 	devCommand, // dev.go, or nodev.go in the image's build
+	groupsCommand,
 	{"version", "print this binary's version, commit, Go version and flavour", runVersion},
 }
 

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"encoding/binary"
+	"fmt"
 	"reflect"
 	"time"
 
@@ -21,7 +22,8 @@ import (
 //     its error and does not end the wait; a CurrentLeaderEpoch below the view's epoch →
 //     FENCED_LEADER_EPOCH, above → UNKNOWN_LEADER_EPOCH; not led or not taken over here →
 //     NOT_LEADER_OR_FOLLOWER (KAFKA_STORAGE_ERROR when a storage error took it offline); a
-//     LastFetchedEpoch whose epoch ended before the fetch offset → DivergingEpoch; a fetch
+//     LastFetchedEpoch whose epoch ended before the fetch offset → DivergingEpoch, one newer
+//     than every epoch of the log (no end to truncate to) → OFFSET_OUT_OF_RANGE; a fetch
 //     offset below the log start or past the log end → OFFSET_OUT_OF_RANGE. Any of these but
 //     the unknown topic or partition ends the wait. Error partitions carry high watermark,
 //     last stable offset and log start -1.
@@ -198,9 +200,14 @@ func (f *fetchState) resolve(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) [
 
 // diverged applies the LastFetchedEpoch check (Partition.fetchRecords): when the fetcher's
 // last epoch ended before its fetch offset here (or is unknown below it), the answer is the
-// DivergingEpoch to truncate to, with no records, and the wait ends.
+// DivergingEpoch to truncate to, with no records, and the wait ends. When this log cannot say
+// where that epoch ends at all — it is newer than every epoch here, (-1, -1) — there is
+// nothing to truncate to: OFFSET_OUT_OF_RANGE, as Apache answers, so the client resets.
 func (f *fetchState) diverged(p *fetchPart, lastFetched int32) bool {
 	epoch, end, err := p.log.EpochEndOffset(lastFetched)
+	if err == nil && (epoch < 0 || end < 0) {
+		err = fmt.Errorf("%w: the end of last fetched epoch %d is unknown here", storage.ErrOffsetOutOfRange, lastFetched)
+	}
 	if err != nil {
 		f.readError(p, err)
 		return true

@@ -9,7 +9,8 @@ import (
 	"github.com/paddock-dev/paddock/internal/topicname"
 )
 
-// Metadata (key 3): versions 0-12, Apache 3.7's (docs/wire.md, "Metadata").
+// Metadata (key 3): versions 0-13: Apache 3.7's 0-12 and Apache 4.0's v13 (KIP-1102)
+// (docs/wire.md, "Metadata").
 //
 // Behaviour:
 //   - Brokers: every registered broker whose state is Serving, at its address on the
@@ -32,7 +33,9 @@ import (
 //   - v0: an empty topic list means all topics too (v0 has no null).
 //   - v0-v3: auto-creation is implied; v4+ asks for it with AllowAutoTopicCreation.
 //   - v10+: topic ids; a requested id that is not known → UNKNOWN_TOPIC_ID.
-func init() { register(3, 0, 12, handleMetadata) }
+//   - v13: a top-level error code, always NONE: paddock never asks a client to
+//     re-bootstrap (REBOOTSTRAP_REQUIRED), since every broker answers from the same view.
+func init() { register(3, 0, 13, handleMetadata) }
 
 // Authorized-operation bitfields (bit n = AclOperation n) with no authorizer: every operation
 // Kafka defines for the resource type.

@@ -11,29 +11,57 @@ import (
 	"github.com/paddock-dev/paddock/broker/wire"
 )
 
-// ApiVersions (key 18): versions 0-3 (docs/wire.md, "Connections"). Every ApiVersions rule
-// lives in this file.
+// ApiVersions (key 18): versions 0-4, Apache 4.0's (docs/wire.md, "Connections"). Every
+// ApiVersions rule lives in this file.
 //
 // Behaviour:
+//
 //   - The answer lists every key of the apis table with the range its handler implements,
 //     sorted by key, so a client never sees a version the broker cannot decode.
+//
 //   - The response header is always v0, even for the flexible v3, because the client reads
 //     it before it knows our versions (responseHeaderTagged).
+//
 //   - A request newer than v3 is not decoded at all: it is answered with a v0 body carrying
 //     UNSUPPORTED_VERSION and our key-18 range (apiVersionsFallback), and the client retries
 //     with a version we listed. Any other key with a version outside its range closes the
 //     connection.
 //
+//   - Features (v3+), as Apache 4.0 has them for the consumer group protocol (KIP-848):
+//     group.version is supported at levels 0-1 and finalized at 1 while the group
+//     coordinator serves the protocol (group.coordinator.rebalance.protocols lists
+//     "consumer"), at 0 — left out, as Apache leaves out level-0 features — otherwise; the
+//     finalized features' epoch is the view's coordinator epoch (a broker's coordinator reads
+//     the setting when it starts, and a restart bumps that epoch). No other feature is
+//     advertised: paddock has no metadata log (metadata.version, kraft.version) and no
+//     transactions yet (transaction.version).
+//
 // Version notes:
-//   - v3: the client software name and version are accepted as sent.
+//   - v3: the client software name and version are accepted as sent. SupportedFeatures
+//     leaves out features whose minimum level is 0 (group.version), as Apache 4.0 does below
+//     v4 (older clients cannot read a minimum of 0).
+//   - v4: SupportedFeatures lists group.version 0-1.
 const apiVersionsKey = 18
 
-func init() { register(apiVersionsKey, 0, 3, handleApiVersions) }
+func init() { register(apiVersionsKey, 0, 4, handleApiVersions) }
 
-func handleApiVersions(_ *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
+// groupVersionFeature is the feature flag of the consumer group protocol (Apache 4.0's
+// GroupVersion: level 1 enables KIP-848).
+const groupVersionFeature = "group.version"
+
+func handleApiVersions(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ApiVersionsRequest)
 	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
 	resp.ApiKeys = advertisedKeys()
+	if req.Version >= 4 {
+		resp.SupportedFeatures = []kmsg.ApiVersionsResponseSupportedFeature{{Name: groupVersionFeature, MinVersion: 0, MaxVersion: 1}}
+	}
+	if req.Version >= 3 {
+		resp.FinalizedFeaturesEpoch = max(rc.view.CoordinatorEpoch, 0)
+		if rc.coordinator().ConsumerProtocolEnabled() {
+			resp.FinalizedFeatures = []kmsg.ApiVersionsResponseFinalizedFeature{{Name: groupVersionFeature, MinVersionLevel: 1, MaxVersionLevel: 1}}
+		}
+	}
 	return resp, nil
 }
 

@@ -183,10 +183,13 @@ func TestMetadataEveryAdvertisedVersionRoundTrips(t *testing.T) {
 	tc := newTestCluster(t, 2)
 	tc.publish([]cluster.Topic{{Name: "t", Partitions: []cluster.Partition{{Index: 0, Leader: 1}}}})
 	c := dialKafka(t, tc.addrs[0])
-	for v := int16(0); v <= 12; v++ {
+	for v := int16(0); v <= 13; v++ {
 		req := kmsg.NewPtrMetadataRequest()
 		req.Version = v
 		resp := roundTrip(t, c, req).(*kmsg.MetadataResponse)
+		if resp.ErrorCode != 0 {
+			t.Fatalf("v%d: top-level error %d (v13's KIP-1102 field), want NONE", v, resp.ErrorCode)
+		}
 		if len(resp.Brokers) != 2 || len(resp.Topics) != 1 || resp.Topics[0].Partitions[0].Leader != 1 {
 			t.Fatalf("v%d: brokers %d topics %+v", v, len(resp.Brokers), resp.Topics)
 		}
@@ -458,14 +461,39 @@ func TestApiVersionsAdvertisesExactlyTheHandlerTable(t *testing.T) {
 		got = append(got, kr{k.ApiKey, k.MinVersion, k.MaxVersion})
 	}
 	// Apache 3.7's ranges (docs/wire.md, "Keys and versions") for every key served;
-	// DescribeCluster goes to v2, Produce starts at 3 and Fetch at 4 (record batches v2 only:
+	// DescribeCluster goes to v2 and Metadata to 13 (Apache 4.0's), DescribeTopicPartitions
+	// is Apache 3.8's, Produce starts at 3 and Fetch at 4 (record batches v2 only:
 	// docs/dataplane.md, "Record batch v2").
-	// The group APIs (8, 9, 11–16, 42, 47) are broker/groups' ranges, Apache 3.7's too.
-	want := []kr{{0, 3, 10}, {1, 4, 16}, {2, 0, 8}, {3, 0, 12}, {8, 0, 9}, {9, 0, 9}, {10, 0, 4}, {11, 0, 9}, {12, 0, 4}, {13, 0, 5},
-		{14, 0, 5}, {15, 0, 5}, {16, 0, 4}, {18, 0, 3}, {19, 0, 7}, {20, 0, 6}, {22, 0, 4}, {23, 0, 4}, {32, 0, 4}, {33, 0, 2},
-		{37, 0, 3}, {42, 0, 2}, {44, 0, 1}, {47, 0, 0}, {60, 0, 2}}
+	// The group APIs (8, 9, 11–16, 42, 47, 68, 69) are broker/groups' ranges, Apache 3.7's
+	// but for Apache 4.0's consumer protocol (68, 69) and ListGroups v5; ApiVersions is 4.0's.
+	want := []kr{{0, 3, 10}, {1, 4, 16}, {2, 0, 8}, {3, 0, 13}, {8, 0, 9}, {9, 0, 9}, {10, 0, 4}, {11, 0, 9}, {12, 0, 4}, {13, 0, 5},
+		{14, 0, 5}, {15, 0, 5}, {16, 0, 5}, {18, 0, 4}, {19, 0, 7}, {20, 0, 6}, {21, 0, 2}, {22, 0, 4}, {23, 0, 4}, {32, 0, 4}, {33, 0, 2},
+		{35, 0, 4}, {37, 0, 3}, {42, 0, 2}, {44, 0, 1}, {47, 0, 0}, {60, 0, 2}, {68, 0, 1}, {69, 0, 1}, {75, 0, 0}}
 	if !slices.Equal(got, want) || resp.ErrorCode != 0 {
 		t.Fatalf("api keys %v (error %d), want %v", got, resp.ErrorCode, want)
+	}
+}
+
+// group.version is finalized at 1 so clients that check it use the consumer protocol;
+// SupportedFeatures lists it (minimum level 0) only from v4, as Apache 4.0 does.
+func TestApiVersionsAdvertisesTheGroupVersionFeature(t *testing.T) {
+	tc := newTestCluster(t, 1)
+	c := dialKafka(t, tc.addrs[0])
+	for _, v := range []int16{3, 4} {
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.Version = v
+		resp := roundTrip(t, c, req).(*kmsg.ApiVersionsResponse)
+		if len(resp.FinalizedFeatures) != 1 || resp.FinalizedFeatures[0].Name != "group.version" || resp.FinalizedFeatures[0].MaxVersionLevel != 1 ||
+			resp.FinalizedFeaturesEpoch < 0 {
+			t.Fatalf("v%d finalized features %+v (epoch %d), want group.version 1", v, resp.FinalizedFeatures, resp.FinalizedFeaturesEpoch)
+		}
+		wantSupported := 0
+		if v == 4 {
+			wantSupported = 1
+		}
+		if len(resp.SupportedFeatures) != wantSupported || v == 4 && (resp.SupportedFeatures[0].MinVersion != 0 || resp.SupportedFeatures[0].MaxVersion != 1) {
+			t.Fatalf("v%d supported features %+v", v, resp.SupportedFeatures)
+		}
 	}
 }
 
@@ -473,7 +501,7 @@ func TestApiVersionsAboveMaxAnswersV0UnsupportedVersion(t *testing.T) {
 	tc := newTestCluster(t, 1)
 	c := dialKafka(t, tc.addrs[0])
 	req := kmsg.NewPtrApiVersionsRequest()
-	req.Version = 4
+	req.Version = 5
 	req.ClientSoftwareName, req.ClientSoftwareVersion = "test", "1"
 	if _, err := c.Write(appendRequestFrame(nil, req, 41)); err != nil {
 		t.Fatal(err)
@@ -487,11 +515,11 @@ func TestApiVersionsAboveMaxAnswersV0UnsupportedVersion(t *testing.T) {
 		t.Fatalf("answer is not a v0 ApiVersions body: %v", err)
 	}
 	if v0.ErrorCode != kerr.UnsupportedVersion.Code || len(v0.ApiKeys) != 1 ||
-		v0.ApiKeys[0].ApiKey != 18 || v0.ApiKeys[0].MinVersion != 0 || v0.ApiKeys[0].MaxVersion != 3 {
-		t.Fatalf("answer %+v, want UNSUPPORTED_VERSION with key 18 0-3", v0)
+		v0.ApiKeys[0].ApiKey != 18 || v0.ApiKeys[0].MinVersion != 0 || v0.ApiKeys[0].MaxVersion != 4 {
+		t.Fatalf("answer %+v, want UNSUPPORTED_VERSION with key 18 0-4", v0)
 	}
 	// The client retries lower on the same connection.
-	req.Version = 3
+	req.Version = 4
 	if resp := roundTrip(t, c, req).(*kmsg.ApiVersionsResponse); resp.ErrorCode != 0 || len(resp.ApiKeys) == 0 {
 		t.Fatalf("v3 retry: %+v", resp)
 	}

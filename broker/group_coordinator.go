@@ -117,7 +117,9 @@ func (g *Groups) Run(ctx context.Context) {
 
 // start creates the coordinator with the cluster's group settings as the view s gives them
 // (group.initial.rebalance.delay.ms, group.{min,max}.session.timeout.ms, group.max.size,
-// offset.metadata.max.bytes: read once, so a change applies at the broker's next restart).
+// offset.metadata.max.bytes, offsets.retention.minutes and the consumer protocol's
+// group.coordinator.rebalance.protocols and group.consumer.*: read once, so a change applies at
+// the broker's next restart).
 func (g *Groups) start(s *cluster.Snapshot) (*groups.Coordinator, error) {
 	cfg := groups.DefaultConfig()
 	cfg.Dir = storage.GroupsDir(g.DataDir, s.ClusterID)
@@ -126,6 +128,10 @@ func (g *Groups) start(s *cluster.Snapshot) (*groups.Coordinator, error) {
 	cfg.MaxGroupSize = int(s.Config.GroupMaxSize)
 	cfg.MaxMetadataSize = int(s.Config.OffsetMetadataMaxBytes)
 	cfg.OffsetsRetention = s.Config.OffsetsRetention
+	cfg.ConsumerProtocol = s.Config.ConsumerProtocol
+	cfg.ConsumerHeartbeatInterval, cfg.ConsumerSessionTimeout = s.Config.ConsumerHeartbeatInterval, s.Config.ConsumerSessionTimeout
+	cfg.ConsumerMaxSize = int(s.Config.ConsumerMaxSize)
+	cfg.ConsumerAssignors = s.Config.ConsumerAssignors
 	cfg.Topics = viewTopics{g.View}
 	cfg.FS = g.FS
 	cfg.Metrics = g.Metrics
@@ -140,7 +146,7 @@ func (g *Groups) start(s *cluster.Snapshot) (*groups.Coordinator, error) {
 	g.cur.Store(c)
 	close(g.startedCh())
 	g.Log.Info("Group coordinator started", "dir", cfg.Dir, "initialRebalanceDelay", cfg.InitialRebalanceDelay,
-		"sessionTimeouts", fmt.Sprintf("%v-%v", cfg.MinSessionTimeout, cfg.MaxSessionTimeout), "maxGroupSize", cfg.MaxGroupSize)
+		"sessionTimeouts", fmt.Sprintf("%v-%v", cfg.MinSessionTimeout, cfg.MaxSessionTimeout), "maxGroupSize", cfg.MaxGroupSize, "consumerProtocol", cfg.ConsumerProtocol)
 	return c, nil
 }
 
@@ -226,6 +232,23 @@ func (v viewTopics) Topic(name string) (id [16]byte, partitions int32, ok bool) 
 		return id, 0, false
 	}
 	return t.ID, int32(len(t.Partitions)), true
+}
+
+func (v viewTopics) TopicNames() []string {
+	s := v.view.Snapshot()
+	out := make([]string, len(s.Topics))
+	for i, t := range s.Topics {
+		out[i] = t.Name
+	}
+	return out
+}
+
+func (v viewTopics) TopicByID(id [16]byte) (string, int32, bool) {
+	t, ok := v.view.Snapshot().TopicByID(id)
+	if !ok {
+		return "", 0, false
+	}
+	return t.Name, int32(len(t.Partitions)), true
 }
 
 // groupClient is the request's client as the coordinator records it: the header's client id

@@ -15,7 +15,10 @@ type healthReport struct {
 	ListenersBound bool `json:"listenersBound"`
 	// NoAddress names each listener the broker cannot advertise yet, and why; the broker is
 	// not ready while there is one (addresses.go).
-	NoAddress           []string `json:"noAddress,omitempty"`
+	NoAddress []string `json:"noAddress,omitempty"`
+	// MountRefused says why the data volume's mount cannot keep the storage rules; the broker
+	// serves no partition or group, is unhealthy and never ready while there is one.
+	MountRefused        []string `json:"mountRefused,omitempty"`
 	ViewSynced          bool     `json:"viewSynced"`
 	TakeoverDone        bool     `json:"takeoverDone"`
 	Draining            bool     `json:"draining"`
@@ -35,6 +38,7 @@ func (b *Broker) healthReport() healthReport {
 		LastTickAgeSeconds: b.liveness.Age().Seconds(),
 		BrokerID:           b.Config.Identity.ID,
 		NoAddress:          b.Addresses.Missing(),
+		MountRefused:       b.MountRefused(),
 		// Every partition the view assigns here has been taken over (served, or answered
 		// KAFKA_STORAGE_ERROR after a storage failure); vacuously true without any, or
 		// without a data directory.

@@ -214,3 +214,20 @@ func TestFetchWithALastFetchedEpochThatEndedEarlierAnswersTheDivergingEpoch(t *t
 		t.Fatalf("epoch 1 ends at 3, the fetch offset: answer %+v, want the record at 3", p)
 	}
 }
+
+// TestFetchWithALastFetchedEpochNewerThanTheLogAnswersOffsetOutOfRange: a fetcher whose last
+// fetched epoch is newer than every epoch of the log here (its log diverged from one that
+// vanished) has nothing to truncate to. Apache answers OFFSET_OUT_OF_RANGE ("could not
+// determine the end offset of the last fetched epoch"), so the client resets its position;
+// a DivergingEpoch of (-1, -1) would tell it to truncate to offset -1.
+func TestFetchWithALastFetchedEpochNewerThanTheLogAnswersOffsetOutOfRange(t *testing.T) {
+	h := newEpochHistory(t)
+	for _, v := range []int16{12, 16} {
+		req := fetchReq(v, "t", h.c.Topic("t").ID, 0, 3)
+		req.Topics[0].Partitions[0].LastFetchedEpoch = 5
+		p := fetchOne(t, h.curC, req)
+		if p.ErrorCode != kerr.OffsetOutOfRange.Code || p.DivergingEpoch.Epoch != -1 || p.DivergingEpoch.EndOffset != -1 || len(p.RecordBatches) != 0 {
+			t.Fatalf("v%d: answer %+v, want OFFSET_OUT_OF_RANGE, no DivergingEpoch, no records", v, p)
+		}
+	}
+}

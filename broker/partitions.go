@@ -101,6 +101,8 @@ type PartitionsConfig struct {
 	Log                 logr.Logger
 	// Now reads the clock for storage (LogAppendTime, segment.ms, retention); time.Now when nil.
 	Now func() time.Time
+	// IOTimeout is every log's storage.Options.IOTimeout (its default when zero).
+	IOTimeout time.Duration
 }
 
 // Partitions owns the partition logs this broker leads. One goroutine, Run, is the owner: it
@@ -368,6 +370,7 @@ func (p *Partitions) acquire(ctx context.Context, key partitionKey, w want, s *c
 		FS: p.cfg.FS, Cache: p.cfg.Cache, Now: p.cfg.Now,
 		Log:                    p.log.WithValues("topic", w.topic, "partition", key.index),
 		RetentionCheckInterval: s.Config.RetentionCheckInterval,
+		IOTimeout:              p.cfg.IOTimeout,
 	}
 	l, err := storage.Open(w.dir, w.cfg, opts)
 	if err != nil {

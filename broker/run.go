@@ -59,6 +59,14 @@ type Broker struct {
 	// GroupConfig, when set, adjusts the group coordinator's configuration
 	// (groups.DefaultConfig) before it starts: tests shorten the initial rebalance delay.
 	GroupConfig func(*groups.Config)
+	// IOTimeout bounds every file-system call on the data volume — the partition logs', the
+	// producer-id allocator's and the group store's (storage.WatchdogFS): one that has not
+	// returned by then (a hung fsync on an NFS hard mount) fails as a storage error.
+	// storage.DefaultIOTimeout when zero; negative turns the bound off.
+	IOTimeout time.Duration
+	// MountInfo reads the mount table the data volume's mount is checked in (the text of
+	// /proc/self/mountinfo when nil; tests feed real lines).
+	MountInfo func() (string, error)
 
 	liveness       *Liveness
 	metrics        *Metrics
@@ -71,6 +79,9 @@ type Broker struct {
 	groups       *Groups
 	groupMetrics *groups.Metrics
 	started      time.Time // when start ran: the self-fence clock before the first beat
+	// mountRefused says why the data volume's mount cannot keep the storage rules (empty
+	// when it can, or without --data-dir); set by start, before anything serves.
+	mountRefused atomic.Pointer[[]string]
 }
 
 // NewBroker returns a broker for cfg answering from view. Set Heartbeat before Run to renew
@@ -93,7 +104,18 @@ func NewBroker(cfg Config, view cluster.View, log logr.Logger) *Broker {
 // Healthy is the heartbeat's healthy bit: the request path ticked within WedgedAfter, and
 // the data volume takes writes (no storage failure the volume probe confirms).
 func (b *Broker) Healthy() bool {
-	return b.liveness.Healthy() && b.partitions.Load().StorageHealthy()
+	return b.liveness.Healthy() && b.partitions.Load().StorageHealthy() && len(b.MountRefused()) == 0
+}
+
+// MountRefused says why the data volume's mount cannot keep the storage rules
+// (storage.CheckMount), one "option: reason" each; empty when it can. A broker whose mount is
+// refused serves no partition and no group, is unhealthy (so its Lease says so and the
+// registry moves nothing onto it) and never ready.
+func (b *Broker) MountRefused() []string {
+	if r := b.mountRefused.Load(); r != nil {
+		return *r
+	}
+	return nil
 }
 
 // Draining is the heartbeat's draining bit: true from the first SIGTERM on.
@@ -194,8 +216,10 @@ func (b *Broker) start(lns *bound) *running {
 		health:   &http.Server{Handler: b.healthHandler(), ReadHeaderTimeout: 5 * time.Second},
 		serveErr: make(chan error, len(lns.kafka)+1),
 	}
-	b.startPartitions(r)
-	b.startGroups(r)
+	if b.checkMount() {
+		b.startPartitions(r)
+		b.startGroups(r)
+	}
 	addrs := b.serveKafka(r, lns.kafka)
 	go func() {
 		if err := r.health.Serve(lns.health); !errors.Is(err, http.ErrServerClosed) {

@@ -12,6 +12,54 @@ import (
 // plugs it and the producer-id source into the Handler, before the first Serve. Without
 // --data-dir the broker serves no partition data: every partition answers
 // NOT_LEADER_OR_FOLLOWER and InitProducerId a storage error.
+// checkMount checks the mount holding the data directory (docs/storage.md, "What the volume
+// must provide"): false, with the reasons in MountRefused and logged, when it cannot keep the
+// storage rules — an NFS mount older than 4.1, soft, nocto, read-only, an object store. A
+// mount table that cannot be read (not Linux) or does not show the directory leaves the
+// mount unchecked: logged, and the broker serves.
+func (b *Broker) checkMount() bool {
+	if b.Config.DataDir == "" {
+		return true
+	}
+	var (
+		m        storage.Mount
+		refusals []storage.MountRefusal
+		err      error
+	)
+	if b.MountInfo == nil {
+		m, refusals, err = storage.ReadDataDirMount(b.Config.DataDir)
+	} else {
+		var text string
+		if text, err = b.MountInfo(); err == nil {
+			m, refusals, err = storage.CheckDataDirMount(text, b.Config.DataDir)
+		}
+	}
+	if err != nil {
+		b.Log.Info("The data volume's mount was not checked", "dataDir", b.Config.DataDir, "reason", err.Error())
+		return true
+	}
+	if len(refusals) == 0 {
+		b.Log.V(1).Info("The data volume's mount keeps the storage rules", "mountPoint", m.MountPoint, "fsType", m.FSType)
+		return true
+	}
+	why := make([]string, len(refusals))
+	for i, r := range refusals {
+		why[i] = r.String()
+	}
+	b.mountRefused.Store(&why)
+	b.Log.Error(nil, "Refusing to serve: the data volume's mount cannot keep the storage rules", "dataDir", b.Config.DataDir,
+		"mountPoint", m.MountPoint, "fsType", m.FSType, "source", m.Source, "refusals", why)
+	return false
+}
+
+// ioTimeout is Broker.IOTimeout or its default.
+func (b *Broker) ioTimeout() time.Duration {
+	if b.IOTimeout == 0 {
+		return storage.DefaultIOTimeout
+	}
+	return b.IOTimeout
+}
+
 func (b *Broker) startPartitions(r *running) {
 	if b.Config.DataDir == "" {
 		return
@@ -23,11 +71,11 @@ func (b *Broker) startPartitions(r *running) {
 	fsys = timedFS{FS: fsys, m: b.metrics}
 	p := NewPartitions(PartitionsConfig{
 		Self: b.Config.Identity.ID, DataDir: b.Config.DataDir, View: b.View, FS: fsys,
-		Metrics: b.metrics, Log: b.Log.WithName("partitions"),
+		IOTimeout: b.ioTimeout(), Metrics: b.metrics, Log: b.Log.WithName("partitions"),
 	})
 	b.partitions.Store(p)
 	r.handler.Partitions = p
-	r.handler.ProducerIDs = &ProducerIDSource{DataDir: b.Config.DataDir, FS: fsys}
+	r.handler.ProducerIDs = &ProducerIDSource{DataDir: b.Config.DataDir, FS: storage.WatchdogFS(fsys, b.ioTimeout())}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -92,8 +140,12 @@ func (b *Broker) startGroups(r *running) {
 	if b.Config.DataDir == "" {
 		return
 	}
+	fsys := b.StorageFS
+	if fsys == nil {
+		fsys = storage.OSFS{}
+	}
 	g := &Groups{
-		Self: b.Config.Identity.ID, DataDir: b.Config.DataDir, View: b.View, FS: b.StorageFS,
+		Self: b.Config.Identity.ID, DataDir: b.Config.DataDir, View: b.View, FS: storage.WatchdogFS(fsys, b.ioTimeout()),
 		Metrics: b.groupMetrics, Configure: b.GroupConfig, Log: b.Log.WithName("groups"),
 	}
 	b.groups = g

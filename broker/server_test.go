@@ -55,8 +55,8 @@ func TestKnownKeyWithoutHandlerClosesConnection(t *testing.T) {
 func TestVersionOutsideAdvertisedRangeClosesConnection(t *testing.T) {
 	tc := newTestCluster(t, 1)
 	c := dialKafka(t, tc.addrs[0])
-	req := kmsg.NewPtrMetadataRequest()
-	req.Version = 13 // kmsg knows it; we advertise 0-12
+	req := kmsg.NewPtrDescribeLogDirsRequest()
+	req.Version = 5 // kmsg knows it (Kafka 4.1's); we advertise 0-4
 	_, _ = c.Write(appendRequestFrame(nil, req, 1))
 	expectClosed(t, c)
 	expectServing(t, tc.addrs[0])

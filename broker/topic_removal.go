@@ -4,11 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"math"
 	"path/filepath"
-	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -23,19 +19,16 @@ import (
 // assignment reconciler has unassigned the topic and dropped its finalizer, the lowest-id
 // Alive broker in its view
 //
-//  1. claims every partition's fence at tombstoneEpoch, above any leader epoch: from then
-//     on a straggling old leader's fence check fails, so it acknowledges nothing more, and
-//     no takeover at any epoch can claim the partition;
-//  2. removes the topic's directory <data>/<clusterID>/topics/<name>-<id>/;
-//  3. removes the data finalizer, which lets the KafkaTopic go.
+//  1. removes the topic's data with storage.RemoveTopicData, which claims every partition's
+//     fence at storage.TombstoneEpoch, above any leader epoch — from then on a straggling
+//     old leader's fence check fails, so it acknowledges nothing more, and no takeover at any
+//     epoch can claim the partition — and then removes every file of the partition but its
+//     fence, which stays as the tombstone (docs/storage.md "Deleting a topic");
+//  2. removes the data finalizer, which lets the KafkaTopic go.
 //
-// Every step may be repeated: a fence already at the tombstone, a directory already gone and a
+// Every step may be repeated: a fence already at the tombstone, files already gone and a
 // finalizer already removed are success, so two brokers that briefly both think they are the
 // lowest do no harm, and a broker that crashes half-way is followed by the next.
-
-// tombstoneEpoch is the fence epoch a deleted topic's partitions are claimed at: the largest
-// epoch, which no leader is ever given (balance refuses an epoch it could not bump).
-const tombstoneEpoch = math.MaxInt32
 
 // removalRetry is how long a failed removal waits before it is tried again.
 const removalRetry = 5 * time.Second
@@ -94,21 +87,10 @@ func lowestAlive(s *cluster.Snapshot, self int32) bool {
 	return false
 }
 
-// remove runs the three steps for one topic. A topic without an id, or a cluster without one,
-// never had a data directory (the path needs both), so only the finalizer goes.
+// remove runs the two steps for one topic.
 func (d *dataRemover) remove(ctx context.Context, clusterID string, t cluster.DeletingTopic) error {
-	if clusterID != "" && t.ID != ([16]byte{}) {
-		dir := topicDir(d.dataDir, clusterID, t.Name, t.ID)
-		exists, err := fenceTopic(d.fs, dir)
-		if err != nil {
-			return fmt.Errorf("fence deleted topic %s: %w", t.Name, err)
-		}
-		if exists {
-			if err := removeTree(d.fs, dir); err != nil {
-				return fmt.Errorf("remove data of deleted topic %s: %w", t.Name, err)
-			}
-			d.log.Info("Removed a deleted topic's data", "topic", t.Name, "dir", dir)
-		}
+	if err := d.removeData(clusterID, t); err != nil {
+		return err
 	}
 	if err := d.admin.DropDataFinalizer(ctx, t.Object, t.UID); err != nil {
 		return fmt.Errorf("release deleted topic %s: %w", t.Name, err)
@@ -116,70 +98,17 @@ func (d *dataRemover) remove(ctx context.Context, clusterID string, t cluster.De
 	return nil
 }
 
-// topicDir is a topic's directory: the parent of its partition directories (storage layout).
-func topicDir(dataDir, clusterID, name string, id [16]byte) string {
-	return filepath.Dir(storage.PartitionDir(dataDir, clusterID, name, id, 0))
-}
-
-// partitionFenceDir is where broker/storage keeps a partition's fence: "fence" inside the
-// partition directory (storage's layout.go, docs/storage.md). broker/storage does not export
-// it; TestRemovalFencesOutAStragglingLeader pins that this is the fence its Logs check.
-func partitionFenceDir(partitionDir string) string { return filepath.Join(partitionDir, "fence") }
-
-// fenceTopic claims the fence of every partition directory under dir at tombstoneEpoch and
-// says whether dir exists. A missing dir (no data, or removed already) is nothing to fence.
-func fenceTopic(fsys storage.FS, dir string) (exists bool, err error) {
-	names, err := fsys.ReadDirNames(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	for _, name := range names {
-		if _, err := strconv.ParseUint(name, 10, 31); err != nil {
-			continue // not a partition directory
-		}
-		f, err := storage.OpenFence(fsys, partitionFenceDir(filepath.Join(dir, name)))
-		if err != nil {
-			return true, err
-		}
-		err = f.Claim(tombstoneEpoch)
-		var fenced *storage.FencedError
-		if errors.As(err, &fenced) && fenced.Fence == tombstoneEpoch {
-			err = nil // claimed by an earlier attempt, or by another broker
-		}
-		if err != nil {
-			return true, fmt.Errorf("partition %s: %w", name, err)
-		}
-	}
-	return true, nil
-}
-
-// removeTree removes dir and everything below it through fsys; a dir that is already gone is
-// success. fsys has no RemoveAll: a name that does not list as a directory is removed as a
-// file.
-func removeTree(fsys storage.FS, dir string) error {
-	names, err := fsys.ReadDirNames(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil
-	case errors.Is(err, syscall.ENOTDIR):
-		return ignoreNotExist(fsys.Remove(dir))
-	case err != nil:
-		return err
-	}
-	for _, name := range names {
-		if err := removeTree(fsys, filepath.Join(dir, name)); err != nil {
-			return err
-		}
-	}
-	return ignoreNotExist(fsys.Remove(dir))
-}
-
-func ignoreNotExist(err error) error {
-	if errors.Is(err, fs.ErrNotExist) {
+// removeData tombstones the topic's partitions and removes their files. A topic without an
+// id, or a cluster without one, never had a data directory (the path needs both): nothing to
+// do.
+func (d *dataRemover) removeData(clusterID string, t cluster.DeletingTopic) error {
+	if clusterID == "" || t.ID == ([16]byte{}) {
 		return nil
 	}
-	return err
+	if err := storage.RemoveTopicData(d.fs, d.dataDir, clusterID, t.Name, t.ID, t.Partitions); err != nil {
+		return fmt.Errorf("remove data of deleted topic %s: %w", t.Name, err)
+	}
+	d.log.Info("Removed a deleted topic's data; its partitions' fences stay as the tombstone", "topic", t.Name,
+		"dir", filepath.Dir(storage.PartitionDir(d.dataDir, clusterID, t.Name, t.ID, 0)))
+	return nil
 }

@@ -50,11 +50,31 @@ func oneRecordBatch() []byte {
 	return b
 }
 
-func TestRemovalFencesOutAStragglingLeader(t *testing.T) {
+// partitionFiles lists a partition directory's names.
+func partitionFiles(t *testing.T, pdir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(pdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, de := range ents {
+		out = append(out, de.Name())
+	}
+	return out
+}
+
+// testRemover is a dataRemover on data without an Admin: reaching the finalizer would panic,
+// so tests call removeData.
+func testRemover(t *testing.T, data string, fsys storage.FS) *dataRemover {
+	return &dataRemover{dataDir: data, fs: fsys, log: testr.New(t)}
+}
+
+func TestRemovalFencesOutAStragglingLeaderAndALaggingOne(t *testing.T) {
 	ctx := testkit.Context(t)
 	data := t.TempDir()
 	id := [16]byte{7, 7, 7}
-	dir := topicDir(data, testClusterID, "orders", id)
+	topic := cluster.DeletingTopic{Object: "orders", Name: "orders", ID: id, Partitions: 2, AwaitsDataRemoval: true}
 	pdir := storage.PartitionDir(data, testClusterID, "orders", id, 0)
 	log, err := storage.Open(pdir, storage.DefaultConfig(), storage.Options{})
 	if err != nil {
@@ -68,32 +88,36 @@ func TestRemovalFencesOutAStragglingLeader(t *testing.T) {
 		t.Fatalf("append before the removal: %v", err)
 	}
 
-	// The removal's first step: the straggling leader (it never learned the topic was
-	// deleted) must not acknowledge anything after it.
-	if exists, err := fenceTopic(storage.OSFS{}, dir); err != nil || !exists {
-		t.Fatalf("fence: %v (exists %v)", err, exists)
-	}
-	var fenced *storage.FencedError
-	if _, err := log.Append(ctx, oneRecordBatch(), storage.AcksAll); !errors.As(err, &fenced) {
-		t.Fatalf("append after the fence claim: %v, want a *storage.FencedError (nothing acknowledged)", err)
-	}
-	if f, err := storage.OpenFence(storage.OSFS{}, partitionFenceDir(pdir)); err != nil {
-		t.Fatal(err)
-	} else if e, _ := f.Epoch(); e != tombstoneEpoch {
-		t.Fatalf("fence %d, want the tombstone epoch", e)
-	}
-
-	if err := removeTree(storage.OSFS{}, dir); err != nil {
+	d := testRemover(t, data, storage.OSFS{})
+	if err := d.removeData(testClusterID, topic); err != nil {
 		t.Fatalf("remove: %v", err)
 	}
-	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("topic directory still there: %v", err)
+	// The straggling leader (it never learned the topic was deleted) acknowledges nothing
+	// after the removal.
+	var fenced *storage.FencedError
+	if _, err := log.Append(ctx, oneRecordBatch(), storage.AcksAll); !errors.As(err, &fenced) {
+		t.Fatalf("append after the removal: %v, want a *storage.FencedError (nothing acknowledged)", err)
+	}
+	// Only the fence is left, and a leader whose view lags the whole deletion is refused
+	// when it starts its takeover: it never re-creates the topic's data.
+	for p := range int32(2) {
+		pd := storage.PartitionDir(data, testClusterID, "orders", id, p)
+		if got := partitionFiles(t, pd); len(got) != 1 || got[0] != "fence" {
+			t.Fatalf("partition %d after the removal holds %v, want only its fence", p, got)
+		}
+		lagging, err := storage.Open(pd, storage.DefaultConfig(), storage.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := lagging.Takeover(ctx, 4); !errors.As(err, &fenced) || fenced.Fence != storage.TombstoneEpoch {
+			t.Fatalf("a lagging leader's takeover of partition %d after the removal: %v, want fenced at the tombstone", p, err)
+		}
+		if got := partitionFiles(t, pd); len(got) != 1 {
+			t.Fatalf("the refused takeover of partition %d left %v", p, got)
+		}
 	}
 	// Every step may be repeated (a second broker, a retry after a crash).
-	if exists, err := fenceTopic(storage.OSFS{}, dir); err != nil || exists {
-		t.Errorf("fencing a removed topic: %v (exists %v)", err, exists)
-	}
-	if err := removeTree(storage.OSFS{}, dir); err != nil {
+	if err := d.removeData(testClusterID, topic); err != nil {
 		t.Errorf("removing a removed topic: %v", err)
 	}
 }
@@ -101,25 +125,24 @@ func TestRemovalFencesOutAStragglingLeader(t *testing.T) {
 func TestRemovalRepeatsSafely(t *testing.T) {
 	data := t.TempDir()
 	id := [16]byte{1}
-	dir := topicDir(data, testClusterID, "t", id)
+	dir := filepath.Dir(storage.PartitionDir(data, testClusterID, "t", id, 0))
 	for _, p := range []string{"0", "1"} {
 		if err := os.MkdirAll(filepath.Join(dir, p, "fence"), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, "0", "00000000000000000000-0000000001.log"), []byte("x"), 0o644); err != nil {
+	seg := filepath.Join(dir, "0", "00000000000000000000-0000000001.log")
+	if err := os.WriteFile(seg, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "stray-file"), []byte("x"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	d := testRemover(t, data, storage.OSFS{})
 	for i := range 2 {
-		if _, err := fenceTopic(storage.OSFS{}, dir); err != nil {
-			t.Fatalf("fence #%d (a fence already at the tombstone is success): %v", i+1, err)
+		if err := d.removeData(testClusterID, cluster.DeletingTopic{Name: "t", ID: id, Partitions: 2}); err != nil {
+			t.Fatalf("removal #%d (a fence already at the tombstone is success): %v", i+1, err)
 		}
 	}
-	if err := removeTree(storage.OSFS{}, dir); err != nil {
-		t.Fatal(err)
+	if _, err := os.Stat(seg); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the segment is still there: %v", err)
 	}
 	if _, err := os.Stat(filepath.Dir(dir)); err != nil {
 		t.Errorf("the topics directory itself must stay: %v", err)
@@ -141,8 +164,11 @@ func TestOnlyTheLowestAliveBrokerRemovesData(t *testing.T) {
 func TestAFenceThatCannotBeClaimedRemovesNothing(t *testing.T) {
 	data := t.TempDir()
 	id := [16]byte{2}
-	dir := topicDir(data, testClusterID, "t", id)
+	dir := filepath.Dir(storage.PartitionDir(data, testClusterID, "t", id, 0))
 	if err := os.MkdirAll(filepath.Join(dir, "0", "fence"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "0", "00000000000000000000-0000000001.log"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	eio := errors.New("input/output error")
@@ -157,16 +183,16 @@ func TestAFenceThatCannotBeClaimedRemovesNothing(t *testing.T) {
 	if !errors.Is(err, eio) {
 		t.Fatalf("remove = %v, want the fence error", err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "0")); err != nil {
-		t.Fatalf("the partition directory was removed although its fence was not claimed: %v", err)
+	if got := partitionFiles(t, filepath.Join(dir, "0")); len(got) != 2 {
+		t.Fatalf("partition 0 holds %v after a removal whose fence was not claimed, want its segment and fence", got)
 	}
 }
 
 // A removal cut short by a storage error is finished by the next attempt.
 func TestAnInterruptedRemovalIsFinishedByTheNextAttempt(t *testing.T) {
 	data := t.TempDir()
-	dir := topicDir(data, testClusterID, "t", [16]byte{3})
-	seg := filepath.Join(dir, "0", "00000000000000000000-0000000001.log")
+	id := [16]byte{3}
+	seg := filepath.Join(storage.PartitionDir(data, testClusterID, "t", id, 0), "00000000000000000000-0000000001.log")
 	if err := os.MkdirAll(filepath.Dir(seg), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -181,13 +207,15 @@ func TestAnInterruptedRemovalIsFinishedByTheNextAttempt(t *testing.T) {
 		}
 		return nil
 	}}
-	if err := removeTree(faulty, dir); err == nil {
-		t.Fatal("removeTree hid a storage error")
+	d := testRemover(t, data, faulty)
+	topic := cluster.DeletingTopic{Name: "t", ID: id, Partitions: 1}
+	if err := d.removeData(testClusterID, topic); err == nil {
+		t.Fatal("the removal hid a storage error")
 	}
-	if err := removeTree(faulty, dir); err != nil {
+	if err := d.removeData(testClusterID, topic); err != nil {
 		t.Fatalf("second attempt: %v", err)
 	}
-	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("topic directory still there: %v", err)
+	if _, err := os.Stat(seg); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the segment is still there: %v", err)
 	}
 }

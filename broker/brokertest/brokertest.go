@@ -52,6 +52,8 @@ type Options struct {
 	// StorageFS, when set, gives broker id its storage file system (fault injection with
 	// storage.FaultFS).
 	StorageFS func(id int32) storage.FS
+	// IOTimeout is every broker's Broker.IOTimeout (0: storage.DefaultIOTimeout).
+	IOTimeout time.Duration
 	// PipelineDepth is every broker's Broker.PipelineDepth (0: the default; negative: no
 	// pipelining, for comparisons).
 	PipelineDepth int
@@ -163,6 +165,7 @@ func (c *Cluster) startBroker(id int32) {
 	}
 	b.PipelineDepth = c.opts.PipelineDepth
 	b.CopyFetchData = c.opts.CopyFetchData
+	b.IOTimeout = c.opts.IOTimeout
 	b.GroupConfig = c.opts.GroupConfig
 	hb := &Broker{ID: id, B: b, View: view, signals: make(chan os.Signal, 2), result: make(chan error, 1), exited: make(chan struct{})}
 	listening := make(chan struct{})

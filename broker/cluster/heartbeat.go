@@ -58,8 +58,9 @@ type Heartbeat struct {
 	// epoch is the leaseTransitions this incarnation last wrote. Guarded by mu.
 	epoch int32
 
-	// lastRenew is when the last beat succeeded; nil before the first. From time.Now it carries
-	// a monotonic reading, so Age is not moved by a step of the wall clock.
+	// lastRenew is when the last successful beat was sent (before its write, not at its
+	// answer); nil before the first. From time.Now it carries a monotonic reading, so Age is
+	// not moved by a step of the wall clock.
 	lastRenew atomic.Pointer[time.Time]
 }
 
@@ -70,7 +71,7 @@ func (h *Heartbeat) now() time.Time {
 	return time.Now()
 }
 
-// Age is the time since the last successful beat, or -1 before the first one.
+// Age is the time since the last successful beat was sent, or -1 before the first one.
 func (h *Heartbeat) Age() time.Duration {
 	if h == nil {
 		return -1
@@ -113,9 +114,13 @@ func (h *Heartbeat) Beat(ctx context.Context) error {
 	defer h.mu.Unlock()
 	var err error
 	for attempt := 0; attempt < 4; attempt++ {
+		// The self-fence clock starts when the renewal is sent, not when its answer returns
+		// (which may be seconds later): the registry counts from when it observes the write,
+		// never before the send, so the broker never thinks its Lease younger than the
+		// registry does (docs/dataplane.md "Self-fence").
+		sent := h.now()
 		if err = h.beatLocked(ctx); err == nil {
-			renewed := h.now()
-			h.lastRenew.Store(&renewed)
+			h.lastRenew.Store(&sent)
 			return nil
 		}
 		h.lease = nil

@@ -304,3 +304,39 @@ func TestHeartbeatRunRenewsUntilStopped(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// slowAnswer performs a Lease update, then lets took pass on the test's clock before it
+// answers, as a loaded API server does.
+type slowAnswer struct {
+	client.Client
+	clock *time.Time
+	took  time.Duration
+}
+
+func (c *slowAnswer) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	err := c.Client.Update(ctx, obj, opts...)
+	*c.clock = c.clock.Add(c.took)
+	return err
+}
+
+// TestTheSelfFenceClockStartsWhenTheBeatIsSent: a renewal whose answer takes 3 s leaves the
+// Lease 3 s old as soon as it returns, not fresh — the self-fence counts the session timeout
+// from the write, so a broker never thinks its Lease younger than the registry does (issue 23,
+// defect 5: the clock used to start when the answer returned, up to 3 s late).
+func TestTheSelfFenceClockStartsWhenTheBeatIsSent(t *testing.T) {
+	c := apiServer(t)
+	ns := newNamespace(t)
+	clock := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	slow := &slowAnswer{Client: c, clock: &clock, took: 3 * time.Second}
+	hb := newTestHeartbeat(t, slow, ns, "uid-a")
+	hb.Now = func() time.Time { return clock }
+	ctx := testkit.Context(t)
+	for i := range 2 { // the Lease's creation, then a renewal (an update)
+		if err := hb.Beat(ctx); err != nil {
+			t.Fatalf("beat %d: %v", i+1, err)
+		}
+	}
+	if age := hb.Age(); age != 3*time.Second {
+		t.Fatalf("the Lease's age right after a renewal answered in 3s: %s, want 3s (counted from the send)", age)
+	}
+}

@@ -48,10 +48,12 @@ func (c *Coordinator) DescribeGroups(ctx context.Context, req *kmsg.DescribeGrou
 	return resp, nil
 }
 
-// ListGroups (key 16) v0–4: the groups this coordinator holds, Dead ones excepted; v4 may
-// filter by state names (exact, as Apache's classic coordinator compares them). While a group
-// is still loading the list comes with COORDINATOR_LOAD_IN_PROGRESS, as Apache answers while
-// a partition of __consumer_offsets loads.
+// ListGroups (key 16) v0–5: the groups this coordinator holds, Dead ones excepted; v4 may
+// filter by state names (a classic group's exactly, as Apache's classic coordinator compares
+// them; a consumer group's case-insensitively, as Apache 4.0 does); v5 (Apache 4.0) answers
+// each group's type and may filter by types ("classic", "consumer", case-insensitive). While
+// a group is still loading the list comes with COORDINATOR_LOAD_IN_PROGRESS, as Apache answers
+// while a partition of __consumer_offsets loads.
 func (c *Coordinator) ListGroups(_ context.Context, req *kmsg.ListGroupsRequest) (*kmsg.ListGroupsResponse, error) {
 	if err := checkVersion(req); err != nil {
 		return nil, err
@@ -70,9 +72,12 @@ func (c *Coordinator) ListGroups(_ context.Context, req *kmsg.ListGroupsRequest)
 		}
 	}
 	c.mu.Unlock()
-	var filter []string
+	var filter, types []string
 	if req.Version >= 4 {
 		filter = req.StatesFilter
+	}
+	if req.Version >= 5 {
+		types = req.TypesFilter
 	}
 	loading := c.scans.Load() > 0
 	for _, g := range gs {
@@ -83,14 +88,14 @@ func (c *Coordinator) ListGroups(_ context.Context, req *kmsg.ListGroupsRequest)
 			continue
 		}
 		ov := g.overview.Load()
-		if g.loadErr != nil || ov == nil || ov.State == StateDead {
+		if g.loadErr != nil || ov == nil || ov.State == StateDead.String() {
 			continue
 		}
-		if len(filter) > 0 && !slices.Contains(filter, ov.State.String()) {
+		if !listed(ov, filter, types) {
 			continue
 		}
 		lg := kmsg.NewListGroupsResponseGroup()
-		lg.Group, lg.ProtocolType, lg.GroupState = ov.Group, ov.ProtocolType, ov.State.String()
+		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = ov.Group, ov.ProtocolType, ov.State, ov.Type
 		resp.Groups = append(resp.Groups, lg)
 	}
 	slices.SortFunc(resp.Groups, func(a, b kmsg.ListGroupsResponseGroup) int { return strings.Compare(a.Group, b.Group) })
@@ -98,6 +103,20 @@ func (c *Coordinator) ListGroups(_ context.Context, req *kmsg.ListGroupsRequest)
 		resp.ErrorCode = kerr.CoordinatorLoadInProgress.Code
 	}
 	return resp, nil
+}
+
+// listed applies ListGroups' filters to a group.
+func listed(ov *Overview, states, types []string) bool {
+	if len(types) > 0 && !slices.ContainsFunc(types, func(t string) bool { return strings.EqualFold(t, ov.Type) }) {
+		return false
+	}
+	if len(states) == 0 {
+		return true
+	}
+	if ov.Type == TypeConsumer {
+		return slices.ContainsFunc(states, func(s string) bool { return strings.EqualFold(s, ov.State) })
+	}
+	return slices.Contains(states, ov.State)
 }
 
 // DeleteGroups (key 42) v0–2: each distinct group once, in request order. An Empty group is

@@ -18,8 +18,8 @@ import (
 // outside VersionRange (a bug in the caller).
 
 // VersionRange is the version range this package implements for an API key (Apache Kafka
-// 3.7's, docs/groups.md "API and how the broker calls it"); the broker advertises exactly
-// these.
+// 3.7's; 4.0's for the consumer protocol's keys and ListGroups; docs/groups.md "API and how
+// the broker calls it"); the broker advertises exactly these.
 func VersionRange(key int16) (min, max int16, ok bool) {
 	r, ok := versionRanges[key]
 	return r[0], r[1], ok
@@ -33,9 +33,11 @@ var versionRanges = map[int16][2]int16{
 	13: {0, 5}, // LeaveGroup
 	14: {0, 5}, // SyncGroup
 	15: {0, 5}, // DescribeGroups
-	16: {0, 4}, // ListGroups
+	16: {0, 5}, // ListGroups (v5: Apache 4.0, the group type)
 	42: {0, 2}, // DeleteGroups
 	47: {0, 0}, // OffsetDelete
+	68: {0, 1}, // ConsumerGroupHeartbeat (Apache 4.0)
+	69: {0, 1}, // ConsumerGroupDescribe (Apache 4.0)
 }
 
 func checkVersion(req kmsg.Request) error {

@@ -14,7 +14,9 @@ import (
 // Apache does despite advertising it; v1 may carry a commit timestamp; v2–4 carry a retention
 // time, which (unless -1) makes the offsets expire that long after the commit instead of by
 // offsets.retention.minutes (docs/groups.md "Offset retention"); v6+ carry the committed
-// leader epoch; v7+ the instance id. An empty group id is allowed.
+// leader epoch; v7+ the instance id. In a consumer-protocol group the generation is the
+// member epoch (STALE_MEMBER_EPOCH when it is not the member's), and its members must commit
+// with v9+ (UNSUPPORTED_VERSION below). An empty group id is allowed.
 func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) (*kmsg.OffsetCommitResponse, error) {
 	if err := checkVersion(req); err != nil {
 		return nil, err
@@ -56,7 +58,7 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 				}
 			}
 		default:
-			a := commitArgs{generation: req.Generation, memberID: req.MemberID, entries: entries}
+			a := commitArgs{version: req.Version, generation: req.Generation, memberID: req.MemberID, entries: entries}
 			if req.Version >= 7 && req.InstanceID != nil {
 				a.instanceID = strp(*req.InstanceID)
 			}
@@ -138,8 +140,9 @@ func javaLength(s string) int {
 // so a group error is copied into each requested partition; v2–7 answer it at the top; v5+
 // carry the committed leader epoch; v7+ RequireStable is always satisfied (nothing pending
 // is ever visible, and there are no transactional commits yet); v8+ fetch several groups,
-// each answered on its own. v0 answers UNSUPPORTED_VERSION, as KRaft Apache does. An empty
-// group id is allowed.
+// each answered on its own; v9+ may name a consumer-protocol member and its epoch, checked
+// (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH) in a consumer group. v0 answers UNSUPPORTED_VERSION,
+// as KRaft Apache does. An empty group id is allowed.
 func (c *Coordinator) OffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest) (*kmsg.OffsetFetchResponse, error) {
 	if err := checkVersion(req); err != nil {
 		return nil, err
@@ -147,7 +150,10 @@ func (c *Coordinator) OffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequ
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	if req.Version >= 8 {
 		for _, rg := range req.Groups {
-			a := fetchArgs{all: rg.Topics == nil}
+			a := fetchArgs{all: rg.Topics == nil, memberID: clonePtr(rg.MemberID), memberEpoch: -1}
+			if req.Version >= 9 {
+				a.memberEpoch = rg.MemberEpoch
+			}
 			for _, t := range rg.Topics {
 				for _, p := range t.Partitions {
 					a.parts = append(a.parts, tp{topic: t.Topic, partition: p})
@@ -175,7 +181,7 @@ func (c *Coordinator) OffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequ
 		}
 		return resp, nil
 	}
-	a := fetchArgs{all: req.Version >= 2 && req.Topics == nil}
+	a := fetchArgs{all: req.Version >= 2 && req.Topics == nil, memberEpoch: -1}
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
 			a.parts = append(a.parts, tp{topic: t.Topic, partition: p})

@@ -60,12 +60,33 @@ type Config struct {
 	// LoadConcurrency bounds how many groups load (claim + read + snapshot) at once.
 	LoadConcurrency int
 
+	// ConsumerProtocol enables the consumer group protocol (KIP-848:
+	// ConsumerGroupHeartbeat, ConsumerGroupDescribe): group.coordinator.rebalance.protocols
+	// lists "consumer". Off, both APIs answer UNSUPPORTED_VERSION, as Apache does.
+	ConsumerProtocol bool
+	// ConsumerHeartbeatInterval is group.consumer.heartbeat.interval.ms (5 s): how often a
+	// consumer-protocol member is told to heartbeat.
+	ConsumerHeartbeatInterval time.Duration
+	// ConsumerSessionTimeout is group.consumer.session.timeout.ms (45 s): a consumer-protocol
+	// member that does not heartbeat for this long is removed.
+	ConsumerSessionTimeout time.Duration
+	// ConsumerMaxSize is group.consumer.max.size (unbounded): the most members a
+	// consumer-protocol group may have.
+	ConsumerMaxSize int
+	// ConsumerAssignors is group.consumer.assignors: the server-side assignors a member may
+	// name, the first being the default ("uniform", "range"; docs/groups.md "Assignors").
+	ConsumerAssignors []string
+	// RegexRefresh is how often a group re-resolves its members' regular expressions against
+	// the topics (Apache 4.0's 10 s).
+	RegexRefresh time.Duration
+
 	// compactMin is the smallest offsets file that is compacted (defaultCompactMin when 0);
 	// tests lower it to compact often.
 	compactMin int64
 }
 
-// DefaultConfig is Apache Kafka 3.7's defaults (plus LoadWait 1 s and LoadConcurrency 8).
+// DefaultConfig is Apache Kafka 3.7's defaults, Apache 4.0's for the consumer protocol (plus
+// LoadWait 1 s and LoadConcurrency 8).
 func DefaultConfig() Config {
 	return Config{
 		MinSessionTimeout:     6 * time.Second,
@@ -78,6 +99,13 @@ func DefaultConfig() Config {
 		CleanupInterval:       10 * time.Minute,
 		LoadWait:              time.Second,
 		LoadConcurrency:       8,
+
+		ConsumerProtocol:          true,
+		ConsumerHeartbeatInterval: 5 * time.Second,
+		ConsumerSessionTimeout:    45 * time.Second,
+		ConsumerMaxSize:           math.MaxInt32,
+		ConsumerAssignors:         []string{"uniform", "range"},
+		RegexRefresh:              10 * time.Second,
 	}
 }
 
@@ -102,6 +130,20 @@ func (c Config) Validate() error {
 		return fmt.Errorf("groups: offsets retention %v is under a minute", c.OffsetsRetention)
 	case c.LoadWait < 0 || c.LoadConcurrency < 1:
 		return errors.New("groups: LoadWait must not be negative and LoadConcurrency at least 1")
+	case c.ConsumerHeartbeatInterval <= 0 || c.ConsumerSessionTimeout <= c.ConsumerHeartbeatInterval:
+		return fmt.Errorf("groups: consumer heartbeat interval %v must be positive and below the session timeout %v", c.ConsumerHeartbeatInterval, c.ConsumerSessionTimeout)
+	case c.ConsumerMaxSize < 1:
+		return fmt.Errorf("groups: consumer group max size %d must be at least 1", c.ConsumerMaxSize)
+	case c.RegexRefresh <= 0:
+		return errors.New("groups: RegexRefresh must be positive")
+	}
+	if len(c.ConsumerAssignors) == 0 {
+		return errors.New("groups: ConsumerAssignors names no assignor")
+	}
+	for _, a := range c.ConsumerAssignors {
+		if assignorByName(a) == nil {
+			return fmt.Errorf("groups: unknown assignor %q (uniform, range)", a)
+		}
 	}
 	return nil
 }
@@ -110,6 +152,12 @@ func (c Config) Validate() error {
 type Topics interface {
 	// Topic reports whether topic exists, its id (zero if unknown) and its partition count.
 	Topic(name string) (id [16]byte, partitions int32, ok bool)
+	// TopicNames lists every topic's name (a consumer-protocol member's regular expression
+	// is matched against them).
+	TopicNames() []string
+	// TopicByID returns the name and partition count of the topic with a (non-zero) id: the
+	// consumer protocol names topics by id.
+	TopicByID(id [16]byte) (name string, partitions int32, ok bool)
 }
 
 // Client identifies the connection a request came on, for member ids and DescribeGroups.

@@ -14,10 +14,13 @@ type describeResult struct {
 	members      []describeMember
 }
 
-// handleDescribe is Apache's GroupMetadata.summary: a group that does not exist is Dead; only
-// a Stable group shows its protocol and each member's metadata and assignment.
+// handleDescribe is Apache's GroupMetadata.summary: a group that does not exist, or is a
+// consumer group, is Dead; only a Stable group shows its protocol and each member's metadata
+// and assignment.
 func (g *group) handleDescribe() describeResult {
-	if !g.exists() {
+	if !g.exists() || g.cg != nil {
+		// A consumer group is described by ConsumerGroupDescribe; DescribeGroups v0–5 sees
+		// it as Apache 4.0 does a group that is not classic: Dead.
 		return describeResult{state: StateDead.String()}
 	}
 	res := describeResult{state: g.state.String(), protocolType: g.protocolType}

@@ -432,3 +432,27 @@ func TestTheScanTakesOverAGroupWhoseDirectoryNameIsAHash(t *testing.T) {
 	}
 	t.Fatal("the scan did not take over the group stored under a hashed name")
 }
+
+// TestALoaderWithAStaleListingFindsTheNewestFileThroughTheFence: on a network file system a
+// listing may be served from a cache. Coordinator 1 (node a) commits; coordinator 2 (node b)
+// takes the group over and commits again; coordinator 3, back on node a whose cached listing
+// of the group's directory still shows only file 1, must load file 2 — reached by name from
+// the claims on the group's fence — never file 1's older offset.
+func TestALoaderWithAStaleListingFindsTheNewestFileThroughTheFence(t *testing.T) {
+	sim := storage.NewNFSSim(storage.NFSSimOptions{Staleness: time.Hour})
+	a, b := sim.Client(), sim.Client()
+	e := newEnv(t, func(c *Config) { c.FS = a })
+	e.send(e.c, commitReq("g", "", -1, map[string]map[int32]int64{"t": {0: 1}}))
+	_ = e.c.Close()
+	c2 := e.start(2, func(c *Config) { c.FS = b })
+	e.send(c2, commitReq("g", "", -1, map[string]map[int32]int64{"t": {0: 2}}))
+	_ = c2.Close()
+	names, err := a.ReadDirNames(groupDir(e, "g"))
+	if err != nil || slices.Contains(names, logName(2)) {
+		t.Fatalf("node a's listing of the group is not stale (%v, %v): the test proves nothing", names, err)
+	}
+	c3 := e.start(3, func(c *Config) { c.FS = a })
+	if got := e.committed(c3, "g"); got["t/0"] != 2 {
+		t.Fatalf("coordinator 3 with a stale listing loaded %v, want t/0 = 2 (coordinator 2's commit)", got)
+	}
+}

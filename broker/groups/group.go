@@ -42,8 +42,19 @@ var validPrevious = [...][]State{
 type Overview struct {
 	Group        string
 	ProtocolType string
-	State        State
+	// Type is the group's protocol: "classic" or "consumer" (ListGroups v5's GroupType).
+	Type string
+	// State is the state's name: a classic group's (Empty, PreparingRebalance,
+	// CompletingRebalance, Stable) or a consumer group's (Empty, Assigning, Reconciling,
+	// Stable); Dead for a group that does not exist.
+	State string
 }
+
+// The group types (ListGroups v5, ConsumerGroupDescribe v1's member types).
+const (
+	TypeClassic  = "classic"
+	TypeConsumer = "consumer"
+)
 
 // call is one request handed to a group's goroutine. run executes in the goroutine and
 // answers (now, or later for a JoinGroup or SyncGroup that waits); refuse answers without
@@ -109,6 +120,12 @@ type group struct {
 	newMemberAdded bool
 	syncDeadline   time.Time // pending syncs expire (DelayedSync)
 	syncGeneration int32
+
+	// cg is the consumer-protocol state while the group is a consumer group (consumer.go); nil
+	// while it is classic. A consumer group's classic state stays Empty.
+	cg *consumerState
+	// pubConsumer is the consumer state the metrics count the group in ("" none).
+	pubConsumer string
 
 	subscribed      map[string]struct{} // topics the consumer members subscribe to
 	subscribedKnown bool                // false: not a consumer group, or a member's metadata did not parse
@@ -313,6 +330,9 @@ func (g *group) adopt(st *store, d *durable, start time.Time, how string) error 
 	g.st = st
 	g.offsets = d.offsets
 	g.protocolType = d.protocolType
+	if d.consumer {
+		g.becomeConsumer()
+	}
 	g.created = len(g.offsets) > 0
 	// A group loads Empty (membership does not move). A file that says it had members at
 	// its last record (a claim this process resumes) counts as Empty from now.
@@ -387,9 +407,14 @@ func (g *group) exit() {
 	if g.st != nil {
 		g.st.close()
 	}
-	g.c.m.groupState(g.state, -1)
+	if g.cg != nil {
+		g.c.m.consumerGroupState(g.pubConsumer, "")
+		g.c.m.membersDelta(-len(g.cg.members))
+	} else {
+		g.c.m.groupState(g.state, -1)
+	}
 	g.c.m.membersDelta(-len(g.members))
-	g.c.groupExited(g, errors.Is(g.fatal, storage.ErrFenced) || g.st != nil && g.st.removed, g.st)
+	g.c.groupExited(g, errors.Is(g.fatal, storage.ErrFenced), g.st)
 	close(g.done)
 }
 
@@ -406,7 +431,13 @@ func firstErr(errs ...error) error {
 // periodic cleanup. A group that does not exist answers as one that never did, and its
 // goroutine exits.
 func (g *group) exists() bool {
-	return g.created || len(g.members) > 0 || len(g.pending) > 0 || len(g.offsets) > 0
+	return g.created || len(g.members) > 0 || len(g.pending) > 0 || len(g.offsets) > 0 || g.cg != nil && len(g.cg.members) > 0
+}
+
+// isEmpty: the group has no members of either protocol (a classic group in state Empty, or a
+// consumer group without members).
+func (g *group) isEmpty() bool {
+	return g.state == StateEmpty && (g.cg == nil || len(g.cg.members) == 0)
 }
 
 func (g *group) now() time.Time {
@@ -442,9 +473,16 @@ func (g *group) transition(to State) {
 
 // publish stores the overview ListGroups reads without a round trip.
 func (g *group) publish() {
-	ov := Overview{Group: g.id, ProtocolType: g.protocolType, State: g.state}
+	ov := Overview{Group: g.id, ProtocolType: g.protocolType, Type: TypeClassic, State: g.state.String()}
+	if g.cg != nil {
+		ov.Type, ov.State = TypeConsumer, g.cg.stateName()
+		if st := ov.State; st != g.pubConsumer {
+			g.c.m.consumerGroupState(g.pubConsumer, st)
+			g.pubConsumer = st
+		}
+	}
 	if !g.exists() {
-		ov.State = StateDead
+		ov.State = StateDead.String()
 	}
 	if !g.hasPub || ov != g.published {
 		g.published, g.hasPub = ov, true
@@ -477,6 +515,7 @@ func (g *group) nextDeadline() (at time.Time, fire func()) {
 		consider(g.joinDeadline, g.onJoinDeadline)
 	}
 	consider(g.syncDeadline, g.onSyncDeadline)
+	g.consumerDeadlines(consider)
 	if g.st != nil {
 		consider(g.retentionAt, g.onRetentionCheck)
 	}

@@ -40,6 +40,27 @@ func (t *testTopics) Topic(name string) ([16]byte, int32, bool) {
 	return i.id, i.partitions, ok
 }
 
+func (t *testTopics) TopicNames() []string {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	out := make([]string, 0, len(t.m))
+	for n := range t.m {
+		out = append(out, n)
+	}
+	return out
+}
+
+func (t *testTopics) TopicByID(id [16]byte) (string, int32, bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	for n, i := range t.m {
+		if i.id == id {
+			return n, i.partitions, true
+		}
+	}
+	return "", 0, false
+}
+
 func (t *testTopics) set(name string, id [16]byte, partitions int32) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

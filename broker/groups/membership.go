@@ -140,6 +140,18 @@ func (g *group) handleJoin(a joinArgs, w *waiter[joinResult]) {
 		w.send(joinError(a.memberID, kerr.InvalidSessionTimeout.Code))
 		return
 	}
+	if g.cg != nil {
+		// A consumer group: a classic join converts it back only while it is empty
+		// (docs/groups.md "Classic and consumer groups").
+		if len(g.cg.members) > 0 {
+			w.send(joinError(a.memberID, kerr.InconsistentGroupProtocol.Code))
+			return
+		}
+		if code := g.convert(false); code != 0 {
+			w.send(joinError(a.memberID, code))
+			return
+		}
+	}
 	unknown := a.memberID == ""
 	// Only a join without member id creates a group.
 	if !g.exists() {
@@ -938,6 +950,9 @@ func (g *group) computeSubscribedTopics() {
 }
 
 func (g *group) isSubscribedToTopic(topic string) bool {
+	if g.cg != nil {
+		return g.consumerSubscribes(topic)
+	}
 	if !g.subscribedKnown {
 		return true
 	}

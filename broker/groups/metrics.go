@@ -13,6 +13,7 @@ import (
 // registers them on its own registry (Register). A nil *Metrics counts nothing.
 type Metrics struct {
 	groups      *prometheus.GaugeVec
+	cgroups     *prometheus.GaugeVec
 	members     prometheus.Gauge
 	rebalances  prometheus.Counter
 	commits     *prometheus.HistogramVec
@@ -31,9 +32,13 @@ func NewMetrics() *Metrics {
 			Name: "paddock_groups_groups",
 			Help: "Groups this coordinator holds, by state (Empty, PreparingRebalance, CompletingRebalance, Stable, Dead).",
 		}, []string{"state"}),
+		cgroups: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "paddock_groups_consumer_groups",
+			Help: "Consumer-protocol (KIP-848) groups this coordinator holds, by state (Empty, Assigning, Reconciling, Stable, Dead).",
+		}, []string{"state"}),
 		members: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "paddock_groups_members",
-			Help: "Members of the groups this coordinator holds.",
+			Help: "Members of the groups this coordinator holds (both protocols).",
 		}),
 		rebalances: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "paddock_groups_rebalances_total",
@@ -73,7 +78,7 @@ func NewMetrics() *Metrics {
 
 // Register registers every series on r.
 func (m *Metrics) Register(r prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.groups, m.members, m.rebalances, m.commits, m.takeovers, m.storageErrs, m.compactions, m.expired, m.held, m.epoch} {
+	for _, c := range []prometheus.Collector{m.groups, m.cgroups, m.members, m.rebalances, m.commits, m.takeovers, m.storageErrs, m.compactions, m.expired, m.held, m.epoch} {
 		if err := r.Register(c); err != nil {
 			return err
 		}
@@ -91,6 +96,19 @@ func (m *Metrics) groupState(from, to State) {
 	}
 	if to >= 0 {
 		m.groups.WithLabelValues(to.String()).Inc()
+	}
+}
+
+// consumerGroupState moves one consumer group between state gauges; "" is "none".
+func (m *Metrics) consumerGroupState(from, to string) {
+	if m == nil {
+		return
+	}
+	if from != "" {
+		m.cgroups.WithLabelValues(from).Dec()
+	}
+	if to != "" {
+		m.cgroups.WithLabelValues(to).Inc()
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 
 // A group's files live in one directory under the groups root (docs/groups.md "Files"):
 //
-//	<root>/<dir name>/fence/<epoch>        the group's storage.Fence
+//	<root>/<dir name>/fence/               the group's storage.Fence (its claims, never removed)
 //	<root>/<dir name>/<epoch:010>.log      one offsets file per claimed coordinator epoch
 //	<root>/<dir name>/<epoch:010>.log.tmp  a compaction of that file in progress
 //

@@ -21,6 +21,7 @@ type commitEntry struct {
 }
 
 type commitArgs struct {
+	version    int16
 	generation int32
 	memberID   string
 	instanceID *string
@@ -50,9 +51,10 @@ func (g *group) handleCommit(a commitArgs) []int16 {
 	if code := g.validateOffsetCommit(a); code != 0 {
 		return all(code)
 	}
-	switch g.state {
-	case StateEmpty:
-	case StateStable, StatePreparingRebalance:
+	switch {
+	case g.cg != nil:
+	case g.state == StateEmpty:
+	case g.state == StateStable || g.state == StatePreparingRebalance:
 		// The commit counts as a heartbeat; during PreparingRebalance the member learns of the
 		// rebalance from its next heartbeat.
 		m := g.members[a.memberID]
@@ -66,6 +68,9 @@ func (g *group) handleCommit(a commitArgs) []int16 {
 }
 
 func (g *group) validateOffsetCommit(a commitArgs) int16 {
+	if g.cg != nil {
+		return g.validateConsumerCommit(a.memberID, a.generation, a.version)
+	}
 	switch {
 	case a.generation < 0 && g.state == StateEmpty:
 		// An admin client or a consumer not using group management.
@@ -142,6 +147,10 @@ func errorCode(err error) int16 {
 type fetchArgs struct {
 	all   bool // Topics null (v2+): everything the group has committed
 	parts []tp
+	// memberID and memberEpoch are OffsetFetch v9's: a consumer-protocol member's fetch is
+	// checked against its epoch (nil, -1: an admin client's).
+	memberID    *string
+	memberEpoch int32
 }
 
 type fetchPart struct {
@@ -165,6 +174,11 @@ type fetchResult struct {
 func (g *group) handleFetch(a fetchArgs) fetchResult {
 	if code := g.fenceCheck(); code != 0 {
 		return fetchResult{code: code}
+	}
+	if g.cg != nil {
+		if code := g.validateConsumerFetch(a.memberID, a.memberEpoch); code != 0 {
+			return fetchResult{code: code}
+		}
 	}
 	var res fetchResult
 	if a.all {
@@ -216,7 +230,7 @@ func (g *group) handleOffsetDelete(parts []tp) (int16, []int16) {
 	codes := make([]int16, len(parts))
 	var eligible []tp
 	switch {
-	case g.state == StateEmpty:
+	case g.isEmpty():
 		eligible = parts
 	case g.protocolType == "consumer":
 		for i, p := range parts {
@@ -253,7 +267,7 @@ func (g *group) handleDeleteGroup() int16 {
 	if !g.exists() {
 		return kerr.GroupIDNotFound.Code
 	}
-	if g.state != StateEmpty {
+	if !g.isEmpty() {
 		return kerr.NonEmptyGroup.Code
 	}
 	if g.st != nil {
@@ -263,6 +277,9 @@ func (g *group) handleDeleteGroup() int16 {
 		}
 	}
 	clear(g.offsets)
+	if g.cg != nil {
+		g.dropConsumer()
+	}
 	g.protocolType = ""
 	g.created, g.gone = false, true
 	clear(g.pending)

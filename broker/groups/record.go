@@ -51,8 +51,10 @@ const (
 	kindSnapshotPart byte = 6 // offsets of the snapshot
 	kindCommit       byte = 7 // protocol type, offsets (set)
 	kindEmptySince   byte = 8 // when the group became Empty (Unix ms), 0 when it gained members
+	kindGroupType    byte = 9 // the group's protocol: 0 classic, 1 consumer (KIP-848)
 
-	snapshotVersion = 2
+	// snapshotVersion 3 adds the group type to version 2's header.
+	snapshotVersion = 3
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -90,6 +92,9 @@ type offsetEntry struct {
 // durable is the part of a group that survives a coordinator move.
 type durable struct {
 	protocolType string // "" until a commit from a group with members recorded one
+	// consumer: the group is a consumer-protocol (KIP-848) group; its members are not
+	// recorded yet (docs/groups.md "Classic and consumer groups").
+	consumer bool
 	// emptySinceMs is when the group last became Empty (Unix ms), or 0 when at the last record
 	// it had members (its retention then counts from when a coordinator loads it).
 	emptySinceMs int64
@@ -155,6 +160,13 @@ func purgePayload(topic string, id [16]byte) []byte {
 
 func emptySincePayload(ms int64) []byte { return binary.AppendVarint([]byte{kindEmptySince}, ms) }
 
+func groupTypePayload(consumer bool) []byte {
+	if consumer {
+		return []byte{kindGroupType, 1}
+	}
+	return []byte{kindGroupType, 0}
+}
+
 // frame wraps payload in its header.
 func frame(payload []byte) []byte { return appendFrame(nil, payload) }
 
@@ -172,6 +184,7 @@ func writeSnapshot(w io.WriterAt, groupID string, epoch int32, d *durable) (int6
 	h = binary.AppendVarint(h, int64(epoch))
 	h = appendStr(h, d.protocolType)
 	h = binary.AppendVarint(h, d.emptySinceMs)
+	h = append(h, groupTypeByte(d.consumer))
 	h = binary.AppendUvarint(h, uint64(len(d.offsets)))
 	var off int64
 	out := appendFrame(nil, h)
@@ -217,6 +230,13 @@ func writeSnapshot(w io.WriterAt, groupID string, epoch int32, d *durable) (int6
 		return 0, err
 	}
 	return off, nil
+}
+
+func groupTypeByte(consumer bool) byte {
+	if consumer {
+		return 1
+	}
+	return 0
 }
 
 // encodeSnapshot is writeSnapshot into memory.
@@ -393,16 +413,20 @@ func readSnapshot(fr *frameReader, dec *decoder) (*parsedFile, error) {
 		return nil, errIncomplete
 	}
 	version := payload[1]
-	if version != 1 && version != snapshotVersion {
-		return nil, fmt.Errorf("%w: snapshot version %d: this coordinator reads versions 1 and %d", errCorrupt, version, snapshotVersion)
+	if version < 1 || version > snapshotVersion {
+		return nil, fmt.Errorf("%w: snapshot version %d: this coordinator reads versions 1 to %d", errCorrupt, version, snapshotVersion)
 	}
 	r := reader{b: payload[2:]}
 	pf := &parsedFile{groupID: r.str()}
 	epoch := r.varint()
 	protocolType := r.str()
 	var emptySince int64
-	if version == snapshotVersion {
+	if version >= 2 {
 		emptySince = r.varint()
+	}
+	consumer := false
+	if version >= 3 {
+		consumer = r.groupType()
 	}
 	var total uint64
 	if version == 1 {
@@ -410,7 +434,7 @@ func readSnapshot(fr *frameReader, dec *decoder) (*parsedFile, error) {
 	} else if total = r.uvarint(); r.err == nil && total > uint64(fr.size/minOffsetEntry) {
 		r.fail("offset count") // more offsets than the file could hold
 	}
-	dec.d = &durable{protocolType: protocolType, emptySinceMs: emptySince, offsets: make(map[tp]committed, int(min(total, 1<<20)))}
+	dec.d = &durable{protocolType: protocolType, consumer: consumer, emptySinceMs: emptySince, offsets: make(map[tp]committed, int(min(total, 1<<20)))}
 	pf.state = dec.d
 	if version == 1 {
 		dec.offsets(&r, int(total), false)
@@ -520,7 +544,7 @@ func (dec *decoder) apply(payload []byte) error {
 		if err := r.done(); err != nil {
 			return fmt.Errorf("delete-group frame: %w", err)
 		}
-		d.protocolType = ""
+		d.protocolType, d.consumer = "", false
 		clear(d.offsets)
 	case kindPurgeTopic:
 		topic := r.str()
@@ -535,6 +559,12 @@ func (dec *decoder) apply(payload []byte) error {
 			return fmt.Errorf("empty-since frame: %w", err)
 		}
 		d.emptySinceMs = ms
+	case kindGroupType:
+		consumer := r.groupType()
+		if err := r.done(); err != nil {
+			return fmt.Errorf("group-type frame: %w", err)
+		}
+		d.consumer = consumer
 	default:
 		return fmt.Errorf("unknown frame kind %d", payload[0])
 	}
@@ -606,6 +636,20 @@ func (r *reader) bytes() []byte {
 }
 
 func (r *reader) str() string { return string(r.bytes()) }
+
+// groupType reads a group type byte: 0 classic, 1 consumer.
+func (r *reader) groupType() bool {
+	if r.err != nil {
+		return false
+	}
+	if len(r.b) < 1 || r.b[0] > 1 {
+		r.fail("group type")
+		return false
+	}
+	v := r.b[0] == 1
+	r.b = r.b[1:]
+	return v
+}
 
 func (r *reader) id() (id [16]byte) {
 	if r.err != nil {

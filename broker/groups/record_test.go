@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/paddock-dev/paddock/broker/storage"
 )
 
 func TestDirNamesAreInjectiveAndReversible(t *testing.T) {
@@ -85,7 +88,7 @@ func sampleFile() ([]byte, *durable) {
 }
 
 func sameState(a, b *durable) bool {
-	return a.protocolType == b.protocolType && a.emptySinceMs == b.emptySinceMs && maps.Equal(a.offsets, b.offsets)
+	return a.protocolType == b.protocolType && a.consumer == b.consumer && a.emptySinceMs == b.emptySinceMs && maps.Equal(a.offsets, b.offsets)
 }
 
 func TestFileRoundTrip(t *testing.T) {
@@ -240,5 +243,95 @@ func TestFuzzCorpusIsCommitted(t *testing.T) {
 	ents, err := os.ReadDir(filepath.Join("testdata", "fuzz", "FuzzParseFile"))
 	if err != nil || len(ents) < 3 {
 		t.Fatalf("the seed corpus testdata/fuzz/FuzzParseFile is missing: %v (%d files)", err, len(ents))
+	}
+}
+
+// snapshotV2 is a file as snapshot version 2 wrote it: the header without the group type,
+// the offsets in one part frame, then a commit and an Empty-since change.
+func snapshotV2(group string, epoch int32) []byte {
+	h := []byte{kindSnapshot, 2}
+	h = appendStr(h, group)
+	h = binary.AppendVarint(h, int64(epoch))
+	h = appendStr(h, "consumer")
+	h = binary.AppendVarint(h, 1700000000000)
+	h = binary.AppendUvarint(h, 2)
+	p := binary.AppendUvarint([]byte{kindSnapshotPart}, 2)
+	p = appendOffset(p, offsetEntry{tp{"t", 0}, committed{topicID: [16]byte{1}, offset: 20, leaderEpoch: 2, commitMs: 5}})
+	p = appendOffset(p, offsetEntry{tp{"t", 1}, committed{offset: 21, leaderEpoch: -1, commitMs: 6}})
+	b := append(frame(h), frame(p)...)
+	b = append(b, frame(commitPayload("", []offsetEntry{{tp: tp{"t", 1}, committed: committed{offset: 22, leaderEpoch: -1, commitMs: 7}}}))...)
+	return append(b, frame(emptySincePayload(1700000000500))...)
+}
+
+// snapshotV1 is legacyFile's format for another group id.
+func snapshotV1(group string, epoch int32) []byte {
+	p := []byte{kindSnapshot, 1}
+	p = appendStr(p, group)
+	p = binary.AppendVarint(p, int64(epoch))
+	p = appendStr(p, "consumer")
+	p = binary.AppendUvarint(p, 2)
+	p = appendOffsetV1(p, offsetEntry{tp{"t", 0}, committed{topicID: [16]byte{1}, offset: 20, leaderEpoch: 2, commitMs: 5}})
+	p = appendOffsetV1(p, offsetEntry{tp{"t", 1}, committed{offset: 21, leaderEpoch: -1, commitMs: 6}})
+	c := []byte{kindCommitV1}
+	c = appendStr(c, "")
+	c = binary.AppendUvarint(c, 1)
+	c = appendOffsetV1(c, offsetEntry{tp{"t", 1}, committed{offset: 22, leaderEpoch: -1, commitMs: 7}})
+	return append(frame(p), frame(c)...)
+}
+
+// snapshotV3 is this version's snapshot of a consumer (KIP-848) group, then a group-type frame
+// that keeps it one and the same commit.
+func snapshotV3(group string, epoch int32) []byte {
+	d := newDurable()
+	d.protocolType, d.consumer, d.emptySinceMs = "consumer", true, 1700000000000
+	d.offsets[tp{"t", 0}] = committed{topicID: [16]byte{1}, offset: 20, leaderEpoch: 2, commitMs: 5}
+	d.offsets[tp{"t", 1}] = committed{offset: 21, leaderEpoch: -1, commitMs: 6}
+	b := append(encodeSnapshot(group, epoch, d), frame(groupTypePayload(true))...)
+	return append(b, frame(commitPayload("", []offsetEntry{{tp: tp{"t", 1}, committed: committed{offset: 22, leaderEpoch: -1, commitMs: 7}}}))...)
+}
+
+// A group file of every snapshot version this coordinator has written (1: the whole state in
+// one frame; 2: header and parts; 3: the group type in the header) is taken over by the next
+// coordinator with its offsets and type, and the file that coordinator writes (the current
+// version) is taken over again by the one after.
+func TestEverySnapshotVersionLoadsAtTheNextCoordinator(t *testing.T) {
+	if snapshotVersion != 3 {
+		t.Fatalf("snapshot version %d: add its file to this test", snapshotVersion)
+	}
+	for _, v := range []struct {
+		version  int
+		file     func(string, int32) []byte
+		consumer bool
+	}{{1, snapshotV1, false}, {2, snapshotV2, false}, {3, snapshotV3, true}} {
+		t.Run(fmt.Sprint("version ", v.version), func(t *testing.T) {
+			e := newEnv(t)
+			_ = e.c.Close()
+			s, err := openStore(storage.OSFS{}, e.dir, "g", true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.claim(3); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(groupDir(e, "g"), logName(3)), v.file("g", 3), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for epoch := int32(4); epoch <= 5; epoch++ {
+				c := e.start(epoch)
+				if got, code := e.fetch(c, "g"); code != 0 || got[0] != 20 || got[1] != 22 || len(got) != 2 {
+					t.Fatalf("epoch %d: offsets %v %s, want 0:20 1:22", epoch, got, codeName(code))
+				}
+				d := e.cgDescribe(c, "g")
+				if isConsumer := d.ErrorCode == 0; isConsumer != v.consumer {
+					t.Fatalf("epoch %d: ConsumerGroupDescribe %s %s, want a consumer group: %v", epoch, codeName(d.ErrorCode), d.State, v.consumer)
+				}
+				if !v.consumer {
+					if g := e.describe(c, "g"); g.ProtocolType != "consumer" || g.State != "Empty" {
+						t.Fatalf("epoch %d: DescribeGroups %s %q", epoch, g.State, g.ProtocolType)
+					}
+				}
+				_ = c.Close()
+			}
+		})
 	}
 }

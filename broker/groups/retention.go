@@ -31,7 +31,7 @@ func (g *group) onRetentionCheck() {
 		g.c.m.offsetsExpired(len(expired))
 		g.c.log.V(1).Info("Offsets expired", "group", g.id, "partitions", len(expired), "left", len(g.offsets))
 	}
-	if g.state == StateEmpty && len(g.offsets) == 0 && len(g.members) == 0 && len(g.pending) == 0 {
+	if g.isEmpty() && len(g.offsets) == 0 && len(g.members) == 0 && len(g.pending) == 0 {
 		g.created, g.gone = false, true
 	}
 }
@@ -43,6 +43,8 @@ func (g *group) create() { g.created, g.gone = true, false }
 // have outlived offsets.retention.minutes at now.
 //   - A group with a protocol type that is Empty: every offset, a retention after the group
 //     became Empty (however recent the commit).
+//   - A consumer-protocol group with members: offsets of topics no member subscribes to, a
+//     retention after their commit (Apache 4.0).
 //   - A Stable consumer group whose members' subscriptions are all known: offsets of topics
 //     no member subscribes to, a retention after their commit.
 //   - A group that only stores offsets (no protocol type): each offset a retention after its
@@ -57,9 +59,14 @@ func (g *group) expiredOffsets(now time.Time) []tp {
 	var base func(c committed) int64
 	subscribed := func(string) bool { return false }
 	switch {
-	case g.protocolType != "" && g.state == StateEmpty:
+	case g.protocolType != "" && g.isEmpty():
 		since := g.emptySince.UnixMilli()
 		base = func(committed) int64 { return since }
+	case g.cg != nil:
+		// A consumer group with members: offsets of topics nobody subscribes to (Apache
+		// 4.0's ConsumerGroup offset expiration).
+		base = func(c committed) int64 { return c.commitMs }
+		subscribed = g.isSubscribedToTopic
 	case g.protocolType == "consumer" && g.state == StateStable && g.subscribedKnown:
 		base = func(c committed) int64 { return c.commitMs }
 		subscribed = g.isSubscribedToTopic
@@ -83,7 +90,7 @@ func (g *group) expiredOffsets(now time.Time) []tp {
 
 // emptySinceMs is the group's emptySince as stored: 0 while it has members.
 func (g *group) emptySinceMs() int64 {
-	if g.state != StateEmpty {
+	if !g.isEmpty() {
 		return 0
 	}
 	return max(g.emptySince.UnixMilli(), 1)
@@ -106,7 +113,7 @@ func (g *group) recordEmptySince(ms int64) {
 // durableState is what the group has acknowledged, as a snapshot records it. It shares the
 // group's offsets map: it is for use on the goroutine only.
 func (g *group) durableState() *durable {
-	return &durable{protocolType: g.protocolType, emptySinceMs: g.emptySinceMs(), offsets: g.offsets}
+	return &durable{protocolType: g.protocolType, consumer: g.cg != nil, emptySinceMs: g.emptySinceMs(), offsets: g.offsets}
 }
 
 // maybeCompact compacts the group's file once it has grown to twice its snapshot. A failure

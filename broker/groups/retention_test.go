@@ -1,8 +1,6 @@
 package groups
 
 import (
-	"errors"
-	"io/fs"
 	"os"
 	"strconv"
 	"testing"
@@ -76,17 +74,28 @@ func (e *env) leave(c *Coordinator, group, member string) {
 // longSessions lets members ask for sessions of weeks.
 func longSessions(c *Config) { c.MaxSessionTimeout = 30 * 24 * time.Hour }
 
-// gone waits until group's directory has been removed.
+// gone waits until group's files have been removed: its directory holds no offsets file or
+// compaction temporary, only its fence (whose claims are never removed).
 func (e *env) gone(group string) {
 	e.t.Helper()
+	var left []string
 	for range 500 {
-		if _, err := os.Stat(groupDir(e, group)); errors.Is(err, fs.ErrNotExist) {
+		ents, err := os.ReadDir(groupDir(e, group))
+		if err != nil {
+			e.t.Fatalf("group %s's directory: %v", group, err)
+		}
+		left = left[:0]
+		for _, de := range ents {
+			if de.Name() != fenceDirName {
+				left = append(left, de.Name())
+			}
+		}
+		if len(left) == 0 {
 			return
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	ents, _ := os.ReadDir(groupDir(e, group))
-	e.t.Fatalf("group %s's directory is still there: %v", group, ents)
+	e.t.Fatalf("group %s's files are still there: %v", group, left)
 }
 
 func TestOffsetsOfASimpleGroupExpireARetentionAfterTheirCommit(t *testing.T) {
@@ -208,7 +217,7 @@ func TestOffsetsRetentionIsConfigurable(t *testing.T) {
 	}
 }
 
-func TestDeleteGroupsRemovesTheGroupsDirectory(t *testing.T) {
+func TestDeleteGroupsRemovesTheGroupsFiles(t *testing.T) {
 	e := newEnv(t)
 	e.send(e.c, commitReq("g", "", -1, map[string]map[int32]int64{"t": {0: 1, 1: 2}}))
 	d := kmsg.NewPtrDeleteGroupsRequest()
@@ -229,7 +238,7 @@ func TestDeleteGroupsRemovesTheGroupsDirectory(t *testing.T) {
 	}
 }
 
-func TestAnEmptyGroupWithoutOffsetsIsRemovedWithItsDirectory(t *testing.T) {
+func TestAnEmptyGroupWithoutOffsetsIsRemovedWithItsFiles(t *testing.T) {
 	e := newEnv(t, longSessions)
 	m, _ := e.longMember(e.c, "g")
 	if _, err := os.Stat(groupDir(e, "g")); err != nil {
@@ -319,4 +328,9 @@ func TestAGroupLoadedWithoutOffsetsKeepsItsFenceUntilARetentionCheck(t *testing.
 	e.step(e.cfg.CleanupInterval)
 	e.describe(next, "g")
 	e.gone("g")
+	// The removal keeps the fence at the newer coordinator's claim: the old one still cannot
+	// take the group back.
+	if r := await(t, e.join(old, joinReq(5, "g", ""))); r.ErrorCode != kerr.NotCoordinator.Code {
+		t.Fatalf("a fresh join at the old coordinator after the removal: %s, want NOT_COORDINATOR", codeName(r.ErrorCode))
+	}
 }

@@ -4,11 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 
 	"github.com/paddock-dev/paddock/broker/storage"
 )
@@ -51,9 +49,6 @@ type store struct {
 	compactMin int64
 	// failed is sticky: after a storage error or a lost fence nothing more is appended.
 	failed error
-	// removed: the group's files and our fence entry are gone (remove), so this process's
-	// claim is void.
-	removed bool
 }
 
 // defaultCompactMin is the smallest offsets file that is compacted: below it a load costs
@@ -75,7 +70,7 @@ func groupExists(fsys storage.FS, dir string) (bool, error) {
 }
 
 // openStore opens group id's directory under root, creating it (durably) when create is set;
-// without create a missing directory is errNoGroup.
+// without create a missing directory, or one without an offsets file, is errNoGroup.
 func openStore(fsys storage.FS, root, id string, create bool) (*store, error) {
 	dir := filepath.Join(root, dirName(id))
 	ok, err := groupExists(fsys, dir)
@@ -101,7 +96,19 @@ func openStore(fsys storage.FS, root, id string, create bool) (*store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &store{fs: fsys, dir: dir, id: id, fence: fence, compactMin: defaultCompactMin}, nil
+	s := &store{fs: fsys, dir: dir, id: id, fence: fence, compactMin: defaultCompactMin}
+	if !create {
+		// A removed group keeps its fence but no file: it is no group until a request
+		// creates it again.
+		has, err := s.hasFiles()
+		if err != nil {
+			return nil, err
+		}
+		if !has {
+			return nil, errNoGroup
+		}
+	}
+	return s, nil
 }
 
 // claim claims the fence at epoch. It fails with storage.ErrFenced when the fence already
@@ -140,11 +147,7 @@ func (s *store) load(epoch int32, acked, nowMs int64) (*durable, error) {
 		// created the file): write it again.
 		exists = found
 	}
-	claimed, err := s.claimedEpochs()
-	if err != nil {
-		return nil, err
-	}
-	st, src, err := s.best(append(listed, claimed...), epoch)
+	st, src, err := s.best(listed, epoch)
 	if err != nil {
 		return nil, err
 	}
@@ -225,32 +228,82 @@ func (s *store) parse(f storage.File, e int32, limit int64) (*parsedFile, int64,
 }
 
 // best reads the state inherited at epoch: the highest-epoch file below it whose snapshot is
-// complete, replayed up to its first frame that does not check. candidates are the epochs
-// that may have a file (listed, or claimed on the fence, in any order); each is opened by
-// name, so a listing served from a cache cannot hide the newest file as long as the fence
-// shows its claim. src is the file's epoch, or -1 when there is none (a new group, or only
-// incomplete files).
-func (s *store) best(candidates []int32, epoch int32) (*durable, int32, error) {
-	slices.Sort(candidates)
-	candidates = slices.Compact(candidates)
-	for i := len(candidates) - 1; i >= 0; i-- {
-		e := candidates[i]
-		if e >= epoch {
-			continue
+// complete, replayed up to its first frame that does not check. The candidates are the epochs
+// the listing shows (listed, ascending) and those claimed on the fence, newest first, each
+// file opened by name: the fence's claims are reached by name (storage.Fence.Claims), so a
+// listing served from a cache cannot hide the newest claimer's file. src is the file's epoch,
+// or -1 when there is none (a new group, a removed one, or only incomplete files).
+func (s *store) best(listed []int32, epoch int32) (*durable, int32, error) {
+	var (
+		found   *parsedFile
+		src     = int32(-1)
+		readErr error
+		tried   = map[int32]bool{}
+	)
+	// try reads file e unless it was tried already; true ends the search.
+	try := func(e int32) bool {
+		if e >= epoch || tried[e] {
+			return false
 		}
+		tried[e] = true
 		pf, err := s.readFile(e)
 		if errors.Is(err, errIncomplete) || errors.Is(err, fs.ErrNotExist) {
 			// Its claimer died before its snapshot was complete, or before creating it; or
 			// it was removed, which happens only once a newer file or the group's removal
 			// supersedes it.
-			continue
+			return false
+		}
+		found, src, readErr = pf, e, err
+		return true
+	}
+	i := len(listed) - 1
+	err := s.fence.Claims(func(claimed int32) bool {
+		for ; i >= 0 && listed[i] > claimed; i-- {
+			if try(listed[i]) {
+				return false
+			}
+		}
+		return !try(claimed)
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	for ; src < 0 && i >= 0; i-- {
+		try(listed[i])
+	}
+	switch {
+	case readErr != nil:
+		return nil, 0, readErr
+	case found == nil:
+		return newDurable(), -1, nil
+	}
+	return found.state, src, nil
+}
+
+// hasFiles reports whether the group has an offsets file: one the listing shows, or the file
+// of an epoch claimed on its fence, opened by name (a cached listing may not show the newest
+// yet). A group whose files were all removed (docs/groups.md "Group removal") has none.
+func (s *store) hasFiles() (bool, error) {
+	listed, err := s.listFiles()
+	if err != nil || len(listed) > 0 {
+		return len(listed) > 0, err
+	}
+	found := false
+	var openErr error
+	err = s.fence.Claims(func(e int32) bool {
+		f, err := s.fs.OpenFile(s.path(e), os.O_RDONLY, 0)
+		if errors.Is(err, fs.ErrNotExist) {
+			return true
 		}
 		if err != nil {
-			return nil, 0, err
+			openErr = storageErr("open", err)
+			return false
 		}
-		return pf.state, e, nil
-	}
-	return newDurable(), -1, nil
+		_ = f.Close() // read only
+		found = true
+		return false
+	})
+	return found, errors.Join(err, openErr)
 }
 
 // readFile parses file e (read-only: it may belong to a coordinator that is still writing).
@@ -374,15 +427,18 @@ func (s *store) prune(src int32) {
 	}
 }
 
-// remove deletes the group's files, its fence entries and its directories. It runs only when
-// the acknowledged state is empty (DeleteGroups, or every offset expired) and while the fence
-// still holds the store's epoch. Files of lower epochs go first and our own file (the newest
-// record, which says the group is empty) after them, each step made durable, so a crash or
-// a failed step never leaves an older file that a loader would take for the group's state.
-// Only names at or below our epoch are removed: a newer claimer's fence entry or file stays,
-// its directory stays, and the group lives on there. A lower-epoch coordinator may claim the
-// fence once our entries are gone; it starts from the empty state we leave, and a later claim
-// at a higher epoch reads whatever it acknowledged.
+// remove deletes the group's files. It runs only when the acknowledged state is empty
+// (DeleteGroups, or every offset expired) and while the fence still holds the store's epoch.
+// Files of lower epochs go first and our own file (the newest record, which says the group is
+// empty) after them, each step made durable, so a crash or a failed step never leaves an older
+// file that a loader would take for the group's state. Only names below or at our epoch are
+// removed: a newer claimer's file stays, and the group lives on with it.
+//
+// The fence stays, with our claim holding: its claims are never removed (docs/storage.md
+// "The fence": a removed claim would leave a hole a claimer could link into below a newer
+// claim, two holders at once). So a coordinator at a lower epoch (a stale view) is refused as
+// before the removal, this process may create the group again at once on its claim, and a
+// coordinator at a higher epoch starts from no file at all, the empty state.
 func (s *store) remove() error {
 	if err := s.check(); err != nil {
 		return err
@@ -413,29 +469,6 @@ func (s *store) remove() error {
 		}
 	}
 	if err := s.fs.SyncDir(s.dir); err != nil {
-		return storageErr("remove group", err)
-	}
-	fenceDir := filepath.Join(s.dir, fenceDirName)
-	entries, err := s.fs.ReadDirNames(fenceDir)
-	if err != nil {
-		return storageErr("remove group", err)
-	}
-	for _, n := range entries {
-		if e, ok := parseEntry(n); ok && e <= int64(s.epoch) {
-			if err := s.fs.Remove(filepath.Join(fenceDir, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return storageErr("remove group", err)
-			}
-		}
-	}
-	s.removed = true
-	for _, d := range []string{fenceDir, s.dir} {
-		if err := s.fs.Remove(d); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			// Not empty: another coordinator claimed the group meanwhile (or someone left a
-			// file here); the directory is theirs.
-			return storageErr("remove group", err)
-		}
-	}
-	if err := s.fs.SyncDir(filepath.Dir(s.dir)); err != nil {
 		return storageErr("remove group", err)
 	}
 	return nil
@@ -510,33 +543,6 @@ func (s *store) listFiles() ([]int32, error) {
 	}
 	slices.Sort(out)
 	return out, nil
-}
-
-// claimedEpochs lists the epochs the group's fence shows claimed (the fence keeps its newest
-// entries). The fence's directory must be read uncached for the fence to work at all
-// (docs/storage.md "The fence"), so these are the claims every loader sees — including the
-// newest, whose file a cached listing of the group's directory may not show yet.
-func (s *store) claimedEpochs() ([]int32, error) {
-	names, err := s.fs.ReadDirNames(filepath.Join(s.dir, fenceDirName))
-	if err != nil {
-		return nil, storageErr("read fence", err)
-	}
-	var out []int32
-	for _, n := range names {
-		if e, ok := parseEntry(n); ok && e <= math.MaxInt32 {
-			out = append(out, int32(e))
-		}
-	}
-	return out, nil
-}
-
-// parseEntry reads a fence entry's name: a canonical non-negative decimal.
-func parseEntry(n string) (int64, bool) {
-	if n == "" || len(n) > 19 || (len(n) > 1 && n[0] == '0') {
-		return 0, false
-	}
-	v, err := strconv.ParseUint(n, 10, 63)
-	return int64(v), err == nil
 }
 
 // peekID reads the group id from the snapshot of the newest complete file in dir (for a

@@ -75,6 +75,15 @@ func groupRequest(key, v int16) kmsg.Request {
 		r.Group, r.Version = "g", v
 		r.Topics = []kmsg.OffsetDeleteRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}}}
 		return r
+	case 68:
+		r := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		r.Group, r.MemberID, r.RebalanceTimeoutMillis, r.Version = "g", "m", 10000, v
+		r.SubscribedTopicNames, r.Topics = []string{"t"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		return r
+	case 69:
+		r := kmsg.NewPtrConsumerGroupDescribeRequest()
+		r.Groups, r.Version = []string{"g", "h"}, v
+		return r
 	}
 	panic(fmt.Sprintf("no group request for key %d", key))
 }
@@ -103,6 +112,10 @@ func callAPI(ctx context.Context, c *Coordinator, req kmsg.Request) (kmsg.Respon
 		return c.DeleteGroups(ctx, r)
 	case *kmsg.OffsetDeleteRequest:
 		return c.OffsetDelete(ctx, r)
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		return c.ConsumerGroupHeartbeat(ctx, cl, r)
+	case *kmsg.ConsumerGroupDescribeRequest:
+		return c.ConsumerGroupDescribe(ctx, r)
 	}
 	return nil, fmt.Errorf("not a group request: %T", req)
 }

@@ -7,7 +7,7 @@ import (
 	"math"
 )
 
-// Record batch v2 (DATAPLANE.md §1.1): a 61-byte header, then the records. The log stores
+// Record batch v2 (docs/dataplane.md "Record batch v2"): a 61-byte header, then the records. The log stores
 // batches verbatim except for the base offset and partition leader epoch (both outside the
 // CRC), and, for LogAppendTime topics, the timestamp type bit and maxTimestamp (inside it,
 // so the CRC is recomputed).
@@ -119,7 +119,8 @@ func (h batchHeader) shapeError() error {
 // batchCRC is the CRC-32C (Castagnoli) of bytes 21..end, as the header's crc field holds it.
 func batchCRC(b []byte) uint32 { return crc32.Checksum(b[offAttributes:], castagnoli) }
 
-// validateClientBatch checks a batch a producer sent, in Apache's order (DATAPLANE.md §1.3):
+// validateClientBatch checks a batch a producer sent, in Apache's order (docs/dataplane.md
+// "Batch checks"):
 // base offset, size limits, length and CRC, then the header's own rules. Policy checks that
 // need the request (transactional state, timestamps, compaction keys, compression codec
 // against the Produce version) are the produce handler's.

@@ -273,3 +273,38 @@ func BenchmarkSyncLoop(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkWatchdog measures what bounding every file-system call costs (Options.IOTimeout:
+// each call runs on a goroutine of its own with a timer): acks=1 appends and 16 KiB reads of
+// one partition from the page cache, with the bound on (the default) and off.
+func BenchmarkWatchdog(b *testing.B) {
+	for _, bound := range []struct {
+		name    string
+		timeout time.Duration
+	}{{"on", 0}, {"off", -1}} {
+		b.Run("append/watchdog="+bound.name, func(b *testing.B) {
+			l := openLog(b, PartitionDir(b.TempDir(), "bench", "t", [16]byte{9}, 0), 1, testConfig(), Options{IOTimeout: bound.timeout})
+			b.SetBytes(int64(len(benchTemplate)))
+			for b.Loop() {
+				if _, err := l.Append(context.Background(), append([]byte(nil), benchTemplate...), AcksLeader); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("read/watchdog="+bound.name, func(b *testing.B) {
+			l := openLog(b, PartitionDir(b.TempDir(), "bench", "t", [16]byte{9}, 0), 1, testConfig(), Options{IOTimeout: bound.timeout})
+			for range 64 {
+				mustAppend(b, l, append([]byte(nil), benchTemplate...), AcksNone)
+			}
+			waitDurable(b, l)
+			b.SetBytes(int64(len(benchTemplate)))
+			i := 0
+			for b.Loop() {
+				if _, err := l.Read(int64(i%64), len(benchTemplate), true); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+}

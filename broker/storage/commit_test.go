@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -391,4 +392,48 @@ func (c *countingFS) openNames() string {
 		s = append(s, n)
 	}
 	return fmt.Sprint(s)
+}
+
+// TestRetryOfABatchWhoseFsyncIsInFlightIsAnsweredOnceItIsDurable: a producer retries a batch
+// (its request timed out, say) while the fsync round covering the original is still running,
+// and then nothing else is appended. The retry is answered with the original offsets as soon
+// as that round completes (before the fix it waited for a round that never started and the
+// producer got REQUEST_TIMED_OUT on a quiet partition although its batch was durable). The
+// clock is synctest's: the timeout below passes only if the retry really waits forever.
+func TestRetryOfABatchWhoseFsyncIsInFlightIsAnsweredOnceItIsDurable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGatedSync()
+		l := openLog(t, partitionDir(t), 1, testConfig(), Options{FS: FaultFS{FS: OSFS{}, Fault: g.fault}})
+		g.set(true)
+		before := g.syncs.Load()
+		first := make(chan error, 1)
+		go func() {
+			_, err := l.Append(context.Background(), makeBatch(idem(7, 0, 0, 2)), AcksAll)
+			first <- err
+		}()
+		for g.syncs.Load() == before {
+			time.Sleep(time.Millisecond) // until the round covering the original is in its fsync
+		}
+		retry := make(chan error, 1)
+		var res AppendResult
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			var err error
+			res, err = l.Append(ctx, makeBatch(idem(7, 0, 0, 2)), AcksAll)
+			retry <- err
+		}()
+		synctest.Wait() // the retry is waiting
+		g.set(false)
+		if err := <-first; err != nil {
+			t.Fatalf("the original append: %v", err)
+		}
+		if err := <-retry; err != nil {
+			t.Fatalf("the retry of a batch whose round was in flight: %v, want its original offsets", err)
+		}
+		if !res.Duplicate || res.BaseOffset != 0 {
+			t.Fatalf("retry answered %+v, want the duplicate at 0", res)
+		}
+		relinquish(t, l)
+	})
 }

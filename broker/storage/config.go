@@ -80,6 +80,15 @@ type Options struct {
 	// RetentionCheckInterval is log.retention.check.interval.ms: how often the log applies
 	// retention. Five minutes when zero.
 	RetentionCheckInterval time.Duration
+	// IOTimeout bounds every file-system call of the log (WatchdogFS): an fsync, fence check,
+	// listing, read or write that has not returned by then fails the log with ErrIOTimeout.
+	// DefaultIOTimeout when zero; negative turns the bound off.
+	IOTimeout time.Duration
+
+	// step, when set (by this package's simulations), is called where a goroutine of the log
+	// resumes on its own without a file-system call — an append released after a roll — so
+	// that a scheduler can order it too.
+	step func(what string)
 }
 
 func (o Options) withDefaults() Options {
@@ -98,5 +107,9 @@ func (o Options) withDefaults() Options {
 	if o.RetentionCheckInterval <= 0 {
 		o.RetentionCheckInterval = 5 * time.Minute
 	}
+	if o.IOTimeout == 0 {
+		o.IOTimeout = DefaultIOTimeout
+	}
+	o.FS = WatchdogFS(o.FS, o.IOTimeout)
 	return o
 }

@@ -17,6 +17,7 @@ const (
 	OpReadDir  Op = "readdir"
 	OpMkdir    Op = "mkdir"
 	OpRename   Op = "rename"
+	OpLink     Op = "link"
 	OpRemove   Op = "remove"
 	OpSyncDir  Op = "syncdir"
 )
@@ -72,6 +73,13 @@ func (f FaultFS) Rename(oldpath, newpath string) error {
 		return err
 	}
 	return f.FS.Rename(oldpath, newpath)
+}
+
+func (f FaultFS) Link(oldpath, newpath string) error {
+	if err := f.fault(OpLink, newpath); err != nil {
+		return err
+	}
+	return f.FS.Link(oldpath, newpath)
 }
 
 func (f FaultFS) Remove(name string) error {

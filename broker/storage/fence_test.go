@@ -6,7 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 )
 
@@ -66,10 +69,10 @@ func TestFenceClaimAtOrBelowTheFenceIsRefusedAndWritesNothing(t *testing.T) {
 	}
 }
 
-func TestFencePruningNeverChangesTheValue(t *testing.T) {
+func TestFenceValueFollowsEveryClaimAndIgnoresOldFormatStragglers(t *testing.T) {
 	dir := t.TempDir()
 	f, _ := OpenFence(OSFS{}, dir)
-	for e := int32(1); e <= 20; e++ {
+	for e := int32(1); e <= 20; e += 1 + e%3 { // epochs with gaps: 1, 3, 4, 6, 7, ..., 19
 		if err := f.Claim(e); err != nil {
 			t.Fatal(err)
 		}
@@ -77,17 +80,35 @@ func TestFencePruningNeverChangesTheValue(t *testing.T) {
 			t.Fatalf("after claiming %d the fence holds %d", e, got)
 		}
 	}
-	names, _ := OSFS{}.ReadDirNames(dir)
-	if len(names) != fenceKeep+1 {
-		t.Fatalf("%d entries left after pruning, want %d: %v", len(names), fenceKeep+1, names)
-	}
-	// A claimer working from an old listing re-creates a pruned entry: it must lose.
-	c := claimDir{fs: OSFS{}, dir: dir, keep: fenceKeep}
-	if err := os.WriteFile(filepath.Join(dir, "3"), nil, 0o644); err != nil {
+	if err := f.Claim(20); err != nil {
 		t.Fatal(err)
 	}
-	if v, _ := c.value(); v != 20 {
-		t.Fatalf("value %d after a stale entry appeared, want 20", v)
+	// An entry of the earlier format appearing now counts for nothing: the chain decides.
+	if err := os.WriteFile(filepath.Join(dir, "3"), []byte("3 claimed by someone pid 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	other, _ := OpenFence(OSFS{}, dir)
+	if v, _ := other.Epoch(); v != 20 {
+		t.Fatalf("value %d after an old-format entry appeared, want 20", v)
+	}
+}
+
+func TestAFenceOfTheEarlierFormatSeedsTheChain(t *testing.T) {
+	dir := t.TempDir()
+	for _, e := range []string{"4", "5", "6"} {
+		if err := os.WriteFile(filepath.Join(dir, e), []byte(e+" claimed by old pid 1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, _ := OpenFence(OSFS{}, dir)
+	if v, _ := f.Epoch(); v != 6 {
+		t.Fatalf("a fence of the earlier format at 6 reads %d", v)
+	}
+	if err := f.Claim(6); !errors.Is(err, ErrFenced) {
+		t.Fatalf("claim 6 over an old-format fence at 6: %v, want ErrFenced", err)
+	}
+	if err := f.Claim(7); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -182,36 +203,132 @@ func TestFenceConcurrentClaimsFromGoroutinesNeverLowerItOrLeaveTwoHolders(t *tes
 	}
 }
 
-func TestClaimOfAPrunedEntryIsNeverWon(t *testing.T) {
+// TestAClaimerWithAStaleListingNeverWinsBelowTheNewestClaim: the listing only tells a
+// claimer where to start walking the chain; a listing from long ago makes it walk further,
+// never publish below the newest claim or win over a higher epoch.
+func TestAClaimerWithAStaleListingNeverWinsBelowTheNewestClaim(t *testing.T) {
 	dir := t.TempDir()
-	c := claimDir{fs: OSFS{}, dir: dir, keep: producerIDsKeep}
-	for n := int64(0); n < 100; n++ {
-		if won, _, err := c.claim(n, producerIDsKeep); !won || err != nil {
-			t.Fatalf("claim %d: %v %v", n, won, err)
+	f, _ := OpenFence(OSFS{}, dir)
+	for e := int32(1); e <= 10; e++ {
+		if err := f.Claim(e); err != nil {
+			t.Fatal(err)
 		}
 	}
-	// Block 5 was handed out and then pruned; an allocator working from a listing taken
-	// before block 6 existed tries to create it now.
-	if _, err := os.Stat(filepath.Join(dir, "5")); !os.IsNotExist(err) {
-		t.Fatalf("block 5 should have been pruned: %v", err)
+	old, _ := OSFS{}.ReadDirNames(dir)
+	for e := int32(11); e <= 30; e++ {
+		if err := f.Claim(e); err != nil {
+			t.Fatal(err)
+		}
 	}
-	stale := claimDir{fs: &staleListing{FS: OSFS{}, first: []string{"0", "1", "2", "3", "4"}}, dir: dir, keep: producerIDsKeep}
-	if won, _, _ := stale.claim(5, producerIDsKeep); won {
-		t.Fatal("a pruned block was won a second time")
+	keep := slices.DeleteFunc(slices.Clone(old), func(n string) bool { c, ok := parseClaimName(n); return ok && c > 4 })
+	for _, tc := range []struct {
+		epoch int32
+		won   bool
+	}{{25, false}, {30, false}, {31, true}} {
+		stale, _ := OpenFence(&staleListing{FS: OSFS{}, names: keep}, dir)
+		err := stale.Claim(tc.epoch)
+		if tc.won != (err == nil) {
+			t.Fatalf("claim %d from a listing that shows claims up to 4: %v", tc.epoch, err)
+		}
+	}
+	if err := f.Check(30); !errors.Is(err, ErrFenced) {
+		t.Fatalf("the holder of 30 after 31 claimed: %v, want ErrFenced", err)
+	}
+	if v, _ := f.Epoch(); v != 31 {
+		t.Fatalf("fence at %d, want 31", v)
 	}
 }
 
-// staleListing answers the first listing with an old one, as a slow claimer's view; later
-// listings are real.
+// TestClaimsReachesEveryClaimByNameWhateverTheListingShows: Claims lists every epoch claimed,
+// newest first, from a listing that shows only the first few claims (or none), skipping junk,
+// and ends with the largest entry of the earlier format the chain was seeded from when the
+// listing shows it; a visit that returns false stops it.
+func TestClaimsReachesEveryClaimByNameWhateverTheListingShows(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "3"), []byte("3 claimed by old pid 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := OpenFence(OSFS{}, dir)
+	var want []int32
+	for e := int32(4); e <= 40; e += 3 {
+		if err := f.Claim(e); err != nil {
+			t.Fatal(err)
+		}
+		want = append([]int32{e}, want...)
+	}
+	if err := os.WriteFile(filepath.Join(dir, claimName(13)), []byte("junk"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Claim(43); err != nil { // claim 14, above the junk
+		t.Fatal(err)
+	}
+	want = append([]int32{43}, want...)
+	all, _ := OSFS{}.ReadDirNames(dir)
+	firstFew := slices.DeleteFunc(slices.Clone(all), func(n string) bool { c, ok := parseClaimName(n); return ok && c > 2 })
+	for _, listed := range [][]string{all, firstFew, nil} {
+		g, _ := OpenFence(&staleListing{FS: OSFS{}, names: listed}, dir)
+		var got []int32
+		if err := g.Claims(func(e int32) bool { got = append(got, e); return true }); err != nil {
+			t.Fatal(err)
+		}
+		w := want
+		if slices.Contains(listed, "3") { // the earlier format is known only to a listing
+			w = append(slices.Clone(want), 3)
+		}
+		if !slices.Equal(got, w) {
+			t.Fatalf("claims from a listing of %d names: %v, want %v", len(listed), got, w)
+		}
+	}
+	var got []int32
+	_ = f.Claims(func(e int32) bool { got = append(got, e); return len(got) < 2 })
+	if !slices.Equal(got, want[:2]) {
+		t.Fatalf("a visit that stops after two: %v", got)
+	}
+}
+
+// staleListing answers every listing with the same old names, as a client whose directory
+// cache never refreshes; opens by name are real.
 type staleListing struct {
 	FS
-	first []string
+	names []string
 }
 
-func (s *staleListing) ReadDirNames(dir string) ([]string, error) {
-	if first := s.first; first != nil {
-		s.first = nil
-		return first, nil
+func (s *staleListing) ReadDirNames(string) ([]string, error) { return slices.Clone(s.names), nil }
+
+// TestAClaimerThatDiedBeforeSupersedingLeavesNoSecondHolder: a claimer that published its claim
+// and died before writing the notice of the claim below it leaves that holder holding; the next
+// claimer must supersede both — every claim below it that still holds — or the old holder and
+// the new one would both pass their checks.
+func TestAClaimerThatDiedBeforeSupersedingLeavesNoSecondHolder(t *testing.T) {
+	dir := t.TempDir()
+	holder, _ := OpenFence(OSFS{}, dir)
+	if err := holder.Claim(5); err != nil {
+		t.Fatal(err)
 	}
-	return s.FS.ReadDirNames(dir)
+	var published atomic.Bool
+	dying, _ := OpenFence(FaultFS{FS: OSFS{}, Fault: func(op Op, path string) error {
+		if op == OpLink && strings.HasSuffix(path, claimSuffix) {
+			published.Store(true)
+		}
+		if published.Load() && op == OpOpen && strings.HasSuffix(path, noticeSuffix) {
+			return syscall.EIO // dies reading the holder's notice: published, superseded nothing
+		}
+		return nil
+	}}, dir)
+	if err := dying.Claim(6); err == nil {
+		t.Fatal("a claimer that could not supersede the holder won")
+	}
+	if err := holder.Check(5); err != nil {
+		t.Fatalf("the holder after a claimer died half-way: %v, want it still holding", err)
+	}
+	next, _ := OpenFence(OSFS{}, dir)
+	if err := next.Claim(7); err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Check(5); !errors.Is(err, ErrFenced) {
+		t.Fatalf("the old holder after 7 claimed over a dead claimer of 6: %v, want ErrFenced", err)
+	}
+	if err := next.Check(7); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -49,6 +49,7 @@ func (l *Log) flush() {
 		r := l.pending
 		l.pending = newRound()
 		target, targetPos, f := l.leo, l.activeIdx.size, l.activeFile.f
+		l.inflight, l.inflightEnd = r, target
 		stop, roll := l.stopWanted, l.rollWanted
 		l.mu.Unlock()
 
@@ -56,10 +57,11 @@ func (l *Log) flush() {
 		if err != nil {
 			err = l.classify(storageErr("fsync", err))
 		} else {
-			err = l.fence.Check(l.epoch)
+			err = l.fenceCheck()
 		}
 
 		l.mu.Lock()
+		l.inflight = nil
 		if err != nil {
 			l.failLocked(err)
 		}
@@ -127,7 +129,9 @@ func (l *Log) runOnFlusher(ctx context.Context, op func() error) error {
 // durable and passed the fence check, while appenders wait (rollWanted), so the log end does
 // not move: a deposed leader therefore never creates a segment above the new leader's roll
 // point, and the old segment's bytes are final. Order: the closing segment's index, the new
-// segment file and its directory entry, then the producer snapshot that points at it.
+// segment file and its directory entry, its roll record in the journal (a segment no journal
+// names is never part of the log, so a crash before the record loses only an empty file),
+// then the producer snapshot that points at it.
 func (l *Log) roll() error {
 	l.mu.Lock()
 	if l.state != stateServing {
@@ -147,6 +151,10 @@ func (l *Log) roll() error {
 	if err != nil {
 		return err
 	}
+	if err := l.journalRecord(recRoll, base); err != nil {
+		_ = f.Close()
+		return storageErr("roll: record", err)
+	}
 	if err := l.writeSnapshot(base, epoch, snap); err != nil {
 		_ = f.Close()
 		return err
@@ -164,7 +172,7 @@ func (l *Log) roll() error {
 	l.activeSince = time.Time{}
 	l.hwPos = 0 // hw == base: the round before the roll covered everything
 	l.rollWanted = false
-	l.cond.Broadcast()
+	l.wakeRollWaiterLocked()
 	l.mu.Unlock()
 	l.cache.adopt(old)
 	return nil
@@ -181,6 +189,17 @@ func (l *Log) createSegment(base int64, epoch int32) (File, error) {
 		return nil, storageErr("create segment", err)
 	}
 	return f, nil
+}
+
+// journalRecord appends a record of an offset (a roll, a log-start move, a checkpoint) to the
+// claim's journal, durably.
+func (l *Log) journalRecord(kind byte, offset int64) error {
+	l.journalSem <- struct{}{}
+	defer func() { <-l.journalSem }()
+	l.mu.Lock()
+	j := l.journal
+	l.mu.Unlock()
+	return j.append(kind, encodeOffset(offset))
 }
 
 // snapshotsKept is how many producer snapshots a partition keeps: the newest is the
@@ -219,11 +238,15 @@ func (l *Log) finishRelinquish() {
 	if err == nil {
 		err = l.writeSnapshot(leo, epoch, snap)
 	}
+	if err == nil {
+		err = l.journalRecord(recCheckpoint, leo)
+	}
+	fenced := err != nil && errors.Is(l.fenceCheck(), ErrFenced)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
 	case err == nil:
-	case errors.Is(l.fence.Check(epoch), ErrFenced):
+	case fenced:
 		// The next leader claimed the partition between the final round and the checkpoint
 		// (a move starts both at once) and cleaned up this leader's temporaries: the normal
 		// race of a move, not a disk problem. It scans from the previous checkpoint.

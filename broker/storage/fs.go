@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -12,15 +13,22 @@ import (
 
 // FS is the file-system seam every byte of this package goes through. The default is OSFS;
 // tests wrap it with FaultFS to fail chosen operations (fsync errors, EIO, ENOSPC, short
-// writes) without mocking any of this package's own types.
+// writes) without mocking any of this package's own types, and run the package on NFSSim, a
+// file system with a network file system's caching (docs/storage.md, "What the volume must
+// provide").
 type FS interface {
 	// OpenFile opens name with the os.OpenFile flags (os.O_CREATE|os.O_EXCL is the atomic
-	// claim the fence and the producer-id allocator rely on).
+	// exclusive create the producer-id allocator relies on).
 	OpenFile(name string, flag int, perm os.FileMode) (File, error)
-	// ReadDirNames lists the names in dir, unsorted.
+	// ReadDirNames lists the names in dir, unsorted. On a network file system the answer may
+	// be served from a cache: nothing that protects data rests on it.
 	ReadDirNames(dir string) ([]string, error)
 	MkdirAll(dir string) error
 	Rename(oldpath, newpath string) error
+	// Link gives the file oldpath the second name newpath, failing with fs.ErrExist if
+	// newpath exists: an atomic, exclusive publication of a file whose content is complete
+	// (the fence's claims rely on it).
+	Link(oldpath, newpath string) error
 	Remove(name string) error
 	// SyncDir makes the directory's entries (creates, renames, removes) durable.
 	SyncDir(dir string) error
@@ -64,6 +72,7 @@ func (OSFS) ReadDirNames(dir string) ([]string, error) {
 
 func (OSFS) MkdirAll(dir string) error            { return os.MkdirAll(dir, 0o755) }
 func (OSFS) Rename(oldpath, newpath string) error { return os.Rename(oldpath, newpath) }
+func (OSFS) Link(oldpath, newpath string) error   { return os.Link(oldpath, newpath) }
 func (OSFS) Remove(name string) error             { return os.Remove(name) }
 
 func (OSFS) SyncDir(dir string) error {
@@ -98,18 +107,7 @@ func (o osFile) Size() (int64, error) {
 // writer's temporaries (it is stale itself) from a deposed or crashed one's (it removes them).
 func writeFileAtomic(fsys FS, path string, data []byte, epoch int32) error {
 	tmp := tmpName(path, epoch)
-	f, err := fsys.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteAt(data, 0)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := writeSynced(fsys, tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, data); err != nil {
 		_ = fsys.Remove(tmp)
 		return err
 	}
@@ -118,6 +116,62 @@ func writeFileAtomic(fsys FS, path string, data []byte, epoch int32) error {
 		return err
 	}
 	return fsys.SyncDir(filepath.Dir(path))
+}
+
+// writeSynced opens path with flag and writes data into it durably (writeAndClose).
+func writeSynced(fsys FS, path string, flag int, data []byte) error {
+	f, err := fsys.OpenFile(path, flag, 0o644)
+	if err != nil {
+		return err
+	}
+	return writeAndClose(f, data)
+}
+
+// writeAndClose writes data at the start of f, fsyncs and closes it, and returns the first
+// error.
+func writeAndClose(f File, data []byte) error {
+	var err error
+	if len(data) > 0 {
+		_, err = f.WriteAt(data, 0)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// largestClaimedEntry is the largest entry of names that is a canonical decimal no larger than
+// limit and holds the note its claimer wrote ("<n> claimed by ..."), -1 if none: the fence's
+// earlier format and the producer-id allocator both write such entries. Others are junk,
+// reported to junk and skipped.
+func largestClaimedEntry(fsys FS, dir string, names []string, limit int64, junk func(name, why string)) (int64, error) {
+	top := int64(-1)
+	for _, name := range names {
+		n, ok := parseDecimal(name)
+		if !ok || n <= top {
+			continue
+		}
+		if n > limit {
+			junk(name, "a number beyond what any claim writes")
+			continue
+		}
+		b, err := readPrefix(fsys, filepath.Join(dir, name), 256)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		if !strings.HasPrefix(string(b), name+" claimed by ") {
+			junk(name, "an entry no claim wrote")
+			continue
+		}
+		top = n
+	}
+	return top, nil
 }
 
 // tmpName is the temporary writeFileAtomic uses for path: "<path>.<epoch>.tmp".

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -72,7 +73,9 @@ func FuzzScanBatches(f *testing.F) {
 }
 
 // FuzzTakeoverRecoversAnySegment: whatever a crashed leader's last segment holds, a takeover
-// succeeds, cuts the file after the last valid batch, and serves exactly the valid batches.
+// succeeds, serves exactly the valid batches, and leaves the file's bytes as they were (no
+// destructive step: what follows the last valid batch is simply never read); a batch appended
+// next follows them, in this log and the next one.
 func FuzzTakeoverRecoversAnySegment(f *testing.F) {
 	v := validSegment()
 	f.Add(v)
@@ -106,8 +109,18 @@ func FuzzTakeoverRecoversAnySegment(f *testing.F) {
 		if got := readAll(t, l); !bytes.Equal(got, data[:want.pos]) {
 			t.Fatalf("served %d bytes, want the %d valid ones", len(got), want.pos)
 		}
-		if st, _ := os.Stat(seg); st.Size() != want.pos {
-			t.Fatalf("segment left at %d bytes, want %d", st.Size(), want.pos)
+		if after, _ := os.ReadFile(seg); !bytes.Equal(after, data) {
+			t.Fatalf("the takeover changed the segment's bytes (%d before, %d after)", len(data), len(after))
+		}
+		next := makeBatch(plain(1, 9))
+		if res := mustAppend(t, l, bytes.Clone(next), AcksAll); res.BaseOffset != want.next {
+			t.Fatalf("the next append went to %d, want %d", res.BaseOffset, want.next)
+		}
+		relinquish(t, l)
+		l3 := openLog(t, dir, 3, testConfig(), Options{FS: noSyncFS{OSFS{}}})
+		wantAll := append(bytes.Clone(data[:want.pos]), stored(next, want.next, 2)...)
+		if got := readAll(t, l3); !bytes.Equal(got, wantAll) {
+			t.Fatalf("the next takeover served %d bytes, want %d", len(got), len(wantAll))
 		}
 	})
 }
@@ -182,3 +195,39 @@ func (noSyncFS) SyncDir(string) error { return nil }
 type noSyncFile struct{ File }
 
 func (noSyncFile) Sync() error { return nil }
+
+// FuzzParseJournal: a claim file's bytes (header and journal, as a takeover reads its
+// predecessor's) never panic the decoder, and whatever it accepts is within what a holder
+// writes: a valid claim header, non-negative offsets, segments of non-negative epochs.
+func FuzzParseJournal(f *testing.F) {
+	h := encodeClaimHeader(claimHeader{epoch: 7, id: "0123456789abcdef0123456789abcdef", note: "host pid 1"})
+	j := appendRecord(bytes.Clone(h), recTakeover, encodeTakeover(takeoverRecord{logStart: 3, roll: 40, segments: []segRef{{0, 5}, {20, 6}}}))
+	j = appendRecord(j, recRoll, encodeOffset(60))
+	j = appendRecord(j, recLogStart, encodeOffset(20))
+	j = appendRecord(j, recCheckpoint, encodeOffset(75))
+	f.Add(h)
+	f.Add(j)
+	f.Add(j[:len(j)-3])
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, err := parseJournal(data)
+		if err != nil {
+			return
+		}
+		if v.header.epoch < 0 || !isClaimID(v.header.id) {
+			t.Fatalf("accepted a header no claim writes: %+v", v.header)
+		}
+		for _, s := range v.segments() {
+			if s.base < 0 || s.epoch < 0 {
+				t.Fatalf("accepted a segment %+v", s)
+			}
+		}
+		for _, off := range append(slices.Clone(v.rolls), v.checkpoints...) {
+			if off < 0 {
+				t.Fatalf("accepted a negative offset %d", off)
+			}
+		}
+		if v.takeover != nil && v.logStart < v.takeover.logStart {
+			t.Fatalf("log start %d below the takeover's %d", v.logStart, v.takeover.logStart)
+		}
+	})
+}

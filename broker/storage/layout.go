@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// The volume layout (DESIGN.md "Storage"):
+// The volume layout (docs/storage.md "Layout"):
 //
 //	<data>/<clusterID>/topics/<topicName>-<topicID>/<partition>/
 //	    fence/<epoch>                       one exclusively created entry per claimed epoch

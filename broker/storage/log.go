@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -104,21 +103,31 @@ type Log struct {
 	fsys  FS
 	cache *FileCache
 	log   logr.Logger
-	fence *Fence
 
-	// checkMu serializes acks=1 fence checks, so one check serves every append written
-	// before it began.
-	checkMu    sync.Mutex
-	checkedSeq uint64 // writes covered by the last passing check; guarded by checkMu
+	// checkSem serializes acks=1 fence checks, so one check serves every append written
+	// before it began. (A channel, not a mutex: it is held across file-system calls.)
+	checkSem   chan struct{}
+	checkedSeq uint64 // writes covered by the last passing check; guarded by checkSem
 
-	mu   sync.Mutex
-	cond *sync.Cond // on mu; broadcast when a roll completes or the log stops
+	// journalSem serializes appends to the claim's journal (the flusher's, and a read's
+	// record of a log-start move it found).
+	journalSem chan struct{}
 
-	// All fields below are guarded by mu.
+	mu sync.Mutex
+
+	// All fields below are guarded by mu. fence, claim, journal and pred are set once by the
+	// takeover's claim and discovery.
+	fence   *Fence
+	claim   claimRef // the claim this log won
+	journal *journal // the claim's journal, appended under journalSem
+	pred    string   // the claim file whose journal described the log at takeover ("" if none)
 	cfg     Config
 	state   logState
 	stopErr error // why the log stopped (ErrNotLeader after Relinquish, *FencedError, *StorageError)
-	epoch   int32
+	// broken is a failed write's error: sticky at once (every later Begin refuses), while the
+	// log goes on to stop with it, classified, outside mu.
+	broken error
+	epoch  int32
 	// closed are the closed segments in log order. Only the flusher changes the list.
 	closed     []*segment
 	activeIdx  *segIndex      // the active segment: its index and summary (base, next, size)
@@ -132,7 +141,10 @@ type Log struct {
 	hwPos       int64  // byte position of hw in the active segment
 	hwCh        chan struct{}
 	pending     *round // the round that will cover the next write
+	inflight    *round // the round the flusher is making durable now (nil between rounds)
+	inflightEnd int64  // the log end inflight covers
 	rollWanted  bool
+	rollQueue   []chan struct{} // appends waiting for the roll, in arrival order (awaitRollLocked)
 	stopWanted  bool
 	producers   *producerState
 	epochs      []epochStart
@@ -153,11 +165,11 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 	l := &Log{
 		id: logIDs.Add(1), dir: dir, opts: opts, fsys: opts.FS, cache: opts.Cache,
 		cfg: cfg, epoch: -1, hwCh: make(chan struct{}), pending: newRound(),
+		checkSem: make(chan struct{}, 1), journalSem: make(chan struct{}, 1),
 		kick: make(chan struct{}, 1), ops: make(chan func()),
 		done: make(chan struct{}), stopped: make(chan struct{}),
 	}
 	l.log = opts.Log.WithValues("dir", dir)
-	l.cond = sync.NewCond(&l.mu)
 	return l, nil
 }
 
@@ -197,10 +209,12 @@ func (l *Log) SetConfig(cfg Config) error {
 
 func (l *Log) servingLocked() error {
 	switch {
-	case l.state == stateServing && !l.stopWanted:
-		return nil
 	case l.stopErr != nil:
 		return l.stopErr
+	case l.broken != nil:
+		return l.broken
+	case l.state == stateServing && !l.stopWanted:
+		return nil
 	default:
 		return ErrNotLeader
 	}
@@ -254,33 +268,48 @@ func (l *Log) Begin(batch []byte, acks Acks) (*PendingAppend, error) {
 		return nil, fmt.Errorf("%w: acks=%d", ErrInvalidRequiredAcks, acks)
 	}
 	l.mu.Lock()
+	p, woken, err := l.beginLocked(batch, acks)
+	if woken {
+		l.wakeRollWaiterLocked()
+	}
+	broken := l.broken
+	l.mu.Unlock()
+	if err != nil && err == broken {
+		// A failed write: sticky already (every later Begin refuses); the fence is read,
+		// to tell a fenced log from a failing disk, now that mu is released.
+		l.fail(broken)
+		return nil, l.Err()
+	}
+	return p, err
+}
+
+// beginLocked is Begin under mu. woken reports that it waited for a roll and was released: it
+// then holds the turn of the appends waiting behind the roll and must pass it on.
+func (l *Log) beginLocked(batch []byte, acks Acks) (p *PendingAppend, woken bool, err error) {
 	if err := l.servingLocked(); err != nil {
-		l.mu.Unlock()
-		return nil, err
+		return nil, false, err
 	}
 	h, err := validateClientBatch(batch, &l.cfg)
 	if err != nil {
-		l.mu.Unlock()
-		return nil, err
+		return nil, false, err
 	}
 	now := l.opts.Now()
 	for l.rollWanted || l.needsRollLocked(int64(len(batch)), now) {
 		l.rollWanted = true
 		l.kickFlusher()
-		l.cond.Wait()
+		l.awaitRollLocked()
+		woken = true
 		if err := l.servingLocked(); err != nil {
-			l.mu.Unlock()
-			return nil, err
+			return nil, woken, err
 		}
 	}
 	if h.idempotent() {
 		dup, err := l.producers.check(h)
 		if err != nil {
-			l.mu.Unlock()
-			return nil, err
+			return nil, woken, err
 		}
 		if dup != nil {
-			return l.duplicateLocked(dup, acks), nil // unlocks
+			return l.duplicateLocked(dup, acks), woken, nil
 		}
 	}
 	appendTime := int64(-1)
@@ -291,12 +320,8 @@ func (l *Log) Begin(batch []byte, acks Acks) (*PendingAppend, error) {
 	h = stampBatch(batch, h, base, l.epoch, appendTime)
 	pos := l.activeIdx.size
 	if _, err := l.activeFile.f.WriteAt(batch, pos); err != nil {
-		// The fence is read under mu here, on the failure path only: the failure must be
-		// sticky before any other append can write.
-		l.failLocked(l.classify(storageErr("append", err)))
-		err := l.stopErr
-		l.mu.Unlock()
-		return nil, err
+		l.broken = storageErr("append", err)
+		return nil, woken, l.broken
 	}
 	if l.activeIdx.batches == 0 {
 		l.activeSince = now
@@ -307,13 +332,36 @@ func (l *Log) Begin(batch []byte, acks Acks) (*PendingAppend, error) {
 		l.producers.apply(h)
 	}
 	l.writes++
-	p := &PendingAppend{
+	p = &PendingAppend{
 		Result: AppendResult{BaseOffset: base, LastOffset: h.lastOffset(), LogAppendTime: appendTime, LogStartOffset: l.logStart},
 		l:      l, acks: acks, r: l.pending, seq: l.writes,
 	}
 	l.kickFlusher()
+	return p, woken, nil
+}
+
+// awaitRollLocked waits, mu released meanwhile, until the roll completes (or the log stops).
+// Appends waiting for a roll are released one at a time in the order they came — the flusher
+// releases the first, each the next once it has written — so they are written in that order.
+func (l *Log) awaitRollLocked() {
+	ticket := make(chan struct{})
+	l.rollQueue = append(l.rollQueue, ticket)
 	l.mu.Unlock()
-	return p, nil
+	<-ticket
+	if l.opts.step != nil {
+		l.opts.step("released after the roll")
+	}
+	l.mu.Lock()
+}
+
+// wakeRollWaiterLocked releases the first append waiting for a roll, unless another roll is
+// wanted now (the flusher releases it once that one completes).
+func (l *Log) wakeRollWaiterLocked() {
+	if len(l.rollQueue) == 0 || (l.rollWanted && l.stopErr == nil) {
+		return
+	}
+	close(l.rollQueue[0])
+	l.rollQueue = l.rollQueue[1:]
 }
 
 // Wait returns nil once the append's acks is satisfied (see Append), else the error that
@@ -343,11 +391,16 @@ func (l *Log) duplicateLocked(dup *batchMeta, acks Acks) *PendingAppend {
 		res.LogAppendTime = dup.timestamp
 	}
 	durable := dup.lastOffset < l.hw
-	p := &PendingAppend{Result: res, l: l, acks: acks, r: l.pending, seq: l.writes, done: durable && acks == AcksAll}
+	r := l.pending
+	if !durable && l.inflight != nil && dup.lastOffset < l.inflightEnd {
+		// The round making the original durable is running: it answers the retry too. (The
+		// next round starts only when something is written after it.)
+		r = l.inflight
+	}
+	p := &PendingAppend{Result: res, l: l, acks: acks, r: r, seq: l.writes, done: durable && acks == AcksAll}
 	if !durable {
 		l.kickFlusher()
 	}
-	l.mu.Unlock()
 	return p
 }
 
@@ -371,8 +424,8 @@ func (l *Log) awaitAck(ctx context.Context, acks Acks, r *round, seq uint64) err
 // checkFenceAfter returns nil once a fence check that began after the seq-th write has
 // passed (one check serves every acks=1 append written before it began).
 func (l *Log) checkFenceAfter(seq uint64) error {
-	l.checkMu.Lock()
-	defer l.checkMu.Unlock()
+	l.checkSem <- struct{}{}
+	defer func() { <-l.checkSem }()
 	l.mu.Lock()
 	err := l.stopErr
 	covered := l.writes
@@ -383,12 +436,20 @@ func (l *Log) checkFenceAfter(seq uint64) error {
 	if l.checkedSeq >= seq {
 		return nil
 	}
-	if err := l.fence.Check(l.epoch); err != nil {
+	if err := l.fenceCheck(); err != nil {
 		l.fail(err)
 		return l.Err()
 	}
 	l.checkedSeq = covered
 	return nil
+}
+
+// fenceCheck checks that the fence still holds this log's claim.
+func (l *Log) fenceCheck() error {
+	l.mu.Lock()
+	fence, epoch := l.fence, l.epoch
+	l.mu.Unlock()
+	return fence.Check(epoch)
 }
 
 func (l *Log) kickFlusher() {
@@ -410,10 +471,13 @@ func (l *Log) fail(err error) {
 // this log was fenced (a newer leader's recovery may have truncated, removed or replaced a
 // file under it).
 func (l *Log) classify(err error) error {
-	if l.fence == nil || !errors.Is(err, ErrStorage) {
-		return err
+	l.mu.Lock()
+	fence, epoch := l.fence, l.epoch
+	l.mu.Unlock()
+	if fence == nil || !errors.Is(err, ErrStorage) || errors.Is(err, ErrIOTimeout) {
+		return err // a volume that hangs cannot tell us the fence either
 	}
-	if ferr := l.fence.Check(l.epoch); errors.Is(ferr, ErrFenced) {
+	if ferr := fence.Check(epoch); errors.Is(ferr, ErrFenced) {
 		return ferr
 	}
 	return err
@@ -439,7 +503,10 @@ func (l *Log) failLocked(err error) {
 	close(l.pending.done) // appends racing with the stop see a failed round, never a hung one
 	close(l.hwCh)         // wake long-polling fetchers; the channel stays closed
 	close(l.done)
-	l.cond.Broadcast()
+	for _, t := range l.rollQueue {
+		close(t)
+	}
+	l.rollQueue = nil
 	l.kickFlusher()
 }
 
@@ -491,40 +558,108 @@ func (l *Log) read(offset int64, maxBytes int, atLeastOne bool, sec *Section) (R
 		defer l.cache.release(e)
 		recs, err := sec.readBatches(l.cache, e, pos, limit, offset, maxBytes, atLeastOne)
 		if err != nil {
-			return res, l.readFailed(err)
+			return res, l.readFailed(err) // the active segment is this log's own: no one else removes it
 		}
 		res.Records = recs
 		return res, nil
 	}
 	i := sort.Search(len(l.closed), func(i int) bool { return l.closed[i].end > offset })
-	seg := l.closed[i] // exists: closed segments are contiguous up to the active one
+	seg, logStart := l.closed[i], l.logStart // exists: closed segments are contiguous up to the active one
 	l.mu.Unlock()
 	e, err := l.acquireClosed(seg)
 	if err != nil {
-		return res, l.closedUnavailable(offset, err)
+		return l.resultAfterVanish(res, offset, l.closedUnavailable(seg, logStart, err))
 	}
 	defer l.cache.release(e)
 	_, pos := e.idx.floorOffset(offset)
 	recs, err := sec.readBatches(l.cache, e, pos, seg.size, offset, maxBytes, atLeastOne)
 	if err != nil {
-		return res, l.readFailed(err)
+		return l.resultAfterVanish(res, offset, l.segmentReadFailed(seg, logStart, err))
 	}
 	res.Records = recs
 	return res, nil
 }
 
-// closedUnavailable explains a closed segment that could not be opened: deleted by retention
-// since the caller looked (offset out of range now), else a storage error.
-func (l *Log) closedUnavailable(offset int64, err error) error {
-	if errors.Is(err, fs.ErrNotExist) {
-		l.mu.Lock()
-		start := l.logStart
-		l.mu.Unlock()
-		if offset < start {
-			return fmt.Errorf("%w: offset %d below log start %d", ErrOffsetOutOfRange, offset, start)
-		}
+// resultAfterVanish answers a read whose closed segment vanished and so moved the log start
+// (errLogStartMoved): OFFSET_OUT_OF_RANGE with the new offsets. Other errors pass through.
+func (l *Log) resultAfterVanish(res ReadResult, offset int64, err error) (ReadResult, error) {
+	if !errors.Is(err, errLogStartMoved) {
+		return res, err
+	}
+	l.mu.Lock()
+	res.LogStartOffset = l.logStart
+	l.mu.Unlock()
+	return res, fmt.Errorf("%w: offset %d is below the log start %d, which moved: %w", ErrOffsetOutOfRange, offset, res.LogStartOffset, err)
+}
+
+// closedUnavailable explains a closed segment that could not be opened (see vanishedSegment);
+// other errors are storage errors.
+func (l *Log) closedUnavailable(seg *segment, logStart int64, err error) error {
+	if vanished(err) {
+		return l.vanishedSegment(seg, logStart, err)
 	}
 	return l.readFailed(err)
+}
+
+// segmentReadFailed explains a failed read of an open segment file: a closed segment whose
+// file another client removed meanwhile (ESTALE on a network file system) vanished; anything
+// else is a storage error.
+func (l *Log) segmentReadFailed(seg *segment, logStart int64, err error) error {
+	if seg != nil && vanished(err) {
+		l.cache.forget(l.cacheKey(seg))
+		return l.vanishedSegment(seg, logStart, err)
+	}
+	return l.readFailed(err)
+}
+
+// vanishedSegment handles a closed segment that is no longer there (docs/storage.md "Metadata
+// by name, never by listing", "Reads and lookups"): the log start moved past it — this log's own retention since the caller looked, or
+// a deposed leader's whose move this log had not seen. It re-reads the log start where moves
+// are recorded (the predecessor's journal), adopts it, records it in this log's journal (so
+// the next leader does not count the segment either) and answers errLogStartMoved. A closed
+// segment above every recorded log start that vanished is damage to the log: a storage error.
+func (l *Log) vanishedSegment(seg *segment, seen int64, cause error) error {
+	l.mu.Lock()
+	start, pred := l.logStart, l.pred
+	l.mu.Unlock()
+	if start > seen && seg.end <= start {
+		return fmt.Errorf("%w to %d", errLogStartMoved, start)
+	}
+	recorded := l.recordedLogStart(pred)
+	if seg.end > recorded {
+		return l.readFailed(&StorageError{Op: "read " + seg.name(), Err: fmt.Errorf("%w: a closed segment above the log start %d vanished: %w", ErrCorruptLog, recorded, cause)})
+	}
+	l.mu.Lock()
+	moved := recorded > l.logStart
+	if moved {
+		l.logStart = min(recorded, l.hw)
+	}
+	start = l.logStart
+	l.mu.Unlock()
+	if moved {
+		l.log.Info("A closed segment vanished: a deposed leader's retention moved the log start", "segment", seg.name(), "logStart", start)
+		if err := l.journalRecord(recLogStart, start); err != nil {
+			l.fail(storageErr("persist log-start offset", err))
+		}
+	}
+	return fmt.Errorf("%w to %d", errLogStartMoved, start)
+}
+
+// recordedLogStart is the largest log start recorded by the predecessor (in its journal, or
+// for a log from before journals in its log-start file); -1 when it cannot be read.
+func (l *Log) recordedLogStart(pred string) int64 {
+	start := int64(-1)
+	if pred != "" {
+		if b, err := readFile(l.fsys, pred); err == nil {
+			if v, err := parseJournal(b); err == nil {
+				start = v.logStart
+			}
+		}
+	}
+	if legacy, err := l.readLegacyLogStart(); err == nil {
+		start = max(start, legacy)
+	}
+	return start
 }
 
 // readFailed makes a read's I/O error (or data below the high watermark that does not parse)

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -168,5 +169,33 @@ func TestProducerIDsAreNeverHandedOutTwiceByConcurrentAllocators(t *testing.T) {
 		if old >= id {
 			t.Fatalf("after a restart id %d was handed out again (or below an old one, %d)", id, old)
 		}
+	}
+}
+
+// TestAStrayProducerIDEntryWithAHugeNumberIsJunk: a block entry no allocator wrote (an empty
+// file, or a number whose block would overflow the id space) is junk: logged, ignored, and
+// InitProducerId keeps working (before the fix an entry at the top of int64 made every claim
+// fail).
+func TestAStrayProducerIDEntryWithAHugeNumberIsJunk(t *testing.T) {
+	for _, name := range []string{"9223372036854775807", "9223372036854775", "4000000000000"} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			p, _ := OpenProducerIDs(OSFS{}, dir, 1000)
+			first, err := p.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			p2, _ := OpenProducerIDs(OSFS{}, dir, 1000)
+			id, err := p2.Next()
+			if err != nil {
+				t.Fatalf("allocating after a stray entry %s: %v", name, err)
+			}
+			if id <= first || id > 1<<40 {
+				t.Fatalf("allocated %d after %d: the stray entry %s was taken for a block", id, first, name)
+			}
+		})
 	}
 }

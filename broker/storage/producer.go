@@ -35,7 +35,8 @@ func (e *producerEntry) lastTimestamp() int64 {
 	return e.batches[len(e.batches)-1].timestamp
 }
 
-// producerState is the idempotent-producer table of one partition (DATAPLANE.md §3). It is
+// producerState is the idempotent-producer table of one partition (docs/dataplane.md
+// "Idempotence: the sequence rules"). It is
 // owned by the Log and guarded by its mu.
 type producerState struct {
 	m map[int64]*producerEntry
@@ -43,7 +44,8 @@ type producerState struct {
 
 func newProducerState() *producerState { return &producerState{m: map[int64]*producerEntry{}} }
 
-// check applies DATAPLANE.md §3's table to an incoming idempotent batch. It returns the
+// check applies the table of docs/dataplane.md "Idempotence: the sequence rules" to an
+// incoming idempotent batch. It returns the
 // original batch for a duplicate (nothing must be appended then), nil to append, or
 // ErrInvalidProducerEpoch / ErrOutOfOrderSequence.
 func (s *producerState) check(h batchHeader) (*batchMeta, error) {

@@ -11,7 +11,8 @@ func hdr(pid int64, epoch int16, seq int32, records int32, base int64) batchHead
 	return batchHeader{BaseOffset: base, ProducerID: pid, ProducerEpoch: epoch, BaseSequence: seq, LastOffsetDelta: records - 1, RecordCount: records, MaxTimestamp: testNow}
 }
 
-// TestProducerSequenceRules pins DATAPLANE.md §3's table, one row per rule.
+// TestProducerSequenceRules pins the table of docs/dataplane.md "Idempotence: the sequence
+// rules", one row per rule.
 func TestProducerSequenceRules(t *testing.T) {
 	// State: producer 1 at epoch 3 has appended sequences 0-1, 2-4, 5 at offsets 10, 12, 15.
 	state := func() *producerState {

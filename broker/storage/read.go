@@ -76,85 +76,114 @@ func readBatches(f io.ReaderAt, pos, limit, offset int64, maxBytes int, atLeastO
 	return buf[:cut], nil
 }
 
-// OffsetForTimestamp answers ListOffsets for a timestamp ts ≥ 0: the first record with a
-// timestamp ≥ ts below the high watermark, with its timestamp and the epoch it was written
-// at; ok is false when there is none. Batches are found by their maxTimestamp through the
-// time index; within an uncompressed CreateTime batch the records are examined for the exact
-// record. Within a compressed CreateTime batch the answer is the batch's first record (its
-// base offset and base timestamp), which may be older than ts: this package does not
-// decompress (docs/storage.md).
+// OffsetForTimestamp answers ListOffsets for a timestamp ts ≥ 0: the first record at or
+// after the log start with a timestamp ≥ ts below the high watermark, with its timestamp and
+// the epoch it was written at; ok is false when there is none. Batches are found by their
+// maxTimestamp through the time index; within an uncompressed CreateTime batch the records are
+// examined for the exact record. Within a compressed CreateTime batch the answer is the
+// batch's first record at or after the log start (with the batch's base timestamp), which may
+// be older than ts: this package does not decompress (docs/storage.md). Records below the log
+// start (DeleteRecords moves it inside a segment) are never answered, as Apache skips them. A
+// closed segment that vanished meanwhile is a log-start move: the lookup starts again from the
+// new log start.
 func (l *Log) OffsetForTimestamp(ts int64) (TimestampOffset, bool, error) {
+	for {
+		got, ok, err := l.offsetForTimestamp(ts)
+		if !errors.Is(err, errLogStartMoved) {
+			return got, ok, err
+		}
+	}
+}
+
+var errLogStartMoved = errors.New("the log start moved")
+
+func (l *Log) offsetForTimestamp(ts int64) (TimestampOffset, bool, error) {
 	l.mu.Lock()
 	if err := l.servingLocked(); err != nil {
 		l.mu.Unlock()
 		return TimestampOffset{}, false, err
 	}
-	hw := l.hw
-	var seg *segment
+	hw, start := l.hw, l.logStart
+	var segs []*segment
 	for _, s := range l.closed {
-		if s.maxTs >= ts {
-			seg = s
-			break
+		if s.maxTs >= ts && s.end > start {
+			segs = append(segs, s)
 		}
 	}
-	var (
-		e     *cachedSegment
-		pos   int64
-		limit int64
-		err   error
-	)
-	if seg == nil {
-		if l.activeIdx.maxTs < ts {
-			l.mu.Unlock()
-			return TimestampOffset{}, false, nil
+	active := l.activeIdx.maxTs >= ts
+	l.mu.Unlock()
+	for _, seg := range segs {
+		e, err := l.acquireClosed(seg)
+		if err != nil {
+			return TimestampOffset{}, false, l.closedUnavailable(seg, start, err)
 		}
-		_, pos = l.activeIdx.floorTime(ts)
-		limit, e = l.hwPos, l.activeFile
-		l.cache.ref(e)
-		l.mu.Unlock()
-	} else {
-		l.mu.Unlock()
-		if e, err = l.acquireClosed(seg); err != nil {
-			return TimestampOffset{}, false, l.closedUnavailable(seg.base, err)
+		_, pos := e.idx.floorTime(ts)
+		found, ok, done, err := l.scanForTimestamp(seg, e, pos, seg.size, ts, start, hw)
+		l.cache.release(e)
+		if err != nil || ok || done {
+			return found, ok, err
 		}
-		_, pos = e.idx.floorTime(ts)
-		limit = seg.size
 	}
+	if !active {
+		return TimestampOffset{}, false, nil
+	}
+	l.mu.Lock()
+	if err := l.servingLocked(); err != nil {
+		l.mu.Unlock()
+		return TimestampOffset{}, false, err
+	}
+	_, pos := l.activeIdx.floorTime(ts)
+	limit, e := l.hwPos, l.activeFile
+	l.cache.ref(e)
+	l.mu.Unlock()
 	defer l.cache.release(e)
+	found, ok, _, err := l.scanForTimestamp(nil, e, pos, limit, ts, start, hw)
+	return found, ok, err
+}
+
+// scanForTimestamp walks the batches of e (closed segment seg, or the active one when seg is
+// nil) from pos to limit for the first record at or after start with a timestamp ≥ ts; done
+// is true when the walk reached the high watermark (nothing later can answer).
+func (l *Log) scanForTimestamp(seg *segment, e *cachedSegment, pos, limit, ts, start, hw int64) (found TimestampOffset, ok, done bool, err error) {
 	for pos < limit {
 		h, err := readHeaderAt(e.f, pos, limit)
 		if err != nil {
-			return TimestampOffset{}, false, l.readFailed(err)
+			return TimestampOffset{}, false, true, l.segmentReadFailed(seg, start, err)
 		}
-		if h.MaxTimestamp < ts {
+		if h.MaxTimestamp < ts || h.lastOffset() < start {
 			pos += h.size()
 			continue
 		}
 		if h.BaseOffset >= hw {
-			return TimestampOffset{}, false, nil
+			return TimestampOffset{}, false, true, nil
 		}
 		b := make([]byte, h.size())
 		if _, err := e.f.ReadAt(b, pos); err != nil && !errors.Is(err, io.EOF) {
-			return TimestampOffset{}, false, l.readFailed(err)
+			return TimestampOffset{}, false, true, l.segmentReadFailed(seg, start, err)
 		}
-		off, t := recordAtOrAfter(b, h, ts)
-		return TimestampOffset{Timestamp: t, Offset: off, LeaderEpoch: h.LeaderEpoch}, true, nil
+		if off, t, ok := recordAtOrAfter(b, h, ts, start); ok {
+			return TimestampOffset{Timestamp: t, Offset: off, LeaderEpoch: h.LeaderEpoch}, true, true, nil
+		}
+		pos += h.size() // its records at ts or later are all below the log start
 	}
-	return TimestampOffset{}, false, nil
+	return TimestampOffset{}, false, false, nil
 }
 
-// recordAtOrAfter finds, in batch b (header h, maxTimestamp ≥ ts), the first record with a
-// timestamp ≥ ts. LogAppendTime batches give every record the batch's maxTimestamp; a
-// compressed CreateTime batch is answered with its first record; an uncompressed one is
-// walked record by record (length, attributes, timestampDelta, offsetDelta, ... as zig-zag
-// varints), never past a length it has not checked.
-func recordAtOrAfter(b []byte, h batchHeader, ts int64) (offset, timestamp int64) {
+// recordAtOrAfter finds, in batch b (header h, maxTimestamp ≥ ts, last offset ≥ start), the
+// first record at or after offset start with a timestamp ≥ ts; ok is false when the batch's
+// only such records are below start. LogAppendTime batches give every record the batch's
+// maxTimestamp; a compressed CreateTime batch is answered with its first record from start;
+// an uncompressed one is walked record by record (length, attributes, timestampDelta,
+// offsetDelta, ... as zig-zag varints), never past a length it has not checked.
+func recordAtOrAfter(b []byte, h batchHeader, ts, start int64) (offset, timestamp int64, ok bool) {
+	first := max(h.BaseOffset, start)
 	if h.Attributes&attrLogAppendTime != 0 {
-		return h.BaseOffset, h.MaxTimestamp
+		return first, h.MaxTimestamp, true
 	}
 	if h.Attributes&attrCodecMask != 0 {
-		return h.BaseOffset, h.BaseTimestamp
+		return first, h.BaseTimestamp, true
 	}
+	below := false // a record ≥ ts lies below the log start
 	p := b[batchHeaderSize:]
 	for range h.RecordCount {
 		length, n := binary.Varint(p)
@@ -175,11 +204,17 @@ func recordAtOrAfter(b []byte, h batchHeader, ts int64) (offset, timestamp int64
 			break
 		}
 		if t := h.BaseTimestamp + tsDelta; t >= ts {
-			return h.BaseOffset + offDelta, t
+			if off := h.BaseOffset + offDelta; off >= start {
+				return off, t, true
+			}
+			below = true
 		}
 	}
+	if below {
+		return 0, 0, false
+	}
 	// maxTimestamp promised a record ≥ ts the records do not hold: answer the batch.
-	return h.BaseOffset, h.MaxTimestamp
+	return first, h.MaxTimestamp, true
 }
 
 // MaxTimestamp answers ListOffsets MAX_TIMESTAMP (-3): the largest batch maxTimestamp and, as
@@ -230,7 +265,7 @@ func (l *Log) epochAtLocked(offset int64) int32 {
 }
 
 // EpochEndOffset answers OffsetForLeaderEpoch as Apache's LeaderEpochFileCache.endOffsetFor
-// does (DATAPLANE.md §6): this log's own epoch → (epoch, log end offset); an older epoch →
+// does (docs/dataplane.md "ListOffsets, OffsetForLeaderEpoch, InitProducerId"): this log's own epoch → (epoch, log end offset); an older epoch →
 // (the largest epoch ≤ it, the start offset of the epoch after that); older than every epoch
 // → (epoch, the first epoch's start); newer than every epoch → (-1, -1).
 func (l *Log) EpochEndOffset(epoch int32) (int32, int64, error) {

@@ -94,21 +94,28 @@ func TestReadFindsEveryOffsetInClosedSegmentsThroughTheIndex(t *testing.T) {
 
 func removeFile(dir, name string) error { return OSFS{}.Remove(filepath.Join(dir, name)) }
 
-func TestListOffsetsLookups(t *testing.T) {
+// timestampedLog is a log at epoch 3 of four batches of three records, offsets 3i..3i+2 at
+// timestamps 1000(i+1) + 0, 10, 20, in segments of 400 bytes; the last batch is flagged gzip
+// (its records are not decoded).
+func timestampedLog(t *testing.T) *Log {
+	t.Helper()
 	clock := newFakeClock()
-	dir := partitionDir(t)
 	cfg := testConfig()
 	cfg.SegmentBytes = 400
-	l := openLog(t, dir, 3, cfg, Options{Now: clock.now})
-	// Batches with record timestamps 1000,1010,1020 / 2000.. / 3000.. and one compressed.
+	l := openLog(t, partitionDir(t), 3, cfg, Options{Now: clock.now})
 	for i := range 4 {
 		s := plain(3, byte(i))
 		s.baseTs, s.tsStep = int64(1000*(i+1)), 10
 		if i == 3 {
-			s.codec = 1 // flagged gzip: records are not decoded
+			s.codec = 1
 		}
 		mustAppend(t, l, makeBatch(s), AcksAll)
 	}
+	return l
+}
+
+func TestListOffsetsLookups(t *testing.T) {
+	l := timestampedLog(t)
 	for _, tc := range []struct {
 		ts      int64
 		ok      bool
@@ -277,5 +284,68 @@ func TestClosedSegmentsAreOpenedThroughTheBoundedCache(t *testing.T) {
 	relinquish(t, l2)
 	if n := cf.openCount(); n != 0 {
 		t.Fatalf("a relinquished log holds %d files: %s", n, cf.openNames())
+	}
+}
+
+// TestOffsetForTimestampNeverAnswersBelowTheLogStart: after DeleteRecords moved the log start
+// into the middle of a batch, a lookup of a timestamp older than everything answers the first
+// record at or after the log start, as Apache does, never a deleted offset.
+func TestOffsetForTimestampNeverAnswersBelowTheLogStart(t *testing.T) {
+	l := openLog(t, partitionDir(t), 1, testConfig(), Options{})
+	s := plain(5, 1)
+	s.baseTs, s.tsStep = 1000, 10 // offsets 0..4 at 1000..1040
+	mustAppend(t, l, makeBatch(s), AcksAll)
+	s.baseTs = 2000 // offsets 5..9 at 2000..2040
+	mustAppend(t, l, makeBatch(s), AcksAll)
+	if _, err := l.DeleteRecords(context.Background(), 3); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		ts, offset, stamped int64
+	}{
+		{0, 3, 1030},    // older than everything: the log start's record
+		{1010, 3, 1030}, // a deleted record's timestamp: the log start's record
+		{1035, 4, 1040}, // after the log start: the exact record
+		{1500, 5, 2000},
+	} {
+		got, ok, err := l.OffsetForTimestamp(tc.ts)
+		if err != nil || !ok || got.Offset != tc.offset || got.Timestamp != tc.stamped {
+			t.Errorf("OffsetForTimestamp(%d) = %+v %v %v, want offset %d at %d", tc.ts, got, ok, err, tc.offset, tc.stamped)
+		}
+	}
+}
+
+// After DeleteRecords moves the log start inside a batch, a timestamp lookup never answers a
+// record below it: it takes the first record at or after the log start whose timestamp is at
+// least the one asked, in that batch or a later one (Apache's findOffsetByTimestamp with the
+// log start as its starting offset).
+func TestATimestampLookupNeverAnswersBelowTheLogStart(t *testing.T) {
+	l := timestampedLog(t)
+	for _, step := range []struct {
+		logStart int64
+		ts       int64
+		offset   int64
+		stamped  int64
+	}{
+		{1, 0, 1, 1010},    // inside the first batch: its next record
+		{1, 1000, 1, 1010}, // the record at 1000 is gone
+		{2, 1015, 2, 1020},
+		{4, 0, 4, 2010},    // inside the second batch (another segment)
+		{4, 1005, 4, 2010}, // the first batch is all below: the next batch answers
+		{4, 2000, 4, 2010},
+		{10, 0, 10, 4000}, // inside the compressed batch: its first record from the log start
+		{10, 3500, 10, 4000},
+	} {
+		low, err := l.DeleteRecords(context.Background(), step.logStart)
+		if err != nil || low != step.logStart {
+			t.Fatalf("DeleteRecords(%d) = %d %v", step.logStart, low, err)
+		}
+		got, ok, err := l.OffsetForTimestamp(step.ts)
+		if err != nil || !ok || got.Offset != step.offset || got.Timestamp != step.stamped {
+			t.Errorf("log start %d: OffsetForTimestamp(%d) = %+v %v %v, want offset %d timestamp %d", step.logStart, step.ts, got, ok, err, step.offset, step.stamped)
+		}
+	}
+	if _, ok, err := l.OffsetForTimestamp(4021); ok || err != nil {
+		t.Errorf("after every record: %v %v", ok, err)
 	}
 }

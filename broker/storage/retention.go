@@ -64,8 +64,11 @@ func (l *Log) ApplyRetention(ctx context.Context) error {
 }
 
 // deleteFront advances the log start to at least minStart and past the count oldest closed
-// segments, persists it, then deletes those segments. It runs on the flusher, after a fence
-// check, so a deposed leader does not delete (or move the log start) on its stale view.
+// segments, records it in the journal, checks the fence, then deletes those segments. It runs
+// on the flusher. The record comes before the check: a deposed leader whose check still passed
+// had recorded the move before the next leader claimed, so the next leader, which reads this
+// journal after claiming, never counts a segment this deletion removes; a deposed leader whose
+// check fails deletes nothing (its record then only moves a log start nobody acted on).
 func (l *Log) deleteFront(count int, minStart int64) error {
 	l.mu.Lock()
 	gone := slices.Clone(l.closed[:count])
@@ -82,13 +85,13 @@ func (l *Log) deleteFront(count int, minStart int64) error {
 	if count == 0 && !moved {
 		return nil
 	}
-	if err := l.fence.Check(l.epoch); err != nil {
-		return err
-	}
 	if moved {
-		if err := l.writeLogStart(start); err != nil {
-			return err
+		if err := l.journalRecord(recLogStart, start); err != nil {
+			return storageErr("persist log-start offset", err)
 		}
+	}
+	if err := l.fenceCheck(); err != nil {
+		return err
 	}
 	l.mu.Lock()
 	l.closed = slices.Clone(l.closed[count:])

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,9 +24,9 @@ const day = 24 * 3600 * 1000
 
 // filledLog writes batches with the given record timestamps into a log with small
 // segments (one batch per segment) and returns it.
-func filledLog(t *testing.T, dir string, cfg Config, clock *fakeClock, timestamps ...int64) *Log {
+func filledLog(t *testing.T, dir string, cfg Config, fsys FS, clock *fakeClock, timestamps ...int64) *Log {
 	t.Helper()
-	l := openLog(t, dir, 1, cfg, Options{Now: clock.now})
+	l := openLog(t, dir, 1, cfg, Options{FS: fsys, Now: clock.now})
 	for i, ts := range timestamps {
 		s := plain(2, byte(i))
 		s.baseTs = ts
@@ -60,7 +61,7 @@ func TestRetentionNeverDeletesTheActiveSegment(t *testing.T) {
 	clock := newFakeClock()
 	cfg := retentionConfig()
 	cfg.SegmentBytes = 1 << 20 // a single, active segment
-	l := filledLog(t, partitionDir(t), cfg, clock, testNow-30*day, testNow-30*day)
+	l := filledLog(t, partitionDir(t), cfg, nil, clock, testNow-30*day, testNow-30*day)
 	clock.ms.Add(60 * day)
 	if off := applyRetention(t, l); off.LogStart != 0 {
 		t.Fatalf("retention moved the log start to %d with only the active segment", off.LogStart)
@@ -104,7 +105,7 @@ func TestRetentionDeletesOldClosedSegmentsAndKeepsASegmentWithARecentRecord(t *t
 func TestRetentionDatesSegmentsByRecordTimestampsNeverFileTimes(t *testing.T) {
 	clock := newFakeClock()
 	dir := partitionDir(t)
-	l := filledLog(t, dir, retentionConfig(), clock, testNow, testNow, testNow)
+	l := filledLog(t, dir, retentionConfig(), nil, clock, testNow, testNow, testNow)
 	relinquish(t, l)
 	for _, n := range segmentFiles(t, dir) {
 		if err := os.Chtimes(filepath.Join(dir, n), time.Unix(0, 0), time.Unix(0, 0)); err != nil {
@@ -121,7 +122,7 @@ func TestRetentionDatesSegmentsByRecordTimestampsNeverFileTimes(t *testing.T) {
 func TestSegmentWithoutTimestampsIsNeverDeletedByTimeButIsBySize(t *testing.T) {
 	clock := newFakeClock()
 	cfg := retentionConfig()
-	l := filledLog(t, partitionDir(t), cfg, clock, -1, -1, -1) // producers that set no timestamp
+	l := filledLog(t, partitionDir(t), cfg, nil, clock, -1, -1, -1) // producers that set no timestamp
 	clock.ms.Add(365 * day)
 	if off := applyRetention(t, l); off.LogStart != 0 {
 		t.Fatalf("undated segments deleted by time (log start %d)", off.LogStart)
@@ -139,7 +140,7 @@ func TestRetentionBytesDeletesOnlyWhatTheLogCanSpare(t *testing.T) {
 	clock := newFakeClock()
 	cfg := retentionConfig()
 	cfg.RetentionMs = -1
-	l := filledLog(t, partitionDir(t), cfg, clock, testNow, testNow, testNow, testNow, testNow)
+	l := filledLog(t, partitionDir(t), cfg, nil, clock, testNow, testNow, testNow, testNow, testNow)
 	size := int64(len(makeBatch(plain(2, 0))))
 	cfg.RetentionBytes = 3 * size // keep at least three batches' worth
 	_ = l.SetConfig(cfg)
@@ -152,7 +153,7 @@ func TestDeleteRecordsAdvancesAndPersistsTheLogStart(t *testing.T) {
 	dir := partitionDir(t)
 	cfg := retentionConfig()
 	cfg.RetentionMs = -1
-	l := filledLog(t, dir, cfg, newFakeClock(), testNow, testNow, testNow, testNow)
+	l := filledLog(t, dir, cfg, nil, newFakeClock(), testNow, testNow, testNow, testNow)
 	if _, err := l.DeleteRecords(context.Background(), 9); !isErr(err, ErrOffsetOutOfRange) {
 		t.Fatalf("delete past the high watermark: %v", err)
 	}
@@ -179,5 +180,104 @@ func TestDeleteRecordsAdvancesAndPersistsTheLogStart(t *testing.T) {
 	}
 	if low, err := l2.DeleteRecords(context.Background(), -1); err != nil || low != 8 {
 		t.Fatalf("DeleteRecords(-1) = %d, %v; want the high watermark 8", low, err)
+	}
+}
+
+// TestDeposedLeadersRetentionIsALogStartMoveForTheNewLeader: a deposed leader whose retention
+// passed its fence check just before the new leader claimed goes on to delete closed
+// segments the new leader already counts as part of its log. For the new leader that is the
+// log start moving: a read there answers OFFSET_OUT_OF_RANGE, a timestamp lookup answers from
+// the new log start, and the log keeps serving (before the fix its first read of a vanished
+// segment failed the whole partition with a storage error).
+func TestDeposedLeadersRetentionIsALogStartMoveForTheNewLeader(t *testing.T) {
+	clock := newFakeClock()
+	dir := partitionDir(t)
+	cfg := retentionConfig()
+	// The deposed leader is held at the first step of its retention after the fence check:
+	// persisting the new log start, or removing the first segment.
+	stall := newStallingFS(OSFS{})
+	stall.holdOn = func(op Op, path string) bool {
+		name := filepath.Base(path)
+		return (op == OpOpen && strings.HasPrefix(name, logStartFileName+".")) || (op == OpRemove && strings.HasSuffix(name, segmentSuffix))
+	}
+	old := []int64{testNow - 30*day, testNow - 30*day, testNow - 30*day}
+	l5 := filledLog(t, dir, cfg, stall, clock, append(old, testNow, testNow)...)
+	retained := make(chan error, 1)
+	go func() { retained <- l5.ApplyRetention(context.Background()) }()
+	select {
+	case <-stall.reached:
+	case err := <-retained:
+		t.Fatalf("retention ended (%v) without deleting anything", err)
+	}
+
+	l6 := openLog(t, dir, 6, cfg, Options{Now: clock.now})
+	close(stall.release)
+	t.Logf("the deposed leader's retention ended with %v", <-retained) // fenced or not: either is allowed
+	waitFor(t, func() bool { return len(segmentFiles(t, dir)) <= 4 || l5.Err() != nil })
+
+	for range 2 { // the second time with the move already known
+		_, err := l6.Read(0, 1<<20, true)
+		if err != nil && !isErr(err, ErrOffsetOutOfRange) {
+			t.Fatalf("read of a segment the deposed leader deleted: %v, want OFFSET_OUT_OF_RANGE or data", err)
+		}
+		got, ok, err := l6.OffsetForTimestamp(0)
+		off, oerr := l6.Offsets()
+		if err != nil || oerr != nil || !ok || got.Offset < off.LogStart {
+			t.Fatalf("timestamp lookup after the move: %+v %v %v (log start %d, %v)", got, ok, err, off.LogStart, oerr)
+		}
+	}
+	if err := l6.Err(); err != nil {
+		t.Fatalf("the new leader stopped serving: %v", err)
+	}
+	if got := readAll(t, l6); len(headersOf(t, got)) < 2 {
+		t.Fatalf("the new leader lost the recent batches: %d left", len(headersOf(t, got)))
+	}
+	mustAppend(t, l6, makeBatch(plain(1, 9)), AcksAll)
+}
+
+// TestAClosedSegmentThatVanishedIsALogStartMove: closed segments the serving leader counts
+// vanish under it, their log-start move recorded where the leader did not look before (a
+// deposed leader of an older version, or one whose record came late). The leader's next read
+// there re-reads the recorded log start, adopts it, answers OFFSET_OUT_OF_RANGE and keeps
+// serving; it records the move, so the next leader does not count the segments either. A
+// closed segment above every recorded log start that vanishes is damage: a storage error.
+func TestAClosedSegmentThatVanishedIsALogStartMove(t *testing.T) {
+	dir := partitionDir(t)
+	cfg := retentionConfig()
+	cfg.RetentionMs = -1
+	l1 := filledLog(t, dir, cfg, nil, newFakeClock(), testNow, testNow, testNow, testNow, testNow)
+	relinquish(t, l1)
+	l2 := openLog(t, dir, 2, cfg, Options{})
+	j, err := openJournal(OSFS{}, l2.pred)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.append(recLogStart, encodeOffset(4)); err != nil { // as the deposed leader would
+		t.Fatal(err)
+	}
+	for _, base := range []int64{0, 2} {
+		_ = removeFile(dir, segmentName(base, 1))
+	}
+	if _, err := l2.Read(1, 1<<20, true); !isErr(err, ErrOffsetOutOfRange) {
+		t.Fatalf("read of a vanished segment: %v, want OFFSET_OUT_OF_RANGE", err)
+	}
+	if off, err := l2.Offsets(); err != nil || off.LogStart != 4 {
+		t.Fatalf("after the move the log starts at %+v (%v), want 4", off, err)
+	}
+	if got, ok, err := l2.OffsetForTimestamp(0); err != nil || !ok || got.Offset != 4 {
+		t.Fatalf("timestamp lookup after the move: %+v %v %v, want offset 4", got, ok, err)
+	}
+	mustAppend(t, l2, makeBatch(plain(1, 9)), AcksAll)
+	relinquish(t, l2)
+	l3 := openLog(t, dir, 3, cfg, Options{})
+	if off, _ := l3.Offsets(); off.LogStart != 4 {
+		t.Fatalf("the next leader's log starts at %d, want the recorded 4", off.LogStart)
+	}
+	if r, err := l3.Read(4, 1<<20, true); err != nil || len(headersOf(t, r.Records)) != 1 {
+		t.Fatalf("the next leader's read at its log start: %v", err)
+	}
+	_ = removeFile(dir, segmentName(6, 1)) // above every recorded log start, not open yet
+	if _, err := l3.Read(6, 1<<20, true); !isErr(err, ErrCorruptLog) {
+		t.Fatalf("read of a closed segment above the log start that vanished: %v, want ErrCorruptLog", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // snapRef names a producer snapshot file.
@@ -31,36 +33,61 @@ func listSnapshots(names []string) []snapRef {
 			out = append(out, snapRef{off, ep})
 		}
 	}
-	slices.SortFunc(out, func(a, b snapRef) int {
-		return cmp.Or(cmp.Compare(b.offset, a.offset), cmp.Compare(b.epoch, a.epoch))
-	})
-	return out
+	return sortSnapshots(out)
 }
 
-var errBadCheckpoint = errors.New("checkpoint does not match the segment")
+func sortSnapshots(s []snapRef) []snapRef {
+	slices.SortFunc(s, func(a, b snapRef) int {
+		return cmp.Or(cmp.Compare(b.offset, a.offset), cmp.Compare(b.epoch, a.epoch))
+	})
+	return slices.Compact(s)
+}
 
-// Takeover makes this process the partition's writer at leader epoch (DESIGN.md "Fence
-// first"), in this order:
+var (
+	errBadCheckpoint = errors.New("checkpoint does not match the segment")
+	errVanished      = errors.New("segment vanished")
+)
+
+// vanished reports a file that is no longer there: removed (ENOENT), or removed by another
+// client of a network file system while this one held it (ESTALE).
+func vanished(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESTALE) || errors.Is(err, errVanished)
+}
+
+// Takeover makes this process the partition's writer at leader epoch (docs/storage.md "The
+// fence", "Takeover"), in this order:
 //
 //  1. claim: the fence takes epoch, or Takeover fails with a *FencedError having written
 //     nothing (the fence already holds epoch or more: this broker's view is stale);
-//  2. recover: list the segments in log order (each bounded by the next one's base offset,
-//     so a deposed leader's late bytes are ignored), start at the newest usable checkpoint
-//     (producer snapshot), verify every batch after it (length, offsets, CRC-32C), cut a torn
-//     tail, rebuild indexes and producer state, and fsync what was scanned (a previous leader
-//     may have written it without syncing);
-//  3. roll: create segment <log end>-<epoch>.log and a checkpoint pointing at it;
-//  4. serve.
+//  2. discover, by name: the predecessor's journal says which segments the log has, where it
+//     starts and which checkpoints exist (a directory listing only for a log from before
+//     journals);
+//  3. recover: start at the newest usable checkpoint (producer snapshot), verify every batch
+//     after it (length, offsets, CRC-32C), rebuild indexes and producer state. Nothing is cut
+//     or deleted: each segment is read only up to the next one's base offset, so a torn tail
+//     and a deposed leader's late bytes are simply never read;
+//  4. commit the tail: rewrite and fsync the bytes it verified after the checkpoint, which a
+//     previous leader may have written without committing them;
+//  5. roll: create segment <log end>-<epoch>.log and check the fence — lost, remove the
+//     segment and fail;
+//  6. record the takeover (recovered segments, log start, roll point) in the claim's journal;
+//  7. check the fence again, and only then serve.
 //
-// Because the claim comes before the scan, every append a previous leader acknowledged (it
-// fsynced, then saw its own epoch in the fence) is on disk before this log looks, and so is
-// kept. Until Takeover returns nil every call answers ErrNotLeader. A failed Takeover leaves
-// the log stopped; a claimed epoch is never reused.
+// Because the claim comes before the discovery, every append a previous leader acknowledged
+// (it fsynced, then found its claim still holding) is on the volume before this log looks, and
+// so is kept. Until Takeover returns nil every call answers ErrNotLeader; a takeover that lost
+// the fence never serves. A failed Takeover leaves the log stopped; a claimed epoch is never
+// reused.
 func (l *Log) Takeover(ctx context.Context, epoch int32) error {
 	if epoch < 0 {
 		return fmt.Errorf("takeover %s: epoch %d: epochs are non-negative", l.dir, epoch)
 	}
 	l.mu.Lock()
+	if l.state == stateStopped && l.epoch < 0 {
+		err := l.stopErr // relinquished before it took over
+		l.mu.Unlock()
+		return fmt.Errorf("takeover %s at epoch %d: %w", l.dir, epoch, err)
+	}
 	if l.state != stateOpen {
 		l.mu.Unlock()
 		return fmt.Errorf("takeover %s at epoch %d: a Log leads only once (open a new one)", l.dir, epoch)
@@ -68,7 +95,7 @@ func (l *Log) Takeover(ctx context.Context, epoch int32) error {
 	l.state, l.epoch = stateTakingOver, epoch
 	l.mu.Unlock()
 
-	err := l.takeover(ctx, epoch)
+	err := l.classify(l.takeover(ctx, epoch)) // overtaken meanwhile: a newer takeover may have removed our temporaries
 
 	l.mu.Lock()
 	if err == nil && l.stopWanted {
@@ -87,25 +114,112 @@ func (l *Log) Takeover(ctx context.Context, epoch int32) error {
 	return nil
 }
 
-// takeover does steps 1–3 and installs the result in l.
+// takeover does steps 1–7 and installs the result in l.
 func (l *Log) takeover(ctx context.Context, epoch int32) error {
+	if err := l.claimFence(epoch); err != nil {
+		return err
+	}
+	known, err := l.discover(epoch)
+	if err != nil {
+		return err
+	}
+	rec, err := l.recoverLog(ctx, known)
+	if err != nil {
+		return err
+	}
+	if err := l.commitTail(rec.tail); err != nil {
+		return err
+	}
+	if err := l.rollAtTakeover(rec); err != nil {
+		return err
+	}
+	if err := l.recordTakeover(rec); err != nil {
+		return err
+	}
+	if err := l.fence.Check(epoch); err != nil {
+		return err
+	}
+	l.install(rec)
+	return nil
+}
+
+// claimFence is step 1: claim epoch, and open the claim's journal for the records to come.
+func (l *Log) claimFence(epoch int32) error {
 	fence, err := OpenFence(l.fsys, filepath.Join(l.dir, fenceDirName))
 	if err != nil {
 		return err
 	}
+	fence.SetLogger(l.log)
 	if err := fence.Claim(epoch); err != nil {
 		return err
 	}
-	l.fence = fence
+	ref, path, _ := fence.claimPath(epoch)
+	j, err := openJournal(l.fsys, path)
+	if err != nil {
+		return storageErr("claim fence: open journal", err)
+	}
+	l.mu.Lock()
+	l.fence, l.claim, l.journal = fence, ref, j
+	l.mu.Unlock()
+	return nil
+}
+
+// knownLog is what step 2 learned about the log being taken over.
+type knownLog struct {
+	segs     []diskSegment // the segments, unordered
+	logStart int64
+	snaps    []snapRef // checkpoint candidates, newest first
+	pred     string    // the claim file whose journal described the log ("" when a listing did)
+}
+
+// discover is step 2. The predecessor is the newest claim below ours whose takeover completed
+// (claims in between never served, and their segments are ignored); its journal names the
+// log's segments and checkpoints and its log start. A log with no such claim is new, or was
+// written before journals: its segments come from the directory listing, as they used to.
+func (l *Log) discover(epoch int32) (*knownLog, error) {
 	names, err := l.fsys.ReadDirNames(l.dir)
 	if err != nil {
-		return storageErr("recover: list", err)
+		return nil, storageErr("recover: list", err)
 	}
-	var found []diskSegment
+	slices.Sort(names) // the listing is a hint; what follows from it goes in a fixed order
+	if newest := newestEpochIn(names); newest > epoch {
+		// A newer leader claimed after us and has already written: we are stale.
+		return nil, &FencedError{Epoch: epoch, Fence: newest}
+	}
+	l.removeStaleTemporaries(names, epoch)
+	pred, view, firstChained, err := l.predecessor()
+	if err != nil {
+		return nil, err
+	}
+	known := &knownLog{pred: pred}
+	l.mu.Lock()
+	l.pred = pred
+	l.mu.Unlock()
+	if pred != "" {
+		for _, s := range view.segments() {
+			known.segs = append(known.segs, diskSegment{base: s.base, epoch: s.epoch})
+			known.snaps = append(known.snaps, snapRef{s.base, s.epoch})
+		}
+		for _, off := range view.checkpoints {
+			known.snaps = append(known.snaps, snapRef{off, view.header.epoch})
+		}
+		known.logStart = max(view.logStart, 0)
+	} else {
+		known.segs = listedSegments(names, firstChained)
+		if known.logStart, err = l.readLegacyLogStart(); err != nil {
+			return nil, err
+		}
+	}
+	// Listed snapshots are only more candidates: each is checked against the log before use.
+	known.snaps = sortSnapshots(append(known.snaps, listSnapshots(names)...))
+	return known, nil
+}
+
+// newestEpochIn is the largest epoch stamped on a segment, snapshot or temporary in names.
+func newestEpochIn(names []string) int32 {
 	newest := int32(-1)
 	for _, n := range names {
-		if base, ep, ok := parseStem(n, segmentSuffix); ok {
-			found = append(found, diskSegment{base: base, epoch: ep})
+		if _, ep, ok := parseStem(n, segmentSuffix); ok {
 			newest = max(newest, ep)
 		} else if _, ep, ok := parseStem(n, snapshotSuffix); ok {
 			newest = max(newest, ep)
@@ -113,32 +227,91 @@ func (l *Log) takeover(ctx context.Context, epoch int32) error {
 			newest = max(newest, ep)
 		}
 	}
-	if newest > epoch {
-		// A newer leader claimed after us and has already written: we are stale, and must
-		// not touch its files (truncating its active segment under it would cut what it
-		// acknowledges next).
-		return &FencedError{Epoch: epoch, Fence: newest}
-	}
+	return newest
+}
+
+// removeStaleTemporaries removes temporaries of lower epochs: a crashed writer's interrupted
+// atomic write, or a deposed one's in flight (whose rename then fails, and which then finds
+// itself fenced). They hold no data of the log.
+func (l *Log) removeStaleTemporaries(names []string, epoch int32) {
 	for _, n := range names {
 		if ep, ok := parseTmpEpoch(n); ok && ep < epoch {
-			// A crashed writer's interrupted atomic write, or a deposed one's in flight
-			// (whose rename then fails, and which then finds itself fenced).
 			_ = l.fsys.Remove(filepath.Join(l.dir, n))
 		}
 	}
-	valid, junk := orderSegments(found)
-	for _, s := range junk {
-		l.log.Info("Removing a deposed leader's segment outside the log", "segment", segmentName(s.base, s.epoch), "nextBase", s.bound)
-		_ = l.fsys.Remove(filepath.Join(l.dir, segmentName(s.base, s.epoch)))
-		_ = l.fsys.Remove(filepath.Join(l.dir, indexName(s.base, s.epoch)))
+}
+
+// predecessor walks down the chain from our claim to the newest claim whose journal records a
+// completed takeover. It returns that claim's file and journal, or "" when there is none, and
+// the epoch of the lowest claim of the chain (segments of that epoch or later that no journal
+// names are a lost takeover's and never part of the log).
+func (l *Log) predecessor() (path string, view journalView, firstChained int32, err error) {
+	firstChained = math.MaxInt32
+	for n := l.claim.n - 1; n >= 0; n-- {
+		b, err := l.fence.readClaimFileBelow(n, math.MaxInt32)
+		if errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		if err != nil {
+			return "", journalView{}, 0, storageErr("recover: read the previous claim", err)
+		}
+		v, err := parseJournal(b)
+		if err != nil {
+			continue // junk holding a number
+		}
+		firstChained = v.header.epoch
+		if v.takeover != nil {
+			return filepath.Join(l.dir, fenceDirName, claimName(n)), v, firstChained, nil
+		}
 	}
+	return "", journalView{}, min(firstChained, l.epoch), nil
+}
+
+// listedSegments are the segment files a listing shows for a log without a journal, except
+// those of chained epochs (a takeover under journals that never completed).
+func listedSegments(names []string, firstChained int32) []diskSegment {
+	var out []diskSegment
+	for _, n := range names {
+		if base, ep, ok := parseStem(n, segmentSuffix); ok && ep < firstChained {
+			out = append(out, diskSegment{base: base, epoch: ep})
+		}
+	}
+	return out
+}
+
+// recovered is the log step 3 rebuilt.
+type recovered struct {
+	closed    []*segment // every recovered segment, all closed now
+	logStart  int64
+	leo       int64
+	producers *producerState
+	history   []epochStart
+	tail      tailRange // what step 4 commits
+}
+
+// tailRange is the part of the last segment that recovery verified after the checkpoint.
+type tailRange struct {
+	seg      diskSegment
+	from, to int64 // bytes
+}
+
+// recoverLog is step 3: order the segments, drop those wholly below the log start, recover
+// from the newest usable checkpoint (falling back to older ones, then to the log start), and
+// rebuild the epoch history.
+func (l *Log) recoverLog(ctx context.Context, known *knownLog) (*recovered, error) {
+	valid, junk := orderSegments(known.segs)
+	for _, s := range junk {
+		l.log.V(1).Info("Ignoring a deposed leader's segment outside the log", "segment", segmentName(s.base, s.epoch), "nextBase", s.bound)
+	}
+	valid = slices.DeleteFunc(valid, func(s diskSegment) bool { return s.bound <= known.logStart })
 	l.mu.Lock()
 	cfg := l.cfg
 	l.mu.Unlock()
 
 	var rec *recovery
-	for _, cand := range l.checkpointCandidates(listSnapshots(names), valid) {
-		rec = &recovery{l: l, cfg: cfg, segs: valid, cp: cand.cp, cpSeg: cand.seg, producers: cand.producers}
+	var err error
+	for _, cand := range l.checkpointCandidates(known.snaps, valid) {
+		rec = &recovery{l: l, cfg: cfg, segs: valid, cp: cand.cp, cpSeg: cand.seg, producers: cand.producers, fallback: cand.fallback}
 		err = rec.run(ctx)
 		if !errors.Is(err, errBadCheckpoint) {
 			break
@@ -146,27 +319,28 @@ func (l *Log) takeover(ctx context.Context, epoch int32) error {
 		l.log.Info("Skipping a producer snapshot that does not match its segment", "snapshot", snapshotName(cand.cp.offset, cand.cp.segEpoch), "err", err.Error())
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
+	out := &recovered{closed: rec.closed, producers: rec.producers, tail: rec.tail}
+	out.logStart = known.logStart
+	if len(rec.closed) > 0 {
+		out.logStart = max(out.logStart, rec.closed[0].base)
+		out.leo = rec.closed[len(rec.closed)-1].end
+	} else {
+		out.leo = out.logStart // an empty partition, or one whose segments were all deleted
+	}
+	out.logStart = min(out.logStart, out.leo)
+	out.history = epochHistory(rec.closed, l.epoch, out.leo)
+	out.producers.expire(l.opts.Now().UnixMilli(), cfg.ProducerIDExpirationMs)
+	return out, nil
+}
 
-	logStart, err := l.readLogStart()
-	if err != nil {
-		return err
-	}
-	if len(valid) > 0 {
-		logStart = max(logStart, valid[0].base)
-	}
-	leo := rec.leo
-	if len(valid) == 0 {
-		leo = logStart // an empty partition, or one whose segments were all deleted
-	}
-	logStart = min(logStart, leo)
-
-	// The epoch history: each epoch's first offset, from the segments (every leader rolls a
-	// segment at its takeover), then ours. An epoch that wrote nothing before the next one
-	// started is dropped, as Apache's cache drops it when the next epoch is assigned.
+// epochHistory is each epoch's first offset, from the segments (every leader rolls a segment
+// at its takeover), then ours. An epoch that wrote nothing before the next one started is
+// dropped, as Apache's cache drops it when the next epoch is assigned.
+func epochHistory(closed []*segment, epoch int32, leo int64) []epochStart {
 	var hist []epochStart
-	for _, s := range rec.closed {
+	for _, s := range closed {
 		if len(hist) == 0 || hist[len(hist)-1].epoch != s.epoch {
 			hist = append(hist, epochStart{s.epoch, s.base})
 		}
@@ -179,34 +353,89 @@ func (l *Log) takeover(ctx context.Context, epoch int32) error {
 		}
 		compact = append(compact, e)
 	}
+	return compact
+}
 
-	rec.producers.expire(l.opts.Now().UnixMilli(), cfg.ProducerIDExpirationMs)
-	f, err := l.createSegment(leo, epoch)
+// commitTail is step 4. On a network file system an fsync commits only the writes this
+// client made: bytes a previous leader wrote but never committed may still be lost by the
+// server, yet this log is about to serve them as durable. So the takeover writes the bytes it
+// verified after the checkpoint again, in place and unchanged, and fsyncs them: they are its
+// own writes now (docs/storage.md, "The previous leader's bytes"). Everything before the
+// checkpoint was committed by whoever closed it.
+func (l *Log) commitTail(t tailRange) error {
+	if t.to <= t.from {
+		return nil // the checkpoint is at the log end: its writer fsynced everything before it
+	}
+	name := segmentName(t.seg.base, t.seg.epoch)
+	f, err := l.fsys.OpenFile(filepath.Join(l.dir, name), os.O_RDWR, 0)
+	if err != nil {
+		return storageErr("recover: commit "+name, err)
+	}
+	buf := make([]byte, min(t.to-t.from, 1<<20))
+	for pos := t.from; pos < t.to && err == nil; {
+		n := min(int64(len(buf)), t.to-pos)
+		var got int
+		got, err = f.ReadAt(buf[:n], pos)
+		if err != nil && (!errors.Is(err, io.EOF) || int64(got) != n) {
+			break
+		}
+		_, err = f.WriteAt(buf[:n], pos)
+		pos += n
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return storageErr("recover: commit "+name, err)
+	}
+	return nil
+}
+
+// rollAtTakeover is step 5: the new active segment at the log end, then the fence check that
+// makes a takeover overtaken meanwhile remove it and fail instead of going on. (A loser that
+// crashes before removing it leaves a segment no journal names: never part of the log.)
+func (l *Log) rollAtTakeover(rec *recovered) error {
+	f, err := l.createSegment(rec.leo, l.epoch)
 	if err != nil {
 		return err
 	}
-	idx := newSegIndex(leo, cfg.IndexIntervalBytes)
-	active := newPinned(cacheKey{owner: l.id, name: segmentName(leo, epoch)}, f, idx)
-	l.mu.Lock()
-	l.activeFile = active // from here on closed with the log
-	l.mu.Unlock()
-	if err := l.writeSnapshot(leo, epoch, encodeSnapshot(checkpoint{offset: leo, segBase: leo, segEpoch: epoch}, rec.producers)); err != nil {
+	if err := l.fence.Check(l.epoch); err != nil {
+		_ = f.Close()
+		_ = l.fsys.Remove(filepath.Join(l.dir, segmentName(rec.leo, l.epoch)))
 		return err
 	}
-	for _, s := range listSnapshots(names) {
-		if s.offset > leo {
-			_ = l.fsys.Remove(filepath.Join(l.dir, s.name())) // refers to bytes that are gone
-		}
-	}
+	l.mu.Lock()
+	idx := newSegIndex(rec.leo, l.cfg.IndexIntervalBytes)
+	l.activeIdx = idx
+	l.activeFile = newPinned(cacheKey{owner: l.id, name: segmentName(rec.leo, l.epoch)}, f, idx) // closed with the log from here on
+	l.mu.Unlock()
+	return l.writeSnapshot(rec.leo, l.epoch, encodeSnapshot(checkpoint{offset: rec.leo, segBase: rec.leo, segEpoch: l.epoch}, rec.producers))
+}
 
+// recordTakeover is step 6: the recovered log and the roll point, durable in the claim's
+// journal before the log serves. From now on a later takeover reads the log from here.
+func (l *Log) recordTakeover(rec *recovered) error {
+	t := takeoverRecord{logStart: rec.logStart, roll: rec.leo}
+	for _, s := range rec.closed {
+		t.segments = append(t.segments, segRef{base: s.base, epoch: s.epoch})
+	}
+	if err := l.journal.append(recTakeover, encodeTakeover(t)); err != nil {
+		return storageErr("record takeover", err)
+	}
+	return nil
+}
+
+// install makes the recovered log the serving state.
+func (l *Log) install(rec *recovered) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.closed = rec.closed
-	l.activeIdx = idx
-	l.logStart, l.leo, l.hw, l.hwPos = logStart, leo, leo, 0
+	l.logStart, l.leo, l.hw, l.hwPos = rec.logStart, rec.leo, rec.leo, 0
 	l.producers = rec.producers
-	l.epochs = compact
-	return nil
+	l.epochs = rec.history
 }
 
 // checkpointCandidate is a place recovery may start from.
@@ -214,6 +443,7 @@ type checkpointCandidate struct {
 	cp        checkpoint
 	seg       int // index in the valid segments
 	producers *producerState
+	fallback  bool // the start of the log, not a snapshot
 }
 
 // checkpointCandidates lists the usable snapshots, newest first, then the start of the log
@@ -240,7 +470,7 @@ func (l *Log) checkpointCandidates(snaps []snapRef, valid []diskSegment) []check
 	if len(valid) > 0 {
 		start = checkpoint{offset: valid[0].base, segBase: valid[0].base, segEpoch: valid[0].epoch}
 	}
-	return append(out, checkpointCandidate{cp: start, seg: 0, producers: newProducerState()})
+	return append(out, checkpointCandidate{cp: start, seg: 0, producers: newProducerState(), fallback: true})
 }
 
 // recovery is one attempt to recover the log from one checkpoint.
@@ -251,20 +481,32 @@ type recovery struct {
 	cp        checkpoint
 	cpSeg     int
 	producers *producerState
+	fallback  bool // cp is the start of the log, not a snapshot
 
 	closed []*segment // result: every recovered segment, now all closed
-	leo    int64
+	tail   tailRange  // result: what the last segment's scan verified
 }
 
 func (r *recovery) run(ctx context.Context) error {
 	r.closed = nil
 	for i, s := range r.segs {
 		seg, err := r.recoverSegment(ctx, i, s)
+		if errors.Is(err, errVanished) && len(r.closed) == 0 {
+			if i == r.cpSeg && !r.fallback {
+				return fmt.Errorf("%w: its segment %s vanished", errBadCheckpoint, segmentName(s.base, s.epoch))
+			}
+			// The oldest segments went since they were recorded: the log start moved past
+			// them (retention by a leader whose record this takeover could not see).
+			r.l.log.Info("The oldest segment vanished: the log start moved past it", "segment", segmentName(s.base, s.epoch))
+			continue
+		}
+		if errors.Is(err, errVanished) {
+			return &StorageError{Op: "recover " + segmentName(s.base, s.epoch), Err: fmt.Errorf("%w: %w", ErrCorruptLog, err)}
+		}
 		if err != nil {
 			return err
 		}
 		r.closed = append(r.closed, seg)
-		r.leo = seg.end
 	}
 	return nil
 }
@@ -272,54 +514,97 @@ func (r *recovery) run(ctx context.Context) error {
 // recoverSegment recovers segment i: before the checkpoint its index is loaded (or rebuilt
 // by walking headers); from the checkpoint on every batch is verified and applied to the
 // producer state. A closed segment must hold exactly the batches up to its bound, or the log
-// is corrupt; the last one is cut after its last valid batch.
+// is corrupt; the last one ends after its last valid batch (whatever follows is never read).
 func (r *recovery) recoverSegment(ctx context.Context, i int, s diskSegment) (*segment, error) {
-	l := r.l
-	last := i == len(r.segs)-1
-	name := segmentName(s.base, s.epoch)
-	path := filepath.Join(l.dir, name)
-	flag := os.O_RDONLY
-	if last {
-		flag = os.O_RDWR
-	}
-	f, err := l.fsys.OpenFile(path, flag, 0)
+	f, size, err := r.open(s)
 	if err != nil {
-		return nil, storageErr("recover: open "+name, err)
+		return nil, err
 	}
 	defer func() { _ = f.Close() }() // read only: a close error loses nothing
+	if i < r.cpSeg {
+		return r.indexBeforeCheckpoint(ctx, f, s)
+	}
+	x, pos, next, err := r.resumePoint(ctx, f, s, i, size)
+	if err != nil {
+		return nil, err
+	}
+	end, err := r.verify(ctx, f, s, x, pos, next, size)
+	if err != nil {
+		return nil, err
+	}
+	last := i == len(r.segs)-1
+	if err := r.checkReachesBound(s, end, last); err != nil {
+		return nil, err
+	}
+	if last {
+		r.tail = tailRange{seg: s, from: pos, to: end.pos}
+	} else if err := f.Sync(); err != nil {
+		return nil, storageErr("recover: fsync "+segmentName(s.base, s.epoch), err)
+	}
+	if err := writeFileAtomic(r.l.fsys, filepath.Join(r.l.dir, indexName(s.base, s.epoch)), x.encode(s.epoch), r.l.epoch); err != nil {
+		return nil, storageErr("recover: write index", err)
+	}
+	return segmentFromIndex(s.epoch, x), nil
+}
+
+// open opens segment s for reading and returns its size.
+func (r *recovery) open(s diskSegment) (File, int64, error) {
+	name := segmentName(s.base, s.epoch)
+	f, err := r.l.fsys.OpenFile(filepath.Join(r.l.dir, name), os.O_RDONLY, 0)
+	if vanished(err) {
+		return nil, 0, fmt.Errorf("%w: %s: %w", errVanished, name, err)
+	}
+	if err != nil {
+		return nil, 0, storageErr("recover: open "+name, err)
+	}
 	size, err := f.Size()
 	if err != nil {
-		return nil, storageErr("recover: size "+name, err)
+		_ = f.Close()
+		return nil, 0, storageErr("recover: size "+name, err)
 	}
-	if i < r.cpSeg {
-		x, err := l.loadIndex(ctx, f, s.base, s.epoch, s.bound, -1, r.cfg.IndexIntervalBytes)
-		if err != nil {
-			return nil, storageErr("recover", err)
-		}
-		if err := r.writeIndexIfChanged(s, x); err != nil {
-			return nil, err
-		}
-		return segmentFromIndex(s.epoch, x), nil
-	}
+	return f, size, nil
+}
 
+// indexBeforeCheckpoint is a closed segment before the checkpoint: verified when written, it
+// only needs its index.
+func (r *recovery) indexBeforeCheckpoint(ctx context.Context, f File, s diskSegment) (*segment, error) {
+	x, err := r.l.loadIndex(ctx, f, s.base, s.epoch, s.bound, -1, r.cfg.IndexIntervalBytes)
+	if err != nil {
+		return nil, storageErr("recover", err)
+	}
+	if err := r.writeIndexIfChanged(s, x); err != nil {
+		return nil, err
+	}
+	return segmentFromIndex(s.epoch, x), nil
+}
+
+// resumePoint is where verification of segment i starts: its first byte, or the checkpoint's
+// position in it (with the index of the bytes before, which were verified when written and
+// made durable before the checkpoint was).
+func (r *recovery) resumePoint(ctx context.Context, f File, s diskSegment, i int, size int64) (*segIndex, int64, int64, error) {
 	x := newSegIndex(s.base, r.cfg.IndexIntervalBytes)
-	pos, next := int64(0), s.base
-	if i == r.cpSeg && r.cp.pos == 0 && r.cp.offset != s.base {
-		return nil, fmt.Errorf("%w: snapshot at offset %d, byte 0 of %s", errBadCheckpoint, r.cp.offset, name)
+	if i != r.cpSeg {
+		return x, 0, s.base, nil
 	}
-	if i == r.cpSeg && r.cp.pos > 0 {
-		// The part before the checkpoint was verified when it was written and made durable
-		// before the checkpoint was; it only needs its index.
-		if r.cp.pos > size {
-			return nil, fmt.Errorf("%w: snapshot at byte %d of %s, which has %d", errBadCheckpoint, r.cp.pos, name, size)
-		}
-		got, err := l.loadIndexPrefix(ctx, f, s, r.cp, x)
-		if err != nil {
-			return nil, err
-		}
-		x = got
-		pos, next = r.cp.pos, r.cp.offset
+	name := segmentName(s.base, s.epoch)
+	switch {
+	case r.cp.pos == 0 && r.cp.offset != s.base:
+		return nil, 0, 0, fmt.Errorf("%w: snapshot at offset %d, byte 0 of %s", errBadCheckpoint, r.cp.offset, name)
+	case r.cp.pos == 0:
+		return x, 0, s.base, nil
+	case r.cp.pos > size:
+		return nil, 0, 0, fmt.Errorf("%w: snapshot at byte %d of %s, which has %d", errBadCheckpoint, r.cp.pos, name, size)
 	}
+	got, err := r.l.loadIndexPrefix(ctx, f, s, r.cp, x)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	return got, r.cp.pos, r.cp.offset, nil
+}
+
+// verify scans from pos, checking every batch (CRC-32C included) and applying idempotent ones
+// to the producer state.
+func (r *recovery) verify(ctx context.Context, f File, s diskSegment, x *segIndex, pos, next, size int64) (scanEnd, error) {
 	end, err := scanBatches(ctx, f, pos, size, next, s.bound, true, func(h batchHeader, pos int64) {
 		x.add(h, pos)
 		if h.idempotent() {
@@ -327,32 +612,22 @@ func (r *recovery) recoverSegment(ctx context.Context, i int, s diskSegment) (*s
 		}
 	})
 	if err != nil {
-		return nil, storageErr("recover: scan "+name, err)
+		return end, storageErr("recover: scan "+segmentName(s.base, s.epoch), err)
 	}
+	return end, nil
+}
+
+// checkReachesBound fails a closed segment whose batches stop short of the next segment's
+// base: bytes lost or damaged in the middle of the log. The last segment just ends where its
+// valid batches do (a torn tail is left in place and never read).
+func (r *recovery) checkReachesBound(s diskSegment, end scanEnd, last bool) error {
 	if !last && end.next != s.bound {
-		return nil, &StorageError{Op: "recover " + name, Err: fmt.Errorf("%w: batches stop at offset %d (byte %d), the next segment starts at %d: %v", ErrCorruptLog, end.next, end.pos, s.bound, end.refused)}
+		return &StorageError{Op: "recover " + segmentName(s.base, s.epoch), Err: fmt.Errorf("%w: batches stop at offset %d (byte %d), the next segment starts at %d: %v", ErrCorruptLog, end.next, end.pos, s.bound, end.refused)}
 	}
-	if last && end.pos < size {
-		// Only the fence holder truncates. (Even a claimer that lost the fence since cuts
-		// only bytes after the newer leader's roll point: every byte before it is a valid
-		// batch both see.)
-		if err := l.fence.Check(l.epoch); err != nil {
-			return nil, err
-		}
-		l.log.Info("Truncating the partition's torn tail", "segment", name, "validBytes", end.pos, "fileBytes", size, "reason", fmt.Sprint(end.refused))
-		if err := f.Truncate(end.pos); err != nil {
-			return nil, storageErr("recover: truncate "+name, err)
-		}
+	if last && end.refused != nil {
+		r.l.log.Info("The partition's last segment ends in a torn tail; the log ends before it", "segment", segmentName(s.base, s.epoch), "validBytes", end.pos, "reason", end.refused.Error())
 	}
-	// What was scanned may have been written by a leader that died before fsyncing it; it is
-	// about to be served as durable.
-	if err := f.Sync(); err != nil {
-		return nil, storageErr("recover: fsync "+name, err)
-	}
-	if err := writeFileAtomic(l.fsys, filepath.Join(l.dir, indexName(s.base, s.epoch)), x.encode(s.epoch), l.epoch); err != nil {
-		return nil, storageErr("recover: write index", err)
-	}
-	return segmentFromIndex(s.epoch, x), nil
+	return nil
 }
 
 // loadIndexPrefix returns the index of segment s up to checkpoint cp: from its .index file if
@@ -387,9 +662,9 @@ func (r *recovery) writeIndexIfChanged(s diskSegment, x *segIndex) error {
 	return nil
 }
 
-// readLogStart reads the persisted log-start offset (0 when never written or unreadable:
-// the first segment's base then bounds it).
-func (l *Log) readLogStart() (int64, error) {
+// readLegacyLogStart reads the log-start offset file of a log from before journals (0 when
+// never written or unreadable: the first segment's base then bounds it).
+func (l *Log) readLegacyLogStart() (int64, error) {
 	b, err := readFile(l.fsys, filepath.Join(l.dir, logStartFileName))
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
@@ -403,11 +678,4 @@ func (l *Log) readLogStart() (int64, error) {
 		return 0, nil
 	}
 	return n, nil
-}
-
-func (l *Log) writeLogStart(offset int64) error {
-	if err := writeFileAtomic(l.fsys, filepath.Join(l.dir, logStartFileName), []byte(strconv.FormatInt(offset, 10)+"\n"), l.epoch); err != nil {
-		return storageErr("persist log-start offset", err)
-	}
-	return nil
 }

@@ -3,6 +3,7 @@ package kafkaconfig
 import (
 	"errors"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -199,8 +200,10 @@ func TestClusterConfigDefaultsAreApaches(t *testing.T) {
 	c := ResolveCluster(nil)
 	want := ClusterConfig{NumPartitions: 1, AutoCreateTopics: true, DeleteTopicEnable: true, RetentionCheckInterval: 5 * time.Minute, ProducerIDExpirationMs: 86_400_000,
 		GroupInitialRebalanceDelay: 3 * time.Second, GroupMinSessionTimeout: 6 * time.Second, GroupMaxSessionTimeout: 30 * time.Minute,
-		GroupMaxSize: math.MaxInt32, OffsetMetadataMaxBytes: 4096, OffsetsRetention: 7 * 24 * time.Hour}
-	if c != want {
+		GroupMaxSize: math.MaxInt32, OffsetMetadataMaxBytes: 4096, OffsetsRetention: 7 * 24 * time.Hour,
+		ConsumerProtocol: true, ConsumerHeartbeatInterval: 5 * time.Second, ConsumerSessionTimeout: 45 * time.Second,
+		ConsumerMaxSize: math.MaxInt32, ConsumerAssignors: []string{"uniform", "range"}}
+	if !reflect.DeepEqual(c, want) {
 		t.Errorf("ResolveCluster(nil) = %+v, want %+v", c, want)
 	}
 	topic := ResolveTopic(nil, nil)
@@ -230,5 +233,32 @@ func TestDescribeBrokerReportsTheClusterValuesOverDefaultsAndBrokerIDStatic(t *t
 	defaults := DescribeClusterDefaults(map[string]string{"num.partitions": "6", "bogus": "1"})
 	if len(defaults) != 1 || defaults[0].Value.Name != "num.partitions" {
 		t.Errorf("DescribeClusterDefaults = %+v, want only num.partitions", defaults)
+	}
+}
+
+func TestTheConsumerProtocolKeysResolve(t *testing.T) {
+	c := ResolveCluster(nil)
+	if !c.ConsumerProtocol || c.ConsumerHeartbeatInterval != 5*time.Second || c.ConsumerSessionTimeout != 45*time.Second ||
+		!slices.Equal(c.ConsumerAssignors, []string{"uniform", "range"}) {
+		t.Fatalf("defaults: %+v", c)
+	}
+	c = ResolveCluster(map[string]string{
+		"group.coordinator.rebalance.protocols": "classic",
+		"group.consumer.assignors":              "org.apache.kafka.coordinator.group.assignor.RangeAssignor",
+		"group.consumer.heartbeat.interval.ms":  "60000",
+	})
+	if c.ConsumerProtocol || !slices.Equal(c.ConsumerAssignors, []string{"range"}) || c.ConsumerHeartbeatInterval != 5*time.Second {
+		t.Fatalf("classic only, range, an interval above the session: %+v", c)
+	}
+	for _, bad := range []map[string]string{
+		{"group.coordinator.rebalance.protocols": "consumer"},
+		{"group.coordinator.rebalance.protocols": "classic,share"},
+		{"group.consumer.assignors": "sticky"},
+	} {
+		for k, v := range bad {
+			if err := CheckBroker(k, v); err == nil {
+				t.Errorf("%s=%s accepted", k, v)
+			}
+		}
 	}
 }

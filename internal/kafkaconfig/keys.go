@@ -156,6 +156,16 @@ var brokerKeys = []Key{
 		Doc: "Replication factor of created topics. paddock has one replica per partition: only 1 is accepted.", check: onlyOne},
 	{Name: "delete.topic.enable", Type: Boolean, Default: "true", HasDefault: true,
 		Doc: "Whether DeleteTopics may delete topics. paddock honours it (deleting a KafkaTopic with kubectl is always possible)."},
+	{Name: "group.consumer.assignors", Type: List, Default: "uniform,range", HasDefault: true,
+		Doc: "The server-side assignors a consumer-protocol (KIP-848) member may name, the first being the default: uniform, range (Apache 4.0; its class names are accepted too)." + groupNote, check: assignorList},
+	{Name: "group.consumer.heartbeat.interval.ms", Type: Int, Default: "5000", HasDefault: true,
+		Doc: "How often a consumer-protocol member heartbeats (Apache 4.0)." + groupNote, check: atLeast(1)},
+	{Name: "group.consumer.max.size", Type: Int, Default: "2147483647", HasDefault: true,
+		Doc: "The most members a consumer-protocol group may have (Apache 4.0)." + groupNote, check: atLeast(1)},
+	{Name: "group.consumer.session.timeout.ms", Type: Int, Default: "45000", HasDefault: true,
+		Doc: "How long a silent consumer-protocol member stays in its group (Apache 4.0); a value not above the heartbeat interval resolves both to their defaults." + groupNote, check: atLeast(1)},
+	{Name: "group.coordinator.rebalance.protocols", Type: List, Default: "classic,consumer", HasDefault: true,
+		Doc: "The group protocols the coordinator serves (Apache 4.0): classic always, consumer (KIP-848) unless it is left out." + groupNote, check: rebalanceProtocols},
 	{Name: "group.initial.rebalance.delay.ms", Type: Int, Default: "3000", HasDefault: true,
 		Doc: "How long an empty group's first rebalance waits for more members." + groupNote, check: atLeast(0)},
 	{Name: "group.max.session.timeout.ms", Type: Int, Default: "1800000", HasDefault: true,
@@ -267,6 +277,46 @@ func onlyOne(v string) error {
 func noTieredStorage(v string) error {
 	if v != "false" {
 		return fmt.Errorf("paddock has no tiered storage; only false is accepted")
+	}
+	return nil
+}
+
+// AssignorNames maps group.consumer.assignors entries to the server-side assignors' names.
+var AssignorNames = map[string]string{
+	"uniform": "uniform",
+	"range":   "range",
+	"org.apache.kafka.coordinator.group.assignor.UniformAssignor":     "uniform",
+	"org.apache.kafka.coordinator.group.assignor.RangeAssignor":       "range",
+	"org.apache.kafka.coordinator.group.api.assignor.UniformAssignor": "uniform",
+	"org.apache.kafka.coordinator.group.api.assignor.RangeAssignor":   "range",
+}
+
+func assignorList(v string) error {
+	names := SplitList(v)
+	if len(names) == 0 {
+		return fmt.Errorf("must name an assignor (uniform, range)")
+	}
+	for _, n := range names {
+		if _, ok := AssignorNames[n]; !ok {
+			return fmt.Errorf("%q is not a server-side assignor (uniform, range)", n)
+		}
+	}
+	return nil
+}
+
+func rebalanceProtocols(v string) error {
+	classic := false
+	for _, p := range SplitList(v) {
+		switch p {
+		case "classic":
+			classic = true
+		case "consumer":
+		default:
+			return fmt.Errorf("%q is not a group protocol paddock serves (classic, consumer)", p)
+		}
+	}
+	if !classic {
+		return fmt.Errorf("must include classic")
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package kafkaconfig
 
 import (
+	"slices"
 	"strconv"
 	"time"
 )
@@ -70,6 +71,14 @@ type ClusterConfig struct {
 	GroupMaxSize                                   int32
 	OffsetMetadataMaxBytes                         int32
 	OffsetsRetention                               time.Duration
+	// The consumer protocol (KIP-848, Apache 4.0): whether group.coordinator.rebalance.protocols
+	// lists consumer; group.consumer.heartbeat.interval.ms and session.timeout.ms (a session
+	// not above the interval resolves both to their defaults); group.consumer.max.size;
+	// group.consumer.assignors as assignor names ("uniform", "range"), the default first.
+	ConsumerProtocol                                  bool
+	ConsumerHeartbeatInterval, ConsumerSessionTimeout time.Duration
+	ConsumerMaxSize                                   int32
+	ConsumerAssignors                                 []string
 }
 
 // ResolveCluster reads a KafkaCluster's spec.config.
@@ -94,6 +103,21 @@ func ResolveCluster(cluster map[string]string) ClusterConfig {
 		GroupMaxSize:               int32(atoi(v("group.max.size"))),
 		OffsetMetadataMaxBytes:     int32(atoi(v("offset.metadata.max.bytes"))),
 		OffsetsRetention:           time.Duration(atoi(v("offsets.retention.minutes"))) * time.Minute,
+		ConsumerProtocol:           slices.Contains(SplitList(v("group.coordinator.rebalance.protocols")), "consumer"),
+		ConsumerHeartbeatInterval:  ms("group.consumer.heartbeat.interval.ms"),
+		ConsumerSessionTimeout:     ms("group.consumer.session.timeout.ms"),
+		ConsumerMaxSize:            int32(atoi(v("group.consumer.max.size"))),
+	}
+	for _, a := range SplitList(v("group.consumer.assignors")) {
+		if name := AssignorNames[a]; !slices.Contains(c.ConsumerAssignors, name) {
+			c.ConsumerAssignors = append(c.ConsumerAssignors, name)
+		}
+	}
+	if c.ConsumerSessionTimeout <= c.ConsumerHeartbeatInterval {
+		hb, _ := BrokerKey("group.consumer.heartbeat.interval.ms")
+		st, _ := BrokerKey("group.consumer.session.timeout.ms")
+		c.ConsumerHeartbeatInterval = time.Duration(atoi(hb.Default)) * time.Millisecond
+		c.ConsumerSessionTimeout = time.Duration(atoi(st.Default)) * time.Millisecond
 	}
 	if c.GroupMinSessionTimeout > c.GroupMaxSessionTimeout {
 		lo, _ := BrokerKey("group.min.session.timeout.ms")

@@ -131,3 +131,72 @@ func saramaConsume(t *testing.T, addrs []string, topic string, wrote []record) [
 	}
 	return read
 }
+
+// sarama's ClusterAdmin on the admin keys: DeleteRecords moves the log start that the client
+// then reads as the oldest offset, and DescribeLogDirs names each partition once, at its
+// leader, with its bytes, over the one shared directory.
+func TestSaramaClusterAdminDeletesRecordsAndDescribesLogDirs(t *testing.T) {
+	const topic = "sarama-admin"
+	addrs := newCluster(t)
+	createTopic(t, addrs, topic, 2)
+	cfg := saramaConfig()
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	p, err := sarama.NewSyncProducer(addrs, cfg)
+	if err != nil {
+		t.Fatalf("sarama sync producer: %v", err)
+	}
+	defer func() { _ = p.Close() }()
+	for i := range 20 {
+		m := saramaMessage(topic, record{Key: []byte{byte(i)}, Value: []byte("admin keys")})
+		m.Partition = int32(i % 2)
+		if _, _, err := p.SendMessage(m); err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+	}
+	client, err := sarama.NewClient(addrs, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = client.Close() }()
+	admin, err := sarama.NewClusterAdminFromClient(client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.DeleteRecords(topic, map[int32]int64{0: 4, 1: -1}); err != nil {
+		t.Fatalf("DeleteRecords: %v", err)
+	}
+	for partition, want := range map[int32]int64{0: 4, 1: 10} {
+		if got, err := client.GetOffset(topic, partition, sarama.OffsetOldest); err != nil || got != want {
+			t.Errorf("partition %d: oldest offset %d %v, want %d", partition, got, err, want)
+		}
+	}
+	var ids []int32
+	for _, b := range client.Brokers() {
+		ids = append(ids, b.ID())
+	}
+	dirs, err := admin.DescribeLogDirs(ids)
+	if err != nil {
+		t.Fatalf("DescribeLogDirs: %v", err)
+	}
+	seen := map[int32]int{}
+	for broker, ds := range dirs {
+		if len(ds) != 1 || ds[0].ErrorCode != 0 || ds[0].Path == "" {
+			t.Fatalf("broker %d: log dirs %+v, want the one data directory", broker, ds)
+		}
+		for _, dt := range ds[0].Topics {
+			for _, dp := range dt.Partitions {
+				if dt.Topic != topic {
+					continue
+				}
+				leader, err := client.Leader(topic, dp.PartitionID)
+				if err != nil || leader.ID() != broker || dp.Size <= 0 {
+					t.Errorf("partition %d on broker %d: size %d (leader %v %v)", dp.PartitionID, broker, dp.Size, leader, err)
+				}
+				seen[dp.PartitionID]++
+			}
+		}
+	}
+	if seen[0] != 1 || seen[1] != 1 {
+		t.Errorf("partitions reported %v, want each once", seen)
+	}
+}

@@ -57,8 +57,8 @@ func TestCreatePartitionsGrowsATopicWithLeaders(t *testing.T) {
 
 // TestDeleteTopicsByNameAndByIDRemovesTheTopicAndItsData deletes two topics, one by name and
 // one by id (DeleteTopics v6), and follows each through the whole protocol: gone from Metadata
-// at once, unassigned by the operator, its data directory on the shared volume removed by a
-// broker, the KafkaTopic gone.
+// at once, unassigned by the operator, its data on the shared volume removed by a broker (the
+// fences left as the tombstone), the KafkaTopic gone.
 func TestDeleteTopicsByNameAndByIDRemovesTheTopicAndItsData(t *testing.T) {
 	c := newCluster(t, 2, nil)
 	ctx := testCtx(t)
@@ -110,8 +110,21 @@ func TestDeleteTopicsByNameAndByIDRemovesTheTopicAndItsData(t *testing.T) {
 	})
 	for _, name := range []string{"by-name", "by-id"} {
 		eventually(t, name+"'s KafkaTopic to go", func() bool { return c.topicObject(name) == nil })
-		if _, err := os.Stat(dirs[name]); !os.IsNotExist(err) {
-			t.Errorf("%s's data directory %s is still there (%v)", name, dirs[name], err)
+		// Its data is gone; each partition keeps only its fence, at the tombstone epoch, so a
+		// leader whose view lags the deletion can never write there again
+		// (docs/storage.md "Deleting a topic").
+		for p := range int32(2) {
+			pdir := storage.PartitionDir(c.DataDir, clusterID, name, ids[name], p)
+			if ents, err := os.ReadDir(pdir); err != nil || len(ents) != 1 || ents[0].Name() != "fence" {
+				t.Errorf("%s/%d's directory after the deletion: %v (%v), want only its fence", name, p, ents, err)
+			}
+			f, err := storage.OpenFence(storage.OSFS{}, filepath.Join(pdir, "fence"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e, err := f.Epoch(); err != nil || e != storage.TombstoneEpoch {
+				t.Errorf("%s/%d's fence after the deletion: %d (%v), want the tombstone", name, p, e, err)
+			}
 		}
 	}
 	if _, err := os.Stat(dirs["kept"]); err != nil {
