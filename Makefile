@@ -15,6 +15,13 @@ CONTROLLER_TOOLS_VERSION ?= v0.23.0
 KUSTOMIZE_VERSION ?= v5.8.2
 GOTESTSUM_VERSION ?= v1.13.0
 GOLANGCI_LINT_VERSION ?= v2.15.0
+# helm, built from the Go module proxy (`go install helm.sh/helm/v3/cmd/helm`).
+HELM_VERSION ?= v3.22.0
+# promtool (the Prometheus module's cmd/promtool) checks the monitoring kit's alert rules and
+# the processes' /metrics (test/monitoring). Built with -tags remove_all_sd: the
+# service-discovery plugins (cloud SDKs), which the rule, metrics and unit-test commands do
+# not use, more than double its cold build (docs/testing.md, "promtool").
+PROMTOOL_VERSION ?= v0.316.0
 
 ## Locations
 ROOT := $(shell pwd)
@@ -22,6 +29,11 @@ LOCALBIN ?= $(ROOT)/bin
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+HELM ?= $(LOCALBIN)/helm-$(HELM_VERSION)
+export HELM
+CHART := config/helm/paddock
+# test/monitoring reads $PROMTOOL (a plain go test falls back to bin/promtool-*).
+export PROMTOOL := $(LOCALBIN)/promtool-$(PROMTOOL_VERSION)
 K8S_VERSION := $(shell grep -oE 'k8s.io/kubernetes v[0-9.]+' hack/k8s-bins/go.mod | head -1 | cut -dv -f2)
 K8S_BINS := $(LOCALBIN)/k8s/$(K8S_VERSION)
 export KUBEBUILDER_ASSETS := $(K8S_BINS)
@@ -69,6 +81,12 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs (config/crd/bases) and the manager
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
 	$(CONTROLLER_GEN) rbac:roleName=paddock-manager-cluster,fileName=cluster_role.yaml paths="./controllers/clusterscope" \
 		output:rbac:artifacts:config=config/rbac
+	@# The Helm chart installs every CRD of config/crd/bases, grants config/rbac's rules and
+	@# carries config/admission's policy (templates/ read them from files/).
+	rm -f $(CHART)/crds/*.yaml $(CHART)/files/*.yaml && cp config/crd/bases/*.yaml $(CHART)/crds/
+	for f in rbac/role rbac/cluster_role rbac/leader_election_role rbac/kafka_viewer_role rbac/kafka_editor_role \
+		admission/broker_writes_policy admission/broker_writes_binding; do \
+		sed '/^---$$/d' config/$$f.yaml > $(CHART)/files/$$(basename $$f).yaml; done
 
 .PHONY: fmt
 fmt: ## Run gofmt on the code.
@@ -96,10 +114,31 @@ verify-citations: ## Fail if a comment cites a document that is not in the repos
 	go run ./hack/citations
 
 .PHONY: verify
-verify: $(CONTROLLER_GEN) $(KUSTOMIZE) lint verify-imports verify-citations ## Fail if generated files are stale, an import rule is broken, a comment cites a missing document, a linter objects, or paddock dev would install other manifests than dist/install.yaml.
+verify: $(CONTROLLER_GEN) $(KUSTOMIZE) lint verify-imports verify-citations verify-chart verify-crds ## Fail if generated files are stale, an import rule is broken, a comment cites a missing document, a linter objects, the Helm chart and install.yaml differ, a CRD change breaks stored objects, or paddock dev would install other manifests than dist/install.yaml.
 	hack/verify-generated.sh
+	$(KUSTOMIZE) build config/monitoring >/dev/null
 	@diff -u <($(KUSTOMIZE) build config/default) <(go run . dev --print-install) || { \
 		echo "verify: paddock dev renders config/default differently from kustomize $(KUSTOMIZE_VERSION): keep go.mod's sigs.k8s.io/kustomize/api in step with KUSTOMIZE_VERSION" >&2; exit 1; }
+
+.PHONY: verify-chart
+verify-chart: $(HELM) $(KUSTOMIZE) ## helm lint the chart, and fail if `helm template` installs another operator than install.yaml (objects, CRDs, RBAC, admission policy, the manager pod), with the default values and with watchNamespaces against NAMESPACES=.
+	$(HELM) lint --strict $(CHART) --kube-version $(K8S_VERSION)
+	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	$(KUSTOMIZE) build config/default > $$tmp/install.yaml; \
+	$(HELM) template paddock $(CHART) --namespace paddock-system --kube-version $(K8S_VERSION) --include-crds --set image.tag=latest > $$tmp/chart.yaml; \
+	go run ./hack/manifestcheck chart $$tmp/install.yaml $$tmp/chart.yaml; \
+	go run ./hack/namespaced-install --namespaces=team-a,team-b < $$tmp/install.yaml > $$tmp/install-namespaced.yaml; \
+	$(HELM) template paddock $(CHART) --namespace paddock-system --kube-version $(K8S_VERSION) --include-crds --set image.tag=latest \
+		--set 'watchNamespaces={team-a,team-b}' > $$tmp/chart-namespaced.yaml; \
+	go run ./hack/manifestcheck chart $$tmp/install-namespaced.yaml $$tmp/chart-namespaced.yaml
+
+.PHONY: verify-crds
+verify-crds: ## Fail if a CRD removes or retypes a field of the last release's (hack/crd-baseline), drops an enum value or a version, or makes a field required.
+	go run ./hack/manifestcheck crds hack/crd-baseline config/crd/bases
+
+.PHONY: crd-baseline
+crd-baseline: manifests ## After a release: record its CRDs as the baseline the next one must stay compatible with.
+	rm -f hack/crd-baseline/*.yaml && cp config/crd/bases/*.yaml hack/crd-baseline/
 
 ##@ Test
 
@@ -118,7 +157,7 @@ gotest = echo "test: go test $(2)" && $(GOTESTSUM) --format $(GOTESTSUM_FORMAT) 
 ENVTEST_PKGS := ./api/... ./controllers/... ./test/topics/... ./test/groups/...
 
 .PHONY: test
-test: manifests generate k8s-bins coredns kubectl kcat kafkajs $(GOTESTSUM) ## Run every test: unit (with -race), envtest, broker, client interop, fuzz (bounded) and e2e; then name every failed test and the slowest ones.
+test: manifests generate k8s-bins coredns kubectl kcat kafkajs $(HELM) $(PROMTOOL) $(GOTESTSUM) ## Run every test: unit (with -race), envtest, broker, client interop, fuzz (bounded) and e2e; then name every failed test and the slowest ones.
 	@rm -rf $(TEST_RESULTS) && mkdir -p $(TEST_RESULTS); status=0; \
 	$(call gotest,race,-race $(GO_TEST_FLAGS) $(RACE_PKGS)) || status=1; \
 	$(call gotest,other,$(GO_TEST_FLAGS) $(OTHER_PKGS)) || status=1; \
@@ -132,6 +171,10 @@ test: manifests generate k8s-bins coredns kubectl kcat kafkajs $(GOTESTSUM) ## R
 test-unit: k8s-bins coredns $(GOTESTSUM) ## Run the unit packages (pure rules, dev harness, broker) with the race detector.
 	@mkdir -p $(TEST_RESULTS) && $(call gotest,race,-race $(GO_TEST_FLAGS) $(RACE_PKGS))
 
+.PHONY: test-rules
+test-rules: k8s-bins $(PROMTOOL) $(GOTESTSUM) ## Run the monitoring kit's checks (test/monitoring): promtool unit tests of every alert, promtool check rules and metrics, every dashboard query answered from real brokers' and the manager's /metrics.
+	@mkdir -p $(TEST_RESULTS) && $(call gotest,rules,$(GO_TEST_FLAGS) ./test/monitoring/...)
+
 .PHONY: test-envtest
 test-envtest: k8s-bins $(GOTESTSUM) ## Run the envtest suites (api/, controllers/) and the client suites on in-process brokers (test/topics, test/groups).
 	@mkdir -p $(TEST_RESULTS) && $(call gotest,envtest,$(GO_TEST_FLAGS) $(ENVTEST_PKGS))
@@ -143,7 +186,7 @@ test-under-load: ## Run `make LOAD_TARGETS` (test; or e.g. "test-unit test-envte
 	LOAD_PASSES=$(LOAD_PASSES) LOAD_TARGETS="$(LOAD_TARGETS)" hack/test-under-load.sh
 
 .PHONY: e2e
-e2e: k8s-bins coredns kubectl kcat ## Run only the end-to-end suite (test/e2e) against a fresh paddock dev environment.
+e2e: k8s-bins coredns kubectl kcat $(HELM) ## Run only the end-to-end suite (test/e2e) against a fresh paddock dev environment.
 	go test $(GO_TEST_FLAGS) -v ./test/e2e/...
 
 .PHONY: fuzz
@@ -232,6 +275,34 @@ build-installer: manifests $(KUSTOMIZE) ## Write dist/install.yaml: CRDs, RBAC, 
 	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
 	$(KUSTOMIZE) build config/default $(if $(NAMESPACES),| go run ./hack/namespaced-install --namespaces=$(NAMESPACES)) > dist/install.yaml
 
+##@ Release
+
+RELEASE_DIR = dist/$(VERSION)
+RELEASE_IMG = $(if $(filter command line environment,$(origin IMG)),$(IMG),ghcr.io/paddock-dev/paddock:v$(VERSION))
+# PREVIOUS_VERSION, when given, is the release this one upgrades: the OLM bundle replaces it
+# and may skip from any version since it.
+PREVIOUS_VERSION ?=
+
+.PHONY: release
+release: manifests $(KUSTOMIZE) $(HELM) bundle-tool ## Write dist/VERSION/: install.yaml, crds.yaml, the OLM bundle (replacing PREVIOUS_VERSION) and the Helm chart paddock-VERSION.tgz, for IMG (default ghcr.io/paddock-dev/paddock:vVERSION).
+	@[ "$(origin VERSION)" = "command line" ] || [ "$(origin VERSION)" = "environment" ] || { echo "make release: give VERSION=x.y.z" >&2; exit 2; }
+	rm -rf $(RELEASE_DIR) && mkdir -p $(RELEASE_DIR)
+	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; cp -r config $$tmp/; \
+	(cd $$tmp/config/manager && $(KUSTOMIZE) edit set image controller=$(RELEASE_IMG)); \
+	$(KUSTOMIZE) build $$tmp/config/default > $(RELEASE_DIR)/install.yaml; \
+	$(KUSTOMIZE) build $$tmp/config/manifests | $(BUNDLE_TOOL) generate --version $(VERSION) \
+		--channels $(CHANNELS) $(if $(DEFAULT_CHANNEL),--default-channel $(DEFAULT_CHANNEL)) --image $(RELEASE_IMG) \
+		$(if $(PREVIOUS_VERSION),--replaces paddock.v$(PREVIOUS_VERSION) --skip-range '>=$(PREVIOUS_VERSION) <$(VERSION)') \
+		--bundle-dir $(RELEASE_DIR)/bundle --dockerfile $(RELEASE_DIR)/bundle.Dockerfile
+	$(KUSTOMIZE) build config/crd > $(RELEASE_DIR)/crds.yaml
+	$(BUNDLE_TOOL) validate --bundle-dir $(RELEASE_DIR)/bundle --dockerfile $(RELEASE_DIR)/bundle.Dockerfile
+	$(HELM) package $(CHART) --version $(VERSION) --app-version $(VERSION) --destination $(RELEASE_DIR)
+	@# The packaged chart must install what install.yaml installs.
+	$(HELM) template paddock $(RELEASE_DIR)/paddock-$(VERSION).tgz --namespace paddock-system --kube-version $(K8S_VERSION) --include-crds \
+		$(if $(filter command line environment,$(origin IMG)),--set image.repository=$(firstword $(subst :, ,$(IMG))) --set image.tag=$(lastword $(subst :, ,$(IMG)))) \
+		> $(RELEASE_DIR)/.chart.yaml && go run ./hack/manifestcheck chart $(RELEASE_DIR)/install.yaml $(RELEASE_DIR)/.chart.yaml && rm $(RELEASE_DIR)/.chart.yaml
+	@echo "make release: $(RELEASE_DIR): $$(ls $(RELEASE_DIR) | tr '\n' ' ')"
+
 ##@ OLM bundle
 
 VERSION ?= 0.1.0
@@ -277,6 +348,9 @@ $(KUSTOMIZE): | $(LOCALBIN)
 $(GOLANGCI_LINT): | $(LOCALBIN)
 	$(call go-install-tool,$(GOLANGCI_LINT),github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION))
 
+$(PROMTOOL): | $(LOCALBIN)
+	$(call go-install-tool,$(PROMTOOL),github.com/prometheus/prometheus/cmd/promtool,$(PROMTOOL_VERSION),-tags remove_all_sd)
+
 $(GOTESTSUM): | $(LOCALBIN)
 	$(call go-install-tool,$(GOTESTSUM),gotest.tools/gotestsum,$(GOTESTSUM_VERSION))
 
@@ -292,14 +366,19 @@ kafkajs: ## Install kafkajs for test/interop (npm ci from test/interop/js/packag
 interop: k8s-bins kcat kafkajs ## Run only the client interop suite (test/interop: sarama, kafka-go, kcat, kafkajs).
 	go test $(GO_TEST_FLAGS) ./test/interop/...
 
-.PHONY: controller-gen kustomize golangci-lint gotestsum
+$(HELM): | $(LOCALBIN)
+	$(call go-install-tool,$(HELM),helm.sh/helm/v3/cmd/helm,$(HELM_VERSION))
+
+.PHONY: controller-gen kustomize golangci-lint gotestsum helm promtool
+helm: $(HELM) ## Build helm into bin/ from the Go module proxy.
 controller-gen: $(CONTROLLER_GEN) ## Install controller-gen into bin/.
 kustomize: $(KUSTOMIZE) ## Install kustomize into bin/.
 golangci-lint: $(GOLANGCI_LINT) ## Install golangci-lint into bin/.
 gotestsum: $(GOTESTSUM) ## Install gotestsum (make test's runner and summary) into bin/.
+promtool: $(PROMTOOL) ## Install promtool (test/monitoring's rule and metrics checker) into bin/.
 
-# go-install-tool installs package $(2) at version $(3) as the file $(1).
+# go-install-tool installs package $(2) at version $(3) as the file $(1), with go install flags $(4).
 define go-install-tool
-@set -e; echo "Installing $(2)@$(3)"; tmp=$$(mktemp -d); \
-GOBIN=$$tmp go install $(2)@$(3); mv $$tmp/$$(basename $$(echo $(2) | sed 's|/v[0-9]*$$||')) $(1); rm -rf $$tmp
+@set -e; echo "Installing $(2)@$(3) $(4)"; tmp=$$(mktemp -d); \
+GOBIN=$$tmp go install $(4) $(2)@$(3); mv $$tmp/$$(basename $$(echo $(2) | sed 's|/v[0-9]*$$||')) $(1); rm -rf $$tmp
 endef

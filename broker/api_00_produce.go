@@ -131,10 +131,15 @@ func (p *produce) plan() {
 		out.Topic = rt.Topic
 		out.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
 		t, known := p.rc.view.Topic(rt.Topic)
+		internal, msg := produceInternalRefusal(rt.Topic)
 		for j, rp := range rt.Partitions {
 			pr := &out.Partitions[j]
 			*pr = kmsg.NewProduceResponseTopicPartition()
 			pr.Partition, pr.BaseOffset = rp.Partition, -1
+			if internal != 0 {
+				setProduceError(pr, internal, msg)
+				continue
+			}
 			if !known {
 				setProduceError(pr, kerr.UnknownTopicOrPartition.Code, "This server does not host this topic-partition.")
 				continue

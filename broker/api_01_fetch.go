@@ -46,6 +46,8 @@ import (
 //     data (storage closes them when a durable append moves the high watermark, or the log
 //     stops), re-reads those that moved, and answers at min_bytes or max_wait_ms — never
 //     polling. A broker shutting down ends every wait at once.
+//   - __consumer_offsets is read from the offsets topic view (offsets_topic.go,
+//     docs/groups.md "The offsets topic view") under the same size and waiting rules.
 //   - Sessions (KIP-227) are not kept: a full fetch (session epoch 0 or -1) is answered with
 //     session id 0, which clients read as "no session" (Apache does the same when its session
 //     cache is full); an incremental fetch → FETCH_SESSION_ID_NOT_FOUND, so the client falls
@@ -75,6 +77,8 @@ type fetchPart struct {
 	// its last read) is closed.
 	pending bool
 	hw      <-chan struct{}
+	// view, when set, is __consumer_offsets' (offsets_topic.go), read instead of log.
+	view *offsetsView
 }
 
 // fetchState is one Fetch in progress.
@@ -161,11 +165,18 @@ func (f *fetchState) resolve(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) [
 		} else {
 			t, known = rc.view.Topic(rt.Topic)
 		}
+		offsetsTopic := rc.isOffsetsTopic(req.Version, rt.Topic, rt.TopicID)
 		ot.Partitions = make([]kmsg.FetchResponseTopicPartition, len(rt.Partitions))
 		for j, rp := range rt.Partitions {
 			op := &ot.Partitions[j]
 			*op = kmsg.NewFetchResponseTopicPartition()
 			op.Partition, op.RecordBatches = rp.Partition, noRecords
+			if offsetsTopic {
+				if p := f.offsetsTopicPart(rp, op, req.IsolationLevel); p != nil {
+					parts = append(parts, p)
+				}
+				continue
+			}
 			if !known {
 				setFetchError(op, unknown)
 				continue
@@ -226,6 +237,10 @@ func (f *fetchState) diverged(p *fetchPart, lastFetched int32) bool {
 // read reads p once, taking its high-watermark channel first so an append after the read
 // always wakes the wait. The records are kept from their file or in memory (keepRecords).
 func (f *fetchState) read(p *fetchPart) {
+	if p.view != nil {
+		f.readOffsetsTopic(p)
+		return
+	}
 	_, p.hw = p.log.HighWatermark()
 	res, sec, err := p.log.ReadSection(p.offset, f.partitionLimit(p), !f.anyData)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/paddock-dev/paddock/broker/storage"
+	"github.com/paddock-dev/paddock/internal/topicname"
 )
 
 // ListOffsets (key 2): versions 0-8, Apache 3.7's (docs/dataplane.md, "ListOffsets,
@@ -22,6 +23,8 @@ import (
 //     searches with t as given, so another negative t finds the first record).
 //   - A lookup that finds nothing (an empty log, no timestamp ≥ t) answers NONE with offset,
 //     timestamp and epoch -1.
+//   - __consumer_offsets is answered from the offsets topic view (offsets_topic.go): earliest
+//     0, latest its high watermark, a timestamp its first record at or after it.
 //   - Errors: an unknown topic or partition → UNKNOWN_TOPIC_OR_PARTITION; a partition named
 //     twice in one request → INVALID_REQUEST for each occurrence; a CurrentLeaderEpoch below
 //     the view's → FENCED_LEADER_EPOCH, above → UNKNOWN_LEADER_EPOCH; not led or not taken
@@ -71,6 +74,8 @@ func handleListOffsets(rc *requestContext, kreq kmsg.Request) (kmsg.Response, er
 			switch {
 			case req.Version >= 1 && seen[hintKey{rt.Topic, rp.Partition}] > 1:
 				op.ErrorCode = kerr.InvalidRequest.Code
+			case rt.Topic == topicname.ConsumerOffsets:
+				rc.listOffsetsTopic(op, rp, req.Version)
 			case !known:
 				op.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:

@@ -22,8 +22,9 @@ import (
 //     request and by the cluster's auto.create.topics.enable) it also starts creating the
 //     topic in the background (autocreate.go), as KRaft does: the client's next Metadata
 //     finds it. A name that breaks Kafka's rules → INVALID_TOPIC_EXCEPTION. Internal names
-//     (__consumer_offsets, __transaction_state) are never auto-created: paddock keeps group
-//     and transaction state elsewhere.
+//     (__consumer_offsets, __transaction_state) are never auto-created.
+//   - __consumer_offsets is always listed, is_internal, its partitions led by the
+//     coordinators of the groups hashing to them (internal_topics.go).
 //   - A partition whose leader is not in the broker list (fenced, gone, or unassigned -1) →
 //     LEADER_NOT_AVAILABLE with leader -1. Replicas and ISR are the leader alone: a partition
 //     has one writer, and its data lives on shared storage rather than on follower replicas.
@@ -52,6 +53,7 @@ func handleMetadata(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error
 	listed := rc.metadataBrokers(resp)
 	rc.metadataCluster(req, resp)
 	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
+		resp.Topics = append(resp.Topics, describeOffsetsTopic(req, rc.view, listed))
 		for i := range rc.view.Topics {
 			resp.Topics = append(resp.Topics, describeTopic(req, &rc.view.Topics[i], listed))
 		}
@@ -96,6 +98,9 @@ func (rc *requestContext) requestedTopic(req *kmsg.MetadataRequest, rt kmsg.Meta
 		t  *cluster.Topic
 		ok bool
 	)
+	if (rt.Topic != nil && *rt.Topic == topicname.ConsumerOffsets) || (rt.Topic == nil && rt.TopicID == offsetsTopicID(rc.view.ClusterID) && rt.TopicID != [16]byte{}) {
+		return describeOffsetsTopic(req, rc.view, listed)
+	}
 	if rt.Topic != nil {
 		t, ok = rc.view.Topic(*rt.Topic)
 	} else {
@@ -159,9 +164,4 @@ func (rc *requestContext) unknownTopic(name string, allowCreate bool) int16 {
 		}
 	}
 	return kerr.UnknownTopicOrPartition.Code
-}
-
-// isInternal says whether name is one of Kafka's internal topics.
-func isInternal(name string) bool {
-	return name == "__consumer_offsets" || name == "__transaction_state"
 }

@@ -11,7 +11,8 @@ import (
 //
 // Behaviour:
 //   - Group keys follow the registry's coordinator rule, coordinator.Pick over the view's
-//     registered and Alive ids. The answer is read from the view only — the answering broker
+//     registered and Alive ids: the leader of the group's __consumer_offsets partition
+//     (offsets.topic.num.partitions of them), as Metadata lists it (internal_topics.go). The answer is read from the view only — the answering broker
 //     is added to neither set — so every broker gives the same answer for a group, and a
 //     draining broker (no longer Alive) stops being picked.
 //   - The endpoint is the chosen broker's address on the request's listener (its registry
@@ -67,7 +68,7 @@ func (rc *requestContext) findCoordinator(key string, keyType int8) kmsg.FindCoo
 		return fail(kerr.InvalidRequest, "unknown coordinator key type")
 	}
 
-	id, ok := coordinator.Pick(key, rc.view.RegisteredIDs(), rc.view.AliveIDs())
+	id, ok := coordinator.Pick(key, rc.view.Config.OffsetsTopicPartitions, rc.view.RegisteredIDs(), rc.view.AliveIDs())
 	if !ok {
 		return fail(kerr.CoordinatorNotAvailable, "no broker is alive")
 	}

@@ -63,6 +63,9 @@ func handleCreateTopics(rc *requestContext, kreq kmsg.Request) (kmsg.Response, e
 	for _, t := range rc.view.Topics {
 		claimed[topicname.CollisionKey(t.Name)] = t.Name
 	}
+	for _, name := range []string{topicname.ConsumerOffsets, topicname.TransactionState} {
+		claimed[topicname.CollisionKey(name)] = name
+	}
 	room := rc.topicRoom()
 	for i, t := range req.Topics {
 		r := kmsg.NewCreateTopicsResponseTopic()
@@ -70,6 +73,9 @@ func handleCreateTopics(rc *requestContext, kreq kmsg.Request) (kmsg.Response, e
 		switch {
 		case counts[t.Topic] > 1:
 			r.ErrorCode, r.ErrorMessage = kerr.InvalidRequest.Code, errorf("Create topics request from client contains multiple topics named '%s'", t.Topic)
+		case isInternal(t.Topic):
+			code, msg := createInternalRefusal(t.Topic)
+			r.ErrorCode, r.ErrorMessage = code, &msg
 		case rc.h.Admin == nil:
 			r.ErrorCode, r.ErrorMessage = kerr.UnknownServerError.Code, strptr(errNoAdmin)
 		default:

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/paddock-dev/paddock/broker/cluster"
+	"github.com/paddock-dev/paddock/internal/topicname"
 )
 
 // DeleteTopics (key 20): versions 0-6, Apache 3.7's (docs/topics.md, "Admin APIs (broker)").
@@ -88,6 +89,12 @@ func (rc *requestContext) checkDelete(e kmsg.DeleteTopicsRequestTopic, duplicate
 		return nil, kerr.InvalidRequest.Code, "Exactly one of the topic name and the topic id must be set."
 	case duplicate:
 		return nil, kerr.InvalidRequest.Code, "Duplicate topic in the request."
+	case rc.deletesInternal(e):
+		msg := fmt.Sprintf(errDeleteInternal, topicname.ConsumerOffsets)
+		if version < 3 {
+			return nil, kerr.InvalidRequest.Code, msg
+		}
+		return nil, kerr.TopicDeletionDisabled.Code, msg
 	case rc.h.Admin == nil:
 		return nil, kerr.UnknownServerError.Code, errNoAdmin
 	case !rc.view.Config.DeleteTopicEnable:

@@ -62,6 +62,9 @@ func (rc *requestContext) describe(res kmsg.DescribeConfigsRequestResource) ([]k
 		if err := topicname.Validate(res.ResourceName); err != nil {
 			return nil, kerr.InvalidTopicException.Code, err.Error()
 		}
+		if res.ResourceName == topicname.ConsumerOffsets {
+			return offsetsTopicConfigs(rc.view.ConfigMap), 0, ""
+		}
 		t, ok := rc.view.Topic(res.ResourceName)
 		if !ok {
 			return nil, kerr.UnknownTopicOrPartition.Code, "This server does not host this topic-partition."

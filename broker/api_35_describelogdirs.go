@@ -43,8 +43,8 @@ func handleDescribeLogDirs(rc *requestContext, kreq kmsg.Request) (kmsg.Response
 	if !p.StorageHealthy() {
 		dir.ErrorCode = kerr.KafkaStorageError.Code
 	}
-	if total, usable, err := storage.VolumeSpace(p.cfg.DataDir); err == nil {
-		dir.TotalBytes, dir.UsableBytes = total, usable
+	if sp, err := storage.VolumeSpace(p.cfg.DataDir); err == nil {
+		dir.TotalBytes, dir.UsableBytes = sp.Total, sp.Usable
 	}
 	if req.Topics == nil {
 		for i := range rc.view.Topics {

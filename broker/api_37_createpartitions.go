@@ -72,6 +72,9 @@ func (rc *requestContext) checkCreatePartitions(rt kmsg.CreatePartitionsRequestT
 	if duplicate {
 		return nil, kerr.InvalidRequest.Code, "Duplicate topic in the request."
 	}
+	if code, msg := createPartitionsInternalRefusal(rt.Topic); code != 0 {
+		return nil, code, msg
+	}
 	if rc.h.Admin == nil {
 		return nil, kerr.UnknownServerError.Code, errNoAdmin
 	}

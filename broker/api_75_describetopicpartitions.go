@@ -14,7 +14,8 @@ import (
 // docs/wire.md, "DescribeTopicPartitions"). Java's Admin describeTopics uses it when offered.
 //
 // Behaviour:
-//   - Topics empty: every served topic; else the named ones (a name twice counts once).
+//   - Topics empty: every served topic and __consumer_offsets (internal_topics.go); else the
+//     named ones (a name twice counts once).
 //     Either way sorted by name, from the cursor's topic (and, in it, the cursor's partition)
 //     on.
 //   - At most max(1, min(ResponsePartitionLimit, 2000)) partitions are answered (2000 is
@@ -40,6 +41,7 @@ func handleDescribeTopicPartitions(rc *requestContext, kreq kmsg.Request) (kmsg.
 	all := len(req.Topics) == 0
 	var names []string
 	if all {
+		names = append(names, topicname.ConsumerOffsets)
 		for _, t := range rc.view.Topics {
 			names = append(names, t.Name)
 		}
@@ -74,7 +76,7 @@ func handleDescribeTopicPartitions(rc *requestContext, kreq kmsg.Request) (kmsg.
 			resp.NextCursor = &kmsg.DescribeTopicPartitionsResponseNextCursor{Topic: name}
 			break
 		}
-		t, ok := rc.view.Topic(name)
+		t, ok := rc.describedTopic(name)
 		if !ok {
 			if !all {
 				resp.Topics = append(resp.Topics, unknownDescribedTopic(name))

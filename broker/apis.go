@@ -9,6 +9,7 @@ import (
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/broker/cluster"
+	"github.com/paddock-dev/paddock/broker/wire"
 )
 
 // handler answers one decoded request. A protocol error belongs in the response (an error
@@ -66,6 +67,11 @@ type requestContext struct {
 	// next request until that answer is computed.
 	later func() (kmsg.Response, error)
 	alone bool
+	// closeAfter closes the connection once the answer is written (a failed
+	// authentication: wire.Answer.Close).
+	closeAfter bool
+	// session is the connection's authentication (authn.go); never nil.
+	session *session
 	// connCtx ends when ctx does or when the connection's reader stops (the client went
 	// away): what a request that waits for other clients (a JoinGroup waiting for its
 	// rebalance) waits on.
@@ -80,6 +86,8 @@ type requestContext struct {
 	// held is what a Fetch answer holds until it is written (fetch_data.go): segment
 	// sections sent from the file, and answer-budget bytes of records read into memory.
 	held heldRecords
+	// conn is the connection the request arrived on (its authentication state is session).
+	conn *wire.Conn
 }
 
 // answerLater makes fn compute the request's answer after the handler returns, while the

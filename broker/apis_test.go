@@ -112,9 +112,9 @@ func TestMetadataTopics(t *testing.T) {
 		topics  []kmsg.MetadataRequestTopic
 		want    []string
 	}{
-		{"null list means all topics", 12, nil, []string{"orders", "payments"}},
+		{"null list means all topics, the internal one first", 12, nil, []string{"__consumer_offsets", "orders", "payments"}},
 		{"empty list means no topic in v1+", 12, []kmsg.MetadataRequestTopic{}, nil},
-		{"empty list means all topics in v0", 0, []kmsg.MetadataRequestTopic{}, []string{"orders", "payments"}},
+		{"empty list means all topics in v0", 0, []kmsg.MetadataRequestTopic{}, []string{"__consumer_offsets", "orders", "payments"}},
 		{"named topics in request order", 4, []kmsg.MetadataRequestTopic{topic("payments"), topic("orders")}, []string{"payments", "orders"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -190,8 +190,11 @@ func TestMetadataEveryAdvertisedVersionRoundTrips(t *testing.T) {
 		if resp.ErrorCode != 0 {
 			t.Fatalf("v%d: top-level error %d (v13's KIP-1102 field), want NONE", v, resp.ErrorCode)
 		}
-		if len(resp.Brokers) != 2 || len(resp.Topics) != 1 || resp.Topics[0].Partitions[0].Leader != 1 {
+		if len(resp.Brokers) != 2 || len(resp.Topics) != 2 || *resp.Topics[1].Topic != "t" || resp.Topics[1].Partitions[0].Leader != 1 {
 			t.Fatalf("v%d: brokers %d topics %+v", v, len(resp.Brokers), resp.Topics)
+		}
+		if offsets := resp.Topics[0]; *offsets.Topic != "__consumer_offsets" || len(offsets.Partitions) != 50 || v >= 1 && !offsets.IsInternal {
+			t.Fatalf("v%d: first topic %s with %d partitions, internal %v; want __consumer_offsets, 50, internal from v1", v, *offsets.Topic, len(offsets.Partitions), offsets.IsInternal)
 		}
 		if v >= 1 && resp.ControllerID != 0 {
 			t.Fatalf("v%d: controller %d, want 0", v, resp.ControllerID)
@@ -381,7 +384,7 @@ func TestFindCoordinatorFollowsTheRuleAndHealth(t *testing.T) {
 				}
 			}
 			for i, g := range groups {
-				want, _ := coordinator.Pick(g, registered, alive)
+				want, _ := coordinator.Pick(g, coordinator.DefaultPartitions, registered, alive)
 				row := tc.rows[want]
 				if got[i].ErrorCode != 0 || got[i].NodeID != want || got[i].Host != row.Host || got[i].Port != row.Port || got[i].Key != g {
 					t.Fatalf("v%d group %q: got %+v, want broker %d at %s:%d", v, g, got[i], want, row.Host, row.Port)
@@ -404,7 +407,7 @@ func TestFindCoordinatorFollowsTheRuleAndHealth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := coordinator.Pick("billing", registered, []int32{0, 2})
+	want, _ := coordinator.Pick("billing", coordinator.DefaultPartitions, registered, []int32{0, 2})
 	if resp.NodeID != want && (len(resp.Coordinators) == 0 || resp.Coordinators[0].NodeID != want) {
 		t.Fatalf("kgo FindCoordinator %+v, want broker %d", resp, want)
 	}
@@ -466,9 +469,11 @@ func TestApiVersionsAdvertisesExactlyTheHandlerTable(t *testing.T) {
 	// docs/dataplane.md, "Record batch v2").
 	// The group APIs (8, 9, 11–16, 42, 47, 68, 69) are broker/groups' ranges, Apache 3.7's
 	// but for Apache 4.0's consumer protocol (68, 69) and ListGroups v5; ApiVersions is 4.0's.
+	// The SASL keys (17, 36) are served on every listener (a listener without SASL answers
+	// SaslHandshake with ILLEGAL_SASL_STATE).
 	want := []kr{{0, 3, 10}, {1, 4, 16}, {2, 0, 8}, {3, 0, 13}, {8, 0, 9}, {9, 0, 9}, {10, 0, 4}, {11, 0, 9}, {12, 0, 4}, {13, 0, 5},
-		{14, 0, 5}, {15, 0, 5}, {16, 0, 5}, {18, 0, 4}, {19, 0, 7}, {20, 0, 6}, {21, 0, 2}, {22, 0, 4}, {23, 0, 4}, {32, 0, 4}, {33, 0, 2},
-		{35, 0, 4}, {37, 0, 3}, {42, 0, 2}, {44, 0, 1}, {47, 0, 0}, {60, 0, 2}, {68, 0, 1}, {69, 0, 1}, {75, 0, 0}}
+		{14, 0, 5}, {15, 0, 5}, {16, 0, 5}, {17, 0, 1}, {18, 0, 4}, {19, 0, 7}, {20, 0, 6}, {21, 0, 2}, {22, 0, 4}, {23, 0, 4}, {32, 0, 4}, {33, 0, 2},
+		{35, 0, 4}, {36, 0, 2}, {37, 0, 3}, {42, 0, 2}, {44, 0, 1}, {47, 0, 0}, {60, 0, 2}, {68, 0, 1}, {69, 0, 1}, {75, 0, 0}}
 	if !slices.Equal(got, want) || resp.ErrorCode != 0 {
 		t.Fatalf("api keys %v (error %d), want %v", got, resp.ErrorCode, want)
 	}
@@ -617,7 +622,7 @@ func TestBrokerWithoutAnAddressIsNeverAdvertised(t *testing.T) {
 	resp := roundTrip(t, c, req).(*kmsg.FindCoordinatorResponse)
 	onTwo := 0
 	for _, co := range resp.Coordinators {
-		want, _ := coordinator.Pick(co.Key, []int32{0, 1, 2}, []int32{0, 1, 2})
+		want, _ := coordinator.Pick(co.Key, coordinator.DefaultPartitions, []int32{0, 1, 2}, []int32{0, 1, 2})
 		switch {
 		case want == 2:
 			onTwo++

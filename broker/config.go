@@ -31,8 +31,23 @@ type Config struct {
 	Bounds Bounds
 	// bounds holds the bound flags' values until parseConfig parses them.
 	bounds map[string]*string
+	// MetricsPartitionLimit bounds the per-partition series /metrics shows (metrics_partitions.go):
+	// past it only the broker-wide totals are exported. 0 takes DefaultMetricsPartitionLimit;
+	// a negative limit exports none.
+	MetricsPartitionLimit int
 
 	Identity cluster.Identity
+}
+
+// Secured reports whether a listener has TLS or authentication: the broker then reads its
+// certificate, the credentials and the KafkaUsers (docs/security.md).
+func (c Config) Secured() bool {
+	for _, l := range c.Listeners {
+		if l.TLS || l.Authentication != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // envName is the environment variable that defaults flag name: PADDOCK_<NAME_IN_UPPER_SNAKE>.
@@ -42,7 +57,12 @@ func envName(flagName string) string {
 
 // newFlagSet declares every flag on cfg. Each flag's default is its PADDOCK_ variable when set;
 // an explicit flag wins. A malformed environment value is reported by parseConfig.
-func newFlagSet(cfg *Config, listeners, templates *string, getenv func(string) string) (*flag.FlagSet, *[]error) {
+// listFlags are the flags whose text parseConfig reads into Config.Listeners.
+type listFlags struct {
+	listeners, templates, security string
+}
+
+func newFlagSet(cfg *Config, lists *listFlags, getenv func(string) string) (*flag.FlagSet, *[]error) {
 	fs := flag.NewFlagSet("paddock broker", flag.ContinueOnError)
 	var envErrs []error
 	str := func(p *string, name, def, usage string) {
@@ -74,11 +94,14 @@ func newFlagSet(cfg *Config, listeners, templates *string, getenv func(string) s
 		fs.IntVar(p, name, def, usage+" (env "+envName(name)+")")
 	}
 	str(&cfg.Cluster, "cluster", "", "name of the KafkaCluster this broker belongs to (required)")
-	str(listeners, "listeners", "kafka:9092:PodDNS",
+	str(&lists.listeners, "listeners", "kafka:9092:PodDNS",
 		"comma-separated listeners name:port:how, how PodDNS (advertise <pod>.<cluster>-brokers.<ns>.svc.<domain>), PodIP (advertise $POD_IP), "+
 			"NodePort (advertise the node's ExternalIP, else InternalIP, and this broker's nodePort) or LoadBalancer (advertise this broker's load-balancer ingress)")
-	str(templates, "advertised-host-templates", "",
+	str(&lists.templates, "advertised-host-templates", "",
 		"comma-separated name=template: the host advertised on listener name instead, with {id}, {pod}, {namespace}, {node} and {nodeAddress} replaced")
+	str(&lists.security, "listener-security", "",
+		"comma-separated name=tls, name=<authentication> or name=tls+<authentication>: listener name serves TLS with this broker's certificate and/or "+
+			"authenticates its clients, authentication scram-sha-512, scram-sha-256, plain (with tls) or tls (mutual TLS)")
 	num(&cfg.HealthPort, "health-port", 9644, "port of the /healthz, /readyz and /metrics HTTP server")
 	dur(&cfg.HeartbeatInterval, "heartbeat-interval", time.Second, "how often the heartbeat Lease is renewed")
 	dur(&cfg.SessionTimeout, "session-timeout", 6*time.Second, "heartbeat Lease duration (leaseDurationSeconds); whole seconds")
@@ -88,11 +111,13 @@ func newFlagSet(cfg *Config, listeners, templates *string, getenv func(string) s
 	str(&cfg.BindAddress, "bind-address", "", "IP address the listeners and the health server bind to; empty binds every interface")
 	cfg.bounds = boundFlags(str)
 	str(&cfg.LogLevel, "log-level", "info", "log level: debug, info or error")
+	num(&cfg.MetricsPartitionLimit, "metrics-partition-limit", DefaultMetricsPartitionLimit,
+		"most partitions (led here, or committed to by a group coordinated here) given per-partition series on /metrics; past it the broker exports totals only and counts what it left out; negative exports none")
 	return fs, &envErrs
 }
 
 // parseConfig parses args and the environment into a validated Config.
-func parseConfig(cfg *Config, listeners, templates string, envErrs []error, getenv func(string) string) error {
+func parseConfig(cfg *Config, lists listFlags, envErrs []error, getenv func(string) string) error {
 	if len(envErrs) > 0 {
 		return errors.Join(envErrs...)
 	}
@@ -118,11 +143,14 @@ func parseConfig(cfg *Config, listeners, templates string, envErrs []error, gete
 		return err
 	}
 	cfg.Identity = id
-	ls, err := parseListeners(listeners)
+	ls, err := parseListeners(lists.listeners)
 	if err != nil {
 		return err
 	}
-	if err := parseTemplates(ls, templates); err != nil {
+	if err := parseTemplates(ls, lists.templates); err != nil {
+		return err
+	}
+	if err := parseSecurity(ls, lists.security); err != nil {
 		return err
 	}
 	for i := range ls {
@@ -159,6 +187,45 @@ func parseTemplates(ls []cluster.ListenerSpec, s string) error {
 			return fmt.Errorf("advertised host template %q: listener %s has one already", item, name)
 		}
 		ls[i].Template = tmpl
+	}
+	return nil
+}
+
+// parseSecurity sets the TLS and Authentication of the listeners s names:
+// name=tls|<authentication>|tls+<authentication>[,...]. PLAIN and mutual TLS need TLS, as
+// the API requires.
+func parseSecurity(ls []cluster.ListenerSpec, s string) error {
+	seen := map[string]bool{}
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		name, how, ok := strings.Cut(item, "=")
+		i := slices.IndexFunc(ls, func(l cluster.ListenerSpec) bool { return l.Name == name })
+		switch {
+		case !ok || how == "":
+			return fmt.Errorf("listener security %q: want name=tls+authentication", item)
+		case i < 0:
+			return fmt.Errorf("listener security %q: no listener %q", item, name)
+		case seen[name]:
+			return fmt.Errorf("listener security %q: listener %s has one already", item, name)
+		}
+		seen[name] = true
+		for _, part := range strings.Split(how, "+") {
+			switch auth := v1alpha1.ListenerAuthenticationType(part); {
+			case part == "tls" && !ls[i].TLS && ls[i].Authentication == "":
+				ls[i].TLS = true
+			case ls[i].Authentication == "" && slices.Contains([]v1alpha1.ListenerAuthenticationType{
+				v1alpha1.AuthenticationScramSHA512, v1alpha1.AuthenticationScramSHA256, v1alpha1.AuthenticationPlain, v1alpha1.AuthenticationTLS}, auth):
+				ls[i].Authentication = auth
+			default:
+				return fmt.Errorf("listener security %q: %q is not tls or one authentication after it (scram-sha-512, scram-sha-256, plain, tls)", item, part)
+			}
+		}
+		if (ls[i].Authentication == v1alpha1.AuthenticationPlain || ls[i].Authentication == v1alpha1.AuthenticationTLS) && !ls[i].TLS {
+			return fmt.Errorf("listener security %q: %s authentication needs tls", item, ls[i].Authentication)
+		}
 	}
 	return nil
 }

@@ -39,6 +39,9 @@ type Groups struct {
 	Log       logr.Logger
 
 	cur atomic.Pointer[groups.Coordinator]
+	// offsets is the __consumer_offsets view the coordinator feeds (offsets_topic.go); set
+	// with cur.
+	offsets atomic.Pointer[offsetsView]
 	// started is closed once cur is set (Changed); made by startedCh.
 	startedOnce sync.Once
 	started     chan struct{}
@@ -69,6 +72,15 @@ func (g *Groups) Changed() <-chan struct{} {
 func (g *Groups) startedCh() chan struct{} {
 	g.startedOnce.Do(func() { g.started = make(chan struct{}) })
 	return g.started
+}
+
+// offsetsTopic is the __consumer_offsets view of the running coordinator, nil before it
+// runs (or without a data directory).
+func (g *Groups) offsetsTopic() *offsetsView {
+	if g == nil {
+		return nil
+	}
+	return g.offsets.Load()
 }
 
 // Owned is how many groups this broker still holds (groups.Coordinator.Owned); 0 before the
@@ -104,6 +116,7 @@ func (g *Groups) Run(ctx context.Context) {
 			if epoch, owns, ok := coordinatorView(s, g.Self); ok {
 				c.SetView(epoch, owns)
 			}
+			g.offsets.Load().follow(s)
 			g.purge(ctx, c, last, s, purged)
 			last = s
 		}
@@ -136,6 +149,8 @@ func (g *Groups) start(s *cluster.Snapshot) (*groups.Coordinator, error) {
 	cfg.FS = g.FS
 	cfg.Metrics = g.Metrics
 	cfg.Log = g.Log
+	view := newOffsetsView(g.Self, g.View)
+	cfg.OffsetsChanged = view.changed
 	if g.Configure != nil {
 		g.Configure(&cfg)
 	}
@@ -143,6 +158,7 @@ func (g *Groups) start(s *cluster.Snapshot) (*groups.Coordinator, error) {
 	if err != nil {
 		return nil, err
 	}
+	g.offsets.Store(view)
 	g.cur.Store(c)
 	close(g.startedCh())
 	g.Log.Info("Group coordinator started", "dir", cfg.Dir, "initialRebalanceDelay", cfg.InitialRebalanceDelay,
@@ -201,8 +217,9 @@ func coordinatorView(s *cluster.Snapshot, self int32) (epoch int32, owns func(st
 		return 0, nil, false
 	}
 	registered, alive := s.CoordinatorBrokers.Registered, s.CoordinatorBrokers.Alive
+	partitions := s.Config.OffsetsTopicPartitions
 	owns = func(group string) bool {
-		id, ok := coordinator.Pick(group, registered, alive)
+		id, ok := coordinator.Pick(group, partitions, registered, alive)
 		return ok && id == self
 	}
 	return int32(min(s.CoordinatorEpoch, math.MaxInt32)), owns, true

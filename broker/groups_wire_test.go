@@ -122,7 +122,7 @@ func TestJoinGroupIsAnsweredAloneOnItsConnection(t *testing.T) {
 func TestGroupsAnswerNotCoordinatorOnTheOtherBroker(t *testing.T) {
 	c := brokertest.Start(t, brokertest.Options{Brokers: 2, GroupConfig: fastGroups})
 	c.CreateTopic("nc", 1, nil)
-	owner, _ := coordinator.Pick("g-nc", []int32{0, 1}, []int32{0, 1})
+	owner, _ := coordinator.Pick("g-nc", coordinator.DefaultPartitions, []int32{0, 1}, []int32{0, 1})
 	other := 1 - owner
 	req := kmsg.NewPtrOffsetFetchRequest()
 	req.Version, req.Group = 5, "g-nc"
@@ -150,7 +150,7 @@ func TestDrainWaitsUntilTheBrokerCoordinatesNoGroup(t *testing.T) {
 	group := ""
 	for i := 0; ; i++ {
 		group = fmt.Sprintf("dr-%d", i)
-		if id, _ := coordinator.Pick(group, []int32{0, 1}, []int32{0, 1}); id == 1 {
+		if id, _ := coordinator.Pick(group, coordinator.DefaultPartitions, []int32{0, 1}, []int32{0, 1}); id == 1 {
 			break
 		}
 	}

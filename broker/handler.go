@@ -6,9 +6,11 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"k8s.io/utils/clock"
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/broker/cluster"
@@ -47,6 +49,14 @@ type Handler struct {
 	// a whole session timeout: it has probably been declared dead, so Produce stops
 	// acknowledging appends (NOT_LEADER_OR_FOLLOWER). The storage fence stays the guarantee.
 	SelfFenced func() bool
+	// Cluster is the KafkaCluster's name: the brokers' own principal is derived from it.
+	Cluster string
+	// Security, when not nil, is what the broker knows of its cluster's certificates,
+	// credentials and KafkaUsers (docs/security.md); listeners with authentication need it.
+	Security cluster.Security
+	// Clock judges session and certificate expiry and the authentication rate limit; nil
+	// is the real clock.
+	Clock clock.PassiveClock
 	// Groups, when not nil, is the group coordinator (group_coordinator.go) the group APIs
 	// reach; without it, or before it runs, they answer as broker/groups does before its
 	// first view (COORDINATOR_NOT_AVAILABLE).
@@ -69,6 +79,8 @@ type Handler struct {
 	autoCreate *autoCreator
 	// unavailable answers the group APIs while Groups runs no coordinator. Made by init.
 	unavailable *groups.Coordinator
+	// authLimit counts failed authentications per source (authn.go). Made by init.
+	authLimit *authLimiter
 }
 
 func (h *Handler) init() {
@@ -76,6 +88,7 @@ func (h *Handler) init() {
 		h.base, h.cancelBase = context.WithCancel(context.Background())
 		h.autoCreate = newAutoCreator()
 		h.unavailable = groups.Unavailable(viewTopics{h.View})
+		h.authLimit = newAuthLimiter()
 	})
 }
 
@@ -93,6 +106,15 @@ func (h *Handler) Close() {
 // body — closes its connection, except an ApiVersions newer than ours, which gets the v0
 // answer clients retry from.
 func (h *Handler) ServeKafka(r *wire.Request) wire.Answer {
+	start := time.Now()
+	ls := listenerOf(r.Conn.Listener())
+	sess, refused := h.gate(r, ls)
+	if refused != nil {
+		return *refused
+	}
+	if r.Raw {
+		return h.serveRawToken(r, sess)
+	}
 	kreq, err := decodeRequest(r.Header, r.Body)
 	if err != nil {
 		if resp, ok := apiVersionsFallback(r.Header, err); ok {
@@ -102,36 +124,47 @@ func (h *Handler) ServeKafka(r *wire.Request) wire.Answer {
 		h.Metrics.connError(errorReason(err))
 		return wire.Answer{Err: fmt.Errorf("request key %d v%d correlation %d: %w", r.Key, r.Version, r.CorrelationID, err)}
 	}
-	rc := h.newRequestContext(r)
+	rc := h.newRequestContext(r, ls)
+	rc.session = sess
 	resp, err := h.dispatch(rc, r.Header, kreq)
 	if err != nil {
 		rc.held.release()
 		h.Metrics.connError("handler")
 		return wire.Answer{Err: err}
 	}
-	if r.ClientID == nil || *r.ClientID != probeClientID {
+	probe := r.ClientID != nil && *r.ClientID == probeClientID
+	if !probe {
 		h.Metrics.request(r.Key, r.Version)
 	}
 	if rc.later != nil {
-		return wire.Answer{Later: h.encodeLater(r.Header, rc.later), Alone: rc.alone}
+		later := h.encodeLater(r.Header, rc.later, start, probe)
+		if rc.closeAfter {
+			inner := later
+			later = func() wire.Answer { a := inner(); a.Close = true; return a }
+		}
+		return wire.Answer{Later: later, Alone: rc.alone}
+	}
+	if !probe {
+		h.Metrics.answered(r.Key, r.Version, start, resp)
 	}
 	if resp == nil {
 		return wire.Answer{} // the request gets no answer (Produce with acks=0)
 	}
-	return encodeAnswer(r.CorrelationID, resp, &rc.held)
+	a := encodeAnswer(r.CorrelationID, resp, &rc.held)
+	a.Close = rc.closeAfter
+	return a
 }
 
 // newRequestContext is the context of request r: a snapshot of the view taken now, which the
 // whole answer is computed from, and what r tells of its connection and listener.
-func (h *Handler) newRequestContext(r *wire.Request) *requestContext {
+func (h *Handler) newRequestContext(r *wire.Request, listener listenerSource) *requestContext {
 	h.init()
-	listener := listenerOf(r.Conn.Listener())
 	addr, reachable := listener.current()
 	addr.Name = listener.name
 	rc := &requestContext{
 		ctx: r.Context(), connCtx: r.Conn.Context(), stopping: r.Stopping(), h: h,
 		view: h.View.Snapshot(), self: h.Self, listener: addr, selfReachable: reachable,
-		remote: r.Conn.RemoteAddr(),
+		remote: r.Conn.RemoteAddr(), conn: r.Conn,
 	}
 	if r.ClientID != nil {
 		rc.clientID = *r.ClientID
@@ -153,9 +186,12 @@ func (h *Handler) dispatch(rc *requestContext, hdr wire.Header, req kmsg.Request
 
 // encodeLater wraps a handler's answerLater function into the wire's: the same encoding and
 // error reporting as an answer given at once.
-func (h *Handler) encodeLater(hdr wire.Header, fn func() (kmsg.Response, error)) func() wire.Answer {
+func (h *Handler) encodeLater(hdr wire.Header, fn func() (kmsg.Response, error), start time.Time, probe bool) func() wire.Answer {
 	return func() wire.Answer {
 		resp, err := fn()
+		if err == nil && !probe {
+			h.Metrics.answered(hdr.Key, hdr.Version, start, resp)
+		}
 		switch {
 		case err != nil:
 			h.Metrics.connError("handler")
@@ -205,6 +241,8 @@ type advertisedListener struct {
 type listenerSource struct {
 	name    string
 	current func() (v1alpha1.ListenerAddress, bool)
+	// auth is the listener's client authentication (docs/security.md); empty for none.
+	auth v1alpha1.ListenerAuthenticationType
 }
 
 // Advertise wraps ln, the listener called name, so that answers to requests accepted on it
@@ -220,6 +258,14 @@ func Advertise(ln net.Listener, name, host string, port int32) net.Listener {
 // none.
 func AdvertiseFrom(ln net.Listener, name string, addrs *cluster.Addresses) net.Listener {
 	return &advertisedListener{Listener: ln, source: listenerSource{name: name, current: func() (v1alpha1.ListenerAddress, bool) { return addrs.Get(name) }}}
+}
+
+// advertiseListener is AdvertiseFrom for the configured listener l, with its
+// authentication: what the broker serves each listener with.
+func advertiseListener(ln net.Listener, l cluster.ListenerSpec, addrs *cluster.Addresses) net.Listener {
+	al := AdvertiseFrom(ln, l.Name, addrs).(*advertisedListener)
+	al.source.auth = l.Authentication
+	return al
 }
 
 // listenerOf is what ln advertises: its Advertise source, or its local address under the

@@ -16,6 +16,8 @@ type healthReport struct {
 	// NoAddress names each listener the broker cannot advertise yet, and why; the broker is
 	// not ready while there is one (addresses.go).
 	NoAddress []string `json:"noAddress,omitempty"`
+	// NoCertificate names each TLS listener the broker has no certificate for yet.
+	NoCertificate []string `json:"noCertificate,omitempty"`
 	// MountRefused says why the data volume's mount cannot keep the storage rules; the broker
 	// serves no partition or group, is unhealthy and never ready while there is one.
 	MountRefused        []string `json:"mountRefused,omitempty"`
@@ -38,6 +40,7 @@ func (b *Broker) healthReport() healthReport {
 		LastTickAgeSeconds: b.liveness.Age().Seconds(),
 		BrokerID:           b.Config.Identity.ID,
 		NoAddress:          b.Addresses.Missing(),
+		NoCertificate:      b.missingCertificates(),
 		MountRefused:       b.MountRefused(),
 		// Every partition the view assigns here has been taken over (served, or answered
 		// KAFKA_STORAGE_ERROR after a storage failure); vacuously true without any, or
@@ -45,13 +48,14 @@ func (b *Broker) healthReport() healthReport {
 		TakeoverDone: parts.TakeoverDone(),
 	}
 	r.HeartbeatAgeSeconds = b.Heartbeat.Age().Seconds()
-	r.Ready = r.ListenersBound && r.Healthy && r.ViewSynced && r.TakeoverDone && len(r.NoAddress) == 0
+	r.Ready = r.ListenersBound && r.Healthy && r.ViewSynced && r.TakeoverDone && len(r.NoAddress) == 0 && len(r.NoCertificate) == 0
 	return r
 }
 
 // healthHandler serves /healthz (liveness: 503 once the request path is wedged), /readyz
 // (listeners bound ∧ healthy — request path and storage — ∧ first view read ∧ every assigned
-// partition taken over ∧ an address on every listener) and /metrics. It runs on its
+// partition taken over ∧ an address on every listener ∧ a certificate for every TLS
+// listener) and /metrics. It runs on its
 // own port and goroutines and reads only atomics and the view pointer, so a wedged request
 // path makes the probes fail instead of hang.
 func (b *Broker) healthHandler() http.Handler {

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -63,7 +64,10 @@ func (l *Liveness) Healthy() bool { return l.Age() < WedgedAfter }
 // by its clients' requests as well. When any part of that path is wedged, no probe is
 // answered, nothing ticks, and after WedgedAfter the broker reports itself unhealthy. It
 // returns when ctx ends.
-func RunIdleTicks(ctx context.Context, srv *wire.Server, period time.Duration, log logr.Logger) {
+//
+// probeTLS, when not nil, gives the client TLS configuration to probe the listener bound at
+// a port with (nil: plaintext): a TLS listener is probed over TLS.
+func RunIdleTicks(ctx context.Context, srv *wire.Server, period time.Duration, log logr.Logger, probeTLS func(port int) *tls.Config) {
 	frame := appendRequestFrameFrom(nil, probeClientID, kmsg.NewPtrApiVersionsRequest(), 0)
 	t := time.NewTicker(period)
 	defer t.Stop()
@@ -76,7 +80,11 @@ func RunIdleTicks(ctx context.Context, srv *wire.Server, period time.Duration, l
 			if !ok {
 				continue // not serving yet, or shut down
 			}
-			if err := probe(ctx, addr, frame); err != nil && ctx.Err() == nil {
+			var cfg *tls.Config
+			if probeTLS != nil {
+				cfg = probeTLS(addr.Port)
+			}
+			if err := probe(ctx, addr.String(), cfg, frame); err != nil && ctx.Err() == nil {
 				log.V(1).Info("Liveness probe got no answer", "addr", addr, "reason", err.Error())
 			}
 		}
@@ -85,14 +93,14 @@ func RunIdleTicks(ctx context.Context, srv *wire.Server, period time.Duration, l
 
 // probeAddr is a dialable address of one of srv's listeners: the bound address, or loopback
 // when it is bound to every interface.
-func probeAddr(srv *wire.Server) (string, bool) {
+func probeAddr(srv *wire.Server) (*net.TCPAddr, bool) {
 	addrs := srv.Addrs()
 	if len(addrs) == 0 {
-		return "", false
+		return nil, false
 	}
 	a, ok := addrs[0].(*net.TCPAddr)
 	if !ok {
-		return addrs[0].String(), true
+		return nil, false
 	}
 	ip := a.IP
 	switch {
@@ -101,15 +109,18 @@ func probeAddr(srv *wire.Server) (string, bool) {
 	case ip.IsUnspecified():
 		ip = net.IPv6loopback
 	}
-	return (&net.TCPAddr{IP: ip, Port: a.Port}).String(), true
+	return &net.TCPAddr{IP: ip, Port: a.Port}, true
 }
 
 // probe sends frame to addr and reads the answer, giving up after WedgedAfter.
-func probe(ctx context.Context, addr string, frame []byte) error {
+func probe(ctx context.Context, addr string, tlsCfg *tls.Config, frame []byte) error {
 	d := net.Dialer{Timeout: WedgedAfter}
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return fmt.Errorf("dial: %w", err)
+	}
+	if tlsCfg != nil {
+		c = tls.Client(c, tlsCfg)
 	}
 	defer func() { _ = c.Close() }() // a probe connection carries nothing to flush
 	if err := c.SetDeadline(time.Now().Add(WedgedAfter)); err != nil {

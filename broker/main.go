@@ -79,8 +79,8 @@ func wrap(words []string, width int, indent string) string {
 
 func run(args []string, getenv func(string) string, stderr io.Writer, signals <-chan os.Signal) int {
 	var cfg Config
-	var listeners, templates string
-	fs, envErrs := newFlagSet(&cfg, &listeners, &templates, getenv)
+	var lists listFlags
+	fs, envErrs := newFlagSet(&cfg, &lists, getenv)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usage())
@@ -96,7 +96,7 @@ func run(args []string, getenv func(string) string, stderr io.Writer, signals <-
 		fmt.Fprintf(stderr, "paddock broker: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
-	if err := parseConfig(&cfg, listeners, templates, *envErrs, getenv); err != nil {
+	if err := parseConfig(&cfg, lists, *envErrs, getenv); err != nil {
 		fmt.Fprintf(stderr, "paddock broker: %v\n", err)
 		return 2
 	}
@@ -142,6 +142,16 @@ func runWithCluster(cfg Config, log logr.Logger, signals <-chan os.Signal) error
 	}
 
 	b := NewBroker(cfg, view, log)
+	if cfg.Secured() {
+		sec, err := conn.InformerSecurity(cfg.Identity.Namespace, cfg.Cluster, cfg.Identity.ID, log.WithName("security"))
+		if err != nil {
+			return err
+		}
+		if err := sec.Start(ctx); err != nil {
+			return err
+		}
+		b.Security = sec
+	}
 	b.Admin = &cluster.Admin{Client: conn.Client, Namespace: cfg.Identity.Namespace, Cluster: cfg.Cluster}
 	if b.Addresses.NeedsWatch() {
 		if err := conn.WatchAddresses(ctx, b.Addresses, log.WithName("addresses")); err != nil {

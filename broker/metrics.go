@@ -3,11 +3,14 @@ package broker
 import (
 	"net"
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/paddock-dev/paddock/broker/wire"
+	"github.com/paddock-dev/paddock/internal/buildinfo"
 )
 
 // Metrics are the broker's Prometheus series, on a registry of their own (not the process
@@ -19,6 +22,12 @@ type Metrics struct {
 	requests    *prometheus.CounterVec
 	errors      *prometheus.CounterVec
 	connections prometheus.Gauge
+	// authentications counts SASL authentications by mechanism and result (authn.go).
+	authentications *prometheus.CounterVec
+	// latency and answerErrors are per API key and version, created on first use: a key
+	// nobody sends costs no series (metrics_requests.go).
+	latency      *prometheus.HistogramVec
+	answerErrors *prometheus.CounterVec
 
 	// dp are the data plane's series (metrics_dataplane.go).
 	dp dataPlaneMetrics
@@ -44,9 +53,23 @@ func NewMetrics(heartbeatAge func() float64, draining func() bool) *Metrics {
 			Name: "paddock_broker_open_connections",
 			Help: "Client connections currently open.",
 		}),
+		authentications: authMetrics(),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "paddock_broker_request_duration_seconds",
+			Help: "Time from a request's decode to its encoded answer (long-poll waits and acks=-1 fsyncs included), by API key name and version.",
+			// 0.25 ms … ~8 s.
+			Buckets: prometheus.ExponentialBuckets(0.00025, 2, 16),
+		}, []string{"api", "version"}),
+		answerErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "paddock_broker_response_errors_total",
+			Help: "Error codes in answers (the top-level one and each partition's, group's or topic's), by API key name and Kafka error name.",
+		}, []string{"api", "error"}),
 		byKey: map[int16][]prometheus.Counter{},
 	}
-	m.Registry.MustRegister(m.requests, m.errors, m.connections,
+	m.Registry.MustRegister(m.requests, m.errors, m.connections, m.authentications, m.latency, m.answerErrors,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		buildinfo.Collector(),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "paddock_broker_heartbeat_age_seconds",
 			Help: "Seconds since the heartbeat Lease was last renewed; -1 before the first renewal.",
@@ -81,6 +104,19 @@ func (m *Metrics) request(key, version int16) {
 		return
 	}
 	m.requests.WithLabelValues(kmsg.NameForKey(key), strconv.Itoa(int(version))).Inc()
+}
+
+// answered records one answered request: its latency since start and the error codes resp
+// carries.
+func (m *Metrics) answered(key, version int16, start time.Time, resp kmsg.Response) {
+	if m == nil {
+		return
+	}
+	name := kmsg.NameForKey(key)
+	m.latency.WithLabelValues(name, strconv.Itoa(int(version))).Observe(time.Since(start).Seconds())
+	if resp != nil {
+		eachErrorCode(resp, func(code int16) { m.answerErrors.WithLabelValues(name, errorName(code)).Inc() })
+	}
 }
 
 func (m *Metrics) connError(reason string) {

@@ -15,6 +15,7 @@ type dataPlaneMetrics struct {
 	bytesIn, bytesOut *prometheus.CounterVec
 	produce, fetch    prometheus.Histogram
 	takeoverSeconds   prometheus.Histogram
+	takeovers         *prometheus.CounterVec
 	led, takingOver   prometheus.Gauge
 	fsync             prometheus.Histogram
 	drainTimeouts     prometheus.Counter
@@ -49,6 +50,10 @@ func newDataPlaneMetrics(r *prometheus.Registry) dataPlaneMetrics {
 			Help:    "Duration of successful partition takeovers (claim the fence, recover the tail, roll).",
 			Buckets: latency,
 		}),
+		takeovers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "paddock_broker_takeovers_total",
+			Help: "Partition takeovers finished, by result: served, fenced (claimed at a newer epoch), failed (a storage error).",
+		}, []string{"result"}),
 		led: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "paddock_broker_partitions_led",
 			Help: "Partitions this broker has taken over and serves.",
@@ -71,7 +76,10 @@ func newDataPlaneMetrics(r *prometheus.Registry) dataPlaneMetrics {
 			Help: "Produce partitions refused (NOT_LEADER_OR_FOLLOWER) because the broker had not renewed its Lease for a session timeout.",
 		}),
 	}
-	r.MustRegister(m.bytesIn, m.bytesOut, m.produce, m.fetch, m.takeoverSeconds, m.led, m.takingOver, m.fsync, m.drainTimeouts, m.selfFenced)
+	for _, result := range []string{"served", "fenced", "failed"} {
+		m.takeovers.WithLabelValues(result) // every result shows from the first scrape: rate() needs the zero
+	}
+	r.MustRegister(m.bytesIn, m.bytesOut, m.produce, m.fetch, m.takeoverSeconds, m.takeovers, m.led, m.takingOver, m.fsync, m.drainTimeouts, m.selfFenced)
 	return m
 }
 
@@ -99,8 +107,13 @@ func (m *Metrics) fetchLatency(d time.Duration) {
 	}
 }
 
-func (m *Metrics) takeover(d time.Duration) {
-	if m != nil {
+// takeover counts a finished takeover; a served one's duration goes to the histogram.
+func (m *Metrics) takeover(result string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.dp.takeovers.WithLabelValues(result).Inc()
+	if result == "served" {
 		m.dp.takeoverSeconds.Observe(d.Seconds())
 	}
 }

@@ -518,16 +518,18 @@ func (p *Partitions) tookOver(ev partitionEvent) {
 	switch {
 	case ev.err == nil:
 		next.phase = phaseServing
-		p.cfg.Metrics.takeover(ev.took)
+		p.cfg.Metrics.takeover("served", ev.took)
 		p.cfg.Metrics.partitionsLed(1)
 		p.log.Info("Took over partition", "topic", next.topic, "partition", ev.key.index, "epoch", next.epoch, "took", ev.took.String())
 		p.workers.Add(1)
 		go p.watch(ev.key, ev.log)
 	case errors.Is(ev.err, storage.ErrFenced):
 		next.phase, next.err = phaseFenced, ev.err
+		p.cfg.Metrics.takeover("fenced", ev.took)
 		p.log.Info("Takeover refused: the partition is claimed at a newer epoch", "topic", next.topic, "partition", ev.key.index, "epoch", next.epoch, "reason", ev.err.Error())
 	default:
 		next.phase, next.err = phaseFailed, ev.err
+		p.cfg.Metrics.takeover("failed", ev.took)
 		p.log.Error(ev.err, "Takeover failed; the partition is offline on this broker", "topic", next.topic, "partition", ev.key.index, "epoch", next.epoch)
 		p.storageFailed(ev.err)
 	}

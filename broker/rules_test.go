@@ -48,13 +48,13 @@ func TestConfigFromFlagsAndEnvironment(t *testing.T) {
 	getenv := func(k string) string { return env[k] }
 	parse := func(args ...string) (Config, error) {
 		var cfg Config
-		var listeners, templates string
-		fs, envErrs := newFlagSet(&cfg, &listeners, &templates, getenv)
+		var lists listFlags
+		fs, envErrs := newFlagSet(&cfg, &lists, getenv)
 		fs.SetOutput(&strings.Builder{})
 		if err := fs.Parse(args); err != nil {
 			return cfg, err
 		}
-		return cfg, parseConfig(&cfg, listeners, templates, *envErrs, getenv)
+		return cfg, parseConfig(&cfg, lists, *envErrs, getenv)
 	}
 
 	cfg, err := parse("--listeners=internal:9092:PodDNS,external:9094:PodIP", "--health-port=9644", "--cluster-domain=example.org")
@@ -126,13 +126,13 @@ func TestBrokerIDIsTheRegistrysOrdinal(t *testing.T) {
 	} {
 		env := map[string]string{"POD_NAME": tc.pod, "POD_NAMESPACE": "kafka"}
 		var cfg Config
-		var listeners, templates string
-		fs, envErrs := newFlagSet(&cfg, &listeners, &templates, func(k string) string { return env[k] })
+		var lists listFlags
+		fs, envErrs := newFlagSet(&cfg, &lists, func(k string) string { return env[k] })
 		fs.SetOutput(&strings.Builder{})
 		if err := fs.Parse([]string{"--cluster=prod"}); err != nil {
 			t.Fatal(err)
 		}
-		err := parseConfig(&cfg, listeners, templates, *envErrs, func(k string) string { return env[k] })
+		err := parseConfig(&cfg, lists, *envErrs, func(k string) string { return env[k] })
 		if ok := err == nil; ok != tc.wantOK || (ok && cfg.Identity.ID != tc.id) {
 			t.Errorf("POD_NAME=%s: id %d, err %v; want id %d accepted=%v", tc.pod, cfg.Identity.ID, err, tc.id, tc.wantOK)
 		}
@@ -146,13 +146,13 @@ func TestListenerFlagsCarryTheTypeAndTheTemplate(t *testing.T) {
 	env := map[string]string{"POD_NAME": "c-broker-3", "POD_NAMESPACE": "kafka", "POD_IP": "10.1.2.3", "NODE_NAME": "n7"}
 	parse := func(args ...string) (Config, error) {
 		var cfg Config
-		var listeners, templates string
-		fs, envErrs := newFlagSet(&cfg, &listeners, &templates, func(k string) string { return env[k] })
+		var lists listFlags
+		fs, envErrs := newFlagSet(&cfg, &lists, func(k string) string { return env[k] })
 		fs.SetOutput(&strings.Builder{})
 		if err := fs.Parse(append([]string{"--cluster=c"}, args...)); err != nil {
 			return cfg, err
 		}
-		return cfg, parseConfig(&cfg, listeners, templates, *envErrs, func(k string) string { return env[k] })
+		return cfg, parseConfig(&cfg, lists, *envErrs, func(k string) string { return env[k] })
 	}
 	cfg, err := parse("--listeners=kafka:9092:PodIP,np:9094:NodePort,lb:9095:LoadBalancer",
 		"--advertised-host-templates=np={nodeAddress}.{namespace}.example.com,lb=kafka-{id}.{node}.example.com")
@@ -179,6 +179,42 @@ func TestListenerFlagsCarryTheTypeAndTheTemplate(t *testing.T) {
 		if _, err := parse(bad...); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
+	}
+}
+
+// --listener-security gives each listener its TLS and authentication, as the operator writes
+// them (builders.go listenerSecurity); PLAIN and mutual TLS without TLS are refused.
+func TestListenerSecurityFlag(t *testing.T) {
+	env := map[string]string{"POD_NAME": "c-broker-0", "POD_NAMESPACE": "kafka"}
+	parse := func(security string) ([]cluster.ListenerSpec, error) {
+		var cfg Config
+		var lists listFlags
+		fs, envErrs := newFlagSet(&cfg, &lists, func(k string) string { return env[k] })
+		fs.SetOutput(&strings.Builder{})
+		if err := fs.Parse([]string{"--cluster=c", "--listeners=a:9092,b:9093,c:9094,d:9095", "--listener-security=" + security}); err != nil {
+			return nil, err
+		}
+		err := parseConfig(&cfg, lists, *envErrs, func(k string) string { return env[k] })
+		return cfg.Listeners, err
+	}
+	ls, err := parse("b=tls,c=tls+scram-sha-512,d=scram-sha-256")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []string{}
+	for _, l := range ls {
+		got = append(got, fmt.Sprintf("%s:%v:%s", l.Name, l.TLS, l.Authentication))
+	}
+	if want := []string{"a:false:", "b:true:", "c:true:scram-sha-512", "d:false:scram-sha-256"}; !slices.Equal(got, want) {
+		t.Fatalf("listeners %v, want %v", got, want)
+	}
+	for _, bad := range []string{"a=plain", "a=tls+tls+tls", "a=tls,a=tls", "z=tls", "a=", "a=kerberos", "a=scram-sha-512+tls", "a=tls+plain+tls"} {
+		if _, err := parse(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	if ls, err := parse("a=tls+tls"); err != nil || ls[0].Authentication != v1alpha1.AuthenticationTLS {
+		t.Fatalf("mutual TLS: %v %v", ls, err)
 	}
 }
 

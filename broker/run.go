@@ -2,12 +2,14 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -56,6 +58,10 @@ type Broker struct {
 	// CopyFetchData is the Handler's: Fetch records read into memory and written with the
 	// vectored write, never sent from their segment files (benchmarks compare the two).
 	CopyFetchData bool
+	// Security is what the broker knows of its cluster's certificates, credentials and
+	// KafkaUsers; listeners with TLS or authentication need it (nil: they serve no TLS
+	// handshake and authenticate nobody).
+	Security cluster.Security
 	// GroupConfig, when set, adjusts the group coordinator's configuration
 	// (groups.DefaultConfig) before it starts: tests shorten the initial rebalance delay.
 	GroupConfig func(*groups.Config)
@@ -98,6 +104,7 @@ func NewBroker(cfg Config, view cluster.View, log logr.Logger) *Broker {
 	if err := b.groupMetrics.Register(b.metrics.Registry); err != nil {
 		panic(fmt.Sprintf("broker: register the group coordinator's metrics: %v", err)) // a fresh registry: a name clash is a bug
 	}
+	b.metrics.Registry.MustRegister(stateCollector{b})
 	return b
 }
 
@@ -182,15 +189,19 @@ type running struct {
 	health  *http.Server
 	// serveErr receives the error of a listener whose Serve ended on its own.
 	serveErr chan error
-	// stopBackground ends the heartbeat loop and the idle ticks. They live until Run returns —
-	// through the drain, so the draining flag keeps being renewed until the listeners close.
-	stopBackground context.CancelFunc
+	// stopBackground ends the heartbeat loop, the idle ticks and the data removal of deleted
+	// topics, and waits for them: nothing of the broker touches the data directory once Run
+	// has returned. They live until Run returns — through the drain, so the draining flag
+	// keeps being renewed until the listeners close.
+	stopBackground func()
 	// stopPartitions ends the partition manager (every log relinquished) and waits for it;
 	// nil without one.
 	stopPartitions func()
 	// stopGroups closes the group coordinator (its waiting requests answered NOT_COORDINATOR)
 	// and waits for it; nil without one.
 	stopGroups func()
+	// tlsPorts are the bound ports of the TLS listeners (the idle probe speaks TLS there).
+	tlsPorts map[int]bool
 }
 
 // start serves the wire protocol on every Kafka listener and the health endpoints on theirs,
@@ -209,12 +220,15 @@ func (b *Broker) start(lns *bound) *running {
 		// them from their segment files and takes none.
 		AnswerBudget:  wire.NewBudget(orUnbounded(b.Config.Bounds.QueuedMaxResponseBytes)),
 		CopyFetchData: b.CopyFetchData,
+		Cluster:       b.Config.Cluster,
+		Security:      b.Security,
 	}
 	r := &running{
 		wire:     newWireServer(h, b.Config.Bounds, b.PipelineDepth, b.Log.WithName("wire")),
 		handler:  h,
 		health:   &http.Server{Handler: b.healthHandler(), ReadHeaderTimeout: 5 * time.Second},
 		serveErr: make(chan error, len(lns.kafka)+1),
+		tlsPorts: map[int]bool{},
 	}
 	if b.checkMount() {
 		b.startPartitions(r)
@@ -244,12 +258,17 @@ func (b *Broker) serveKafka(r *running, lns []net.Listener) []net.Addr {
 			b.Addresses.Bound(i, int32(ln.Addr().(*net.TCPAddr).Port))
 		}
 		addrs[i] = ln.Addr()
-		go func() { r.serveErr <- r.wire.Serve(AdvertiseFrom(ln, l.Name, b.Addresses)) }()
+		if l.TLS {
+			r.tlsPorts[ln.Addr().(*net.TCPAddr).Port] = true
+			ln = tls.NewListener(ln, b.tlsConfig(l))
+		}
+		go func() { r.serveErr <- r.wire.Serve(advertiseListener(ln, l, b.Addresses)) }()
 		advertised := "none yet"
 		if a, ok := b.Addresses.Get(l.Name); ok {
 			advertised = net.JoinHostPort(a.Host, strconv.Itoa(int(a.Port)))
 		}
-		b.Log.Info("Listening", "listener", l.Name, "type", l.Type, "addr", ln.Addr().String(), "advertised", advertised)
+		b.Log.Info("Listening", "listener", l.Name, "type", l.Type, "addr", ln.Addr().String(), "advertised", advertised,
+			"tls", l.TLS, "authentication", string(l.Authentication))
 	}
 	return addrs
 }
@@ -258,17 +277,21 @@ func (b *Broker) serveKafka(r *running, lns []net.Listener) []net.Addr {
 // heartbeat and, with API access, the data removal of deleted topics.
 func (b *Broker) startBackground(r *running) {
 	bg, stop := context.WithCancel(context.Background())
-	r.stopBackground = stop
-	go RunIdleTicks(bg, r.wire, idleTickPeriod, b.Log.WithName("wire"))
+	var wg sync.WaitGroup
+	r.stopBackground = func() {
+		stop()
+		wg.Wait()
+	}
+	wg.Go(func() { RunIdleTicks(bg, r.wire, idleTickPeriod, b.Log.WithName("wire"), b.probeTLS(r.tlsPorts)) })
 	if b.Heartbeat != nil {
 		b.Heartbeat.Listeners = b.Addresses.Known
 		b.Heartbeat.Claims = b.Claims
-		go b.Heartbeat.Run(bg)
+		wg.Go(func() { b.Heartbeat.Run(bg) })
 	}
 	if b.Admin != nil {
 		remover := &dataRemover{view: b.View, admin: b.Admin, self: b.Config.Identity.ID,
 			dataDir: b.Config.DataDir, fs: storage.OSFS{}, log: b.Log.WithName("topic-removal")}
-		go remover.run(bg)
+		wg.Go(func() { remover.run(bg) })
 	}
 }
 

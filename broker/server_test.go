@@ -395,7 +395,7 @@ func TestIdleTicksCoverTheAcceptLoop(t *testing.T) {
 			go func() { _ = srv.Serve(ln) }()
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan struct{})
-			go func() { defer close(done); RunIdleTicks(ctx, srv, 20*time.Millisecond, h.Log) }()
+			go func() { defer close(done); RunIdleTicks(ctx, srv, 20*time.Millisecond, h.Log, nil) }()
 			t.Cleanup(func() { cancel(); _ = srv.Close(); <-done })
 
 			mono.Add(int64(WedgedAfter + time.Second)) // six seconds without a client request

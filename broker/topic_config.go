@@ -75,6 +75,8 @@ func (rc *requestContext) alterTarget(typ kmsg.ConfigResourceType, name string, 
 		return nil, kerr.InvalidRequest.Code, "paddock brokers have no loggers to configure; their log level is the --log-level flag"
 	case typ != kmsg.ConfigResourceTypeTopic:
 		return nil, kerr.InvalidRequest.Code, fmt.Sprintf("Unsupported resource type: %d", typ)
+	case name == topicname.ConsumerOffsets:
+		return nil, kerr.PolicyViolation.Code, fmt.Sprintf(errAlterInternal, name)
 	case rc.h.Admin == nil:
 		return nil, kerr.UnknownServerError.Code, errNoAdmin
 	}

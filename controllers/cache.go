@@ -38,6 +38,7 @@ func CacheByObject() map[client.Object]cache.ByObject {
 		&appsv1.StatefulSet{}:           ours,
 		&corev1.Service{}:               ours,
 		&corev1.Pod{}:                   ours,
+		&corev1.Secret{}:                ours,
 		&corev1.ServiceAccount{}:        ours,
 		&corev1.PersistentVolumeClaim{}: ours,
 		&rbacv1.Role{}:                  ours,

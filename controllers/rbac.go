@@ -18,14 +18,22 @@ package controllers
 //
 // The recovery reconciler (docs/recovery.md) deletes broker pods — force-deleting the pod of
 // a broker whose node is lost — and zombie claims (persistentvolumeclaims delete, above).
+// The KafkaCluster reconciler lists a Pending data claim's Events (why is it Pending?).
+//
+// The certificates reconciler (docs/security.md) writes a TLS cluster's CA and broker
+// certificate Secrets, and reads a user-supplied CA's Secret (which it never writes); the
+// KafkaUser reconciler writes each user's Secret and the cluster's salted-credentials Secret.
+// Brokers read their own certificate Secrets and the salted credentials through the broker
+// Role, which names those Secrets.
 
-// +kubebuilder:rbac:groups=kafka.paddock.dev,resources=kafkaclusters;brokers;kafkatopics,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=kafka.paddock.dev,resources=kafkaclusters/status;brokers/status;kafkatopics/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=kafka.paddock.dev,resources=kafkaclusters/finalizers,verbs=update
+// +kubebuilder:rbac:groups=kafka.paddock.dev,resources=kafkaclusters;brokers;kafkatopics;kafkausers,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=kafka.paddock.dev,resources=kafkaclusters/status;brokers/status;kafkatopics/status;kafkausers/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=kafka.paddock.dev,resources=kafkaclusters/finalizers;kafkausers/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=services;serviceaccounts;persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch;list
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete

@@ -6,6 +6,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/paddock-dev/paddock/controllers/assignment"
+	"github.com/paddock-dev/paddock/controllers/certificates"
 	"github.com/paddock-dev/paddock/controllers/kafkacluster"
 	"github.com/paddock-dev/paddock/controllers/recovery"
 	"github.com/paddock-dev/paddock/controllers/registry"
@@ -30,6 +31,10 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if err := provisioning.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up kafkacluster controller: %w", err)
 	}
+	certs := &certificates.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("certificates")}
+	if err := certs.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up certificates controller: %w", err)
+	}
 	brokers := &registry.Reconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("registry")}
 	if err := brokers.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up registry controller: %w", err)
@@ -42,5 +47,6 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if err := lost.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up recovery controller: %w", err)
 	}
+	RegisterMetrics(mgr.GetCache())
 	return nil
 }

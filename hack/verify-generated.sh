@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-generated() { git ls-files --cached --others --exclude-standard -- 'config/crd/bases' 'config/rbac/role.yaml' '*zz_generated*.go' 'bundle' 'bundle.Dockerfile'; }
+generated() { git ls-files --cached --others --exclude-standard -- 'config/crd/bases' 'config/rbac/role.yaml' 'config/rbac/cluster_role.yaml' 'config/helm/paddock/crds' 'config/helm/paddock/files' '*zz_generated*.go' 'bundle' 'bundle.Dockerfile'; }
 
 snap=$(mktemp -d)
 trap 'rm -rf "$snap"' EXIT

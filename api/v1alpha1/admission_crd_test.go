@@ -17,7 +17,7 @@ import (
 )
 
 // What the provisioning reconciler used to find only at reconcile time (the health-port
-// clash, the NodePort/LoadBalancer mix, a storage change) is refused by the API server when
+// clash, the NodePort/LoadBalancer mix, a storage change, a claim made to shrink) is refused by the API server when
 // the spec is written, with the reconciler's own words (docs/security.md, "Strict inputs").
 var _ = Describe("Admission-time validation of a KafkaCluster", func() {
 	external := func(name string, port int32, typ kafkav1alpha1.ListenerType, svc *kafkav1alpha1.ListenerService) kafkav1alpha1.Listener {
@@ -98,8 +98,6 @@ var _ = Describe("Admission-time validation of a KafkaCluster", func() {
 			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
 			Expect(err.Error()).To(ContainSubstring(message))
 		},
-		Entry("size", kafkav1alpha1.Storage{Size: ptr.To(resource.MustParse("1Gi"))},
-			func(s *kafkav1alpha1.Storage) { s.Size = ptr.To(resource.MustParse("2Gi")) }, "spec.storage.size cannot change"),
 		Entry("class", kafkav1alpha1.Storage{StorageClassName: ptr.To("nfs")},
 			func(s *kafkav1alpha1.Storage) { s.StorageClassName = ptr.To("ceph") }, "spec.storage.storageClassName cannot change"),
 		Entry("class removed", kafkav1alpha1.Storage{StorageClassName: ptr.To("nfs")},
@@ -133,5 +131,36 @@ var _ = Describe("Admission-time validation of a KafkaCluster", func() {
 		ephemeral.Spec.Storage.Size = ptr.To(resource.MustParse("2Gi"))
 		ephemeral.Spec.Heartbeat.SessionTimeout = &metav1.Duration{Duration: 9 * time.Second}
 		Expect(env.Client.Update(ctx, ephemeral)).To(Succeed())
+	})
+
+	// status.storageSize is what the data claim asks for; growing spec.storage.size is an
+	// expansion, setting it below the claim a shrink no claim can do.
+	It("refuses a storage size below the data claim's, and lets it grow or go back to the claim's", func(ctx SpecContext) {
+		kc := &kafkav1alpha1.KafkaCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: newNamespace(ctx)}}
+		kc.Spec.Storage.Size = ptr.To(resource.MustParse("10Gi"))
+		Expect(env.Client.Create(ctx, kc)).To(Succeed())
+		kc.Spec.Storage.Size = ptr.To(resource.MustParse("1Gi"))
+		Expect(env.Client.Update(ctx, kc)).To(Succeed(), "no claim yet: any size")
+
+		kc.Status.StorageSize = ptr.To(resource.MustParse("1Gi"))
+		Expect(env.Client.Status().Update(ctx, kc)).To(Succeed())
+		kc.Spec.Storage.Size = ptr.To(resource.MustParse("2Gi"))
+		Expect(env.Client.Update(ctx, kc)).To(Succeed(), "growing is an expansion")
+		kc.Spec.Storage.Size = ptr.To(resource.MustParse("1024Mi"))
+		Expect(env.Client.Update(ctx, kc)).To(Succeed(), "back to the claim's size (an expansion the class refused)")
+
+		kc.Spec.Storage.Size = ptr.To(resource.MustParse("512Mi"))
+		err := env.Client.Update(ctx, kc)
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
+		Expect(err.Error()).To(ContainSubstring("spec.storage.size cannot be smaller than the data claim (status.storageSize)"))
+
+		By("a status write never trips the rule, whatever the spec says")
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(kc), kc)).To(Succeed())
+		kc.Status.StorageSize = ptr.To(resource.MustParse("4Gi")) // a claim larger than the spec, e.g. one being adopted
+		Expect(env.Client.Status().Update(ctx, kc)).To(Succeed())
+		kc.Status.Replicas = 2
+		Expect(env.Client.Status().Update(ctx, kc)).To(Succeed())
+		kc.Spec.Replicas = 5
+		Expect(env.Client.Update(ctx, kc)).To(Succeed(), "a spec edit that leaves the size alone")
 	})
 })

@@ -216,8 +216,72 @@ var _ = Describe("CRDs", func() {
 			}
 			Expect(names[len(names)-1]).To(Equal("Age"), "Age comes last")
 		},
-		Entry("kafkaclusters", "kafkaclusters", []string{"Name", "Ready", "Brokers", "Fenced", "Alive", "Partitions", "Age"}, []string{"Topics", "Cluster-ID"}),
+		Entry("kafkaclusters", "kafkaclusters", []string{"Name", "Ready", "Brokers", "Fenced", "Alive", "Partitions", "Age"}, []string{"Topics", "Cluster-ID", "Secured"}),
 		Entry("brokers", "brokers", []string{"Name", "Cluster", "ID", "State", "Health", "Rack", "Last-Seen", "Age"}, []string{"Epoch", "Pod", "Node", "Recovery"}),
 		Entry("kafkatopics", "kafkatopics", []string{"Name", "Cluster", "Topic", "Partitions", "Ready", "Age"}, []string{"Topic-ID", "Reason"}),
+		Entry("kafkausers", "kafkausers", []string{"Name", "Cluster", "Authentication", "ACLs", "Ready", "Age"}, []string{"Principal"}),
 	)
+
+	DescribeTable("refuse listener security that cannot hold",
+		func(ctx SpecContext, l kafkav1alpha1.Listener, message string) {
+			ns := newNamespace(ctx)
+			kc := &kafkav1alpha1.KafkaCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: ns},
+				Spec: kafkav1alpha1.KafkaClusterSpec{Listeners: []kafkav1alpha1.Listener{l}}}
+			err := env.Client.Create(ctx, kc)
+			if message == "" {
+				Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
+			Expect(err.Error()).To(ContainSubstring(message))
+		},
+		Entry("PLAIN without TLS would send the password in the clear",
+			kafkav1alpha1.Listener{Name: "k", Port: 9092, Authentication: &kafkav1alpha1.ListenerAuthentication{Type: kafkav1alpha1.AuthenticationPlain}}, "need tls: true"),
+		Entry("mutual TLS without TLS",
+			kafkav1alpha1.Listener{Name: "k", Port: 9092, Authentication: &kafkav1alpha1.ListenerAuthentication{Type: kafkav1alpha1.AuthenticationTLS}}, "need tls: true"),
+		Entry("SCRAM without TLS is allowed (the exchange never sends the password)",
+			kafkav1alpha1.Listener{Name: "k", Port: 9092, Authentication: &kafkav1alpha1.ListenerAuthentication{Type: kafkav1alpha1.AuthenticationScramSHA256}}, ""),
+		Entry("PLAIN over TLS is allowed",
+			kafkav1alpha1.Listener{Name: "k", Port: 9092, TLS: true, Authentication: &kafkav1alpha1.ListenerAuthentication{Type: kafkav1alpha1.AuthenticationPlain}}, ""),
+	)
+
+	It("refuse a renewal window as long as the validity", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		kc := &kafkav1alpha1.KafkaCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: ns},
+			Spec: kafkav1alpha1.KafkaClusterSpec{Certificates: kafkav1alpha1.Certificates{
+				Validity: &metav1.Duration{Duration: time.Hour}, RenewBefore: &metav1.Duration{Duration: time.Hour}}}}
+		err := env.Client.Create(ctx, kc)
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
+		Expect(err.Error()).To(ContainSubstring("renewBefore must be shorter"))
+	})
+
+	It("default a KafkaUser's ACLs and keep its cluster", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		u := &kafkav1alpha1.KafkaUser{ObjectMeta: metav1.ObjectMeta{Name: "alice", Namespace: ns}, Spec: kafkav1alpha1.KafkaUserSpec{
+			Cluster:        "c",
+			Authentication: &kafkav1alpha1.UserAuthentication{Type: kafkav1alpha1.UserScramSHA512},
+			Authorization: &kafkav1alpha1.UserAuthorization{ACLs: []kafkav1alpha1.ACLRule{{
+				Resource: kafkav1alpha1.ACLResource{Type: kafkav1alpha1.ACLTopic, Name: "orders"}, Operations: []kafkav1alpha1.ACLOperation{"Read"}}}},
+		}}
+		Expect(env.Client.Create(ctx, u)).To(Succeed())
+		got := &kafkav1alpha1.KafkaUser{}
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(u), got)).To(Succeed())
+		rule := got.Spec.Authorization.ACLs[0]
+		Expect(rule.Type).To(Equal(kafkav1alpha1.ACLAllow))
+		Expect(rule.Host).To(Equal("*"))
+		Expect(rule.Resource.PatternType).To(Equal(kafkav1alpha1.ACLLiteral))
+		got.Spec.Cluster = "other"
+		err := env.Client.Update(ctx, got)
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
+		Expect(err.Error()).To(ContainSubstring("cluster is immutable"))
+
+		bad := &kafkav1alpha1.KafkaUser{ObjectMeta: metav1.ObjectMeta{Name: "bob", Namespace: ns}, Spec: kafkav1alpha1.KafkaUserSpec{
+			Cluster: "c",
+			Authorization: &kafkav1alpha1.UserAuthorization{ACLs: []kafkav1alpha1.ACLRule{{
+				Resource: kafkav1alpha1.ACLResource{Type: kafkav1alpha1.ACLTopic}, Operations: []kafkav1alpha1.ACLOperation{"Read"}}}},
+		}}
+		err = env.Client.Create(ctx, bad)
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
+		Expect(err.Error()).To(ContainSubstring("needs a name"))
+	})
 })

@@ -35,3 +35,24 @@ const (
 	// name and the cluster id it carries (a re-created cluster finding its retained data).
 	EventDataClaimAdopted = "DataClaimAdopted"
 )
+
+// Condition reasons about what the data claim can honestly give the brokers.
+const (
+	// ReasonStorageNotShared (Degraded): spec.storage.accessMode is ReadWriteOnce or
+	// ReadWriteOncePod while spec.replicas is above 1. Brokers on several nodes cannot share
+	// such a claim, and any broker must be able to take over any partition, so nothing is
+	// applied until the access mode is ReadWriteMany or there is one broker.
+	ReasonStorageNotShared = "StorageNotShared"
+	// ReasonStorageNotExpandable (Degraded): spec.storage.size grew, but the claim's
+	// StorageClass does not allow volume expansion (or the claim has no class); the claim is
+	// left at its size and nothing is applied.
+	ReasonStorageNotExpandable = "StorageNotExpandable"
+	// ReasonDataClaimPending (Degraded): the data claim is not bound to a volume; the message
+	// gives the reason and message of the claim's latest Event (no such StorageClass, no
+	// provisioner for the class, no volume with the access mode...). The brokers cannot start
+	// until it is bound.
+	ReasonDataClaimPending = "DataClaimPending"
+	// ReasonExpandingStorage (Progressing): the data claim asks for more than its volume has
+	// yet; the storage provider is expanding it.
+	ReasonExpandingStorage = "ExpandingStorage"
+)

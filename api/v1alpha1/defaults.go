@@ -10,15 +10,17 @@ import (
 // code that builds objects in Go (tests, the dev environment) sees the same values the
 // apiserver would fill in. Keep them equal to the +kubebuilder:default markers.
 const (
-	DefaultReplicas          int32 = 3
-	DefaultHeartbeatInterval       = time.Second
-	DefaultSessionTimeout          = 6 * time.Second
-	DefaultDrainTimeout            = 60 * time.Second
-	DefaultNodeLossTimeout         = 90 * time.Second
-	DefaultRackTopologyKey         = "topology.kubernetes.io/zone"
-	DefaultStorageSize             = "10Gi"
-	DefaultMaxTopics         int32 = 2000
-	DefaultMaxPartitions     int32 = 50000
+	DefaultReplicas               int32 = 3
+	DefaultHeartbeatInterval            = time.Second
+	DefaultSessionTimeout               = 6 * time.Second
+	DefaultDrainTimeout                 = 60 * time.Second
+	DefaultNodeLossTimeout              = 90 * time.Second
+	DefaultRackTopologyKey              = "topology.kubernetes.io/zone"
+	DefaultStorageSize                  = "10Gi"
+	DefaultCertificateValidity          = 8760 * time.Hour
+	DefaultCertificateRenewBefore       = 720 * time.Hour
+	DefaultMaxTopics              int32 = 2000
+	DefaultMaxPartitions          int32 = 50000
 )
 
 // MaxTopicsOrDefault is spec.limits.maxTopics, or its default.
@@ -35,6 +37,33 @@ func (s *KafkaClusterSpec) MaxPartitionsOrDefault() int32 {
 		return DefaultMaxPartitions
 	}
 	return s.Limits.MaxPartitions
+}
+
+// CertificateValidity is spec.certificates.validity, or its default.
+func (s *KafkaClusterSpec) CertificateValidity() time.Duration {
+	if s.Certificates.Validity == nil {
+		return DefaultCertificateValidity
+	}
+	return s.Certificates.Validity.Duration
+}
+
+// CertificateRenewBefore is spec.certificates.renewBefore, or its default.
+func (s *KafkaClusterSpec) CertificateRenewBefore() time.Duration {
+	if s.Certificates.RenewBefore == nil {
+		return DefaultCertificateRenewBefore
+	}
+	return s.Certificates.RenewBefore.Duration
+}
+
+// NeedsTLS reports whether a listener serves TLS, or a KafkaUser may need client
+// certificates: the operator then keeps the CAs.
+func (s *KafkaClusterSpec) NeedsTLS() bool {
+	for _, l := range s.Listeners {
+		if l.TLS {
+			return true
+		}
+	}
+	return false
 }
 
 // HeartbeatInterval is spec.heartbeat.interval, or its default.
@@ -88,4 +117,15 @@ func (s *KafkaClusterSpec) RackTopologyKey() string {
 // NetworkPolicyEnabled is spec.networkPolicy.enabled, or its default (true).
 func (s *KafkaClusterSpec) NetworkPolicyEnabled() bool {
 	return s.NetworkPolicy.Enabled == nil || *s.NetworkPolicy.Enabled
+}
+
+// ClusterHasSecurity reports whether any listener of cluster has TLS or authentication, or
+// authorization is on: its brokers then read certificates, credentials and KafkaUsers.
+func ClusterHasSecurity(cluster *KafkaCluster) bool {
+	for _, l := range cluster.Spec.Listeners {
+		if l.TLS || l.Authentication != nil {
+			return true
+		}
+	}
+	return cluster.Spec.Authorization != nil
 }

@@ -34,6 +34,7 @@ const (
 )
 
 // Listener is one port the brokers accept Kafka connections on.
+// +kubebuilder:validation:XValidation:rule="!has(self.authentication) || self.authentication.type.startsWith('scram-') || (has(self.tls) && self.tls)",message="authentication plain and tls need tls: true"
 // +kubebuilder:validation:XValidation:rule="self.name != 'health'",message="listener name health is reserved for the health port"
 // +kubebuilder:validation:XValidation:rule="self.port != 9644",message="listener port 9644 is the health port (/healthz, /readyz, /metrics)"
 // +kubebuilder:validation:XValidation:rule="!has(self.service) || (has(self.type) && self.type != 'Internal')",message="service applies to NodePort and LoadBalancer listeners only"
@@ -97,6 +98,106 @@ type Listener struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=32
 	AllowFrom []networkingv1.NetworkPolicyPeer `json:"allowFrom,omitempty"`
+
+	// tls serves the listener over TLS (1.2 or newer) with a certificate the operator issues
+	// each broker from the cluster CA, covering every name and address the broker advertises.
+	// Clients trust the CA certificate in Secret <cluster>-cluster-ca-cert (key ca.crt).
+	// +optional
+	TLS bool `json:"tls,omitempty"`
+
+	// authentication is how clients of this listener prove who they are. Without it anyone
+	// who reaches the listener is User:ANONYMOUS.
+	// +optional
+	Authentication *ListenerAuthentication `json:"authentication,omitempty"`
+}
+
+// ListenerAuthenticationType is a listener's client authentication.
+// +kubebuilder:validation:Enum=scram-sha-512;scram-sha-256;plain;tls
+type ListenerAuthenticationType string
+
+const (
+	// AuthenticationScramSHA512 is SASL SCRAM-SHA-512 with a KafkaUser's password.
+	AuthenticationScramSHA512 ListenerAuthenticationType = "scram-sha-512"
+	// AuthenticationScramSHA256 is SASL SCRAM-SHA-256 with a KafkaUser's password.
+	AuthenticationScramSHA256 ListenerAuthenticationType = "scram-sha-256"
+	// AuthenticationPlain is SASL PLAIN with a KafkaUser's password; only over TLS.
+	AuthenticationPlain ListenerAuthenticationType = "plain"
+	// AuthenticationTLS is mutual TLS: a client certificate from the clients CA (a tls
+	// KafkaUser's); only over TLS.
+	AuthenticationTLS ListenerAuthenticationType = "tls"
+)
+
+// ListenerAuthentication says how a listener authenticates its clients.
+type ListenerAuthentication struct {
+	// type is scram-sha-512, scram-sha-256, plain (over TLS only) or tls (mutual TLS).
+	// +required
+	Type ListenerAuthenticationType `json:"type"`
+}
+
+// Secured reports whether the listener authenticates its clients over an encrypted channel:
+// TLS with any authentication, or SCRAM (whose exchange never sends the password).
+func (l Listener) Secured() bool {
+	return l.Authentication != nil && (l.TLS || l.Authentication.Type != AuthenticationPlain)
+}
+
+// CertificateAuthority names a user-supplied CA.
+type CertificateAuthority struct {
+	// secretName is a Secret of the cluster's namespace holding the CA's tls.crt and tls.key.
+	// paddock issues certificates from it and never writes or renews it.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	SecretName string `json:"secretName"`
+}
+
+// Certificates tunes the cluster's CAs and the certificates issued from them.
+// +kubebuilder:validation:XValidation:rule="!has(self.validity) || !has(self.renewBefore) || duration(self.renewBefore) < duration(self.validity)",message="certificates.renewBefore must be shorter than certificates.validity"
+type Certificates struct {
+	// validity of the CAs the operator makes and of every certificate it issues (a
+	// certificate never outlives its CA).
+	// +optional
+	// +kubebuilder:default="8760h"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1h')",message="certificates.validity must be at least 1h"
+	Validity *metav1.Duration `json:"validity,omitempty"`
+
+	// renewBefore is how long before expiry a certificate or CA is renewed. A renewed CA is
+	// trusted at once and signs only after half of renewBefore, so clients pick it up first.
+	// +optional
+	// +kubebuilder:default="720h"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="certificates.renewBefore must be at least 1m"
+	RenewBefore *metav1.Duration `json:"renewBefore,omitempty"`
+
+	// clusterCA, when set, is the user's CA for the broker certificates instead of the one
+	// the operator makes (Secret <cluster>-cluster-ca).
+	// +optional
+	ClusterCA *CertificateAuthority `json:"clusterCA,omitempty"`
+
+	// clientsCA, when set, is the user's CA for client certificates (tls KafkaUsers, and the
+	// certificates mutual-TLS listeners accept) instead of Secret <cluster>-clients-ca.
+	// +optional
+	ClientsCA *CertificateAuthority `json:"clientsCA,omitempty"`
+}
+
+// AuthorizationType is how a cluster authorizes requests.
+// +kubebuilder:validation:Enum=simple
+type AuthorizationType string
+
+// AuthorizationSimple is Apache Kafka's ACL authorizer: KafkaUser ACLs, deny by default.
+const AuthorizationSimple AuthorizationType = "simple"
+
+// Authorization turns ACL checks on.
+type Authorization struct {
+	// type is simple: the ACLs of the cluster's KafkaUsers, checked on every request.
+	// +required
+	Type AuthorizationType `json:"type"`
+
+	// superUsers are principals allowed everything ("User:admin", "User:CN=ops,O=corp").
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=512
+	// +kubebuilder:validation:items:Pattern=`^User:.+$`
+	SuperUsers []string `json:"superUsers,omitempty"`
 }
 
 // ListenerService is how a NodePort or LoadBalancer listener's Services are set up.
@@ -181,10 +282,12 @@ const (
 )
 
 // Storage is where the brokers keep partition data and consumer offsets. Once the cluster
-// holds data (status.clusterID is set) its type, accessMode, storageClassName (once set) and,
-// for a PersistentClaim, size cannot change: the API server refuses the edit. Before that — a
-// cluster being created, or one whose spec is being made to match a retained claim it adopts —
-// they may, and the operator checks them against the claim.
+// holds data (status.clusterID is set) its type, accessMode and storageClassName (once set)
+// cannot change: the API server refuses the edit. Before that — a cluster being created, or
+// one whose spec is being made to match a retained claim it adopts — they may, and the
+// operator checks them against the claim. The size of a PersistentClaim may grow (the claim is
+// expanded where its StorageClass allows it) but never below the claim's (status.storageSize):
+// the API server refuses that edit too.
 type Storage struct {
 	// type is PersistentClaim (the default: one shared ReadWriteMany claim that every broker
 	// mounts, so a broker's partitions can be taken over by any other) or Ephemeral (an
@@ -347,7 +450,10 @@ type KafkaClusterSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Rack Awareness",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Rack Rack `json:"rack,omitempty"`
 
-	// resources of the broker container.
+	// resources of the broker container. Left empty (no requests and no limits), the brokers
+	// request 500m CPU and 1Gi of memory, limited to 1Gi. With a memory limit the broker's Go
+	// runtime gets GOMEMLIMIT at 90% of it, so the garbage collector works harder before the
+	// kernel's OOM killer would.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Broker Resources",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:resourceRequirements"}
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
@@ -362,6 +468,13 @@ type KafkaClusterSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Limits",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Limits ClusterLimits `json:"limits,omitempty"`
 
+	// template customizes the broker pods: scheduling (nodeSelector, tolerations, affinity,
+	// topologySpreadConstraints, priorityClassName), imagePullSecrets, security contexts and
+	// extra labels and annotations.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Broker Pod Template",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
+	Template BrokerPodTemplate `json:"template,omitempty"`
+
 	// config holds Kafka broker settings that reach every broker (for example
 	// "num.partitions", "auto.create.topics.enable", "log.retention.ms"). Unknown keys and
 	// malformed values are reported by the Degraded condition (reason InvalidConfig) and not
@@ -370,6 +483,16 @@ type KafkaClusterSpec struct {
 	// +kubebuilder:validation:MaxProperties=256
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Broker Configuration",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Config map[string]string `json:"config,omitempty"`
+
+	// certificates tunes the CAs and certificates of TLS listeners and tls KafkaUsers.
+	// +optional
+	// +kubebuilder:default={}
+	Certificates Certificates `json:"certificates,omitempty"`
+
+	// authorization, when set, checks every request against the KafkaUsers' ACLs (Apache's
+	// semantics). Without it every client a listener admits may do everything.
+	// +optional
+	Authorization *Authorization `json:"authorization,omitempty"`
 
 	// networkPolicy scopes who may connect to the brokers (on by default).
 	// +optional
@@ -599,6 +722,15 @@ type KafkaClusterStatus struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Ready Broker Pods"
 	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
 
+	// storageSize is the size the data claim asks for (its spec.resources.requests.storage),
+	// as the operator last read it; unset while there is no claim. spec.storage.size may not
+	// be set below it (the API server refuses the edit): a claim never shrinks. It is larger
+	// than the claim's capacity while the storage provider expands the volume (Progressing,
+	// ExpandingStorage).
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Storage Size"
+	StorageSize *resource.Quantity `json:"storageSize,omitempty"`
+
 	// brokers lists every registered broker, sorted by id.
 	// +optional
 	// +listType=map
@@ -650,7 +782,7 @@ type KafkaClusterStatus struct {
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.clusterID) || !has(oldSelf.spec.storage.type) || (has(self.spec.storage.type) && self.spec.storage.type == oldSelf.spec.storage.type)",message="spec.storage.type cannot change once the cluster holds data (status.clusterID is set)"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.clusterID) || !has(oldSelf.spec.storage.accessMode) || (has(self.spec.storage.accessMode) && self.spec.storage.accessMode == oldSelf.spec.storage.accessMode)",message="spec.storage.accessMode cannot change once the cluster holds data (status.clusterID is set)"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.clusterID) || !has(oldSelf.spec.storage.storageClassName) || (has(self.spec.storage.storageClassName) && self.spec.storage.storageClassName == oldSelf.spec.storage.storageClassName)",message="spec.storage.storageClassName cannot change once the cluster holds data (status.clusterID is set)"
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.clusterID) || !has(oldSelf.spec.storage.size) || (has(oldSelf.spec.storage.type) && oldSelf.spec.storage.type != 'PersistentClaim') || (has(self.spec.storage.size) && quantity(string(self.spec.storage.size)).compareTo(quantity(string(oldSelf.spec.storage.size))) == 0)",message="spec.storage.size cannot change once the cluster holds data (status.clusterID is set): it would resize the only copy of the data"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.storageSize) || !has(self.spec.storage.size) || (has(oldSelf.spec.storage.size) && quantity(string(self.spec.storage.size)).compareTo(quantity(string(oldSelf.spec.storage.size))) == 0) || (has(self.spec.storage.type) && self.spec.storage.type != 'PersistentClaim') || quantity(string(self.spec.storage.size)).compareTo(quantity(string(oldSelf.status.storageSize))) >= 0",message="spec.storage.size cannot be smaller than the data claim (status.storageSize): a claim never shrinks"
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=pkc,categories={paddock,kafka}
@@ -662,6 +794,7 @@ type KafkaClusterStatus struct {
 // +kubebuilder:printcolumn:name="Partitions",type=integer,JSONPath=`.status.partitions`
 // +kubebuilder:printcolumn:name="Topics",type=integer,JSONPath=`.status.topics`,priority=1
 // +kubebuilder:printcolumn:name="Cluster-ID",type=string,JSONPath=`.status.clusterID`,priority=1
+// +kubebuilder:printcolumn:name="Secured",type=string,JSONPath=`.status.conditions[?(@.type=="Secured")].status`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +operator-sdk:csv:customresourcedefinitions:displayName="Kafka Cluster",resources={{StatefulSet,v1,<cluster>-broker},{Service,v1,<cluster>-brokers},{Service,v1,<cluster>-bootstrap},{Service,v1,<cluster>-broker-<id>},{Pod,v1,<cluster>-broker-<id>},{Lease,v1,<cluster>-broker-<id>},{Broker,v1alpha1,<cluster>-<id>},{PodDisruptionBudget,v1,<cluster>-broker},{ServiceAccount,v1,<cluster>-broker},{Role,v1,<cluster>-broker},{RoleBinding,v1,<cluster>-broker},{PersistentVolumeClaim,v1,<cluster>-data}}
 type KafkaCluster struct {

@@ -214,3 +214,53 @@ func BrokerObjectName(cluster string, id int32) string { return fmt.Sprintf("%s-
 
 // DataClaimName is the shared ReadWriteMany claim all of cluster's brokers mount.
 func DataClaimName(cluster string) string { return cluster + "-data" }
+
+// Secrets of a cluster's security (docs/security.md, "Secrets and who reads them").
+
+// ClusterCASecretName holds the cluster CA the operator makes: its certificate and key
+// (operator only).
+func ClusterCASecretName(cluster string) string { return cluster + "-cluster-ca" }
+
+// ClusterCACertSecretName holds the cluster CA's trust bundle (ca.crt) clients mount.
+func ClusterCACertSecretName(cluster string) string { return cluster + "-cluster-ca-cert" }
+
+// ClientsCASecretName holds the clients CA the operator makes (operator only).
+func ClientsCASecretName(cluster string) string { return cluster + "-clients-ca" }
+
+// ClientsCACertSecretName holds the clients CA's trust bundle (ca.crt).
+func ClientsCACertSecretName(cluster string) string { return cluster + "-clients-ca-cert" }
+
+// BrokerCertSecretName holds broker id's certificate and key and the trust bundles it needs.
+func BrokerCertSecretName(cluster string, id int32) string {
+	return fmt.Sprintf("%s-broker-%d-cert", cluster, id)
+}
+
+// ScramCredentialsSecretName holds the salted SCRAM credentials of the cluster's KafkaUsers,
+// the only credentials the brokers read.
+func ScramCredentialsSecretName(cluster string) string { return cluster + "-scram-credentials" }
+
+// Keys of the security Secrets.
+const (
+	// SecretKeyCACert is a trust bundle: ca.crt.
+	SecretKeyCACert = "ca.crt"
+	// SecretKeyClientsCACert is the clients CA bundle in a broker's Secret.
+	SecretKeyClientsCACert = "clients-ca.crt"
+	// SecretKeyNextCert and SecretKeyNextKey hold a renewed CA not yet signing;
+	// SecretKeyPreviousCert the CA that signed before, trusted until it expires.
+	SecretKeyNextCert     = "next.crt"
+	SecretKeyNextKey      = "next.key"
+	SecretKeyPreviousCert = "previous.crt"
+	// SecretKeyPassword, SecretKeyJAAS, SecretKeyUserCert and SecretKeyUserKey are the keys
+	// of a KafkaUser's own Secret.
+	SecretKeyPassword = "password"
+	SecretKeyJAAS     = "sasl.jaas.config"
+	SecretKeyUserCert = "user.crt"
+	SecretKeyUserKey  = "user.key"
+)
+
+// BrokerPrincipalCommonName is the common name of every broker certificate of cluster: the
+// brokers' own identity, a super user (docs/security.md, "Authorization").
+func BrokerPrincipalCommonName(cluster string) string { return cluster + "-broker" }
+
+// PrincipalOrganization is the organization of every certificate subject paddock issues.
+const PrincipalOrganization = "paddock.dev"

@@ -18,3 +18,9 @@ const (
 	// the pod's name; per-broker Services select on it.
 	LabelPodName = "statefulset.kubernetes.io/pod-name"
 )
+
+// AnnotationPodTemplateInputs on the broker StatefulSet is a digest of what its pod template
+// is rendered from: the broker image and the spec fields that reach the pod. The operator
+// renders the template anew only when the digest changes, so an operator upgrade that renders
+// the same inputs differently does not roll the brokers (docs/operations.md, "Upgrade").
+const AnnotationPodTemplateInputs = "kafka.paddock.dev/pod-template-inputs"

@@ -65,6 +65,8 @@ type Options struct {
 	// GroupConfig, when set, is every broker's Broker.GroupConfig (tests shorten the group
 	// coordinator's initial rebalance delay).
 	GroupConfig func(*groups.Config)
+	// MetricsPartitionLimit is the brokers' --metrics-partition-limit (0: the default).
+	MetricsPartitionLimit int
 	// Log receives the brokers' logs (default testr on t; logr.Discard() for benchmarks).
 	Log *logr.Logger
 }
@@ -144,16 +146,17 @@ func (c *Cluster) startBroker(id int32) {
 	// Broker.Run binds its own listeners: free ports, handed over just before.
 	kafkaPort, healthPort := testkit.FreePort(c.t), testkit.FreePort(c.t)
 	cfg := broker.Config{
-		Cluster:           "c",
-		Listeners:         []cluster.ListenerSpec{{Name: "kafka", Port: int32(kafkaPort), Host: "127.0.0.1"}},
-		HealthPort:        healthPort,
-		HeartbeatInterval: 100 * time.Millisecond,
-		SessionTimeout:    6 * time.Second,
-		DrainTimeout:      c.opts.DrainTimeout,
-		DataDir:           c.DataDir,
-		BindAddress:       "127.0.0.1",
-		Bounds:            broker.DefaultBounds(),
-		Identity:          cluster.Identity{ID: id, Pod: "c-broker-" + strconv.Itoa(int(id)), Namespace: "brokertest"},
+		Cluster:               "c",
+		Listeners:             []cluster.ListenerSpec{{Name: "kafka", Port: int32(kafkaPort), Host: "127.0.0.1"}},
+		HealthPort:            healthPort,
+		HeartbeatInterval:     100 * time.Millisecond,
+		SessionTimeout:        6 * time.Second,
+		DrainTimeout:          c.opts.DrainTimeout,
+		DataDir:               c.DataDir,
+		BindAddress:           "127.0.0.1",
+		Bounds:                broker.DefaultBounds(),
+		MetricsPartitionLimit: c.opts.MetricsPartitionLimit,
+		Identity:              cluster.Identity{ID: id, Pod: "c-broker-" + strconv.Itoa(int(id)), Namespace: "brokertest"},
 	}
 	view := cluster.NewMemoryView(cluster.Snapshot{})
 	b := broker.NewBroker(cfg, view, c.logger(id))

@@ -24,6 +24,11 @@ type ListenerSpec struct {
 	// a NodePort or LoadBalancer listener without a template, whose host only the node or
 	// the load balancer can give.
 	Host string
+	// TLS serves the listener over TLS with the broker's certificate.
+	TLS bool
+	// Authentication is the listener's client authentication: scram-sha-512, scram-sha-256,
+	// plain, tls (mutual TLS), or empty for none (docs/security.md).
+	Authentication v1alpha1.ListenerAuthenticationType
 }
 
 // NeedsNodeAddress is the API's rule (v1alpha1.Listener.NeedsNodeAddress) for this listener.

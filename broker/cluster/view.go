@@ -10,6 +10,7 @@ import (
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/internal/kafkaconfig"
 	"github.com/paddock-dev/paddock/internal/notify"
+	"github.com/paddock-dev/paddock/internal/topicname"
 )
 
 // View is the cluster state the broker answers from: the registry rows and the topic
@@ -50,6 +51,9 @@ type Snapshot struct {
 	// (group_coordinator.go).
 	CoordinatorEpoch   int64
 	CoordinatorBrokers *v1alpha1.CoordinatorBrokers
+	// SuperUsers are spec.authorization.superUsers: principals allowed everything (and a
+	// mutual-TLS connection without a KafkaUser).
+	SuperUsers []string
 
 	// registered and alive are the ids of Brokers and of those whose health is Alive, sorted:
 	// the coordinator rule's inputs, computed once per snapshot (by normalize) rather than
@@ -169,6 +173,9 @@ func (s *Snapshot) normalize() {
 			s.alive = append(s.alive, row.ID)
 		}
 	}
+	// A KafkaTopic named like an internal topic is never served: the broker serves those
+	// names itself (docs/wire.md, "Internal topics").
+	s.Topics = slices.DeleteFunc(s.Topics, func(t Topic) bool { return topicname.IsInternal(t.Name) })
 	slices.SortFunc(s.Topics, func(a, b Topic) int {
 		switch {
 		case a.Name < b.Name:
@@ -240,14 +247,15 @@ func NewMemoryView(s Snapshot) *MemoryView {
 // and each topic's Config are derived from the ConfigMaps, as the informer view does.
 func (v *MemoryView) Set(s Snapshot) {
 	c := Snapshot{
-		Synced:    true,
-		ClusterID: s.ClusterID,
-		Brokers:   slices.Clone(s.Brokers),
-		ConfigMap: maps.Clone(s.ConfigMap),
-		Config:    kafkaconfig.ResolveCluster(s.ConfigMap),
-		Topics:    make([]Topic, len(s.Topics)),
-		Deleting:  slices.Clone(s.Deleting),
-		Limits:    s.Limits,
+		Synced:     true,
+		ClusterID:  s.ClusterID,
+		Brokers:    slices.Clone(s.Brokers),
+		ConfigMap:  maps.Clone(s.ConfigMap),
+		Config:     kafkaconfig.ResolveCluster(s.ConfigMap),
+		Topics:     make([]Topic, len(s.Topics)),
+		Deleting:   slices.Clone(s.Deleting),
+		SuperUsers: slices.Clone(s.SuperUsers),
+		Limits:     s.Limits,
 
 		CoordinatorEpoch: s.CoordinatorEpoch,
 	}

@@ -110,6 +110,9 @@ func snapshotFrom(cluster string, kc *v1alpha1.KafkaCluster, topics []v1alpha1.K
 		s.ConfigMap = kc.Spec.Config
 		s.Limits = kc.Spec.Limits
 		s.CoordinatorEpoch = kc.Status.CoordinatorEpoch
+		if kc.Spec.Authorization != nil {
+			s.SuperUsers = kc.Spec.Authorization.SuperUsers
+		}
 		if kc.Status.CoordinatorBrokers != nil {
 			s.CoordinatorBrokers = kc.Status.CoordinatorBrokers.DeepCopy()
 		}

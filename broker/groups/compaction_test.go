@@ -148,7 +148,8 @@ func TestACrashAtEveryStepOfACompactionLosesNoAcknowledgedCommit(t *testing.T) {
 		for k := int64(1); ; k++ {
 			cfs := newCrashFS()
 			m := NewMetrics()
-			e := newEnv(t, func(c *Config) { c.FS, c.Metrics = cfs, m })
+			// LoadWait a minute: a reload on a loaded machine may take longer than the default 1 s.
+			e := newEnv(t, func(c *Config) { c.FS, c.Metrics, c.LoadWait = cfs, m, time.Minute })
 			if code := e.commitBig(e.c, "g", allParts(64), 0, meta)[0]; code != 0 {
 				t.Fatal(codeName(code))
 			}
@@ -186,8 +187,8 @@ func TestACrashAtEveryStepOfACompactionLosesNoAcknowledgedCommit(t *testing.T) {
 					t.Fatalf("crash at op %d: commit after the disk recovered: %s", k, codeName(code))
 				}
 				_ = next.Close()
-				if got, _, _ := e.fetchTopic(e.start(2), "g", "big"); got[63] != 99063 {
-					t.Fatalf("crash at op %d: after recovery and a takeover partition 63 = %d, want 99063", k, got[63])
+				if got, _, code := e.fetchTopic(e.start(2), "g", "big"); code != 0 || got[63] != 99063 {
+					t.Fatalf("crash at op %d: after recovery and a takeover partition 63 = %d (%s), want 99063", k, got[63], codeName(code))
 				}
 			}
 			if !crashed {
@@ -233,7 +234,9 @@ func (r recordingFile) ReadAt(p []byte, off int64) (int, error) {
 // left by a coordinator whose process died) is read in pieces no larger than its largest
 // frame, never whole.
 func TestTheLoaderStreamsTheFile(t *testing.T) {
-	e := newEnv(t)
+	// Loading 24 MB on a loaded machine can take longer than the default LoadWait (1 s): the
+	// fetch would be answered COORDINATOR_LOAD_IN_PROGRESS, which is not what this test pins.
+	e := newEnv(t, func(c *Config) { c.LoadWait = time.Minute })
 	e.commitBig(e.c, "g", []int32{0}, 1, "")
 	_ = e.c.Close()
 	path := filepath.Join(groupDir(e, "g"), logName(1))

@@ -59,6 +59,9 @@ type Config struct {
 	LoadWait time.Duration
 	// LoadConcurrency bounds how many groups load (claim + read + snapshot) at once.
 	LoadConcurrency int
+	// OffsetsChanged, when set, is told of every acknowledged change of committed offsets
+	// (offsets_view.go): the broker's __consumer_offsets view.
+	OffsetsChanged OffsetsChanged
 
 	// ConsumerProtocol enables the consumer group protocol (KIP-848:
 	// ConsumerGroupHeartbeat, ConsumerGroupDescribe): group.coordinator.rebalance.protocols

@@ -342,6 +342,7 @@ func (g *group) adopt(st *store, d *durable, start time.Time, how string) error 
 	}
 	g.storedEmptySince = d.emptySinceMs
 	g.retentionAt = start.Add(g.c.cfg.CleanupInterval)
+	g.publishAll()
 	g.c.m.takeover(how)
 	g.c.log.V(1).Info("Group loaded", "group", g.id, "epoch", st.epoch, "how", how, "offsets", len(g.offsets),
 		"took", g.c.clock.Since(start).String())

@@ -126,9 +126,12 @@ func (g *group) storeOffsets(entries []commitEntry, codes []int16) {
 		set(errorCode(err))
 		return
 	}
-	for _, e := range store {
+	keys := make([]tp, len(store))
+	for i, e := range store {
 		g.offsets[e.tp] = e.committed
+		keys[i] = e.tp
 	}
+	g.publishOffsets(keys)
 	set(0)
 }
 
@@ -257,6 +260,7 @@ func (g *group) handleOffsetDelete(parts []tp) (int16, []int16) {
 		for _, p := range present {
 			delete(g.offsets, p)
 		}
+		g.publishOffsets(present)
 	}
 	return 0, codes
 }
@@ -280,6 +284,7 @@ func (g *group) handleDeleteGroup() int16 {
 	if g.cg != nil {
 		g.dropConsumer()
 	}
+	g.publishAll()
 	g.protocolType = ""
 	g.created, g.gone = false, true
 	clear(g.pending)
@@ -305,5 +310,6 @@ func (g *group) purgeTopic(topic string, id [16]byte) error {
 	}
 	d := &durable{offsets: g.offsets}
 	d.purge(topic, id)
+	g.publishAll()
 	return nil
 }

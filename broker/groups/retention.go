@@ -28,6 +28,7 @@ func (g *group) onRetentionCheck() {
 		for _, p := range expired {
 			delete(g.offsets, p)
 		}
+		g.publishOffsets(expired)
 		g.c.m.offsetsExpired(len(expired))
 		g.c.log.V(1).Info("Offsets expired", "group", g.id, "partitions", len(expired), "left", len(g.offsets))
 	}

@@ -2,6 +2,8 @@ package wire
 
 import (
 	"bufio"
+	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -55,6 +57,9 @@ type conn struct {
 	// room, when not nil, is closed by the writer when queued drops: the reader waits on it
 	// while the queue is full. Guarded by mu.
 	room chan struct{}
+	// lastQueued: the reader queued an answer known at once with Answer.Close, and reads no
+	// further request. Guarded by mu.
+	lastQueued bool
 }
 
 // logger is the connection's logger, made when there is something to log: an idle
@@ -78,6 +83,9 @@ func (c *conn) serve() {
 	defer c.stopReading()
 	defer c.client.cancel() // a request waiting for other clients stops waiting for a gone one
 
+	if !c.handshake() {
+		return
+	}
 	for {
 		if !c.waitForRoom() {
 			return
@@ -91,7 +99,7 @@ func (c *conn) serve() {
 			f.free()
 			return
 		}
-		a := c.handle(f.buf)
+		a := c.handle(f)
 		f.free()
 		switch {
 		case a.ready == nil && a.err != nil:
@@ -105,16 +113,42 @@ func (c *conn) serve() {
 		if !c.enqueue(a) {
 			return
 		}
+		if a.ready == nil && a.closeAfter {
+			return // the writer writes it, then closes the connection
+		}
 	}
 }
 
+// handshake completes the TLS handshake of a connection accepted on a TLS listener, within
+// handshakeTimeout, and records its state; false (the connection is closed) when it fails.
+// A plain connection has nothing to do.
+func (c *conn) handshake() bool {
+	tc, ok := c.nc.(*tls.Conn)
+	if !ok {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(c.client.ctx, handshakeTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		c.srv.connError("tls_handshake")
+		if !c.srv.inShutdown.Load() {
+			c.logger().Info("Closing connection", "reason", "tls handshake: "+err.Error())
+		}
+		return false
+	}
+	state := tc.ConnectionState()
+	c.client.tls = &state
+	return true
+}
+
 // frame is a request frame as read: buf, from a pool (framePool), and the request budget
-// it took.
+// it took. raw: a bare token frame read after Conn.ExpectRawFrame, not a Kafka request.
 type frame struct {
 	srv   *Server
 	buf   []byte
 	pool  *sync.Pool // nil when buf is not pooled
 	taken int64
+	raw   bool
 }
 
 // free gives the frame's buffer back to its pool and its bytes back to the budget: the
@@ -182,7 +216,10 @@ func (c *conn) readFrameBuffered() (*frame, error) {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxFrameBytes
 	}
-	n, err := checkFrameSize([4]byte(c.head[:4]), maxBytes)
+	if c.client.rawNext {
+		return c.readRawFrame(maxBytes)
+	}
+	n, err := checkFrameSize([4]byte(c.head[:4]), MinFrameBytes, maxBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -207,6 +244,27 @@ func (c *conn) readFrameBuffered() (*frame, error) {
 	}
 	f.buf, f.pool = frameBuffer(n)
 	f.buf = append(f.buf, c.head[4:]...)
+	if f.buf, err = readBody(c.br, f.buf, n); err != nil {
+		f.free()
+		return nil, err
+	}
+	return f, nil
+}
+
+// readRawFrame reads the rest of a raw token frame (Conn.ExpectRawFrame), whose size prefix
+// is in head: it has no request header, may be shorter than one, and costs its size.
+func (c *conn) readRawFrame(maxBytes int) (*frame, error) {
+	c.client.rawNext = false
+	n, err := checkFrameSize([4]byte(c.head[:4]), 0, maxBytes)
+	if err != nil {
+		return nil, err
+	}
+	f := &frame{srv: c.srv, raw: true}
+	var ok bool
+	if f.taken, ok = c.srv.RequestBudget.Take(int64(n), c.srv.stopping); !ok {
+		return nil, ErrServerClosed
+	}
+	f.buf, f.pool = frameBuffer(n)
 	if f.buf, err = readBody(c.br, f.buf, n); err != nil {
 		f.free()
 		return nil, err
@@ -289,18 +347,26 @@ func (c *conn) readFailed(err error) {
 // answer: a frame (none when the request gets none), one computed later (pipeline.go), or an
 // error that closes the connection. A handler panic is recovered here and closes only this
 // connection.
-func (c *conn) handle(frame []byte) (a *answer) {
-	h, body, err := ParseHeader(frame)
+func (c *conn) handle(f *frame) (a *answer) {
+	if f.raw {
+		return c.serve1(Header{}, &Request{Raw: true, Body: f.buf, Conn: c.client, srv: c.srv})
+	}
+	h, body, err := ParseHeader(f.buf)
 	if err != nil {
 		c.srv.connError("bad_header")
 		return &answer{err: fmt.Errorf("request key %d v%d correlation %d: %w", h.Key, h.Version, h.CorrelationID, err)}
 	}
+	return c.serve1(h, &Request{Header: h, Body: body, Conn: c.client, srv: c.srv})
+}
+
+// serve1 hands one request to the Handler and turns its Answer into the writer's.
+func (c *conn) serve1(h Header, req *Request) (a *answer) {
 	defer func() {
 		if r := recover(); r != nil {
 			a = c.panicked(h, r)
 		}
 	}()
-	ans := c.srv.Handler.ServeKafka(&Request{Header: h, Body: body, Conn: c.client, srv: c.srv})
+	ans := c.srv.Handler.ServeKafka(req)
 	if ans.Later == nil {
 		return finalAnswer(h, ans)
 	}

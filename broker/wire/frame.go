@@ -37,7 +37,7 @@ func ReadFrame(r io.Reader, buf []byte, maxBytes int) ([]byte, error) {
 	if _, err := io.ReadFull(r, size[:]); err != nil {
 		return buf, err
 	}
-	n, err := checkFrameSize(size, maxBytes)
+	n, err := checkFrameSize(size, MinFrameBytes, maxBytes)
 	if err != nil {
 		return buf, err
 	}
@@ -45,13 +45,14 @@ func ReadFrame(r io.Reader, buf []byte, maxBytes int) ([]byte, error) {
 }
 
 // checkFrameSize is the frame size a size prefix claims, refused when above maxBytes (or
-// negative) or too small for a request header.
-func checkFrameSize(size [4]byte, maxBytes int) (int, error) {
+// negative) or below minBytes: MinFrameBytes for a request, whose header it must hold, 0 for
+// a raw SASL token frame (Conn.ExpectRawFrame), which may be shorter.
+func checkFrameSize(size [4]byte, minBytes, maxBytes int) (int, error) {
 	n := int32(binary.BigEndian.Uint32(size[:]))
 	if n < 0 || int64(n) > int64(maxBytes) {
 		return 0, fmt.Errorf("%w: %d bytes, cap %d", ErrFrameTooLarge, uint32(n), maxBytes)
 	}
-	if n < MinFrameBytes {
+	if int(n) < minBytes {
 		return 0, fmt.Errorf("%w: %d bytes", ErrFrameTooSmall, n)
 	}
 	return int(n), nil

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"os"
 )
@@ -22,7 +23,12 @@ func (f HandlerFunc) ServeKafka(r *Request) Answer { return f(r) }
 
 // Request is one request frame as the server read it.
 type Request struct {
+	// Header is the parsed request header; zero for a Raw frame.
 	Header
+	// Raw is true for a frame read after the handler called Conn.ExpectRawFrame: a bare
+	// size-prefixed token (a SASL token after a v0 SaslHandshake), not a Kafka request. Body
+	// is then the whole frame. Its answer, if any, is a bare frame too.
+	Raw bool
 	// Body is the rest of the frame after the client id: the tagged fields of a flexible (v2)
 	// request header, then the request body. It aliases the connection's read buffer, which
 	// the next request reuses: it is valid until ServeKafka returns, and an Answer's Later
@@ -69,6 +75,9 @@ type Answer struct {
 	// reader still reads it (so a client that goes away is noticed and Conn.Context ends),
 	// but handles it only then. For a request whose answer waits on other clients.
 	Alone bool
+	// Close closes the connection once Frame (or Pieces) is written, and reads no further
+	// request: an answer that is the connection's last (a failed authentication).
+	Close bool
 }
 
 // Piece is one part of an answer written in pieces: Bytes, or (File set) Len bytes of File
@@ -91,7 +100,32 @@ type Conn struct {
 	// ctx ends when the connection's reader stops or the server closes; cancel ends it.
 	ctx    context.Context
 	cancel context.CancelFunc
+	// tls is the completed handshake's state on a TLS listener; nil otherwise. Set before
+	// the first request is read, never changed after.
+	tls *tls.ConnectionState
+	// auth and rawNext belong to the handler: read and written only from ServeKafka, which
+	// the reader goroutine calls one request at a time.
+	auth    any
+	rawNext bool
 }
+
+// TLS is the connection's TLS state (peer certificates, version, cipher suite) when it was
+// accepted on a TLS listener (Serve with a listener from tls.NewListener); nil otherwise.
+// The handshake is complete before the first request is read.
+func (c *Conn) TLS() *tls.ConnectionState { return c.tls }
+
+// Auth is what the handler recorded of the connection's authentication with SetAuth (a
+// SASL session, the principal it proved); nil until then. The server never reads it.
+// Call it only from ServeKafka.
+func (c *Conn) Auth() any { return c.auth }
+
+// SetAuth records what the connection proved about its client. Call it only from
+// ServeKafka.
+func (c *Conn) SetAuth(v any) { c.auth = v }
+
+// ExpectRawFrame makes the connection's next frame a bare token rather than a Kafka request
+// (Request.Raw): what follows a v0 SaslHandshake. Call it only from ServeKafka.
+func (c *Conn) ExpectRawFrame() { c.rawNext = true }
 
 // Context ends when the connection's reader stops (the client went away, or the server is
 // closing it) or the server closes: what a request that waits for other clients (a

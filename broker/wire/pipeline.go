@@ -64,7 +64,7 @@ func (c *conn) deferAnswer(h Header, fn func() Answer) *answer {
 			}
 		}()
 		f := finalAnswer(h, fn())
-		a.b, a.pieces, a.err, a.release = f.b, f.pieces, f.err, f.release
+		a.b, a.pieces, a.err, a.release, a.closeAfter = f.b, f.pieces, f.err, f.release, f.closeAfter
 	}()
 	return a
 }
@@ -78,5 +78,5 @@ func finalAnswer(h Header, ans Answer) *answer {
 		}
 		return &answer{err: fmt.Errorf("key %d v%d: a deferred answer deferred again", h.Key, h.Version)}
 	}
-	return &answer{b: ans.Frame, pieces: ans.Pieces, err: ans.Err, release: ans.Release}
+	return &answer{b: ans.Frame, pieces: ans.Pieces, err: ans.Err, release: ans.Release, closeAfter: ans.Close}
 }

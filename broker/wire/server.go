@@ -335,3 +335,7 @@ func (s *Server) closeListenersLocked() {
 		delete(s.listeners, ln)
 	}
 }
+
+// handshakeTimeout bounds a TLS handshake, so a client that connects and says nothing holds
+// its goroutines no longer than that.
+const handshakeTimeout = 10 * time.Second

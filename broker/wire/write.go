@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -26,6 +27,8 @@ type answer struct {
 	release func()        // Answer.Release; called once, by done
 	ready   chan struct{} // nil when the fields above are final; else closed once they are
 	size    int64         // bytes held in memory, counted against the queue bound (known at once only)
+	// closeAfter closes the connection once the answer is written (Answer.Close).
+	closeAfter bool
 }
 
 // silent is an answer with nothing to write (a request that gets no answer).
@@ -78,6 +81,9 @@ func (c *conn) enqueue(a *answer) bool {
 	}
 	c.queue = append(c.queue, a)
 	c.queued += a.size
+	if a.ready == nil && a.closeAfter {
+		c.lastQueued = true // the reader stops after it (serve)
+	}
 	if !c.writing {
 		c.writing = true
 		c.srv.wg.Add(1)
@@ -194,12 +200,22 @@ func (c *conn) writeLoop() {
 			close(c.room)
 			c.room = nil
 		}
+		closeNow := err == nil && a.closeAfter && !c.lastQueued
 		c.mu.Unlock()
-		if err != nil {
+		switch {
+		case err != nil:
 			c.stopWriting(err)
+		case closeNow:
+			// A deferred answer that is the connection's last: the reader may be reading
+			// further requests, which the close ends. One known at once was the reader's
+			// last: nothing follows it, and the connection closes gently once it is written.
+			c.stopWriting(errLastAnswer)
 		}
 	}
 }
+
+// errLastAnswer stops the writer after an answer with Answer.Close.
+var errLastAnswer = errors.New("closed after its last answer")
 
 // writeAnswer waits for a deferred answer, then writes it; an error stops the writer (an
 // error answer, a failed write, the server closing).
@@ -230,7 +246,7 @@ func (c *conn) writeAnswer(a *answer) error {
 // stopWriting ends the writer early: nothing more is queued, what is queued is dropped, the
 // connection's context ends and the reader is woken from its read by the close.
 func (c *conn) stopWriting(err error) {
-	if err != ErrServerClosed && !c.srv.inShutdown.Load() {
+	if err != ErrServerClosed && err != errLastAnswer && !c.srv.inShutdown.Load() {
 		c.logger().Info("Closing connection", "reason", err.Error())
 	}
 	c.mu.Lock()

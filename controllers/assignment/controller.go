@@ -217,12 +217,16 @@ func (r *Reconciler) writeTopic(ctx context.Context, s *scope, kt *kafkav1alpha1
 // releaseDeleted moves every deleted topic that still holds the assignment finalizer on: its
 // partitions are written unassigned (leader -1, epochs kept), then the finalizer is removed,
 // so the data finalizer's broker acts only on a topic nothing leads. When the cluster is gone
-// no broker will ever remove the data, so both finalizers go: the data stays on the volume
+// no broker will ever remove the data, so both finalizers go — also from a topic already
+// unassigned that was waiting for its broker when the cluster went (topics and clusters
+// deleted together, as docs/operations.md's uninstall does): the data stays on the volume
 // under the old cluster's id (docs/topics.md).
 func (r *Reconciler) releaseDeleted(ctx context.Context, s *scope) error {
 	var errs []error
 	for _, kt := range s.deleting {
-		if !controllerutil.ContainsFinalizer(kt, kafkav1alpha1.FinalizerAssignment) {
+		waiting := controllerutil.ContainsFinalizer(kt, kafkav1alpha1.FinalizerAssignment) ||
+			(s.cluster == nil && controllerutil.ContainsFinalizer(kt, kafkav1alpha1.FinalizerData))
+		if !waiting {
 			continue
 		}
 		errs = append(errs, r.release(ctx, s, kt))

@@ -247,6 +247,21 @@ var _ = Describe("Assignment", Ordered, func() {
 		Eventually(func() *kafkav1alpha1.KafkaTopic { return readTopic(ctx, ns, "orders") }).Should(BeNil())
 	})
 
+	// The uninstall order (docs/operations.md, "Uninstall") deletes topics and clusters together: a
+	// topic already unassigned, waiting for a broker's data step, loses its brokers with the
+	// cluster and must be released then, not stay Terminating.
+	It("releases a topic waiting for the broker's data step when its cluster goes", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		newCluster(ctx, ns, c)
+		setRows(ctx, ns, c, row(0, alive, 1))
+		newTopic(ctx, ns, c, "orders", 1)
+		assigned(ctx, ns, "orders", 1, 0)
+		Expect(env.Client.Delete(ctx, readTopic(ctx, ns, "orders"))).To(Succeed())
+		Eventually(func() []string { return readTopic(ctx, ns, "orders").Finalizers }).Should(Equal([]string{kafkav1alpha1.FinalizerData}))
+		Expect(env.Client.Delete(ctx, readCluster(ctx, ns, c))).To(Succeed())
+		Eventually(func() *kafkav1alpha1.KafkaTopic { return readTopic(ctx, ns, "orders") }).Should(BeNil())
+	})
+
 	It("serves the older of two topics whose Kafka names collide and reports the other", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		newCluster(ctx, ns, c)

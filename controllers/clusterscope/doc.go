@@ -11,7 +11,8 @@
 // which is what lets it create that role and bind it; create cannot be limited by name, the
 // role's other verbs are. The bindings carry cluster labels and are watched like the other
 // children. The recovery reconciler reads, only for a broker pod the scheduler cannot place,
-// the claim's PersistentVolume and StorageClass.
+// the claim's PersistentVolume and StorageClass; the KafkaCluster reconciler reads the data
+// claim's StorageClass (may the claim be expanded?).
 //
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get

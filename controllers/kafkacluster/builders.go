@@ -104,6 +104,21 @@ func desiredRole(cluster *kafkav1alpha1.KafkaCluster) *rbacv1.Role {
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: perBroker, Verbs: []string{"get", "update"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
 	}
+	if kafkav1alpha1.ClusterHasSecurity(cluster) {
+		// Each broker reads its certificate Secret and the salted SCRAM credentials through
+		// informers whose field selector names the Secret (docs/security.md, "Secrets and
+		// who reads them"), and the cluster's KafkaUsers (principals, ACLs, quotas). The CA
+		// keys and the users' own Secrets are out of reach.
+		secrets := make([]string, 0, cluster.Spec.Replicas+1)
+		for id := int32(0); id < cluster.Spec.Replicas; id++ {
+			secrets = append(secrets, kafkav1alpha1.BrokerCertSecretName(cluster.Name, id))
+		}
+		secrets = append(secrets, kafkav1alpha1.ScramCredentialsSecretName(cluster.Name))
+		rules = append(rules,
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: secrets, Verbs: []string{"get", "list", "watch"}},
+			rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{"kafkausers"}, Verbs: []string{"get", "list", "watch"}},
+		)
+	}
 	if exposure(cluster) != corev1.ServiceTypeClusterIP {
 		// The per-broker Services have the Lease names (BrokerServiceName).
 		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"services"}, ResourceNames: perBroker, Verbs: []string{"get", "list", "watch"}})
@@ -450,6 +465,9 @@ func brokerArgs(cluster *kafkav1alpha1.KafkaCluster) []string {
 	if len(templates) > 0 {
 		args = append(args, "--advertised-host-templates="+strings.Join(templates, ","))
 	}
+	if security := listenerSecurity(cluster); security != "" {
+		args = append(args, "--listener-security="+security)
+	}
 	args = append(args,
 		fmt.Sprintf("--health-port=%d", kafkav1alpha1.HealthPort),
 		"--heartbeat-interval="+cluster.Spec.HeartbeatInterval().String(),
@@ -460,6 +478,26 @@ func brokerArgs(cluster *kafkav1alpha1.KafkaCluster) []string {
 	// The static keys of spec.config (the resource bounds: docs/bounds.md) are read by the
 	// broker at start; a change rolls the brokers.
 	return append(args, kafkaconfig.StaticFlags(cluster.Spec.Config)...)
+}
+
+// listenerSecurity is the --listener-security value: name=tls, name=<authentication> or
+// name=tls+<authentication> for each listener with either, comma-separated; empty when no
+// listener has any.
+func listenerSecurity(cluster *kafkav1alpha1.KafkaCluster) string {
+	var items []string
+	for _, l := range cluster.Spec.Listeners {
+		var parts []string
+		if l.TLS {
+			parts = append(parts, "tls")
+		}
+		if l.Authentication != nil {
+			parts = append(parts, string(l.Authentication.Type))
+		}
+		if len(parts) > 0 {
+			items = append(items, l.Name+"="+strings.Join(parts, "+"))
+		}
+	}
+	return strings.Join(items, ",")
 }
 
 // gracePeriodSeconds is drainTimeout plus the margin, rounded up to a second.
@@ -519,9 +557,11 @@ func dataVolume(cluster *kafkav1alpha1.KafkaCluster) corev1.Volume {
 func desiredStatefulSet(cluster *kafkav1alpha1.KafkaCluster, opts Options) *appsv1.StatefulSet {
 	name := kafkav1alpha1.StatefulSetName(cluster.Name)
 	selector := &metav1.LabelSelector{MatchLabels: podSelector(cluster)}
+	meta := childMeta(cluster, name)
+	meta.Annotations = map[string]string{kafkav1alpha1.AnnotationPodTemplateInputs: podTemplateInputs(cluster, brokerImage(cluster, opts))}
 	return &appsv1.StatefulSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "StatefulSet"},
-		ObjectMeta: childMeta(cluster, name),
+		ObjectMeta: meta,
 		Spec: appsv1.StatefulSetSpec{
 			Replicas:            ptr.To(cluster.Spec.Replicas),
 			Selector:            selector,
@@ -529,7 +569,7 @@ func desiredStatefulSet(cluster *kafkav1alpha1.KafkaCluster, opts Options) *apps
 			PodManagementPolicy: appsv1.ParallelPodManagement,
 			UpdateStrategy:      appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: kafkav1alpha1.ClusterLabels(cluster.Name)},
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels(cluster), Annotations: podAnnotations(cluster)},
 				Spec:       brokerPodSpec(cluster, opts, name, selector),
 			},
 		},
@@ -537,24 +577,18 @@ func desiredStatefulSet(cluster *kafkav1alpha1.KafkaCluster, opts Options) *apps
 }
 
 // brokerPodSpec is a broker pod: its identity (ServiceAccount serviceAccount), the drain's
-// grace period, a restricted security context, its placement, the broker container, and the
-// data and scratch volumes.
+// grace period, its security context and placement (spec.template's, else the defaults of
+// podtemplate.go), the broker container, and the data and scratch volumes.
 func brokerPodSpec(cluster *kafkav1alpha1.KafkaCluster, opts Options, serviceAccount string, selector *metav1.LabelSelector) corev1.PodSpec {
-	return corev1.PodSpec{
+	spec := corev1.PodSpec{
 		ServiceAccountName:            serviceAccount,
 		TerminationGracePeriodSeconds: ptr.To(gracePeriodSeconds(cluster)),
 		// Service links would put one env var per Service of the namespace into the
 		// broker's environment; the broker learns what it needs from its flags.
-		EnableServiceLinks: ptr.To(false),
-		SecurityContext: &corev1.PodSecurityContext{
-			RunAsNonRoot:   ptr.To(true),
-			RunAsUser:      ptr.To[int64](brokerUser),
-			RunAsGroup:     ptr.To[int64](brokerUser),
-			FSGroup:        ptr.To[int64](brokerUser),
-			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-		},
-		TopologySpreadConstraints: []corev1.TopologySpreadConstraint{zoneSpread(cluster, selector)},
-		Affinity:                  onePerNode(selector),
+		EnableServiceLinks:        ptr.To(false),
+		SecurityContext:           podSecurityContext(cluster),
+		TopologySpreadConstraints: topologySpread(cluster, selector),
+		Affinity:                  affinity(cluster, selector),
 		Containers:                []corev1.Container{brokerContainer(cluster, opts)},
 		Volumes: []corev1.Volume{
 			dataVolume(cluster),
@@ -562,6 +596,8 @@ func brokerPodSpec(cluster *kafkav1alpha1.KafkaCluster, opts Options, serviceAcc
 			{Name: tmpVolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		},
 	}
+	schedulingExtras(cluster, &spec)
+	return spec
 }
 
 // zoneSpread prefers an even spread of the brokers over the cluster's rack topology key
@@ -590,8 +626,9 @@ func onePerNode(selector *metav1.LabelSelector) *corev1.Affinity {
 
 // brokerContainer runs `paddock broker` (docs/architecture.md, "The broker pod"): its flags
 // and downward-API environment, one port per listener and the health port, the probes, the
-// resources, the mounts, and a read-only root without privileges.
+// resources (with GOMEMLIMIT below the memory limit), the mounts, and its security context.
 func brokerContainer(cluster *kafkav1alpha1.KafkaCluster, opts Options) corev1.Container {
+	resources := brokerResources(cluster)
 	ports := make([]corev1.ContainerPort, 0, len(cluster.Spec.Listeners)+1)
 	for _, l := range cluster.Spec.Listeners {
 		ports = append(ports, corev1.ContainerPort{Name: l.Name, ContainerPort: l.Port, Protocol: corev1.ProtocolTCP})
@@ -601,22 +638,17 @@ func brokerContainer(cluster *kafkav1alpha1.KafkaCluster, opts Options) corev1.C
 		Name:           kafkav1alpha1.BrokerContainerName,
 		Image:          brokerImage(cluster, opts),
 		Args:           brokerArgs(cluster),
-		Env:            downwardEnv(),
+		Env:            append(downwardEnv(), goMemLimitEnv(resources)...),
 		Ports:          ports,
 		ReadinessProbe: hTTPProbe("/readyz", readinessPeriod, readinessFailures),
 		LivenessProbe:  hTTPProbe("/healthz", livenessPeriod, livenessFailures),
 		StartupProbe:   hTTPProbe("/healthz", startupPeriod, startupFailures),
-		Resources:      *cluster.Spec.Resources.DeepCopy(),
+		Resources:      resources,
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: kafkav1alpha1.DataVolumeName, MountPath: kafkav1alpha1.DataMountPath},
 			{Name: tmpVolumeName, MountPath: "/tmp"},
 		},
-		SecurityContext: &corev1.SecurityContext{
-			AllowPrivilegeEscalation: ptr.To(false),
-			ReadOnlyRootFilesystem:   ptr.To(true),
-			RunAsNonRoot:             ptr.To(true),
-			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		},
+		SecurityContext: containerSecurityContext(cluster),
 	}
 }
 

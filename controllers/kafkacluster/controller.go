@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -21,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -46,14 +49,17 @@ import (
 // FinalizerNodeReader holds the cluster until it is deleted.
 type Reconciler struct {
 	client.Client
-	// APIReader reads the data claim from the API server, not the cache: the manager caches
-	// only claims with paddock's cluster label, and a claim paddock did not make must be seen
-	// to be refused rather than applied over.
+	// APIReader reads the data claim and the StatefulSet from the API server, not the cache:
+	// the manager caches only claims with paddock's cluster label, and a claim paddock did not
+	// make must be seen to be refused rather than applied over; the StatefulSet's pod template
+	// may be applied back as it is (pinnedPodTemplate), so it must be the current one.
 	APIReader client.Reader
 	// Recorder receives an Event on the KafkaCluster when its data claim's fate changes
 	// (retained, owned, adopted). Required.
 	Recorder events.EventRecorder
 	Options  Options
+	// Clock dates how long the data claim has been Pending; nil is the real clock.
+	Clock clock.PassiveClock
 }
 
 // Options configure the provisioning reconciler.
@@ -78,15 +84,23 @@ type scope struct {
 	claimClusterID   string
 	adoptedClusterID bool
 	// statefulSet, dataClaim and bootstrap are the existing children as read before applying
-	// (nil when absent); dataClaim is read from the API server. Status is computed from them;
+	// (nil when absent); statefulSet and dataClaim are read from the API server. Status is computed from them;
 	// the effect of this reconcile's apply comes back as a watch event and the next reconcile
 	// reports it.
 	statefulSet *appsv1.StatefulSet
 	dataClaim   *corev1.PersistentVolumeClaim
 	bootstrap   *corev1.Service
-	// problem is why the spec was refused; applyErr why applying the children failed.
-	problem  *specProblem
-	applyErr error
+	// storageClass is the data claim's StorageClass when the spec asks the claim to grow
+	// (nil otherwise, or when the class does not exist).
+	storageClass *storagev1.StorageClass
+	// problem is why the spec was refused; applyErr why applying the children failed;
+	// claimProblem why the data claim is not bound (pendingClaimProblem).
+	problem      *specProblem
+	applyErr     error
+	claimProblem *specProblem
+	// requeueAfter asks for another reconcile after that long (a Pending claim is looked at
+	// again: its events are not watched).
+	requeueAfter time.Duration
 }
 
 // phase is one ordered step of a reconcile. An error stops the reconcile.
@@ -110,6 +124,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		r.observeChildren,
 		r.validateSpec,
 		r.checkDataClaim,
+		r.observeDataClaim,
 		r.refuseStorageChange,
 		r.grantNodeReads,
 		r.ensureClusterID,
@@ -123,14 +138,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			return ctrl.Result{}, err
 		}
 	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{RequeueAfter: s.requeueAfter}, nil
 }
 
 // observeChildren reads the children status and the storage check are computed from.
 func (r *Reconciler) observeChildren(ctx context.Context, s *scope) error {
 	c := s.cluster
 	var err error
-	if s.statefulSet, err = getOptional(ctx, r.Client, c.Namespace, kafkav1alpha1.StatefulSetName(c.Name), &appsv1.StatefulSet{}); err != nil {
+	// From the API server: the pod template it runs may be kept as it is (pinnedPodTemplate),
+	// and a cached copy a moment behind would put an older one back.
+	if s.statefulSet, err = getOptional(ctx, r.APIReader, c.Namespace, kafkav1alpha1.StatefulSetName(c.Name), &appsv1.StatefulSet{}); err != nil {
 		return err
 	}
 	if s.dataClaim, err = getOptional(ctx, r.APIReader, c.Namespace, kafkav1alpha1.DataClaimName(c.Name), &corev1.PersistentVolumeClaim{}); err != nil {
@@ -146,7 +163,46 @@ func (r *Reconciler) validateSpec(_ context.Context, s *scope) error {
 	if s.problem = checkSpec(s.cluster, r.Options); s.problem != nil {
 		return reconcile.TerminalError(s.problem)
 	}
+	if s.problem = sharedStorageProblem(s.cluster); s.problem != nil {
+		return reconcile.TerminalError(s.problem)
+	}
 	return nil
+}
+
+// observeDataClaim reads what the storage checks need beyond the claim: its StorageClass when
+// the spec asks it to grow, and, while it is Pending, its Events, whose latest says why
+// (pendingClaimProblem). A Pending claim is looked at again every pendingGrace/2: no watch
+// tells of a new event.
+func (r *Reconciler) observeDataClaim(ctx context.Context, s *scope) error {
+	claim := s.dataClaim
+	if claim == nil || s.cluster.Spec.Storage.Type == kafkav1alpha1.StorageEphemeral {
+		return nil
+	}
+	if have, ok := claim.Spec.Resources.Requests[corev1.ResourceStorage]; ok && have.Cmp(s.cluster.Spec.StorageSize()) < 0 && deref(claim.Spec.StorageClassName) != "" {
+		var err error
+		if s.storageClass, err = getOptional(ctx, r.APIReader, "", deref(claim.Spec.StorageClassName), &storagev1.StorageClass{}); err != nil {
+			return err
+		}
+	}
+	if claim.Status.Phase != corev1.ClaimPending {
+		return nil
+	}
+	events := &corev1.EventList{}
+	if err := r.APIReader.List(ctx, events, client.InNamespace(claim.Namespace), client.MatchingFields{
+		"involvedObject.kind": "PersistentVolumeClaim", "involvedObject.name": claim.Name, "involvedObject.uid": string(claim.UID),
+	}); err != nil {
+		return fmt.Errorf("list events of claim %s: %w", claim.Name, err)
+	}
+	s.claimProblem = pendingClaimProblem(claim, events.Items, r.clock().Now())
+	s.requeueAfter = pendingGrace / 2
+	return nil
+}
+
+func (r *Reconciler) clock() clock.PassiveClock {
+	if r.Clock == nil {
+		return clock.RealClock{}
+	}
+	return r.Clock
 }
 
 // checkDataClaim refuses to provision over a data claim this cluster may not use: one paddock
@@ -166,7 +222,7 @@ func (r *Reconciler) checkDataClaim(_ context.Context, s *scope) error {
 // not match the retained claim it is adopting. Nothing is applied, so the StatefulSet keeps
 // its volume and the claim its size and class.
 func (r *Reconciler) refuseStorageChange(_ context.Context, s *scope) error {
-	if s.problem = storageChange(s.cluster.Spec.Storage, s.statefulSet, s.dataClaim); s.problem != nil {
+	if s.problem = storageChange(s.cluster.Spec.Storage, s.statefulSet, s.dataClaim, s.storageClass); s.problem != nil {
 		return reconcile.TerminalError(s.problem)
 	}
 	return nil
@@ -240,10 +296,17 @@ func (r *Reconciler) ensureClusterID(_ context.Context, s *scope) error {
 }
 
 // applyChildren server-side applies every desired child. It applies them all even when one
-// fails, so one broken child does not hold the others back.
+// fails, so one broken child does not hold the others back. The StatefulSet keeps the pod
+// template it runs while the template's inputs are unchanged (pinnedPodTemplate).
 func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 	var errs []error
 	for _, child := range desiredChildren(s.cluster, r.Options) {
+		if sts, ok := child.(*appsv1.StatefulSet); ok {
+			var kept bool
+			if sts.Spec.Template, kept = pinnedPodTemplate(sts, s.statefulSet); kept {
+				log.FromContext(ctx).V(1).Info("Kept the running broker pod template: its inputs are unchanged", "statefulset", sts.Name)
+			}
+		}
 		if err := apply(ctx, r.Client, child); err != nil {
 			errs = append(errs, err)
 		}
@@ -329,6 +392,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, reterr *error) {
 	o := observation{
 		Generation: c.Generation, DesiredReplicas: c.Spec.Replicas,
 		Problem: s.problem, ApplyErr: s.applyErr, StatefulSet: s.statefulSet,
+		ClaimProblem: s.claimProblem, ClaimExpanding: claimExpanding(s.dataClaim),
 		ConfigProblems: kafkaconfig.CheckBrokerConfig(c.Spec.Config), Counts: c.Status.Counts,
 	}
 	c.Status.ObservedGeneration = c.Generation
@@ -336,10 +400,12 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, reterr *error) {
 	if s.statefulSet != nil {
 		c.Status.Replicas, c.Status.ReadyReplicas = s.statefulSet.Status.Replicas, s.statefulSet.Status.ReadyReplicas
 	}
+	c.Status.StorageSize = claimSize(s.dataClaim)
 	c.Status.Listeners = listenerStatuses(c, s.bootstrap)
 	meta.SetStatusCondition(&c.Status.Conditions, readyCondition(o))
 	meta.SetStatusCondition(&c.Status.Conditions, progressingCondition(o))
 	meta.SetStatusCondition(&c.Status.Conditions, degradedCondition(o))
+	meta.SetStatusCondition(&c.Status.Conditions, securedCondition(c.Generation, c.Spec.Listeners))
 
 	if equality.Semantic.DeepEqual(s.orig.Status, c.Status) {
 		return

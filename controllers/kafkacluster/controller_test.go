@@ -299,10 +299,14 @@ var _ = Describe("KafkaCluster provisioning", Ordered, func() {
 		))
 		var env []string
 		for _, e := range broker.Env {
-			env = append(env, e.Name+"="+e.ValueFrom.FieldRef.FieldPath)
+			if e.ValueFrom != nil {
+				env = append(env, e.Name+"="+e.ValueFrom.FieldRef.FieldPath)
+			} else {
+				env = append(env, e.Name+"="+e.Value)
+			}
 		}
 		Expect(env).To(Equal([]string{"POD_NAME=metadata.name", "POD_NAMESPACE=metadata.namespace",
-			"POD_UID=metadata.uid", "POD_IP=status.podIP", "NODE_NAME=spec.nodeName"}))
+			"POD_UID=metadata.uid", "POD_IP=status.podIP", "NODE_NAME=spec.nodeName", "GOMEMLIMIT=966367620"}))
 		Expect(pod.Volumes[0].PersistentVolumeClaim.ClaimName).To(Equal("c-data"))
 
 		headless := &corev1.Service{}
@@ -333,6 +337,12 @@ var _ = Describe("KafkaCluster provisioning", Ordered, func() {
 		}}))
 		Expect(meta.IsStatusConditionTrue(got.Status.Conditions, kafkav1alpha1.ConditionProgressing)).To(BeTrue())
 		Expect(meta.IsStatusConditionFalse(got.Status.Conditions, kafkav1alpha1.ConditionReady)).To(BeTrue())
+		// The default listener is plaintext without authentication: the cluster says it is open.
+		secured := meta.FindStatusCondition(got.Status.Conditions, kafkav1alpha1.ConditionSecured)
+		Expect(secured).NotTo(BeNil())
+		Expect(secured.Status).To(Equal(metav1.ConditionFalse))
+		Expect(secured.Reason).To(Equal(kafkav1alpha1.ReasonOpenListener))
+		Expect(secured.Message).To(ContainSubstring("listener kafka lets anyone in unauthenticated"))
 	})
 
 	It("provisions the sample in config/samples", func(ctx SpecContext) {
@@ -609,9 +619,17 @@ var _ = Describe("KafkaCluster provisioning", Ordered, func() {
 		waitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionFalse, kafkav1alpha1.ReasonAsExpected)
 		before := settledVersions(ctx, ns, 3)
 
+		By("growing a claim its class cannot expand: Degraded, the claim keeps its size")
+		updateSpec(ctx, ns, func(s *kafkav1alpha1.KafkaClusterSpec) { s.Storage.Size = ptr.To(resource.MustParse("20Gi")) })
+		kc := waitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionTrue, kafkav1alpha1.ReasonStorageNotExpandable)
+		Expect(meta.FindStatusCondition(kc.Status.Conditions, kafkav1alpha1.ConditionDegraded).Message).To(ContainSubstring("from 10Gi to 20Gi, but claim c-data cannot be expanded: it has no StorageClass"))
+		Expect(readClaim(ctx, ns).Spec.Resources.Requests.Storage().String()).To(Equal("10Gi"), "the claim keeps its size")
+		Expect(kc.Status.StorageSize.String()).To(Equal("10Gi"), "status.storageSize is the claim's")
+
+		By("the API server refuses a size below the claim's and a type change")
 		for what, change := range map[string]func(*kafkav1alpha1.Storage){
-			"spec.storage.size cannot change": func(s *kafkav1alpha1.Storage) { s.Size = ptr.To(resource.MustParse("20Gi")) },
-			"spec.storage.type cannot change": func(s *kafkav1alpha1.Storage) { s.Type = kafkav1alpha1.StorageEphemeral },
+			"spec.storage.size cannot be smaller than the data claim": func(s *kafkav1alpha1.Storage) { s.Size = ptr.To(resource.MustParse("5Gi")) },
+			"spec.storage.type cannot change":                         func(s *kafkav1alpha1.Storage) { s.Type = kafkav1alpha1.StorageEphemeral },
 		} {
 			kc := readCluster(ctx, ns)
 			Expect(kc.Status.ClusterID).NotTo(BeEmpty())
@@ -620,6 +638,10 @@ var _ = Describe("KafkaCluster provisioning", Ordered, func() {
 			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
 			Expect(err.Error()).To(ContainSubstring(what))
 		}
+
+		By("setting the size back to the claim's clears the condition")
+		updateSpec(ctx, ns, func(s *kafkav1alpha1.KafkaClusterSpec) { s.Storage.Size = ptr.To(resource.MustParse("10Gi")) })
+		waitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionFalse, kafkav1alpha1.ReasonAsExpected)
 		Expect(resourceVersions(ctx, ns, 3)).To(Equal(before), "the claim and the StatefulSet were not touched")
 		Expect(readStatefulSet(ctx, ns).Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName).To(Equal("c-data"))
 	})

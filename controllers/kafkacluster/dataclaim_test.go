@@ -168,19 +168,19 @@ func TestDataClaimEvent(t *testing.T) {
 
 func TestStorageChangeOfARetainedClaim(t *testing.T) {
 	claim := retainedClaim(ownID)
-	if p := storageChange(goldenCluster().Spec.Storage, nil, claim); p != nil {
+	if p := storageChange(goldenCluster().Spec.Storage, nil, claim, nil); p != nil {
 		t.Fatalf("a spec matching the retained claim is refused: %v", p)
 	}
 	bigger := goldenCluster().Spec.Storage
 	bigger.Size = ptr.To(resource.MustParse("20Gi"))
-	p := storageChange(bigger, nil, claim)
+	p := storageChange(bigger, nil, claim, expandable)
 	if p == nil || p.Reason != kafkav1alpha1.ReasonStorageImmutable ||
 		!strings.Contains(p.Message, "size changed from 10Gi to 20Gi; the existing claim demo-data is kept as it is") {
 		t.Fatalf("a re-created cluster asking another size than its retained claim: want StorageImmutable naming the claim, got %v", p)
 	}
 	flipped := goldenCluster().Spec.Storage
 	flipped.DeleteClaim = true
-	if p := storageChange(flipped, desiredStatefulSet(goldenCluster(), goldenOptions), claim); p != nil {
+	if p := storageChange(flipped, desiredStatefulSet(goldenCluster(), goldenOptions), claim, nil); p != nil {
 		t.Fatalf("deleteClaim is no storage change, and may be flipped: %v", p)
 	}
 }

@@ -92,6 +92,18 @@ func goldenExternalCluster() *kafkav1alpha1.KafkaCluster {
 	return c
 }
 
+// goldenSecuredCluster adds a TLS listener with SCRAM-SHA-512 and a mutual-TLS one.
+func goldenSecuredCluster() *kafkav1alpha1.KafkaCluster {
+	c := goldenCluster()
+	c.Spec.Replicas = 2
+	c.Spec.Listeners = append(c.Spec.Listeners,
+		kafkav1alpha1.Listener{Name: "secure", Port: 9093, Type: kafkav1alpha1.ListenerInternal, AdvertisedHost: kafkav1alpha1.AdvertisePodDNS,
+			TLS: true, Authentication: &kafkav1alpha1.ListenerAuthentication{Type: kafkav1alpha1.AuthenticationScramSHA512}},
+		kafkav1alpha1.Listener{Name: "mtls", Port: 9094, Type: kafkav1alpha1.ListenerInternal, AdvertisedHost: kafkav1alpha1.AdvertisePodDNS,
+			TLS: true, Authentication: &kafkav1alpha1.ListenerAuthentication{Type: kafkav1alpha1.AuthenticationTLS}})
+	return c
+}
+
 // goldenLoadBalancerCluster exposes a LoadBalancer listener with its Service settings,
 // limits its internal listener to the pods of one namespace, lets a Prometheus reach the
 // health port, and opts out of nothing.
@@ -125,11 +137,43 @@ func goldenEphemeralCluster() *kafkav1alpha1.KafkaCluster {
 	return c
 }
 
+// goldenTemplateCluster customizes its broker pods through spec.template and leaves
+// spec.resources empty, so the default resources and GOMEMLIMIT apply.
+func goldenTemplateCluster() *kafkav1alpha1.KafkaCluster {
+	c := goldenCluster()
+	c.Spec.Resources = corev1.ResourceRequirements{}
+	c.Spec.Template = kafkav1alpha1.BrokerPodTemplate{
+		Metadata: kafkav1alpha1.PodMetadata{
+			Labels:      map[string]string{"team": "streaming", kafkav1alpha1.LabelCluster: "not-demo"},
+			Annotations: map[string]string{"prometheus.io/scrape": "true"},
+		},
+		NodeSelector: map[string]string{"node-role.example.com/kafka": ""},
+		Tolerations: []corev1.Toleration{{
+			Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "kafka", Effect: corev1.TaintEffectNoSchedule,
+		}},
+		Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "kubernetes.io/arch", Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}},
+			}}},
+		}},
+		TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{
+			MaxSkew: 1, TopologyKey: "kubernetes.io/hostname", WhenUnsatisfiable: corev1.DoNotSchedule,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{kafkav1alpha1.LabelCluster: "demo"}},
+		}},
+		PriorityClassName:        "kafka-critical",
+		ImagePullSecrets:         []corev1.LocalObjectReference{{Name: "registry"}},
+		SecurityContext:          &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), FSGroup: ptr.To[int64](2000)},
+		ContainerSecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true)},
+	}
+	return c
+}
+
 var goldenOptions = Options{DefaultBrokerImage: "ghcr.io/paddock-dev/paddock:v0.1.0"}
 
 func TestGolden(t *testing.T) {
 	def, ext, eph, owned := goldenCluster(), goldenExternalCluster(), goldenEphemeralCluster(), goldenDeleteClaimCluster()
-	lb := goldenLoadBalancerCluster()
+	lb, tmpl := goldenLoadBalancerCluster(), goldenTemplateCluster()
+	sec := goldenSecuredCluster()
 	cases := map[string]client.Object{
 		"serviceaccount":                      desiredServiceAccount(def),
 		"role":                                desiredRole(def),
@@ -155,6 +199,9 @@ func TestGolden(t *testing.T) {
 		"lb-service-bootstrap":                desiredBootstrapService(lb),
 		"lb-service-broker-0":                 desiredBrokerServices(lb)[0],
 		"lb-networkpolicy":                    desiredNetworkPolicy(lb),
+		"template-statefulset":                desiredStatefulSet(tmpl, goldenOptions),
+		"secured-role":                        desiredRole(sec),
+		"secured-statefulset":                 desiredStatefulSet(sec, goldenOptions),
 	}
 	for name, obj := range cases {
 		t.Run(name, func(t *testing.T) {

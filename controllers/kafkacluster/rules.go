@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 )
@@ -52,18 +53,20 @@ func checkSpec(cluster *kafkav1alpha1.KafkaCluster, opts Options) *specProblem {
 	return &specProblem{Reason: kafkav1alpha1.ReasonInvalidSpec, Message: strings.Join(problems, "; ")}
 }
 
-// storageChange reports a change of spec.storage against the storage the
-// cluster already has, which paddock refuses: a claim's class and access mode cannot change,
-// a size change would resize (or fail to resize) the only copy of the data, and switching
-// between a claim and an emptyDir would lose it. The existing storage is read from the
-// objects themselves — the StatefulSet's data volume says which type, the claim says its
-// class, access mode and size — so the check needs no memory of its own. sts and claim are
-// nil when they do not exist yet. A claim without a StatefulSet is a retained claim being
-// adopted (or one whose StatefulSet is being put back): the spec must match it too, or the
-// apply would try to resize or reclassify it.
-func storageChange(want kafkav1alpha1.Storage, sts *appsv1.StatefulSet, claim *corev1.PersistentVolumeClaim) *specProblem {
+// storageChange reports a change of spec.storage against the storage the cluster already
+// has, which paddock refuses: a claim's class and access mode cannot change, a claim cannot
+// shrink, and switching between a claim and an emptyDir would lose the data. A larger size is
+// an expansion (claimExpansion decides whether the class allows it). The existing storage is
+// read from the objects themselves — the StatefulSet's data volume says which type, the claim
+// says its class, access mode and size — so the check needs no memory of its own. sts and
+// claim are nil when they do not exist yet; class is the claim's StorageClass, nil when it
+// has none or it does not exist. A claim without a StatefulSet is a retained claim being
+// adopted (or one whose StatefulSet is being put back): the spec must match it exactly, or
+// the apply would resize or reclassify a claim the cluster has not started on yet.
+func storageChange(want kafkav1alpha1.Storage, sts *appsv1.StatefulSet, claim *corev1.PersistentVolumeClaim, class *storagev1.StorageClass) *specProblem {
 	advice := "storage of an existing cluster cannot change, set it back (the brokers keep their current volume)"
-	if sts == nil && claim != nil {
+	adopting := sts == nil && claim != nil
+	if adopting {
 		advice = fmt.Sprintf("the existing claim %s is kept as it is: make spec.storage match it, or delete the claim (and its data) to start empty", claim.Name)
 	}
 	refuse := func(format string, args ...any) *specProblem {
@@ -88,10 +91,16 @@ func storageChange(want kafkav1alpha1.Storage, sts *appsv1.StatefulSet, claim *c
 		return refuse("storage.accessMode changed from %v to %s", claim.Spec.AccessModes, want.AccessMode)
 	}
 	wantSize := (&kafkav1alpha1.KafkaClusterSpec{Storage: want}).StorageSize()
-	if have, ok := claim.Spec.Resources.Requests[corev1.ResourceStorage]; ok && have.Cmp(wantSize) != 0 {
+	have, ok := claim.Spec.Resources.Requests[corev1.ResourceStorage]
+	switch {
+	case !ok || have.Cmp(wantSize) == 0:
+		return nil
+	case have.Cmp(wantSize) > 0:
+		return refuse("storage.size shrank from %s to %s, and a claim can only grow", have.String(), wantSize.String())
+	case adopting:
 		return refuse("storage.size changed from %s to %s", have.String(), wantSize.String())
 	}
-	return nil
+	return claimExpansion(claim, class, have, wantSize)
 }
 
 // storageTypeOf reads the storage type from a StatefulSet's data volume; empty

@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -55,40 +56,57 @@ func TestValidateSpec(t *testing.T) {
 	}
 }
 
+// expandable and fixed are StorageClasses that do and do not allow volume expansion.
+var (
+	expandable = &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "standard"}, AllowVolumeExpansion: ptr.To(true)}
+	fixed      = &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "standard"}}
+)
+
 func TestStorageChange(t *testing.T) {
 	base := goldenCluster()
 	sts := desiredStatefulSet(base, goldenOptions)
 	claim := desiredDataClaim(base)
 	claim.Spec.StorageClassName = ptr.To("standard") // filled in by the default StorageClass
+	unclassed := claim.DeepCopy()
+	unclassed.Spec.StorageClassName = nil
 	ephemeralSTS := desiredStatefulSet(goldenEphemeralCluster(), goldenOptions)
+	sized := func(size string) kafkav1alpha1.Storage {
+		return kafkav1alpha1.Storage{Type: kafkav1alpha1.StoragePersistentClaim, Size: ptr.To(resource.MustParse(size))}
+	}
 
 	cases := []struct {
 		rule   string
 		want   kafkav1alpha1.Storage
 		sts    *appsv1.StatefulSet
 		claim  *corev1.PersistentVolumeClaim
-		refuse string // substring of the message; "" means accepted
+		class  *storagev1.StorageClass
+		reason string // the refusal's reason; "" means accepted
+		refuse string // substring of the message
 	}{
-		{"a new cluster may choose any storage", kafkav1alpha1.Storage{Type: kafkav1alpha1.StorageEphemeral}, nil, nil, ""},
-		{"unchanged storage is accepted", base.Spec.Storage, sts, claim, ""},
-		{"a class left empty accepts the default class", base.Spec.Storage, sts, claim, ""},
-		{"the claim not created yet is accepted", base.Spec.Storage, sts, nil, ""},
-		{"claim to emptyDir is refused", kafkav1alpha1.Storage{Type: kafkav1alpha1.StorageEphemeral}, sts, claim, "from PersistentClaim to Ephemeral"},
-		{"emptyDir to claim is refused", base.Spec.Storage, ephemeralSTS, nil, "from Ephemeral to PersistentClaim"},
-		{"a new size is refused", kafkav1alpha1.Storage{Type: kafkav1alpha1.StoragePersistentClaim, Size: ptr.To(resource.MustParse("20Gi"))}, sts, claim, "size changed from 10Gi to 20Gi"},
-		{"a new class is refused", kafkav1alpha1.Storage{Type: kafkav1alpha1.StoragePersistentClaim, Size: ptr.To(resource.MustParse("10Gi")), StorageClassName: ptr.To("fast")}, sts, claim, `storageClassName changed from "standard" to "fast"`},
-		{"a new access mode is refused", kafkav1alpha1.Storage{Type: kafkav1alpha1.StoragePersistentClaim, Size: ptr.To(resource.MustParse("10Gi")), AccessMode: corev1.ReadWriteOnce}, sts, claim, "accessMode changed"},
+		{"a new cluster may choose any storage", kafkav1alpha1.Storage{Type: kafkav1alpha1.StorageEphemeral}, nil, nil, nil, "", ""},
+		{"unchanged storage is accepted", base.Spec.Storage, sts, claim, nil, "", ""},
+		{"a class left empty accepts the default class", base.Spec.Storage, sts, claim, nil, "", ""},
+		{"the claim not created yet is accepted", base.Spec.Storage, sts, nil, nil, "", ""},
+		{"claim to emptyDir is refused", kafkav1alpha1.Storage{Type: kafkav1alpha1.StorageEphemeral}, sts, claim, nil, kafkav1alpha1.ReasonStorageImmutable, "from PersistentClaim to Ephemeral"},
+		{"emptyDir to claim is refused", base.Spec.Storage, ephemeralSTS, nil, nil, kafkav1alpha1.ReasonStorageImmutable, "from Ephemeral to PersistentClaim"},
+		{"a larger size is an expansion where the class allows it", sized("20Gi"), sts, claim, expandable, "", ""},
+		{"a larger size is refused where the class does not allow expansion", sized("20Gi"), sts, claim, fixed, kafkav1alpha1.ReasonStorageNotExpandable, "StorageClass standard does not allow volume expansion"},
+		{"a larger size is refused when the class does not exist", sized("20Gi"), sts, claim, nil, kafkav1alpha1.ReasonStorageNotExpandable, "StorageClass standard does not exist"},
+		{"a larger size is refused for a claim without a class", sized("20Gi"), sts, unclassed, nil, kafkav1alpha1.ReasonStorageNotExpandable, "it has no StorageClass"},
+		{"a smaller size is refused, whatever the class", sized("5Gi"), sts, claim, expandable, kafkav1alpha1.ReasonStorageImmutable, "shrank from 10Gi to 5Gi"},
+		{"a new class is refused", kafkav1alpha1.Storage{Type: kafkav1alpha1.StoragePersistentClaim, Size: ptr.To(resource.MustParse("10Gi")), StorageClassName: ptr.To("fast")}, sts, claim, nil, kafkav1alpha1.ReasonStorageImmutable, `storageClassName changed from "standard" to "fast"`},
+		{"a new access mode is refused", kafkav1alpha1.Storage{Type: kafkav1alpha1.StoragePersistentClaim, Size: ptr.To(resource.MustParse("10Gi")), AccessMode: corev1.ReadWriteOnce}, sts, claim, nil, kafkav1alpha1.ReasonStorageImmutable, "accessMode changed"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.rule, func(t *testing.T) {
-			p := storageChange(tc.want, tc.sts, tc.claim)
+			p := storageChange(tc.want, tc.sts, tc.claim, tc.class)
 			switch {
-			case tc.refuse == "" && p != nil:
+			case tc.reason == "" && p != nil:
 				t.Fatalf("want accepted, got %v", p)
-			case tc.refuse != "" && p == nil:
+			case tc.reason != "" && p == nil:
 				t.Fatalf("want refused with %q, got accepted", tc.refuse)
-			case tc.refuse != "" && (p.Reason != kafkav1alpha1.ReasonStorageImmutable || !strings.Contains(p.Message, tc.refuse)):
-				t.Fatalf("want StorageImmutable with %q, got %v", tc.refuse, p)
+			case tc.reason != "" && (p.Reason != tc.reason || !strings.Contains(p.Message, tc.refuse)):
+				t.Fatalf("want %s with %q, got %v", tc.reason, tc.refuse, p)
 			}
 		})
 	}
@@ -176,6 +194,49 @@ func TestConditions(t *testing.T) {
 				if c.ObservedGeneration != 7 || c.Reason == "" || c.Message == "" {
 					t.Errorf("%s: want observedGeneration 7, a reason and a message, got %+v", c.Type, c)
 				}
+			}
+		})
+	}
+}
+
+func TestSecuredConditionNamesEveryOpenListener(t *testing.T) {
+	scram := &kafkav1alpha1.ListenerAuthentication{Type: kafkav1alpha1.AuthenticationScramSHA512}
+	mtls := &kafkav1alpha1.ListenerAuthentication{Type: kafkav1alpha1.AuthenticationTLS}
+	plain := &kafkav1alpha1.ListenerAuthentication{Type: kafkav1alpha1.AuthenticationPlain}
+	cases := []struct {
+		rule      string
+		listeners []kafkav1alpha1.Listener
+		status    metav1.ConditionStatus
+		reason    string
+		mentions  []string
+	}{
+		{"the default plaintext listener is open", []kafkav1alpha1.Listener{{Name: "kafka", Port: 9092}},
+			metav1.ConditionFalse, kafkav1alpha1.ReasonOpenListener, []string{"listener kafka lets anyone in unauthenticated"}},
+		{"tls without authentication is still open", []kafkav1alpha1.Listener{{Name: "tls", Port: 9093, TLS: true}},
+			metav1.ConditionFalse, kafkav1alpha1.ReasonOpenListener, []string{"listener tls lets anyone in"}},
+		{"one open listener beside secured ones makes the cluster open, naming only it",
+			[]kafkav1alpha1.Listener{{Name: "secure", TLS: true, Authentication: scram}, {Name: "plain", Port: 9092}},
+			metav1.ConditionFalse, kafkav1alpha1.ReasonOpenListener, []string{"listener plain lets anyone in"}},
+		{"plain authentication without tls takes passwords in the clear", []kafkav1alpha1.Listener{{Name: "pw", Authentication: plain}},
+			metav1.ConditionFalse, kafkav1alpha1.ReasonOpenListener, []string{"listener pw takes passwords over plaintext"}},
+		{"scram over tls and mutual tls are secured", []kafkav1alpha1.Listener{{Name: "a", TLS: true, Authentication: scram}, {Name: "b", TLS: true, Authentication: mtls}},
+			metav1.ConditionTrue, kafkav1alpha1.ReasonAllListenersSecured, nil},
+		{"scram without tls is secured and says the records travel unencrypted", []kafkav1alpha1.Listener{{Name: "s", Authentication: scram}},
+			metav1.ConditionTrue, kafkav1alpha1.ReasonAllListenersSecured, []string{"listener s authenticates with SCRAM but carries records unencrypted"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.rule, func(t *testing.T) {
+			c := securedCondition(4, tc.listeners)
+			if c.Type != kafkav1alpha1.ConditionSecured || c.Status != tc.status || c.Reason != tc.reason || c.ObservedGeneration != 4 || c.Message == "" {
+				t.Fatalf("got %+v, want %s %s", c, tc.status, tc.reason)
+			}
+			for _, m := range tc.mentions {
+				if !strings.Contains(c.Message, m) {
+					t.Errorf("message %q does not say %q", c.Message, m)
+				}
+			}
+			if strings.Contains(tc.rule, "naming only it") && strings.Contains(c.Message, "secure ") {
+				t.Errorf("message %q names the secured listener", c.Message)
 			}
 		})
 	}

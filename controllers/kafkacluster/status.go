@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +25,11 @@ type observation struct {
 	Problem *specProblem
 	// ApplyErr is the error applying the children failed with; nil when they applied.
 	ApplyErr error
+	// ClaimProblem is why the data claim is not bound (pendingClaimProblem); nil when it is,
+	// or still within its grace.
+	ClaimProblem *specProblem
+	// ClaimExpanding says the data claim is being expanded (claimExpanding); "" otherwise.
+	ClaimExpanding string
 	// StatefulSet is the broker StatefulSet as read this reconcile; nil when it does not exist.
 	StatefulSet *appsv1.StatefulSet
 	// ConfigProblems are the entries of spec.config the brokers do not apply.
@@ -55,6 +61,33 @@ func rolloutPending(o observation) string {
 	return ""
 }
 
+// securedCondition is True when every listener authenticates its clients without a password
+// in the clear (Listener.Secured: TLS with any authentication, or SCRAM); False names each
+// open listener and why (docs/security.md, "Unsecured clusters").
+func securedCondition(generation int64, listeners []kafkav1alpha1.Listener) metav1.Condition {
+	c := metav1.Condition{Type: kafkav1alpha1.ConditionSecured, ObservedGeneration: generation}
+	var open, notes []string
+	for _, l := range listeners {
+		switch {
+		case l.Authentication == nil:
+			open = append(open, fmt.Sprintf("listener %s lets anyone in unauthenticated", l.Name))
+		case !l.Secured():
+			open = append(open, fmt.Sprintf("listener %s takes passwords over plaintext", l.Name))
+		case !l.TLS:
+			notes = append(notes, fmt.Sprintf("listener %s authenticates with SCRAM but carries records unencrypted", l.Name))
+		}
+	}
+	if len(open) > 0 {
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, kafkav1alpha1.ReasonOpenListener, strings.Join(append(open, notes...), "; ")
+		return c
+	}
+	c.Status, c.Reason, c.Message = metav1.ConditionTrue, kafkav1alpha1.ReasonAllListenersSecured, "every listener authenticates its clients"
+	if len(notes) > 0 {
+		c.Message += "; " + strings.Join(notes, "; ")
+	}
+	return c
+}
+
 // readyCondition is True when every desired broker is ready.
 func readyCondition(o observation) metav1.Condition {
 	c := metav1.Condition{Type: kafkav1alpha1.ConditionReady, ObservedGeneration: o.Generation}
@@ -81,7 +114,15 @@ func progressingCondition(o observation) metav1.Condition {
 		c.Message = "the spec was refused; see the Degraded condition"
 		return c
 	}
-	if pending := rolloutPending(o); pending != "" {
+	pending := rolloutPending(o)
+	if o.ClaimExpanding != "" { // the rarer news leads; a rollout at the same time is told too
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, kafkav1alpha1.ReasonExpandingStorage, o.ClaimExpanding
+		if pending != "" {
+			c.Message += "; " + pending
+		}
+		return c
+	}
+	if pending != "" {
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, kafkav1alpha1.ReasonRollingOut, pending
 		return c
 	}
@@ -91,7 +132,7 @@ func progressingCondition(o observation) metav1.Condition {
 }
 
 // degradedCondition is True when a human must act: the spec was refused, a child could not
-// be applied, spec.config has entries the brokers do not apply, or brokers are registered but
+// be applied, the data claim is not bound (with the storage provider's reason), spec.config has entries the brokers do not apply, or brokers are registered but
 // none is alive (then partition leaders and coordinators are kept as they were). This
 // reconciler is the one writer of the KafkaCluster's conditions; the assignment reconciler's
 // "no alive broker" is folded in here from the registry's counts (docs/topics.md, "Who
@@ -103,6 +144,8 @@ func degradedCondition(o observation) metav1.Condition {
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, o.Problem.Reason, o.Problem.Message
 	case o.ApplyErr != nil:
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, kafkav1alpha1.ReasonApplyFailed, o.ApplyErr.Error()
+	case o.ClaimProblem != nil:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, o.ClaimProblem.Reason, o.ClaimProblem.Message
 	case len(o.ConfigProblems) > 0:
 		c.Status, c.Reason = metav1.ConditionTrue, kafkav1alpha1.ReasonInvalidConfig
 		c.Message = "spec.config entries not applied: " + kafkaconfig.Summary(o.ConfigProblems)

@@ -33,6 +33,11 @@ type generateOptions struct {
 	APIDir         string // the Go API package with the csv markers
 	IconPath       string // SVG icon
 	CopyDir        string // the bundle directory as the Dockerfile's COPY lines name it
+	// Replaces is the CSV this one upgrades (<package>.v<semver>, older than Version); empty
+	// for the first release. SkipRange is the semver range of versions OLM may upgrade from
+	// straight to this one (olm.skipRange), which must not contain Version.
+	Replaces  string
+	SkipRange string
 }
 
 // bundleOutput is a generated bundle: files relative to the bundle directory, and the
@@ -377,7 +382,36 @@ func (opts *generateOptions) check() (semver.Version, error) {
 	if !contains(opts.Channels, opts.DefaultChannel) {
 		return version, fmt.Errorf("default channel %q is not one of the channels %v", opts.DefaultChannel, opts.Channels)
 	}
-	return version, nil
+	return version, opts.checkUpgradeGraph(version)
+}
+
+// checkUpgradeGraph refuses an upgrade edge OLM would follow the wrong way or never: replaces
+// names another package or a version that is not older, a skip range that is not semver or
+// that contains this very version.
+func (opts *generateOptions) checkUpgradeGraph(version semver.Version) error {
+	if opts.Replaces != "" {
+		prefix := opts.Package + ".v"
+		if !strings.HasPrefix(opts.Replaces, prefix) {
+			return fmt.Errorf("replaces %q: want %s<version>", opts.Replaces, prefix)
+		}
+		prev, err := semver.Parse(strings.TrimPrefix(opts.Replaces, prefix))
+		if err != nil {
+			return fmt.Errorf("replaces %q: %w", opts.Replaces, err)
+		}
+		if !prev.LT(version) {
+			return fmt.Errorf("replaces %q: version %s is not older than %s", opts.Replaces, prev, version)
+		}
+	}
+	if opts.SkipRange != "" {
+		inRange, err := semver.ParseRange(opts.SkipRange)
+		if err != nil {
+			return fmt.Errorf("skip range %q: %w", opts.SkipRange, err)
+		}
+		if inRange(version) {
+			return fmt.Errorf("skip range %q contains the bundle's own version %s", opts.SkipRange, version)
+		}
+	}
+	return nil
 }
 
 // clusterServiceVersion is the base CSV completed with what the bundle derives: the owned
@@ -413,7 +447,11 @@ func clusterServiceVersion(in *inputs, opts generateOptions, version semver.Vers
 	csv.Name = opts.Package + ".v" + version.String()
 	csv.Namespace = ""
 	csv.Spec.Version.Version = version
+	csv.Spec.Replaces = opts.Replaces
 	annotateCSV(csv, opts.CreatedAt, image, examples)
+	if opts.SkipRange != "" {
+		csv.Annotations["olm.skipRange"] = opts.SkipRange
+	}
 	csv.Spec.Icon = []operatorsv1alpha1.Icon{{Data: base64.StdEncoding.EncodeToString(icon), MediaType: "image/svg+xml"}}
 	csv.Spec.RelatedImages = []operatorsv1alpha1.RelatedImage{{Name: opts.Package, Image: image}}
 	csv.Spec.CustomResourceDefinitions.Owned = owned

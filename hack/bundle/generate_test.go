@@ -199,6 +199,26 @@ func TestGeneratedCSVCarriesTheManagerAndItsPermissions(t *testing.T) {
 	}
 }
 
+func TestTheCSVCarriesTheUpgradeGraph(t *testing.T) {
+	opts := fixtureOptions()
+	opts.Replaces, opts.SkipRange = "paddock.v1.2.0", ">=1.0.0 <1.2.3"
+	out, err := generate(fixtureObjects(t, ""), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	csv := generatedCSV(t, out)
+	if csv.Spec.Replaces != "paddock.v1.2.0" || csv.Annotations["olm.skipRange"] != ">=1.0.0 <1.2.3" {
+		t.Fatalf("replaces %q, olm.skipRange %q: want the edge and the range given", csv.Spec.Replaces, csv.Annotations["olm.skipRange"])
+	}
+	first, err := generate(fixtureObjects(t, ""), fixtureOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if csv := generatedCSV(t, first); csv.Spec.Replaces != "" || csv.Annotations["olm.skipRange"] != "" {
+		t.Fatalf("a first release replaces nothing: %q, %q", csv.Spec.Replaces, csv.Annotations["olm.skipRange"])
+	}
+}
+
 func TestAnnotationsAndDockerfileNameTheSameChannels(t *testing.T) {
 	out, err := generate(fixtureObjects(t, ""), fixtureOptions())
 	if err != nil {
@@ -240,6 +260,10 @@ metadata: {name: other}
 `, "more than one Deployment", nil},
 		{"a version that is not semver", "", `version "1.2"`, func(o *generateOptions) { o.Version = "1.2" }},
 		{"a default channel outside the channels", "", "not one of the channels", func(o *generateOptions) { o.DefaultChannel = "fast" }},
+		{"replaces naming a newer version", "", "is not older than 1.2.3", func(o *generateOptions) { o.Replaces = "paddock.v1.3.0" }},
+		{"replaces naming another package", "", "want paddock.v<version>", func(o *generateOptions) { o.Replaces = "other.v1.0.0" }},
+		{"a skip range containing the bundle's version", "", "contains the bundle's own version", func(o *generateOptions) { o.SkipRange = ">=1.0.0 <=1.2.3" }},
+		{"a skip range that is not semver", "", `skip range "soon"`, func(o *generateOptions) { o.SkipRange = "soon" }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

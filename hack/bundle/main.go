@@ -48,6 +48,8 @@ func runGenerate(args []string, stdin io.Reader, stderr io.Writer) int {
 	fs.StringVar(&opts.CreatedAt, "created-at", "", "CSV createdAt (default: the one in the CSV base)")
 	fs.StringVar(&opts.APIDir, "api-dir", "api/v1alpha1", "Go API package with the csv markers")
 	fs.StringVar(&opts.IconPath, "icon", "config/manifests/paddock.svg", "SVG icon")
+	fs.StringVar(&opts.Replaces, "replaces", "", "the CSV this bundle upgrades, <package>.v<older version> (the upgrade graph's edge; empty for a first release)")
+	fs.StringVar(&opts.SkipRange, "skip-range", "", `semver range OLM may upgrade from straight to this version (olm.skipRange), e.g. ">=0.1.0 <0.2.0"`)
 	fs.StringVar(&bundleDir, "bundle-dir", "bundle", "bundle output directory")
 	fs.StringVar(&dockerfilePath, "dockerfile", "bundle.Dockerfile", "bundle Dockerfile to write")
 	if err := fs.Parse(args); err != nil {

@@ -22,20 +22,40 @@ func FNV1a32(s string) uint32 {
 	return h
 }
 
-// Pick returns the coordinator of groupID, or ok=false when no broker is alive
-// (COORDINATOR_NOT_AVAILABLE).
+// DefaultPartitions is Apache's offsets.topic.num.partitions: how many partitions of
+// __consumer_offsets the groups hash to unless the cluster says otherwise.
+const DefaultPartitions int32 = 50
+
+// Partition is the partition of __consumer_offsets that groupID hashes to among partitions
+// (at least 1): FNV1a32(groupID) modulo partitions. Every group of one partition has the same
+// coordinator, that partition's leader (PickPartition), as in Apache Kafka, where a group's
+// coordinator is the leader of its offsets partition.
+func Partition(groupID string, partitions int32) int32 {
+	return int32(FNV1a32(groupID) % uint32(max(partitions, 1)))
+}
+
+// Pick returns the coordinator of groupID when __consumer_offsets has partitions partitions:
+// the leader of the group's partition (PickPartition(Partition(groupID, partitions), ...)),
+// or ok=false when no broker is alive (COORDINATOR_NOT_AVAILABLE).
+func Pick(groupID string, partitions int32, registered, alive []int32) (id int32, ok bool) {
+	return PickPartition(Partition(groupID, partitions), registered, alive)
+}
+
+// PickPartition returns the leader of partition of __consumer_offsets — the coordinator of
+// every group hashing to it — or ok=false when no broker is alive.
 //
 // registered is every registered broker id — Alive, Draining and Dead alike — and alive the
-// ids whose health is Alive; both in any order. The slot is FNV1a32(groupID) modulo the number
+// ids whose health is Alive; both in any order. The slot is the partition modulo the number
 // of registered brokers, taken over the ids sorted numerically: holding the divisor at the
 // registered count is what keeps coordinatorship stable when a broker dies or drains. If the
-// slot's broker is not alive, the group falls back to alive[slot % len(alive)] (sorted), so
-// only the groups that lived on a lost broker move, and none onto a broker that is not alive.
+// slot's broker is not alive, the partition falls back to alive[slot % len(alive)] (sorted),
+// so only the partitions (and groups) that lived on a lost broker move, and none onto a
+// broker that is not alive.
 //
 // An alive id that is not registered is ignored: a broker the registry does not list cannot
-// coordinate. Pick does not modify its arguments.
-func Pick(groupID string, registered, alive []int32) (id int32, ok bool) {
-	if len(registered) == 0 {
+// coordinate. PickPartition does not modify its arguments.
+func PickPartition(partition int32, registered, alive []int32) (id int32, ok bool) {
+	if len(registered) == 0 || partition < 0 {
 		return -1, false
 	}
 	reg := sortedUnique(registered)
@@ -48,7 +68,7 @@ func Pick(groupID string, registered, alive []int32) (id int32, ok bool) {
 	if len(live) == 0 {
 		return -1, false
 	}
-	slot := FNV1a32(groupID) % uint32(len(reg))
+	slot := uint32(partition) % uint32(len(reg))
 	if _, found := slices.BinarySearch(live, reg[slot]); found {
 		return reg[slot], true
 	}

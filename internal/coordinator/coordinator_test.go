@@ -20,15 +20,52 @@ func TestFNV1a32MatchesPublishedVectors(t *testing.T) {
 	}
 }
 
-func TestPickSlotIsHashModuloRegisteredSortedByID(t *testing.T) {
+func TestPickSlotIsTheGroupsPartitionModuloRegisteredSortedByID(t *testing.T) {
 	registered := []int32{2, 0, 10, 1} // sorted: 0 1 2 10
-	for i := 0; i < 50; i++ {
+	for i := 0; i < 200; i++ {
 		g := fmt.Sprintf("group-%d", i)
-		want := []int32{0, 1, 2, 10}[FNV1a32(g)%4]
-		got, ok := Pick(g, registered, registered)
+		want := []int32{0, 1, 2, 10}[FNV1a32(g)%50%4]
+		got, ok := Pick(g, DefaultPartitions, registered, registered)
 		if !ok || got != want {
 			t.Fatalf("Pick(%q) = %d, %v; want %d", g, got, ok, want)
 		}
+	}
+}
+
+// The groups of one __consumer_offsets partition share its leader (Metadata and
+// FindCoordinator tell one story), whatever the registry looks like.
+func TestEveryGroupOfAPartitionHasThePartitionsLeaderAsCoordinator(t *testing.T) {
+	for _, tc := range []struct {
+		partitions        int32
+		registered, alive []int32
+	}{
+		{50, []int32{0, 1, 2}, []int32{0, 1, 2}},
+		{50, []int32{0, 1, 2}, []int32{0, 2}},
+		{7, []int32{0, 1, 2, 3, 4}, []int32{4, 1}},
+		{1, []int32{3, 5}, []int32{5}},
+	} {
+		for i := 0; i < 500; i++ {
+			g := fmt.Sprintf("group-%d", i)
+			p := Partition(g, tc.partitions)
+			if p < 0 || p >= tc.partitions {
+				t.Fatalf("Partition(%q, %d) = %d, outside the topic", g, tc.partitions, p)
+			}
+			leader, _ := PickPartition(p, tc.registered, tc.alive)
+			if got, _ := Pick(g, tc.partitions, tc.registered, tc.alive); got != leader {
+				t.Fatalf("%+v: group %q of partition %d coordinated by %d, the partition led by %d", tc, g, p, got, leader)
+			}
+		}
+	}
+}
+
+func TestPartitionIsTheHashModuloThePartitionCount(t *testing.T) {
+	for _, g := range []string{"", "a", "foobar", "orders-consumer"} {
+		if got, want := Partition(g, 50), int32(FNV1a32(g)%50); got != want {
+			t.Errorf("Partition(%q, 50) = %d, want %d", g, got, want)
+		}
+	}
+	if got := Partition("a", 1); got != 0 {
+		t.Errorf("Partition(a, 1) = %d, want 0", got)
 	}
 }
 
@@ -52,7 +89,7 @@ func TestPickNothingAliveIsCoordinatorNotAvailable(t *testing.T) {
 		{"alive but not registered", []int32{0, 1}, []int32{5}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if id, ok := Pick("g", tc.registered, tc.alive); ok {
+			if id, ok := Pick("g", DefaultPartitions, tc.registered, tc.alive); ok {
 				t.Fatalf("Pick = %d, want none", id)
 			}
 		})
@@ -120,7 +157,7 @@ func pickAll(n int, registered, alive []int32) map[string]int32 {
 	out := make(map[string]int32, n)
 	for i := 0; i < n; i++ {
 		g := fmt.Sprintf("group-%d", i)
-		id, ok := Pick(g, registered, alive)
+		id, ok := Pick(g, DefaultPartitions, registered, alive)
 		if !ok {
 			id = -1
 		}
@@ -136,22 +173,22 @@ func BenchmarkPick(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		Pick("orders-consumer", registered, registered[:90])
+		Pick("orders-consumer", DefaultPartitions, registered, registered[:90])
 	}
 }
 
 // A group whose slot's broker is not alive falls back to aliveSorted[slot % len(aliveSorted)]:
-// here slot 1 over five registered brokers with broker 1 dead lands on live[1] = 2, where a
-// fallback to live[0] (broker 0) would be wrong.
+// here slot 1 (partition 1 or 6 of 10) over five registered brokers with broker 1 dead lands
+// on live[1] = 2, where a fallback to live[0] (broker 0) would be wrong.
 func TestPickFallbackIsTheSlotModuloTheAliveCount(t *testing.T) {
 	registered, alive := []int32{0, 1, 2, 3, 4}, []int32{4, 3, 2, 0} // any order
 	group := ""
 	for i := 0; group == ""; i++ {
-		if g := fmt.Sprintf("group-%d", i); FNV1a32(g)%5 == 1 {
+		if g := fmt.Sprintf("group-%d", i); FNV1a32(g)%10%5 == 1 {
 			group = g
 		}
 	}
-	id, ok := Pick(group, registered, alive)
+	id, ok := Pick(group, 10, registered, alive)
 	if !ok || id != 2 {
 		t.Fatalf("Pick(%q) = %d, %v; want 2 (slot 1 %% 4 alive = index 1 of [0 2 3 4])", group, id, ok)
 	}

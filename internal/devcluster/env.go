@@ -68,6 +68,12 @@ type Config struct {
 	// BinDir holds the tools the printed commands use: kubectl (`make kubectl` links
 	// bin/kubectl) and the paddock binary. The env file puts it first on PATH.
 	BinDir string
+	// NoOperator leaves the operator out: no CRDs, no manager Deployment. The caller installs
+	// one itself, as a user would (helm install, kubectl apply of a release's install.yaml).
+	NoOperator bool
+	// Images maps further images to the binaries that run them, beside the operator's image
+	// (PaddockBinary): operators of other versions, brokers of another image.
+	Images map[string]string
 
 	// progress, when set, is told of each start-up step as it ends (paddock dev prints them).
 	progress *progress
@@ -190,18 +196,24 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 // startSteps are Start's phases, in order; each line is what paddock dev prints when it ends.
 func (e *Env) startSteps() []step {
 	rel := relativeToWD
-	return []step{
+	install := step{"operator manifests applied from " + rel(filepath.Join(e.cfg.ConfigDir, "default")) + " (CRDs, RBAC, Deployment " + e.inst.manager.String() + ")", e.connectAndInstall}
+	waitManager := []step{{"operator Deployment " + e.inst.manager.String() + " Available", e.waitManager}}
+	if e.cfg.NoOperator { // the caller installs the operator itself
+		install.done = "admin client connected; no operator installed"
+		waitManager = nil
+	}
+	steps := []step{
 		{"state directory " + rel(e.cfg.Dir) + " ready, locked for this run", e.prepareState},
 		{"credentials written: CA, apiserver certificate, admin token, kubeconfigs", e.cp.writeCredentials},
 		{"etcd healthy", e.cp.startEtcd},
 		{"kube-apiserver ready at https://" + e.cfg.apiServerAddr(), e.cp.startAPIServer},
 		{"kube-controller-manager and kube-scheduler started", e.cp.startControllers},
-		{"operator manifests applied from " + rel(filepath.Join(e.cfg.ConfigDir, "default")) + " (CRDs, RBAC, Deployment " + e.inst.manager.String() + ")", e.connectAndInstall},
+		install,
 		{"cluster DNS (CoreDNS) answering at " + ClusterDNSIP, e.startClusterDNS},
 		{fmt.Sprintf("service proxy forwarding %s; %d node agents running", e.cfg.hostAPIServerAddr(), e.cfg.Nodes), e.startNodes},
-		{"operator Deployment " + e.inst.manager.String() + " Available", e.waitManager},
-		{"shell " + rel(e.ShellPath()) + " and control socket ready", e.serveShellAndControl},
 	}
+	steps = append(steps, waitManager...)
+	return append(steps, step{"shell " + rel(e.ShellPath()) + " and control socket ready", e.serveShellAndControl})
 }
 
 // newEnv resolves cfg's paths and checks what can only be checked in the private network
@@ -240,6 +252,13 @@ func (c Config) resolved() (Config, error) {
 			return c, err
 		}
 	}
+	images := make(map[string]string, len(c.Images))
+	for image, bin := range c.Images {
+		if images[image], err = filepath.Abs(bin); err != nil {
+			return c, err
+		}
+	}
+	c.Images = images
 	return c, nil
 }
 
@@ -306,6 +325,9 @@ func (e *Env) connectAndInstall(ctx context.Context) error {
 	if e.client, err = client.New(e.restConfig, client.Options{Scheme: s}); err != nil {
 		return fmt.Errorf("create client: %w", err)
 	}
+	if e.cfg.NoOperator {
+		return nil
+	}
 	return e.install(ctx)
 }
 
@@ -323,8 +345,11 @@ func (e *Env) startNodes(context.Context) error {
 	if err != nil {
 		return fmt.Errorf("create clientset: %w", err)
 	}
-	e.rt = &podRuntime{client: clientset, cfg: e.cfg, history: &history{},
-		images: map[string]string{e.inst.image: e.cfg.PaddockBinary}}
+	images := map[string]string{e.inst.image: e.cfg.PaddockBinary}
+	for image, bin := range e.cfg.Images {
+		images[image] = bin
+	}
+	e.rt = &podRuntime{client: clientset, cfg: e.cfg, history: &history{}, images: images}
 	logger := log.FromContext(e.ctx)
 	e.proxy = newServiceProxy(clientset, e.cfg.HostAddress, e.runningNodeIPs, clusterDNSAddrs(), logger.WithName("service-proxy"))
 	if err := e.proxy.forward(e.cfg.hostAPIServerAddr(), e.cfg.apiServerAddr()); err != nil {

@@ -132,7 +132,8 @@ func (e *Env) install(ctx context.Context) error {
 }
 
 // StartManager scales the operator's Deployment to one replica and waits until it is
-// Available (its pod ready); the node agents run that pod like any other.
+// Available with an up-to-date pod (so after an upgrade, until the rollout is done); the node
+// agents run that pod like any other.
 func (e *Env) StartManager() error {
 	ctx, cancel := context.WithTimeout(e.ctx, 2*time.Minute)
 	defer cancel()
@@ -198,9 +199,14 @@ func (e *Env) managerAvailable(ctx context.Context) (bool, string) {
 	if err := e.client.Get(ctx, e.inst.manager, &d); err != nil {
 		return false, err.Error()
 	}
-	if d.Status.ObservedGeneration < d.Generation || d.Status.UpdatedReplicas < ptr.Deref(d.Spec.Replicas, 1) ||
-		d.Status.AvailableReplicas < ptr.Deref(d.Spec.Replicas, 1) {
-		return false, fmt.Sprintf("%d of %d replicas available", d.Status.AvailableReplicas, ptr.Deref(d.Spec.Replicas, 1))
+	want := ptr.Deref(d.Spec.Replicas, 1)
+	if d.Status.ObservedGeneration < d.Generation || d.Status.UpdatedReplicas < want || d.Status.AvailableReplicas < want {
+		return false, fmt.Sprintf("%d of %d replicas available, %d up to date", d.Status.AvailableReplicas, want, d.Status.UpdatedReplicas)
+	}
+	// During a rollout the old pod stays Available beside the new one (maxUnavailable 0):
+	// the rollout is done only once no replica of an older template is left.
+	if d.Status.Replicas > d.Status.UpdatedReplicas {
+		return false, fmt.Sprintf("rolling out: %d replicas, %d up to date", d.Status.Replicas, d.Status.UpdatedReplicas)
 	}
 	for _, c := range d.Status.Conditions {
 		if c.Type == appsv1.DeploymentAvailable {

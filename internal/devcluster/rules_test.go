@@ -188,7 +188,7 @@ func TestInstallRunsTheManagerAsItsServiceAccountWithTheGeneratedRole(t *testing
 		}
 	}
 	sa := deploy.Spec.Template.Spec.ServiceAccountName
-	if sa == "" || inst.image != deploy.Spec.Template.Spec.Containers[0].Image || len(inst.crds) != 3 {
+	if sa == "" || inst.image != deploy.Spec.Template.Spec.Containers[0].Image || len(inst.crds) != 4 {
 		t.Fatalf("manager %s runs as %q with image %q (%d CRDs)", inst.manager, sa, inst.image, len(inst.crds))
 	}
 	if len(binding.Subjects) != 1 || binding.Subjects[0].Name != sa || binding.Subjects[0].Namespace != inst.manager.Namespace || binding.RoleRef.Name != role.Name {

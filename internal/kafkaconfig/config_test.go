@@ -95,6 +95,8 @@ func TestValuesAreCheckedAgainstTypeRangeAndWhatPaddockHonours(t *testing.T) {
 		{key: "offset.metadata.max.bytes", value: "1024", broker: true},
 		{key: "offsets.retention.minutes", value: "60", broker: true},
 		{key: "offsets.retention.minutes", value: "0", broker: true, wantErr: "at least 1"},
+		{key: "offsets.topic.num.partitions", value: "12", broker: true},
+		{key: "offsets.topic.num.partitions", value: "0", broker: true, wantErr: "between 1 and 1000"},
 	} {
 		var err error
 		if tt.broker {
@@ -202,7 +204,7 @@ func TestClusterConfigDefaultsAreApaches(t *testing.T) {
 		GroupInitialRebalanceDelay: 3 * time.Second, GroupMinSessionTimeout: 6 * time.Second, GroupMaxSessionTimeout: 30 * time.Minute,
 		GroupMaxSize: math.MaxInt32, OffsetMetadataMaxBytes: 4096, OffsetsRetention: 7 * 24 * time.Hour,
 		ConsumerProtocol: true, ConsumerHeartbeatInterval: 5 * time.Second, ConsumerSessionTimeout: 45 * time.Second,
-		ConsumerMaxSize: math.MaxInt32, ConsumerAssignors: []string{"uniform", "range"}}
+		ConsumerMaxSize: math.MaxInt32, ConsumerAssignors: []string{"uniform", "range"}, OffsetsTopicPartitions: 50}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("ResolveCluster(nil) = %+v, want %+v", c, want)
 	}

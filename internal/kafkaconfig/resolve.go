@@ -71,6 +71,8 @@ type ClusterConfig struct {
 	GroupMaxSize                                   int32
 	OffsetMetadataMaxBytes                         int32
 	OffsetsRetention                               time.Duration
+	// MaxReauth is connections.max.reauth.ms: a SASL session's lifetime; 0 is unbounded.
+	MaxReauth time.Duration
 	// The consumer protocol (KIP-848, Apache 4.0): whether group.coordinator.rebalance.protocols
 	// lists consumer; group.consumer.heartbeat.interval.ms and session.timeout.ms (a session
 	// not above the interval resolves both to their defaults); group.consumer.max.size;
@@ -79,6 +81,9 @@ type ClusterConfig struct {
 	ConsumerHeartbeatInterval, ConsumerSessionTimeout time.Duration
 	ConsumerMaxSize                                   int32
 	ConsumerAssignors                                 []string
+	// OffsetsTopicPartitions is offsets.topic.num.partitions: the partitions of
+	// __consumer_offsets, which groups hash to (internal/coordinator.Partition).
+	OffsetsTopicPartitions int32
 }
 
 // ResolveCluster reads a KafkaCluster's spec.config.
@@ -103,6 +108,8 @@ func ResolveCluster(cluster map[string]string) ClusterConfig {
 		GroupMaxSize:               int32(atoi(v("group.max.size"))),
 		OffsetMetadataMaxBytes:     int32(atoi(v("offset.metadata.max.bytes"))),
 		OffsetsRetention:           time.Duration(atoi(v("offsets.retention.minutes"))) * time.Minute,
+		OffsetsTopicPartitions:     int32(atoi(v("offsets.topic.num.partitions"))),
+		MaxReauth:                  ms("connections.max.reauth.ms"),
 		ConsumerProtocol:           slices.Contains(SplitList(v("group.coordinator.rebalance.protocols")), "consumer"),
 		ConsumerHeartbeatInterval:  ms("group.consumer.heartbeat.interval.ms"),
 		ConsumerSessionTimeout:     ms("group.consumer.session.timeout.ms"),

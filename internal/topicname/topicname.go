@@ -41,6 +41,17 @@ func legal(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
 }
 
+// Kafka's internal topics (Apache's Topic.GROUP_METADATA_TOPIC_NAME and
+// TRANSACTION_STATE_TOPIC_NAME). Their names are reserved: the broker serves them itself
+// (docs/wire.md, "Internal topics"), and no KafkaTopic is ever served under them.
+const (
+	ConsumerOffsets  = "__consumer_offsets"
+	TransactionState = "__transaction_state"
+)
+
+// IsInternal reports whether name is one of Kafka's internal topics (Apache Topic.isInternal).
+func IsInternal(name string) bool { return name == ConsumerOffsets || name == TransactionState }
+
 // CollisionKey is name with every '.' turned into '_'. Kafka refuses a topic whose key equals
 // another topic's (metric names cannot tell them apart).
 func CollisionKey(name string) string { return strings.ReplaceAll(name, ".", "_") }

@@ -23,6 +23,14 @@
 // environment of its own started by `make dev` in a scratch checkout, and checks what each line
 // shows (and that a second `make dev` while it runs changes nothing).
 //
+// TestUpgradeUnderLoad and TestHelmInstallUpgradeUninstall (install_test.go) start
+// environments of their own without the built-in operator and install it as a user does: the
+// operator of an earlier commit from its install.yaml, upgraded to this build's install.yaml
+// under an idempotent producer and a consumer group (no broker replaced by the upgrade; then a
+// broker image roll with no acknowledged record lost); and the Helm chart — install, the same
+// upgrade under load with `helm upgrade`, the bring-up scenario, uninstall in the documented
+// order.
+//
 // It prints every measured delay, and the numbers it counted, in summary tables. It must
 // never skip: a missing kcat, kubectl or missing Kubernetes binaries fail the suite.
 package e2e

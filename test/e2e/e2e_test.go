@@ -30,14 +30,10 @@ import (
 	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
-// TestFencingScenarios runs the scenarios on one environment, in an order where each starts
-// from three healthy brokers (scale-down, which ends with two, comes last).
-func TestFencingScenarios(t *testing.T) {
-	if _, err := exec.LookPath("kcat"); err != nil {
-		t.Fatal("kcat is not installed: run `make kcat` (hack/install-kcat.sh); the e2e suite does not run without it")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 16*time.Minute)
-	defer cancel()
+// devConfig is the configuration of an environment of the test's own: this checkout's
+// config/ and binaries, this run's paddock binary, a host address of its own.
+func devConfig(t *testing.T) devcluster.Config {
+	t.Helper()
 	cfg := devcluster.DefaultConfig()
 	cfg.Dir = filepath.Join(t.TempDir(), "dev")
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" { // `go test` outside make: the checkout's binaries
@@ -46,6 +42,13 @@ func TestFencingScenarios(t *testing.T) {
 	cfg.ConfigDir = filepath.Join("..", "..", "config")
 	cfg.PaddockBinary = paddockBinary
 	cfg.HostAddress = devcluster.TestHostAddress()
+	return cfg
+}
+
+// startEnv starts an environment of cfg, stopped (its logs kept when the test failed) when
+// the test ends, and measures its start as scenario's what.
+func startEnv(ctx context.Context, t *testing.T, cfg devcluster.Config, scenario, what string) *devcluster.Env {
+	t.Helper()
 	started := time.Now()
 	env, err := devcluster.Start(ctx, cfg)
 	if err != nil {
@@ -57,7 +60,19 @@ func TestFencingScenarios(t *testing.T) {
 		}
 		env.Stop()
 	})
-	measure(t, "environment", "start (control plane, nodes, operator Deployment Available)", time.Since(started))
+	measure(t, scenario, what, time.Since(started))
+	return env
+}
+
+// TestFencingScenarios runs the scenarios on one environment, in an order where each starts
+// from three healthy brokers (scale-down, which ends with two, comes last).
+func TestFencingScenarios(t *testing.T) {
+	if _, err := exec.LookPath("kcat"); err != nil {
+		t.Fatal("kcat is not installed: run `make kcat` (hack/install-kcat.sh); the e2e suite does not run without it")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 16*time.Minute)
+	defer cancel()
+	env := startEnv(ctx, t, devConfig(t), "environment", "start (control plane, nodes, operator Deployment Available)")
 
 	s := &suite{env: env, c: env.Client(), namespace: "e2e", name: "e2e", port: 9092}
 	if err := s.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.namespace}}); err != nil {
@@ -797,7 +812,7 @@ func scaleDown(ctx context.Context, t *testing.T, s *suite) {
 	measure(t, "4 scale-down", "replicas 3→2 → broker 2 deregistered", time.Since(started))
 	for i := range 50 {
 		g := "e2e-divisor-" + strconv.Itoa(i)
-		want, _ := coordinator.Pick(g, []int32{0, 1}, []int32{0, 1})
+		want, _ := coordinator.Pick(g, coordinator.DefaultPartitions, []int32{0, 1}, []int32{0, 1})
 		got, err := findCoordinator(ctx, witness, g)
 		if err != nil || got != want {
 			t.Fatalf("FindCoordinator(%s) = %d (err %v), want %d: the divisor is not 2", g, got, err, want)

@@ -35,6 +35,10 @@ type suite struct {
 	namespace string
 	name      string
 	port      int32
+	// podSeeds makes clients bootstrap from the brokers' pod DNS names (seeds) instead of the
+	// internal listener's bootstrap Service: the upgrade scenarios start under an operator
+	// version that names its Services otherwise.
+	podSeeds bool
 }
 
 // brokers returns the cluster's Broker objects by id.
@@ -87,6 +91,19 @@ func (s *suite) dnsName(id int32) string {
 // Service's.
 func (s *suite) bootstrapName() string {
 	return net.JoinHostPort(kafkav1alpha1.InternalBootstrapServiceName(s.name)+"."+s.namespace+".svc."+devcluster.ClusterDomain, strconv.Itoa(int(s.port)))
+}
+
+// seeds are the addresses the scenarios' Kafka clients bootstrap from: bootstrapName, or with
+// podSeeds the three brokers' pod DNS names, which every operator version gives them.
+func (s *suite) seeds() []string {
+	if !s.podSeeds {
+		return []string{s.bootstrapName()}
+	}
+	var seeds []string
+	for id := range int32(3) {
+		seeds = append(seeds, net.JoinHostPort(s.dnsName(id), strconv.Itoa(int(s.port))))
+	}
+	return seeds
 }
 
 // addr is broker id's Kafka address at its pod IP, for requests to that very broker.

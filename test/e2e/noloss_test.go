@@ -45,18 +45,7 @@ const (
 // missing.
 func noLoss(ctx context.Context, t *testing.T, s *suite) {
 	const scenario = "11 no acknowledged record lost"
-	p, err := startNolossProducer(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.close()
-	created := time.Now()
-	createTopic(ctx, t, kadm.NewClient(p.cl), nolossPartitions, nolossTopic)
-	p.start(ctx)
-	testkit.EventuallyDetail(t, "every partition of "+nolossTopic+" to acknowledge a record", func() (bool, string) {
-		return p.ackedAllSince(created)
-	})
-	measure(t, scenario, "topic created → every partition acknowledged a record", time.Since(created))
+	p := startAckedProducer(ctx, t, s, scenario)
 
 	events := []struct {
 		name string
@@ -148,7 +137,7 @@ func noLoss(ctx context.Context, t *testing.T, s *suite) {
 	if len(c.misplaced) > 0 {
 		t.Errorf("%d acknowledged records are not at the offset their acknowledgement gave, first %v", len(c.misplaced), c.misplaced[:min(len(c.misplaced), 10)])
 	}
-	adm, err := kgo.NewClient(kgo.SeedBrokers(s.bootstrapName()))
+	adm, err := kgo.NewClient(kgo.SeedBrokers(s.seeds()...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,9 +175,28 @@ type nolossProducer struct {
 	failures []error // guarded by mu
 }
 
+// startAckedProducer creates nolossTopic and starts producing to it, closed when the test
+// ends, and returns once every partition has acknowledged a record.
+func startAckedProducer(ctx context.Context, t *testing.T, s *suite, scenario string) *nolossProducer {
+	t.Helper()
+	p, err := startNolossProducer(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.close)
+	created := time.Now()
+	createTopic(ctx, t, kadm.NewClient(p.cl), nolossPartitions, nolossTopic)
+	p.start(ctx)
+	testkit.EventuallyDetail(t, "every partition of "+nolossTopic+" to acknowledge a record", func() (bool, string) {
+		return p.ackedAllSince(created)
+	})
+	measure(t, scenario, "topic created → every partition acknowledged a record", time.Since(created))
+	return p
+}
+
 func startNolossProducer(s *suite) (*nolossProducer, error) {
 	dials := &dialLog{}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(s.bootstrapName()), kgo.DefaultProduceTopic(nolossTopic),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.seeds()...), kgo.DefaultProduceTopic(nolossTopic),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.WithHooks(dials))
 	if err != nil {
 		return nil, err
@@ -324,7 +332,7 @@ func gaps(acks []ack, start, end time.Time) (anyGap, worstGap gap, worst int32) 
 // readTopic reads topic from its start to the end offsets it has now, by partition in offset
 // order, with a new consumer.
 func readTopic(ctx context.Context, s *suite, topic string) (map[int32][]*kgo.Record, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(s.bootstrapName()), kgo.ConsumeTopics(topic),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.seeds()...), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))
 	if err != nil {
 		return nil, err

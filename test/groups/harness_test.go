@@ -175,7 +175,7 @@ func groupCoordinatedBy(prefix string, id int32) string {
 	all := []int32{0, 1, 2}
 	for i := 0; ; i++ {
 		group := fmt.Sprintf("%s-%d", prefix, i)
-		if picked, _ := coordinator.Pick(group, all, all); picked == id {
+		if picked, _ := coordinator.Pick(group, coordinator.DefaultPartitions, all, all); picked == id {
 			return group
 		}
 	}

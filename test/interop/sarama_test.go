@@ -56,7 +56,7 @@ func TestSaramaSyncProducerAndPartitionConsumer(t *testing.T) {
 				}
 				wrote[i].Partition, wrote[i].Offset = partition, offset
 			}
-			checkReadBack(t, wrote, saramaConsume(t, addrs, topic, wrote))
+			checkReadBack(t, wrote, saramaConsume(t, addrs, saramaConfig(), topic, wrote))
 		})
 	}
 }
@@ -88,18 +88,18 @@ func TestSaramaAsyncProducerAndPartitionConsumer(t *testing.T) {
 			t.Fatal("timed out waiting for the async producer's acknowledgements")
 		}
 	}
-	checkReadBack(t, wrote, saramaConsume(t, addrs, topic, wrote))
+	checkReadBack(t, wrote, saramaConsume(t, addrs, saramaConfig(), topic, wrote))
 }
 
 // saramaConsume reads, with one sarama PartitionConsumer per partition from the oldest
 // offset, as many records from each partition as wrote says landed there.
-func saramaConsume(t *testing.T, addrs []string, topic string, wrote []record) []record {
+func saramaConsume(t *testing.T, addrs []string, cfg *sarama.Config, topic string, wrote []record) []record {
 	t.Helper()
 	want := map[int32]int{}
 	for _, r := range wrote {
 		want[r.Partition]++
 	}
-	c, err := sarama.NewConsumer(addrs, saramaConfig())
+	c, err := sarama.NewConsumer(addrs, cfg)
 	if err != nil {
 		t.Fatalf("sarama consumer: %v", err)
 	}

@@ -5,17 +5,28 @@
 // ServiceAccount (impersonated), so every write they make also proves the Role grants it. The
 // registry is hand-made: each test writes the rows of its brokers (SetRows).
 //
+// A Cluster with Options.Security serves its listener with TLS and/or authentication: the real
+// certificates reconciler issues the brokers' certificates (for the 127.0.0.1 they advertise),
+// the brokers read them, the SCRAM credentials and the KafkaUsers through their own informers
+// (broker/cluster.InformerSecurity, as their ServiceAccount), and the harness' own clients
+// trust the cluster CA and authenticate as Security.User.
+//
 // It is imported by tests only.
 package kubebrokers
 
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
@@ -25,8 +36,11 @@ import (
 	"github.com/go-logr/logr/testr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	kscram "github.com/twmb/franz-go/pkg/sasl/scram"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -37,7 +51,10 @@ import (
 	"github.com/paddock-dev/paddock/broker/cluster"
 	"github.com/paddock-dev/paddock/broker/groups"
 	"github.com/paddock-dev/paddock/controllers/assignment"
+	"github.com/paddock-dev/paddock/controllers/certificates"
 	"github.com/paddock-dev/paddock/controllers/kafkacluster"
+	"github.com/paddock-dev/paddock/internal/pki"
+	"github.com/paddock-dev/paddock/internal/scram"
 	"github.com/paddock-dev/paddock/internal/testenv"
 	"github.com/paddock-dev/paddock/internal/testkit"
 )
@@ -72,6 +89,10 @@ func Main(m *testing.M, suite string) int {
 	if err := (&assignment.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("assignment")}).SetupWithManager(mgr); err != nil {
 		return fail(err)
 	}
+	certs := &certificates.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("certificates")}
+	if err := certs.SetupWithManager(mgr); err != nil {
+		return fail(err)
+	}
 	provisioning := &kafkacluster.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("kafkacluster"),
 		Options: kafkacluster.Options{DefaultBrokerImage: "paddock:test"},
@@ -102,6 +123,19 @@ type Options struct {
 	GroupConfig func(*groups.Config)
 	// DrainTimeout is every broker's --drain-timeout (default 1 s).
 	DrainTimeout time.Duration
+	// Security secures the cluster's one listener; nil: plaintext, everyone User:ANONYMOUS.
+	Security *Security
+}
+
+// Security is the listener's tls and authentication (spec.listeners[].tls, .authentication)
+// and the SCRAM user the harness' clients (Kgo, MetadataOn) authenticate as.
+type Security struct {
+	TLS            bool
+	Authentication v1alpha1.ListenerAuthenticationType
+	// User and Password: the harness' own user. With SCRAM or PLAIN its credentials are
+	// written (AddScramUser) before the brokers start; with mutual TLS it is a tls KafkaUser
+	// whose certificate the harness issues from the clients CA (AddTLSUser).
+	User, Password string
 }
 
 // Cluster is one test's KafkaCluster ClusterName in its own namespace, with in-process
@@ -114,6 +148,14 @@ type Cluster struct {
 	DataDir            string
 	// Rows are the registry rows SetRows writes.
 	Rows []v1alpha1.BrokerRow
+
+	// CAFile is the cluster CA bundle (Secret c-cluster-ca-cert, ca.crt) written to a file,
+	// and TLS a client configuration trusting it; empty and nil without Security.TLS.
+	CAFile string
+	TLS    *tls.Config
+	// ClientsCA is the clients CA (Secret c-clients-ca) with a mutual-TLS listener; nil
+	// otherwise.
+	ClientsCA *pki.CA
 
 	opts     Options
 	identity *rest.Config
@@ -148,6 +190,13 @@ func NewCluster(t *testing.T, n int, opts Options) *Cluster {
 	})
 	kc := &v1alpha1.KafkaCluster{ObjectMeta: metav1.ObjectMeta{Name: ClusterName, Namespace: ns},
 		Spec: v1alpha1.KafkaClusterSpec{Replicas: int32(n), Config: opts.Config, Limits: opts.Limits}}
+	if sec := opts.Security; sec != nil {
+		l := v1alpha1.Listener{Name: "kafka", Port: 9092, TLS: sec.TLS}
+		if sec.Authentication != "" {
+			l.Authentication = &v1alpha1.ListenerAuthentication{Type: sec.Authentication}
+		}
+		kc.Spec.Listeners = []v1alpha1.Listener{l}
+	}
 	if err := Env.Client.Create(ctx, kc); err != nil {
 		t.Fatal(err)
 	}
@@ -159,6 +208,9 @@ func NewCluster(t *testing.T, n int, opts Options) *Cluster {
 	if c.kube, err = client.New(c.identity, client.Options{Scheme: Env.Scheme}); err != nil {
 		t.Fatal(err)
 	}
+	if sec := opts.Security; sec != nil && sec.User != "" && sec.Authentication != v1alpha1.AuthenticationTLS {
+		c.AddScramUser(sec.User, sec.Password)
+	}
 	for i := range int32(n) {
 		addr, health, stop, p := c.startBroker(t, i)
 		c.Addrs = append(c.Addrs, addr)
@@ -169,6 +221,9 @@ func NewCluster(t *testing.T, n int, opts Options) *Cluster {
 		c.setAddress(i, addr)
 	}
 	c.SetRows()
+	if opts.Security != nil && opts.Security.TLS {
+		c.trustClusterCA()
+	}
 	for id := range n {
 		testkit.Eventually(t, fmt.Sprintf("broker %d to list every broker", id), func() bool {
 			return len(c.MetadataOn(ctx, id).Brokers) == n
@@ -253,7 +308,22 @@ func (c *Cluster) startBroker(t *testing.T, id int32) (kafkaAddr, healthAddr str
 		DataDir:  c.DataDir,
 		Identity: cluster.Identity{ID: id, Pod: fmt.Sprintf("c-broker-%d", id), Namespace: c.NS},
 	}
+	if sec := c.opts.Security; sec != nil {
+		bc.Listeners[0].TLS, bc.Listeners[0].Authentication = sec.TLS, sec.Authentication
+	}
 	b := broker.NewBroker(bc, view, testr.New(t).WithValues("broker", id))
+	if bc.Secured() {
+		sec, err := cluster.NewInformerSecurity(c.identity, Env.Scheme, c.NS, ClusterName, id, testr.New(t).WithName("security"))
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		if err := sec.Start(ctx); err != nil {
+			cancel()
+			t.Fatalf("start the security informers of broker %d: %v", id, err)
+		}
+		b.Security = sec
+	}
 	b.Admin = &cluster.Admin{Client: c.kube, Namespace: c.NS, Cluster: ClusterName}
 	b.GroupConfig = c.opts.GroupConfig
 	type addrs struct{ kafka, health string }
@@ -311,10 +381,11 @@ func (c *Cluster) SetRows() {
 	}
 }
 
-// Kgo is a client seeded with every broker, closed when the test ends.
+// Kgo is a client seeded with every broker, closed when the test ends. On a secured cluster
+// it trusts the cluster CA and authenticates as Security.User (opts may override both).
 func (c *Cluster) Kgo(opts ...kgo.Opt) *kgo.Client {
 	c.T.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.Addrs...)}, opts...)...)
+	cl, err := kgo.NewClient(append(append([]kgo.Opt{kgo.SeedBrokers(c.Addrs...)}, c.clientSecurity()...), opts...)...)
 	if err != nil {
 		c.T.Fatal(err)
 	}
@@ -327,7 +398,7 @@ func (c *Cluster) Kgo(opts ...kgo.Opt) *kgo.Client {
 // for its view; the other brokers' views follow a moment later, as in Kafka.
 func (c *Cluster) MetadataOn(ctx context.Context, id int, topics ...string) *kmsg.MetadataResponse {
 	c.T.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs[id]))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.Addrs[id])}, c.clientSecurity()...)...)
 	if err != nil {
 		c.T.Fatal(err)
 	}
@@ -358,4 +429,154 @@ func (c *Cluster) ClusterID() string {
 		return id != ""
 	})
 	return id
+}
+
+// clientSecurity is what the harness' kgo clients need to reach the listener: the cluster CA
+// and Security.User's SCRAM mechanism.
+func (c *Cluster) clientSecurity() []kgo.Opt {
+	sec := c.opts.Security
+	if sec == nil {
+		return nil
+	}
+	var opts []kgo.Opt
+	if c.TLS != nil {
+		opts = append(opts, kgo.DialTLSConfig(c.TLS.Clone()))
+	}
+	auth := kscram.Auth{User: sec.User, Pass: sec.Password}
+	switch sec.Authentication {
+	case v1alpha1.AuthenticationPlain:
+		opts = append(opts, kgo.SASL(plain.Auth{User: sec.User, Pass: sec.Password}.AsMechanism()))
+	case v1alpha1.AuthenticationScramSHA512:
+		opts = append(opts, kgo.SASL(auth.AsSha512Mechanism()))
+	case v1alpha1.AuthenticationScramSHA256:
+		opts = append(opts, kgo.SASL(auth.AsSha256Mechanism()))
+	}
+	return opts
+}
+
+// trustClusterCA waits for the certificates reconciler's cluster CA bundle and sets CAFile
+// and TLS from it.
+func (c *Cluster) trustClusterCA() {
+	c.T.Helper()
+	var bundle []byte
+	testkit.Eventually(c.T, "the cluster CA bundle", func() bool {
+		sec := &corev1.Secret{}
+		err := Env.Client.Get(context.Background(), client.ObjectKey{Namespace: c.NS, Name: v1alpha1.ClusterCACertSecretName(ClusterName)}, sec)
+		bundle = sec.Data[v1alpha1.SecretKeyCACert]
+		return err == nil && len(bundle) > 0
+	})
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(bundle) {
+		c.T.Fatalf("secret %s: ca.crt holds no certificate", v1alpha1.ClusterCACertSecretName(ClusterName))
+	}
+	c.CAFile = filepath.Join(c.T.TempDir(), "ca.crt")
+	if err := os.WriteFile(c.CAFile, bundle, 0o600); err != nil {
+		c.T.Fatal(err)
+	}
+	c.TLS = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	if sec := c.opts.Security; sec.Authentication == v1alpha1.AuthenticationTLS {
+		c.ClientsCA = c.readClientsCA()
+		cert, _, _ := c.AddTLSUser(sec.User)
+		c.TLS.Certificates = []tls.Certificate{cert}
+	}
+	// A broker's first certificate may predate its registry row (it then names no
+	// 127.0.0.1); the reconciler re-issues it once the row advertises the address.
+	for id, addr := range c.Addrs {
+		testkit.Eventually(c.T, fmt.Sprintf("broker %d to present a certificate for %s", id, addr), func() bool {
+			conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr, c.TLS.Clone())
+			if err != nil {
+				return false
+			}
+			_ = conn.Close()
+			return true
+		})
+	}
+}
+
+// readClientsCA waits for the certificates reconciler's clients CA and parses it.
+func (c *Cluster) readClientsCA() *pki.CA {
+	c.T.Helper()
+	var ca *pki.CA
+	testkit.Eventually(c.T, "the clients CA", func() bool {
+		sec := &corev1.Secret{}
+		if err := Env.Client.Get(context.Background(), client.ObjectKey{Namespace: c.NS, Name: v1alpha1.ClientsCASecretName(ClusterName)}, sec); err != nil {
+			return false
+		}
+		var err error
+		ca, err = pki.ParseCA(sec.Data[corev1.TLSCertKey], sec.Data[corev1.TLSPrivateKeyKey])
+		return err == nil
+	})
+	return ca
+}
+
+// AddTLSUser creates the tls KafkaUser name (principal User:CN=<name>) and issues it a client
+// certificate from the clients CA, as the operator will (docs/security.md, "KafkaUser"); it
+// returns the certificate and the files holding it and its key.
+func (c *Cluster) AddTLSUser(name string) (cert tls.Certificate, certFile, keyFile string) {
+	c.T.Helper()
+	if c.ClientsCA == nil {
+		c.T.Fatal("AddTLSUser: the cluster has no mutual-TLS listener")
+	}
+	u := &v1alpha1.KafkaUser{ObjectMeta: metav1.ObjectMeta{Namespace: c.NS, Name: name}, Spec: v1alpha1.KafkaUserSpec{
+		Cluster: ClusterName, Authentication: &v1alpha1.UserAuthentication{Type: v1alpha1.UserTLS}}}
+	if err := Env.Client.Create(context.Background(), u); err != nil {
+		c.T.Fatalf("create kafkauser %s: %v", name, err)
+	}
+	certPEM, keyPEM, err := c.ClientsCA.Issue(pki.Leaf{Subject: pkix.Name{CommonName: name}, Client: true}, time.Now(), time.Hour, rand.Reader)
+	if err != nil {
+		c.T.Fatal(err)
+	}
+	if cert, err = tls.X509KeyPair(certPEM, keyPEM); err != nil {
+		c.T.Fatal(err)
+	}
+	dir := c.T.TempDir()
+	certFile, keyFile = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
+	for path, data := range map[string][]byte{certFile: certPEM, keyFile: keyPEM} {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			c.T.Fatal(err)
+		}
+	}
+	return cert, certFile, keyFile
+}
+
+// AddScramUser gives user the SCRAM-SHA-256 and SCRAM-SHA-512 credentials of password
+// (4096 iterations, a random salt) in the cluster's credentials Secret, as the operator writes
+// a scram KafkaUser's (docs/security.md, "Secrets and who reads them"); the brokers admit the
+// user once their informers read it.
+func (c *Cluster) AddScramUser(user, password string) {
+	c.T.Helper()
+	stored := scram.Stored{}
+	for _, m := range scram.Mechanisms {
+		salt := make([]byte, 16)
+		if _, err := rand.Read(salt); err != nil {
+			c.T.Fatal(err)
+		}
+		cred, err := m.Salt(password, salt, scram.MinIterations)
+		if err != nil {
+			c.T.Fatal(err)
+		}
+		stored[m.Name] = cred
+	}
+	ctx := context.Background()
+	key := client.ObjectKey{Namespace: c.NS, Name: v1alpha1.ScramCredentialsSecretName(ClusterName)}
+	sec := &corev1.Secret{}
+	switch err := Env.Client.Get(ctx, key, sec); {
+	case apierrors.IsNotFound(err):
+		sec = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name},
+			Data: map[string][]byte{user: stored.Encode()}}
+		err = Env.Client.Create(ctx, sec)
+		if err != nil {
+			c.T.Fatalf("create secret %s: %v", key.Name, err)
+		}
+	case err != nil:
+		c.T.Fatalf("get secret %s: %v", key.Name, err)
+	default:
+		if sec.Data == nil {
+			sec.Data = map[string][]byte{}
+		}
+		sec.Data[user] = stored.Encode()
+		if err := Env.Client.Update(ctx, sec); err != nil {
+			c.T.Fatalf("update secret %s: %v", key.Name, err)
+		}
+	}
 }

@@ -29,7 +29,7 @@ func TestKcatListsTopicsWithLeaders(t *testing.T) {
 	if _, err := c.kadm().CreateTopic(ctx, 3, 1, nil, "orders"); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.CommandContext(ctx, "kcat", "-L", "-b", c.Addrs[1], "-m", "5").CombinedOutput()
+	out, err := exec.CommandContext(ctx, "kcat", "-L", "-b", c.Addrs[1], "-m", "5", "-t", "orders").CombinedOutput()
 	if err != nil {
 		t.Fatalf("kcat -L: %v\n%s", err, out)
 	}
@@ -87,14 +87,22 @@ func TestAProducerHittingANewTopicAutoCreatesIt(t *testing.T) {
 	if code := ask("not-allowed", false); code != kerr.UnknownTopicOrPartition.Code {
 		t.Errorf("allow_auto_topic_creation=false: error %d", code)
 	}
-	if code := ask("__consumer_offsets", true); code != kerr.UnknownTopicOrPartition.Code {
-		t.Errorf("__consumer_offsets: error %d", code)
+	if code := ask("__consumer_offsets", true); code != 0 {
+		t.Errorf("__consumer_offsets (internal, always served): error %d", code)
+	}
+	if code := ask("__transaction_state", true); code != kerr.UnknownTopicOrPartition.Code {
+		t.Errorf("__transaction_state: error %d", code)
 	}
 	if code := ask("bad name", true); code != kerr.InvalidTopicException.Code {
 		t.Errorf("a bad name: error %d, want INVALID_TOPIC_EXCEPTION", code)
 	}
 	time.Sleep(500 * time.Millisecond) // room for a wrong background creation to land
-	for _, name := range []string{"not-allowed", "__consumer_offsets"} {
+	// A name colliding with the internal topic's ('.' and '_' alike) is refused.
+	created, err := c.kadm().CreateTopics(ctx, 1, 1, nil, "__consumer.offsets")
+	if err != nil || created["__consumer.offsets"].Err != kerr.InvalidTopicException {
+		t.Errorf("CreateTopics __consumer.offsets: %+v %v, want INVALID_TOPIC_EXCEPTION", created, err)
+	}
+	for _, name := range []string{"not-allowed", "__consumer_offsets", "__transaction_state", "__consumer.offsets"} {
 		if kt := c.topicObject(name); kt != nil {
 			t.Errorf("%s was created", name)
 		}

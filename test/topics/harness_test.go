@@ -29,12 +29,15 @@ var (
 	eventually = testkit.Eventually
 )
 
-// topicsOn is the names of the topics broker id serves.
+// topicsOn is the names of the topics broker id serves, internal ones (__consumer_offsets)
+// aside.
 func (c *cluster) topicsOn(ctx context.Context, id int) []string {
 	c.T.Helper()
 	var names []string
 	for _, t := range c.MetadataOn(ctx, id).Topics {
-		names = append(names, *t.Topic)
+		if !t.IsInternal {
+			names = append(names, *t.Topic)
+		}
 	}
 	return names
 }
