@@ -178,19 +178,7 @@ func settled(t *testing.T, get func() int32) int32 {
 // with sendfile on TCP and through a copy on a connection that is not a socket (TLS) — even
 // when many answers share one file at different offsets (the file's own offset is not used).
 func TestFileAnswersAreSentFromTheFile(t *testing.T) {
-	data := make([]byte, 3<<20)
-	for i := range data {
-		data[i] = byte(i * 31)
-	}
-	path := filepath.Join(t.TempDir(), "segment")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = f.Close() })
+	data, f := segmentFile(t, 3<<20)
 	var released atomic.Int32
 	handler := HandlerFunc(func(r *Request) Answer {
 		off := int64(r.CorrelationID) * 100_003 % (1 << 20)
@@ -239,6 +227,26 @@ func TestFileAnswersAreSentFromTheFile(t *testing.T) {
 }
 
 // notSocketListener hands out connections that hide their socket, as a TLS connection does.
+// segmentFile is an open file of size patterned bytes (closed when the test ends), and its
+// contents.
+func segmentFile(t *testing.T, size int) ([]byte, *os.File) {
+	t.Helper()
+	data := make([]byte, size)
+	for i := range data {
+		data[i] = byte(i * 31)
+	}
+	path := filepath.Join(t.TempDir(), "segment")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	return data, f
+}
+
 type notSocketListener struct{ net.Listener }
 
 func (l notSocketListener) Accept() (net.Conn, error) {
