@@ -215,10 +215,15 @@ bench-groups: ## Benchmark a group coordinator's load of a 1,000-partition group
 	go test -run='^$$' -bench='^BenchmarkGroupLoad$$' -benchtime=5x ./broker/groups/
 
 .PHONY: bench
-bench: ## In one run: the plain write+fdatasync loop (the disk bound), then kgo produce (acks=all, 1 KiB, 16 partitions) and consume through one broker and through franz-go's kfake; prints the ratios (hack/benchreport).
+bench: ## In one run: the plain write+fdatasync loop (the disk bound), kgo produce (acks=all, 1 KiB, 16 partitions) and consume (sendfile and the vectored write) through one broker and through franz-go's kfake, then the bounds (idle connections, fetch storm); prints the figures and ratios (hack/benchreport).
 	{ go test -run='^$$' -bench='^BenchmarkSyncLoop$$' -benchtime=$(BENCHTIME) -count=$(BENCH_COUNT) ./broker/storage/ && \
-	  go test -run='^$$' -bench='^BenchmarkCompare$$' -benchtime=$(BENCH_RECORDS)x -count=$(BENCH_COUNT) ./broker/; } | tee /dev/stderr | go run ./hack/benchreport
+	  go test -run='^$$' -bench='^BenchmarkCompare$$' -benchtime=$(BENCH_RECORDS)x -count=$(BENCH_COUNT) ./broker/ && \
+	  go test -run='^$$' -bench='^(BenchmarkIdleConnections|BenchmarkFetchStorm)$$' -benchtime=1x ./broker/; } | tee /dev/stderr | go run ./hack/benchreport
 	$(MAKE) --no-print-directory bench-groups
+
+.PHONY: bench-bounds
+bench-bounds: ## The resource bounds alone (docs/bounds.md): RSS per idle connection at 15,000 connections, and broker RSS under a fetch storm (from the files and through memory).
+	go test -run='^$$' -bench='^(BenchmarkIdleConnections|BenchmarkFetchStorm)$$' -benchtime=1x -v ./broker/
 
 .PHONY: test-update-golden
 test-update-golden: ## Regenerate golden files for the child-object builders (controllers/kafkacluster/testdata/golden).

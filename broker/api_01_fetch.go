@@ -235,34 +235,45 @@ func (f *fetchState) diverged(p *fetchPart, lastFetched int32) bool {
 }
 
 // read reads p once, taking its high-watermark channel first so an append after the read
-// always wakes the wait.
+// always wakes the wait. The records are kept from their file or in memory (keepRecords).
 func (f *fetchState) read(p *fetchPart) {
 	if p.view != nil {
 		f.readOffsetsTopic(p)
 		return
 	}
 	_, p.hw = p.log.HighWatermark()
-	limit := min(int(max(p.maxBytes, 0)), f.remaining)
-	res, err := p.log.Read(p.offset, limit, !f.anyData)
+	res, sec, err := p.log.ReadSection(p.offset, f.partitionLimit(p), !f.anyData)
 	if err != nil {
 		f.readError(p, err)
 		return
 	}
 	p.out.HighWatermark, p.out.LastStableOffset, p.out.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
-	if len(res.Records) == 0 {
+	if sec.Len == 0 {
+		sec.Release()
 		return
 	}
-	p.pending = false
-	if f.version < 10 && hasZstd(res.Records) {
+	if f.version < 10 && sec.HasCodec(codecZstd) {
+		sec.Release()
+		p.pending = false
 		setFetchError(p.out, kerr.UnsupportedCompressionType.Code)
 		f.ended = true
 		return
 	}
-	p.out.RecordBatches = res.Records
+	n := f.keepRecords(p, sec, !f.anyData)
+	if n == 0 {
+		return // the answer budget had no room: this partition waits for the next fetch
+	}
+	p.pending = false
 	f.anyData = true
-	f.total += len(res.Records)
-	f.remaining -= len(res.Records)
-	f.rc.h.Metrics.bytesOut(p.topic, len(res.Records))
+	f.total += int(n)
+	f.remaining -= int(n)
+	f.rc.h.Metrics.bytesOut(p.topic, int(n))
+}
+
+// partitionLimit is how many record bytes p may return: its partition_max_bytes, within what
+// the answer may still take.
+func (f *fetchState) partitionLimit(p *fetchPart) int {
+	return min(int(max(p.maxBytes, 0)), f.remaining)
 }
 
 func (f *fetchState) readError(p *fetchPart, err error) {

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"fmt"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -156,7 +157,11 @@ func (rc *requestContext) unknownTopic(name string, allowCreate bool) int16 {
 		return kerr.InvalidTopicException.Code
 	}
 	if allowCreate && rc.view.Config.AutoCreateTopics && !isInternal(name) {
-		rc.h.autoCreateTopic(name, rc.view.Config.NumPartitions)
+		if code, msg := rc.topicRoom().take(fmt.Sprintf("Auto-creating topic '%s' with %d partitions", name, rc.view.Config.NumPartitions), 1, int(rc.view.Config.NumPartitions)); code != 0 {
+			rc.h.Log.V(1).Info("Not auto-creating topic", "topic", name, "reason", msg)
+		} else {
+			rc.h.autoCreateTopic(name, rc.view.Config.NumPartitions)
+		}
 	}
 	return kerr.UnknownTopicOrPartition.Code
 }

@@ -66,6 +66,7 @@ func handleCreateTopics(rc *requestContext, kreq kmsg.Request) (kmsg.Response, e
 	for _, name := range []string{topicname.ConsumerOffsets, topicname.TransactionState} {
 		claimed[topicname.CollisionKey(name)] = name
 	}
+	room := rc.topicRoom()
 	for i, t := range req.Topics {
 		r := kmsg.NewCreateTopicsResponseTopic()
 		r.Topic = t.Topic
@@ -79,6 +80,9 @@ func handleCreateTopics(rc *requestContext, kreq kmsg.Request) (kmsg.Response, e
 			r.ErrorCode, r.ErrorMessage = kerr.UnknownServerError.Code, strptr(errNoAdmin)
 		default:
 			spec, code, msg := checkCreate(rc.view, t, claimed)
+			if code == 0 {
+				code, msg = room.take(fmt.Sprintf("Creating topic '%s' with %d partitions", spec.name, spec.partitions), 1, int(spec.partitions))
+			}
 			r.ErrorCode = code
 			if code != 0 {
 				r.ErrorMessage = &msg

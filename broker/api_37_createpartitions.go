@@ -35,10 +35,15 @@ func handleCreatePartitions(rc *requestContext, kreq kmsg.Request) (kmsg.Respons
 
 	counts := countBy(req.Topics, func(t kmsg.CreatePartitionsRequestTopic) string { return t.Topic })
 	grown := map[string]int32{}
+	room := rc.topicRoom()
 	for _, rt := range req.Topics {
 		r := kmsg.NewCreatePartitionsResponseTopic()
 		r.Topic = rt.Topic
 		t, code, msg := rc.checkCreatePartitions(rt, counts[rt.Topic] > 1)
+		if code == 0 {
+			added := int(rt.Count) - len(t.Partitions)
+			code, msg = room.take(fmt.Sprintf("Adding %d partitions to topic '%s'", added, rt.Topic), 0, added)
+		}
 		if code == 0 && !req.ValidateOnly {
 			code, msg = rc.growTopic(write, t, rt.Count)
 		}

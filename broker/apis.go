@@ -83,6 +83,9 @@ type requestContext struct {
 	// address.
 	clientID string
 	remote   net.Addr
+	// held is what a Fetch answer holds until it is written (fetch_data.go): segment
+	// sections sent from the file, and answer-budget bytes of records read into memory.
+	held heldRecords
 	// conn is the connection the request arrived on (its authentication state is session).
 	conn *wire.Conn
 }

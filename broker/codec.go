@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"net"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -148,62 +147,120 @@ func recordsMarker(k int) []byte {
 	return binary.BigEndian.AppendUint32(m, uint32(k))
 }
 
-// encodeAnswer is the answer frame for resp: a Fetch answer with large record sets as
-// vectored buffers that write the records from the buffers storage read them into (one copy
-// fewer than encoding them into the frame), everything else appendResponse's one buffer.
-func encodeAnswer(correlationID int32, resp kmsg.Response) wire.Answer {
+// encodeAnswer is the answer frame for resp: a Fetch answer with large record sets in pieces
+// — the records as storage read them, or the segment sections held sends from the file —
+// around the rest of the encoded answer (one copy fewer than encoding them into the frame, or
+// none at all), everything else appendResponse's one buffer. The answer lets go of what held
+// holds once written (wire.Answer.Release).
+func encodeAnswer(correlationID int32, resp kmsg.Response, held *heldRecords) wire.Answer {
+	var ans wire.Answer
+	if held != nil && !held.empty() {
+		ans.Release = held.release
+	}
 	if f, ok := resp.(*kmsg.FetchResponse); ok {
-		if bufs := encodeFetchFrame(correlationID, f); bufs != nil {
-			return wire.Answer{Frames: bufs}
+		if ans.Pieces = encodeFetchFrame(correlationID, f, held); ans.Pieces != nil {
+			return ans
+		}
+		readHeldIn(held)
+	}
+	ans.Frame = appendResponse(nil, correlationID, resp)
+	return ans
+}
+
+// readHeldIn reads the sections held into their partitions' records, for an answer encoded
+// into one buffer after all (never expected: encodeFetchFrame found no marker where the
+// encoding puts it). A section that cannot be read leaves its partition empty.
+func readHeldIn(held *heldRecords) {
+	if held == nil {
+		return
+	}
+	for p, sec := range held.files {
+		buf := make([]byte, sec.Len)
+		if _, err := sec.ReadAt(buf, 0); err == nil {
+			p.RecordBatches = buf
 		}
 	}
-	return wire.Answer{Frame: appendResponse(nil, correlationID, resp)}
+	for p, chunks := range held.chunks {
+		p.RecordBatches = bytes.Join(chunks, nil)
+	}
 }
 
 // encodeFetchFrame encodes resp with a 16-byte marker in place of each record set of at least
-// vectoredMinRecords bytes, then splits the frame at the markers: the frame's bytes up to a
-// marker's length prefix, the real length prefix, the records themselves, and so on, with
-// the frame size fixed for the real lengths. The bytes written are exactly appendResponse's
-// (TestFetchFrameIsTheEncodedResponse). resp is restored before it returns. nil when no record
-// set is large enough, or when a marker is not found where the encoding puts it (never
+// vectoredMinRecords bytes and of each section held sends from its file, then splits the
+// frame at the markers: the frame's bytes up to a marker's length prefix, the real length
+// prefix, the records themselves (bytes, or the file range), and so on, with the frame size
+// fixed for the real lengths. The bytes written are exactly appendResponse's
+// (TestFetchFrameIsTheEncodedResponse). resp is restored before it returns. nil when there is
+// nothing to split out, or when a marker is not found where the encoding puts it (never
 // expected; the caller then encodes the frame whole).
-func encodeFetchFrame(correlationID int32, resp *kmsg.FetchResponse) net.Buffers {
-	sets := largeRecordSets(resp)
+func encodeFetchFrame(correlationID int32, resp *kmsg.FetchResponse, held *heldRecords) []wire.Piece {
+	sets, records := largeRecordSets(resp, held)
 	if len(sets) == 0 {
 		return nil
 	}
-	records := make([][]byte, len(sets))
+	saved := make([][]byte, len(sets))
 	for k, s := range sets {
-		records[k], *s = *s, recordsMarker(k)
+		saved[k], *s = *s, recordsMarker(k)
 	}
 	frame := appendResponse(nil, correlationID, resp)
 	for k, s := range sets {
-		*s = records[k]
+		*s = saved[k]
 	}
 	return splitAtMarkers(frame, records, resp.IsFlexible())
 }
 
-// largeRecordSets points at every record set of resp worth a vectored write.
-func largeRecordSets(resp *kmsg.FetchResponse) []*[]byte {
-	var sets []*[]byte
+// largeRecordSets points at every record set of resp worth sending apart from the frame, with
+// the pieces each is sent as: a section held (from its file), the chunks held, or the
+// records' own bytes.
+func largeRecordSets(resp *kmsg.FetchResponse, held *heldRecords) ([]*[]byte, [][]wire.Piece) {
+	var (
+		sets   []*[]byte
+		pieces [][]wire.Piece
+	)
 	for i := range resp.Topics {
 		for j := range resp.Topics[i].Partitions {
-			if p := &resp.Topics[i].Partitions[j]; len(p.RecordBatches) >= vectoredMinRecords {
-				sets = append(sets, &p.RecordBatches)
+			p := &resp.Topics[i].Partitions[j]
+			var set []wire.Piece
+			switch {
+			case held != nil && held.files[p] != nil:
+				sec := held.files[p]
+				set = []wire.Piece{{File: sec.File(), Offset: sec.Pos, Len: sec.Len}}
+			case held != nil && held.chunks[p] != nil:
+				for _, c := range held.chunks[p] {
+					set = append(set, wire.Piece{Bytes: c})
+				}
+			case len(p.RecordBatches) >= vectoredMinRecords:
+				set = []wire.Piece{{Bytes: p.RecordBatches}}
+			default:
+				continue
 			}
+			sets, pieces = append(sets, &p.RecordBatches), append(pieces, set)
 		}
 	}
-	return sets
+	return sets, pieces
+}
+
+// piecesLen is the length of pieces' bytes and file ranges.
+func piecesLen(pieces []wire.Piece) int64 {
+	var n int64
+	for _, p := range pieces {
+		if p.File != nil {
+			n += p.Len
+		} else {
+			n += int64(len(p.Bytes))
+		}
+	}
+	return n
 }
 
 // splitAtMarkers cuts frame (encoded with recordsMarker(k) in place of records[k]) into the
-// buffers of the real frame: the bytes before each marker's length prefix, the real length
+// pieces of the real frame: the bytes before each marker's length prefix, the real length
 // prefix, the records, and the tail; the frame's size prefix is fixed for the real lengths.
 // nil when a marker is not where the encoding puts it.
-func splitAtMarkers(frame []byte, records [][]byte, flexible bool) net.Buffers {
-	bufs := make(net.Buffers, 0, 3*len(records)+1)
+func splitAtMarkers(frame []byte, records [][]wire.Piece, flexible bool) []wire.Piece {
+	pieces := make([]wire.Piece, 0, 3*len(records)+1)
 	prefixes := make([]byte, 0, 5*len(records))
-	size, pos := len(frame)-4, 0
+	size, pos := int64(len(frame)-4), 0
 	// The marker's own length prefix: int32 16, or (flexible versions) uvarint 16+1.
 	plen := 4
 	if flexible {
@@ -218,17 +275,19 @@ func splitAtMarkers(frame []byte, records [][]byte, flexible bool) net.Buffers {
 		if i-plen < pos || (flexible && frame[i-1] != 17) || (!flexible && binary.BigEndian.Uint32(frame[i-4:]) != 16) {
 			return nil
 		}
+		n := piecesLen(rec)
 		start := len(prefixes)
 		if flexible {
-			prefixes = binary.AppendUvarint(prefixes, uint64(len(rec))+1)
+			prefixes = binary.AppendUvarint(prefixes, uint64(n)+1)
 		} else {
-			prefixes = binary.BigEndian.AppendUint32(prefixes, uint32(len(rec)))
+			prefixes = binary.BigEndian.AppendUint32(prefixes, uint32(n))
 		}
-		bufs = append(bufs, frame[pos:i-plen], prefixes[start:len(prefixes):len(prefixes)], rec)
-		size += len(prefixes) - start - plen + len(rec) - 16
+		pieces = append(pieces, wire.Piece{Bytes: frame[pos : i-plen]}, wire.Piece{Bytes: prefixes[start:len(prefixes):len(prefixes)]})
+		pieces = append(pieces, rec...)
+		size += int64(len(prefixes)-start-plen) + n - 16
 		pos = i + 16
 	}
-	bufs = append(bufs, frame[pos:])
+	pieces = append(pieces, wire.Piece{Bytes: frame[pos:]})
 	binary.BigEndian.PutUint32(frame, uint32(size))
-	return bufs
+	return pieces
 }

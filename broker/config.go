@@ -11,7 +11,6 @@ import (
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/broker/cluster"
-	"github.com/paddock-dev/paddock/broker/wire"
 	"github.com/paddock-dev/paddock/internal/registry"
 )
 
@@ -27,8 +26,11 @@ type Config struct {
 	DataDir           string
 	ClusterDomain     string
 	BindAddress       string
-	MaxFrameBytes     int
 	LogLevel          string
+	// Bounds are the resource bounds (bounds.go); DefaultBounds when not parsed from flags.
+	Bounds Bounds
+	// bounds holds the bound flags' values until parseConfig parses them.
+	bounds map[string]*string
 	// MetricsPartitionLimit bounds the per-partition series /metrics shows (metrics_partitions.go):
 	// past it only the broker-wide totals are exported. 0 takes DefaultMetricsPartitionLimit;
 	// a negative limit exports none.
@@ -107,7 +109,7 @@ func newFlagSet(cfg *Config, lists *listFlags, getenv func(string) string) (*fla
 	str(&cfg.DataDir, "data-dir", "/var/lib/paddock", "directory of the cluster's shared data volume (partition data; deleted topics' data is removed from it)")
 	str(&cfg.ClusterDomain, "cluster-domain", "cluster.local", "cluster DNS domain used in PodDNS advertised hosts")
 	str(&cfg.BindAddress, "bind-address", "", "IP address the listeners and the health server bind to; empty binds every interface")
-	num(&cfg.MaxFrameBytes, "max-frame-bytes", wire.DefaultMaxFrameBytes, "largest request frame accepted; a larger size prefix closes the connection before any allocation")
+	cfg.bounds = boundFlags(str)
 	str(&cfg.LogLevel, "log-level", "info", "log level: debug, info or error")
 	num(&cfg.MetricsPartitionLimit, "metrics-partition-limit", DefaultMetricsPartitionLimit,
 		"most partitions (led here, or committed to by a group coordinated here) given per-partition series on /metrics; past it the broker exports totals only and counts what it left out; negative exports none")
@@ -131,9 +133,11 @@ func parseConfig(cfg *Config, lists listFlags, envErrs []error, getenv func(stri
 	if cfg.DrainTimeout < 0 {
 		return fmt.Errorf("--drain-timeout %s is negative", cfg.DrainTimeout)
 	}
-	if cfg.MaxFrameBytes < wire.MinFrameBytes {
-		return fmt.Errorf("--max-frame-bytes %d is below the smallest request (%d)", cfg.MaxFrameBytes, wire.MinFrameBytes)
+	bounds, err := parseBounds(cfg.bounds)
+	if err != nil {
+		return err
 	}
+	cfg.Bounds = bounds
 	id, err := identityFromEnv(cfg.Cluster, getenv)
 	if err != nil {
 		return err

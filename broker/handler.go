@@ -61,6 +61,14 @@ type Handler struct {
 	// reach; without it, or before it runs, they answer as broker/groups does before its
 	// first view (COORDINATOR_NOT_AVAILABLE).
 	Groups *Groups
+	// AnswerBudget bounds, broker-wide, the bytes of Fetch records read into memory and held
+	// until their answer is written (fetch_data.go); nil: unbounded. Records sent from their
+	// segment file take none of it.
+	AnswerBudget *wire.Budget
+	// CopyFetchData reads every Fetch record set into memory (within AnswerBudget) and writes
+	// it with the vectored write, instead of sending large ones from their segment files: the
+	// comparison BenchmarkCompare makes.
+	CopyFetchData bool
 
 	initOnce sync.Once
 	// base is the parent of the handlers' background work (Metadata auto-creations): Close
@@ -120,6 +128,7 @@ func (h *Handler) ServeKafka(r *wire.Request) wire.Answer {
 	rc.session = sess
 	resp, err := h.dispatch(rc, r.Header, kreq)
 	if err != nil {
+		rc.held.release()
 		h.Metrics.connError("handler")
 		return wire.Answer{Err: err}
 	}
@@ -141,7 +150,7 @@ func (h *Handler) ServeKafka(r *wire.Request) wire.Answer {
 	if resp == nil {
 		return wire.Answer{} // the request gets no answer (Produce with acks=0)
 	}
-	a := encodeAnswer(r.CorrelationID, resp)
+	a := encodeAnswer(r.CorrelationID, resp, &rc.held)
 	a.Close = rc.closeAfter
 	return a
 }
@@ -190,20 +199,31 @@ func (h *Handler) encodeLater(hdr wire.Header, fn func() (kmsg.Response, error),
 		case resp == nil:
 			return wire.Answer{}
 		}
-		return encodeAnswer(hdr.CorrelationID, resp)
+		return encodeAnswer(hdr.CorrelationID, resp, nil)
 	}
 }
 
-// newWireServer is the connection server that serves h: the broker's frame cap, pipelining
-// depth and logger, and its metrics for connections.
-func newWireServer(h *Handler, maxFrameBytes, pipelineDepth int, log logr.Logger) *wire.Server {
+// newWireServer is the connection server that serves h: the broker's bounds (bounds.go),
+// pipelining depth and logger, and its metrics for connections.
+func newWireServer(h *Handler, b Bounds, pipelineDepth int, log logr.Logger) *wire.Server {
+	perConn := int(b.QueuedMaxResponseBytesPerConnection)
+	if perConn == 0 {
+		perConn = -1 // 0 would mean the wire default; the key says "no byte bound" with -1
+	}
 	return &wire.Server{
-		Handler:       h,
-		MaxFrameBytes: maxFrameBytes,
-		PipelineDepth: pipelineDepth,
-		Log:           log,
-		ConnState:     h.Metrics.connState,
-		ConnError:     h.Metrics.connError,
+		Handler:                      h,
+		MaxFrameBytes:                b.SocketRequestMaxBytes,
+		RequestBudget:                wire.NewBudget(orUnbounded(b.QueuedMaxRequestBytes)),
+		RequestCost:                  requestCost,
+		MaxQueuedAnswerBytes:         perConn,
+		MaxConnections:               b.MaxConnections,
+		MaxConnectionsPerIP:          b.MaxConnectionsPerIP,
+		MaxConnectionsPerIPOverrides: b.MaxConnectionsPerIPOverrides,
+		IdleTimeout:                  b.ConnectionsMaxIdle,
+		PipelineDepth:                pipelineDepth,
+		Log:                          log,
+		ConnState:                    h.Metrics.connState,
+		ConnError:                    h.Metrics.connError,
 	}
 }
 

@@ -81,7 +81,7 @@ func newTestClusterWith(t *testing.T, n int, listeners ...testListener) *testClu
 // newTestServer is a wire server for h, closed (and h with it) when the test ends.
 func newTestServer(t testing.TB, h *Handler) *wire.Server {
 	t.Helper()
-	srv := newWireServer(h, 0, 0, h.Log)
+	srv := newWireServer(h, DefaultBounds(), 0, h.Log)
 	t.Cleanup(func() {
 		_ = srv.Close() // always nil
 		h.Close()

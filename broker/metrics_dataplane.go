@@ -163,6 +163,10 @@ type timedFile struct {
 	m *Metrics
 }
 
+// OSFile passes the wrapped file's *os.File on, so a Fetch can send records from it
+// (storage.OSFileOf).
+func (f timedFile) OSFile() *os.File { return storage.OSFileOf(f.File) }
+
 func (f timedFile) Sync() error {
 	start := time.Now()
 	err := f.File.Sync()

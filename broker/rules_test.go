@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"net/netip"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -74,13 +75,28 @@ func TestConfigFromFlagsAndEnvironment(t *testing.T) {
 		t.Fatalf("holder %q", cfg.Identity.HolderIdentity())
 	}
 
+	if cfg.Bounds.MaxConnections != DefaultBounds().MaxConnections {
+		t.Fatalf("max connections %d without a flag, want the default %d", cfg.Bounds.MaxConnections, DefaultBounds().MaxConnections)
+	}
+	env["PADDOCK_CONNECTIONS_MAX_IDLE_MS"] = "60000"
+	cfg, err = parse("--max-connections=5", "--max-connections-per-ip-overrides=10.0.0.1:2")
+	delete(env, "PADDOCK_CONNECTIONS_MAX_IDLE_MS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := cfg.Bounds; b.MaxConnections != 5 || b.ConnectionsMaxIdle != time.Minute || b.MaxConnectionsPerIPOverrides[netip.MustParseAddr("10.0.0.1")] != 2 {
+		t.Fatalf("bounds %+v: want max connections 5 and the override from flags, the idle timeout from PADDOCK_CONNECTIONS_MAX_IDLE_MS", b)
+	}
+
 	for _, bad := range [][]string{
 		{"--listeners=kafka:0:PodDNS"},
 		{"--listeners=kafka:9092:Public"},
 		{"--listeners=a:1,a:2"},
 		{"--session-timeout=1500ms"},
 		{"--heartbeat-interval=10s"},
-		{"--max-frame-bytes=4"},
+		{"--socket-request-max-bytes=4"},
+		{"--max-connections-per-ip-overrides=somehost:3"},
+		{"--queued-max-request-bytes=-2"},
 	} {
 		if _, err := parse(bad...); err == nil {
 			t.Errorf("%v accepted", bad)

@@ -55,6 +55,9 @@ type Broker struct {
 	StorageFS storage.FS
 	// PipelineDepth is the wire server's wire.Server.PipelineDepth (0: the default).
 	PipelineDepth int
+	// CopyFetchData is the Handler's: Fetch records read into memory and written with the
+	// vectored write, never sent from their segment files (benchmarks compare the two).
+	CopyFetchData bool
 	// Security is what the broker knows of its cluster's certificates, credentials and
 	// KafkaUsers; listeners with TLS or authentication need it (nil: they serve no TLS
 	// handshake and authenticate nobody).
@@ -213,11 +216,15 @@ func (b *Broker) start(lns *bound) *running {
 		Liveness:   b.liveness,
 		Admin:      b.Admin,
 		SelfFenced: b.selfFenced,
-		Cluster:    b.Config.Cluster,
-		Security:   b.Security,
+		// Records read into memory take from the answer budget; the default path sends
+		// them from their segment files and takes none.
+		AnswerBudget:  wire.NewBudget(orUnbounded(b.Config.Bounds.QueuedMaxResponseBytes)),
+		CopyFetchData: b.CopyFetchData,
+		Cluster:       b.Config.Cluster,
+		Security:      b.Security,
 	}
 	r := &running{
-		wire:     newWireServer(h, b.Config.MaxFrameBytes, b.PipelineDepth, b.Log.WithName("wire")),
+		wire:     newWireServer(h, b.Config.Bounds, b.PipelineDepth, b.Log.WithName("wire")),
 		handler:  h,
 		health:   &http.Server{Handler: b.healthHandler(), ReadHeaderTimeout: 5 * time.Second},
 		serveErr: make(chan error, len(lns.kafka)+1),

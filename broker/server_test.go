@@ -230,7 +230,7 @@ func TestNoGoroutineLeak(t *testing.T) {
 	before := runtime.NumGoroutine()
 	func() {
 		h := &Handler{View: cluster.NewMemoryView(cluster.Snapshot{}), Log: testr.New(t)}
-		srv := newWireServer(h, 0, 0, h.Log)
+		srv := newWireServer(h, DefaultBounds(), 0, h.Log)
 		ln := testkit.Listen(t)
 		go func() { _ = srv.Serve(ln) }()
 		addr := ln.Addr().String()
@@ -387,7 +387,7 @@ func TestIdleTicksCoverTheAcceptLoop(t *testing.T) {
 			var mono atomic.Int64
 			live := NewLiveness(func() time.Duration { return time.Duration(mono.Load()) })
 			h := &Handler{View: cluster.NewMemoryView(cluster.Snapshot{}), Liveness: live, Log: testr.New(t)}
-			srv := newWireServer(h, 0, 0, h.Log)
+			srv := newWireServer(h, DefaultBounds(), 0, h.Log)
 			ln := net.Listener(testkit.Listen(t))
 			if tc.wedged {
 				ln = &wedgedListener{Listener: ln, closed: make(chan struct{})}

@@ -19,7 +19,25 @@ const (
 	DefaultStorageSize                  = "10Gi"
 	DefaultCertificateValidity          = 8760 * time.Hour
 	DefaultCertificateRenewBefore       = 720 * time.Hour
+	DefaultMaxTopics              int32 = 2000
+	DefaultMaxPartitions          int32 = 50000
 )
+
+// MaxTopicsOrDefault is spec.limits.maxTopics, or its default.
+func (s *KafkaClusterSpec) MaxTopicsOrDefault() int32 {
+	if s.Limits.MaxTopics <= 0 {
+		return DefaultMaxTopics
+	}
+	return s.Limits.MaxTopics
+}
+
+// MaxPartitionsOrDefault is spec.limits.maxPartitions, or its default.
+func (s *KafkaClusterSpec) MaxPartitionsOrDefault() int32 {
+	if s.Limits.MaxPartitions <= 0 {
+		return DefaultMaxPartitions
+	}
+	return s.Limits.MaxPartitions
+}
 
 // CertificateValidity is spec.certificates.validity, or its default.
 func (s *KafkaClusterSpec) CertificateValidity() time.Duration {

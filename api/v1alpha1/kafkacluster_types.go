@@ -460,6 +460,16 @@ type KafkaClusterSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Broker Resources",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:resourceRequirements"}
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 
+	// limits bound how many topics and partitions the cluster holds: each is a KafkaTopic in
+	// the API server's etcd, so the defaults keep a cluster's topics well inside etcd's
+	// default 2 GiB quota (docs/bounds.md, "Topics and partitions"). CreateTopics and
+	// CreatePartitions beyond them, and Metadata auto-creation, are refused with
+	// POLICY_VIOLATION.
+	// +optional
+	// +kubebuilder:default={}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Limits",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
+	Limits ClusterLimits `json:"limits,omitempty"`
+
 	// template customizes the broker pods: scheduling (nodeSelector, tolerations, affinity,
 	// topologySpreadConstraints, priorityClassName), imagePullSecrets, security contexts and
 	// extra labels and annotations.
@@ -492,6 +502,26 @@ type KafkaClusterSpec struct {
 	// +kubebuilder:default={}
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Network Policy",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	NetworkPolicy NetworkPolicy `json:"networkPolicy,omitempty"`
+}
+
+// ClusterLimits bound what a cluster keeps in the API server.
+type ClusterLimits struct {
+	// maxTopics is the most topics (KafkaTopics, those being deleted included) the admin APIs
+	// and auto-creation create in the cluster.
+	// +optional
+	// +kubebuilder:default=2000
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100000
+	MaxTopics int32 `json:"maxTopics,omitempty"`
+
+	// maxPartitions is the most partitions, over all the cluster's topics, the admin APIs and
+	// auto-creation create or add to. At about 200 bytes of etcd per partition (measured:
+	// docs/bounds.md) the default holds ~10 MB, under 1% of etcd's default quota.
+	// +optional
+	// +kubebuilder:default=50000
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000000
+	MaxPartitions int32 `json:"maxPartitions,omitempty"`
 }
 
 // BrokerState says whether a registered broker serves clients.

@@ -31,7 +31,6 @@ import (
 	"github.com/paddock-dev/paddock/broker/cluster"
 	"github.com/paddock-dev/paddock/broker/groups"
 	"github.com/paddock-dev/paddock/broker/storage"
-	"github.com/paddock-dev/paddock/broker/wire"
 	"github.com/paddock-dev/paddock/internal/balance"
 	"github.com/paddock-dev/paddock/internal/testkit"
 )
@@ -58,6 +57,11 @@ type Options struct {
 	// PipelineDepth is every broker's Broker.PipelineDepth (0: the default; negative: no
 	// pipelining, for comparisons).
 	PipelineDepth int
+	// Bounds, when set, adjusts every broker's resource bounds (broker.DefaultBounds).
+	Bounds func(*broker.Bounds)
+	// CopyFetchData is every broker's Broker.CopyFetchData: Fetch records through memory and
+	// the vectored write instead of sendfile.
+	CopyFetchData bool
 	// GroupConfig, when set, is every broker's Broker.GroupConfig (tests shorten the group
 	// coordinator's initial rebalance delay).
 	GroupConfig func(*groups.Config)
@@ -150,7 +154,7 @@ func (c *Cluster) startBroker(id int32) {
 		DrainTimeout:          c.opts.DrainTimeout,
 		DataDir:               c.DataDir,
 		BindAddress:           "127.0.0.1",
-		MaxFrameBytes:         wire.DefaultMaxFrameBytes,
+		Bounds:                broker.DefaultBounds(),
 		MetricsPartitionLimit: c.opts.MetricsPartitionLimit,
 		Identity:              cluster.Identity{ID: id, Pod: "c-broker-" + strconv.Itoa(int(id)), Namespace: "brokertest"},
 	}
@@ -159,7 +163,11 @@ func (c *Cluster) startBroker(id int32) {
 	if c.opts.StorageFS != nil {
 		b.StorageFS = c.opts.StorageFS(id)
 	}
+	if c.opts.Bounds != nil {
+		c.opts.Bounds(&b.Config.Bounds)
+	}
 	b.PipelineDepth = c.opts.PipelineDepth
+	b.CopyFetchData = c.opts.CopyFetchData
 	b.IOTimeout = c.opts.IOTimeout
 	b.GroupConfig = c.opts.GroupConfig
 	hb := &Broker{ID: id, B: b, View: view, signals: make(chan os.Signal, 2), result: make(chan error, 1), exited: make(chan struct{})}

@@ -36,6 +36,9 @@ type Snapshot struct {
 	// Config is what the brokers apply from it.
 	ConfigMap map[string]string
 	Config    kafkaconfig.ClusterConfig
+	// Limits is the KafkaCluster's spec.limits (zero fields: the defaults; read them with
+	// MaxTopics and MaxPartitions).
+	Limits v1alpha1.ClusterLimits
 	// Topics are the topics the cluster serves, sorted by name: its KafkaTopics that are not
 	// being deleted and whose Kafka name no older KafkaTopic claims (topicname.Conflicts).
 	Topics []Topic
@@ -212,6 +215,27 @@ type MemoryView struct {
 	snapshotStore
 }
 
+// MaxTopics and MaxPartitions are the cluster's spec.limits, or their defaults.
+func (s *Snapshot) MaxTopics() int32 {
+	return (&v1alpha1.KafkaClusterSpec{Limits: s.Limits}).MaxTopicsOrDefault()
+}
+
+func (s *Snapshot) MaxPartitions() int32 {
+	return (&v1alpha1.KafkaClusterSpec{Limits: s.Limits}).MaxPartitionsOrDefault()
+}
+
+// Held is how many topics (served and being deleted: each is a KafkaTopic) and partitions
+// the cluster holds, as spec.limits counts them.
+func (s *Snapshot) Held() (topics, partitions int) {
+	for _, t := range s.Topics {
+		partitions += len(t.Partitions)
+	}
+	for _, d := range s.Deleting {
+		partitions += int(d.Partitions)
+	}
+	return len(s.Topics) + len(s.Deleting), partitions
+}
+
 // NewMemoryView returns a view holding s (marked Synced).
 func NewMemoryView(s Snapshot) *MemoryView {
 	v := &MemoryView{}
@@ -231,6 +255,7 @@ func (v *MemoryView) Set(s Snapshot) {
 		Topics:     make([]Topic, len(s.Topics)),
 		Deleting:   slices.Clone(s.Deleting),
 		SuperUsers: slices.Clone(s.SuperUsers),
+		Limits:     s.Limits,
 
 		CoordinatorEpoch: s.CoordinatorEpoch,
 	}

@@ -108,6 +108,7 @@ func snapshotFrom(cluster string, kc *v1alpha1.KafkaCluster, topics []v1alpha1.K
 		s.ClusterID = kc.Status.ClusterID
 		s.Brokers = append(s.Brokers, kc.Status.Brokers...)
 		s.ConfigMap = kc.Spec.Config
+		s.Limits = kc.Spec.Limits
 		s.CoordinatorEpoch = kc.Status.CoordinatorEpoch
 		if kc.Spec.Authorization != nil {
 			s.SuperUsers = kc.Spec.Authorization.SuperUsers

@@ -528,13 +528,14 @@ func (l *Log) Offsets() (Offsets, error) {
 	return Offsets{LogStart: l.logStart, HighWatermark: l.hw, LogEnd: l.leo}, nil
 }
 
-// Read returns whole batches starting with the one holding offset, up to maxBytes, all
+// read (Read, ReadSection) returns whole batches starting with the one holding offset, up to maxBytes, all
 // below the high watermark and from one segment. With atLeastOne the first batch is
 // returned whole even if larger than maxBytes (Fetch v3+'s rule for the first partition);
 // without it such a batch is left out. An offset below the log start or past the log end is
 // ErrOffsetOutOfRange; one between the high watermark and the log end reads nothing.
 // The bytes are a fresh copy read from the segment file; Read never decodes records.
-func (l *Log) Read(offset int64, maxBytes int, atLeastOne bool) (ReadResult, error) {
+// With sec set (ReadSection) the batches are cut into it instead of copied.
+func (l *Log) read(offset int64, maxBytes int, atLeastOne bool, sec *Section) (ReadResult, error) {
 	l.mu.Lock()
 	if err := l.servingLocked(); err != nil {
 		l.mu.Unlock()
@@ -555,7 +556,7 @@ func (l *Log) Read(offset int64, maxBytes int, atLeastOne bool) (ReadResult, err
 		l.cache.ref(e)
 		l.mu.Unlock()
 		defer l.cache.release(e)
-		recs, err := readBatches(e.f, pos, limit, offset, maxBytes, atLeastOne)
+		recs, err := sec.readBatches(l.cache, e, pos, limit, offset, maxBytes, atLeastOne)
 		if err != nil {
 			return res, l.readFailed(err) // the active segment is this log's own: no one else removes it
 		}
@@ -571,7 +572,7 @@ func (l *Log) Read(offset int64, maxBytes int, atLeastOne bool) (ReadResult, err
 	}
 	defer l.cache.release(e)
 	_, pos := e.idx.floorOffset(offset)
-	recs, err := readBatches(e.f, pos, seg.size, offset, maxBytes, atLeastOne)
+	recs, err := sec.readBatches(l.cache, e, pos, seg.size, offset, maxBytes, atLeastOne)
 	if err != nil {
 		return l.resultAfterVanish(res, offset, l.segmentReadFailed(seg, logStart, err))
 	}

@@ -25,23 +25,30 @@ func readHeaderAt(f io.ReaderAt, pos, limit int64) (batchHeader, error) {
 	return h, nil
 }
 
+// locateBatch finds the batch of f holding offset, searching from pos (a batch boundary at
+// or before it) within limit bytes: its position and header; found is false when the
+// readable bytes end first.
+func locateBatch(f io.ReaderAt, pos, limit, offset int64) (int64, batchHeader, bool, error) {
+	for pos < limit {
+		h, err := readHeaderAt(f, pos, limit)
+		if err != nil {
+			return pos, h, false, err
+		}
+		if h.lastOffset() >= offset {
+			return pos, h, true, nil
+		}
+		pos += h.size()
+	}
+	return pos, batchHeader{}, false, nil
+}
+
 // readBatches returns the batches of f from the one holding offset, searching from pos (a
 // batch boundary at or before it), within limit bytes, as a fresh copy: as many whole batches
 // as fit in maxBytes, or with atLeastOne the first one whatever its size.
 func readBatches(f io.ReaderAt, pos, limit, offset int64, maxBytes int, atLeastOne bool) ([]byte, error) {
-	var h batchHeader
-	for {
-		if pos >= limit {
-			return nil, nil
-		}
-		var err error
-		if h, err = readHeaderAt(f, pos, limit); err != nil {
-			return nil, err
-		}
-		if h.lastOffset() >= offset {
-			break
-		}
-		pos += h.size()
+	pos, h, found, err := locateBatch(f, pos, limit, offset)
+	if !found || err != nil {
+		return nil, err
 	}
 	n := min(int64(max(maxBytes, 0)), limit-pos)
 	if h.size() > n {

@@ -124,6 +124,11 @@ type watchdogFile struct {
 	name  string
 }
 
+// OSFile passes on the operating system's file behind w (OSFileOf), so a Fetch still sends
+// its records with sendfile; that send is bounded by the connection's write deadline, not by
+// the watchdog (docs/bounds.md, "Answers").
+func (w watchdogFile) OSFile() *os.File { return OSFileOf(w.f) }
+
 func (w watchdogFile) ReadAt(p []byte, off int64) (int, error) {
 	return watch(w.limit, OpRead, w.name, func() (int, error) { return w.f.ReadAt(p, off) }, nil)
 }

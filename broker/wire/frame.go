@@ -7,8 +7,12 @@ import (
 	"io"
 )
 
-// DefaultMaxFrameBytes caps a request frame, as Kafka's socket.request.max.bytes does.
-const DefaultMaxFrameBytes = 100 << 20
+// DefaultMaxFrameBytes caps a request frame, as Kafka's socket.request.max.bytes does — but
+// lower than Apache's 100 MiB, since only Produce needs large frames: a request holds at most
+// one batch per partition, each at most message.max.bytes (1 MiB by default), and the Java
+// client (max.request.size), librdkafka and Sarama send at most about 1 MB per request
+// (docs/bounds.md, "Requests").
+const DefaultMaxFrameBytes = 32 << 20
 
 // MinFrameBytes is the smallest request frame: key, version, correlation id and a client id
 // length.
@@ -25,35 +29,56 @@ var (
 )
 
 // ReadFrame reads one size-prefixed frame from r into buf (grown as needed) and returns it.
-// The size prefix is checked against maxBytes before anything is allocated for the body, so
-// a hostile or corrupt prefix (say 2 GiB) costs nothing.
+// The size prefix is checked against maxBytes before anything is allocated for the body, and
+// the body is read incrementally (readBody), so a hostile or corrupt prefix (say 2 GiB, or the
+// cap with nothing behind it) costs only what actually arrives.
 func ReadFrame(r io.Reader, buf []byte, maxBytes int) ([]byte, error) {
-	return readFrame(r, buf, MinFrameBytes, maxBytes)
-}
-
-// readFrame is ReadFrame with the smallest frame accepted: a raw SASL token frame
-// (Conn.ExpectRawFrame) may be shorter than a request header.
-func readFrame(r io.Reader, buf []byte, minBytes, maxBytes int) ([]byte, error) {
 	var size [4]byte
 	if _, err := io.ReadFull(r, size[:]); err != nil {
 		return buf, err
 	}
+	n, err := checkFrameSize(size, MinFrameBytes, maxBytes)
+	if err != nil {
+		return buf, err
+	}
+	return readBody(r, buf[:0], n)
+}
+
+// checkFrameSize is the frame size a size prefix claims, refused when above maxBytes (or
+// negative) or below minBytes: MinFrameBytes for a request, whose header it must hold, 0 for
+// a raw SASL token frame (Conn.ExpectRawFrame), which may be shorter.
+func checkFrameSize(size [4]byte, minBytes, maxBytes int) (int, error) {
 	n := int32(binary.BigEndian.Uint32(size[:]))
 	if n < 0 || int64(n) > int64(maxBytes) {
-		return buf, fmt.Errorf("%w: %d bytes, cap %d", ErrFrameTooLarge, uint32(n), maxBytes)
+		return 0, fmt.Errorf("%w: %d bytes, cap %d", ErrFrameTooLarge, uint32(n), maxBytes)
 	}
 	if int(n) < minBytes {
-		return buf, fmt.Errorf("%w: %d bytes", ErrFrameTooSmall, n)
+		return 0, fmt.Errorf("%w: %d bytes", ErrFrameTooSmall, n)
 	}
-	if cap(buf) < int(n) || buf == nil {
-		buf = make([]byte, n)
-	}
-	buf = buf[:n]
-	if _, err := io.ReadFull(r, buf); err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
+	return int(n), nil
+}
+
+// readChunk is how much of a frame body is read before the buffer is grown for more.
+const readChunk = 64 << 10
+
+// readBody appends the rest of an n-byte frame to buf (which holds its first len(buf)
+// bytes), growing buf only as bytes arrive — at most doubling, in readChunk steps at least —
+// so what a frame costs follows what the client sent, not what its prefix claims.
+func readBody(r io.Reader, buf []byte, n int) ([]byte, error) {
+	for len(buf) < n {
+		if len(buf) == cap(buf) {
+			grown := make([]byte, len(buf), min(n, max(2*cap(buf), readChunk)))
+			copy(grown, buf)
+			buf = grown
 		}
-		return buf, fmt.Errorf("truncated frame: %w", err)
+		got, err := io.ReadFull(r, buf[len(buf):min(n, cap(buf))])
+		buf = buf[:len(buf)+got]
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return buf, fmt.Errorf("truncated frame: %w", err)
+		}
 	}
 	return buf, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"net"
+	"os"
 )
 
 // Handler answers the requests a Server reads. The server calls ServeKafka on the
@@ -51,12 +52,17 @@ func (r *Request) Stopping() <-chan struct{} { return r.srv.stopping }
 // Answer is a handler's reply to one request: a frame to write (or none), an error that
 // closes the connection, or a function that computes the reply after ServeKafka returned.
 type Answer struct {
-	// Frame is the complete response frame, size prefix included. nil with Frames nil: the
+	// Frame is the complete response frame, size prefix included. nil with Pieces nil: the
 	// request gets no answer (a Produce with acks=0).
 	Frame []byte
-	// Frames is the frame in pieces, written with one vectored write instead of Frame (an
-	// answer that carries file data without copying it into one buffer).
-	Frames net.Buffers
+	// Pieces is the frame in pieces, written instead of Frame: bytes with one vectored write,
+	// and ranges of open files from the file without a copy where the connection allows it
+	// (an answer that carries file data: write.go).
+	Pieces []Piece
+	// Release, when set, is called once the answer has been written or will never be (the
+	// connection closed first): what the answer holds — open files, a Budget's bytes — can
+	// be let go then.
+	Release func()
 	// Err, when not nil, closes the connection instead of answering; it is logged as the
 	// reason. Answers queued before it are still written.
 	Err error
@@ -69,9 +75,20 @@ type Answer struct {
 	// reader still reads it (so a client that goes away is noticed and Conn.Context ends),
 	// but handles it only then. For a request whose answer waits on other clients.
 	Alone bool
-	// Close closes the connection once Frame (or Frames) is written, and reads no further
+	// Close closes the connection once Frame (or Pieces) is written, and reads no further
 	// request: an answer that is the connection's last (a failed authentication).
 	Close bool
+}
+
+// Piece is one part of an answer written in pieces: Bytes, or (File set) Len bytes of File
+// from Offset. A file is sent with sendfile on a TCP connection (no user-space copy) and
+// copied through a small buffer on any other (a TLS connection); it is read only
+// positionally, so many answers may share one file, and must stay open until the answer's
+// Release.
+type Piece struct {
+	Bytes       []byte
+	File        *os.File
+	Offset, Len int64
 }
 
 // Conn is one client connection as its handler sees it. It is the connection's per-client

@@ -2,7 +2,6 @@ package wire
 
 import (
 	"fmt"
-	"net"
 )
 
 // Pipelining (docs/dataplane.md, "Pipelining"). A connection's reader handles its requests
@@ -28,20 +27,6 @@ import (
 // produce requests kgo, librdkafka and the Java producer keep in flight.
 const maxDeferred = 8
 
-// answer is one response in a connection's order: known at once, or computed later.
-type answer struct {
-	b     []byte        // the encoded frame; nil for a request that gets none
-	bufs  net.Buffers   // or the encoded frame in pieces (Answer.Frames)
-	err   error         // not nil: close the connection instead of answering
-	ready chan struct{} // nil when b and err are final; else closed once they are
-	// closeAfter closes the connection once b is written (Answer.Close); set only on an
-	// answer known at once.
-	closeAfter bool
-}
-
-// silent is an answer with nothing to write (a request that gets no answer).
-func (a *answer) silent() bool { return a.b == nil && a.bufs == nil }
-
 func (s *Server) pipelineDepth() int {
 	if s.PipelineDepth == 0 {
 		return maxDeferred
@@ -56,9 +41,12 @@ func (c *conn) deferAnswer(h Header, fn func() Answer) *answer {
 	if c.srv.pipelineDepth() < 0 {
 		return finalAnswer(h, fn())
 	}
+	if c.slots == nil {
+		c.slots = make(chan struct{}, max(c.srv.pipelineDepth(), 1))
+	}
 	select {
 	case c.slots <- struct{}{}:
-	case <-c.dead:
+	case <-c.client.ctx.Done():
 		return &answer{err: fmt.Errorf("key %d v%d: connection closed", h.Key, h.Version)}
 	case <-c.srv.hardClose:
 		return &answer{err: ErrServerClosed}
@@ -72,11 +60,11 @@ func (c *conn) deferAnswer(h Header, fn func() Answer) *answer {
 		defer func() {
 			if r := recover(); r != nil {
 				p := c.panicked(h, r)
-				a.b, a.bufs, a.err = nil, nil, p.err
+				a.b, a.pieces, a.err, a.release = nil, nil, p.err, nil
 			}
 		}()
 		f := finalAnswer(h, fn())
-		a.b, a.bufs, a.err, a.closeAfter = f.b, f.bufs, f.err, f.closeAfter
+		a.b, a.pieces, a.err, a.release, a.closeAfter = f.b, f.pieces, f.err, f.release, f.closeAfter
 	}()
 	return a
 }
@@ -85,7 +73,10 @@ func (c *conn) deferAnswer(h Header, fn func() Answer) *answer {
 // handler bug, answered by closing the connection.
 func finalAnswer(h Header, ans Answer) *answer {
 	if ans.Later != nil {
+		if ans.Release != nil {
+			ans.Release()
+		}
 		return &answer{err: fmt.Errorf("key %d v%d: a deferred answer deferred again", h.Key, h.Version)}
 	}
-	return &answer{b: ans.Frame, bufs: ans.Frames, err: ans.Err, closeAfter: ans.Close}
+	return &answer{b: ans.Frame, pieces: ans.Pieces, err: ans.Err, release: ans.Release, closeAfter: ans.Close}
 }

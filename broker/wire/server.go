@@ -1,14 +1,11 @@
 package wire
 
 import (
-	"bufio"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"runtime/debug"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,16 +20,16 @@ var ErrServerClosed = errors.New("wire: server closed")
 // connection's goroutines forever.
 const writeTimeout = 30 * time.Second
 
-// handshakeTimeout bounds a TLS handshake, so a client that connects and says nothing holds
-// its goroutines no longer than that.
-const handshakeTimeout = 10 * time.Second
-
-// retainFrameBytes is the largest request buffer a connection keeps for reuse.
-const retainFrameBytes = 1 << 20
-
 // responseQueue is how many answers may wait for the writer per connection. The reader
 // blocks when it is full, which is the backpressure a pipelining client gets.
 const responseQueue = 64
+
+// DefaultMaxQueuedAnswerBytes is Server.MaxQueuedAnswerBytes's default: room for a couple of
+// full Fetch answers written from memory, and any number of zero-copy ones.
+const DefaultMaxQueuedAnswerBytes = 32 << 20
+
+// DefaultIdleTimeout is Apache's connections.max.idle.ms: 10 minutes.
+const DefaultIdleTimeout = 10 * time.Minute
 
 // ConnState is a connection's state change, as ConnState hooks see it.
 type ConnState int
@@ -51,8 +48,34 @@ const (
 type Server struct {
 	// Handler answers every request. Required.
 	Handler Handler
-	// MaxFrameBytes caps a request frame; 0 means DefaultMaxFrameBytes.
+	// MaxFrameBytes caps a request frame (Apache's socket.request.max.bytes); 0 means
+	// DefaultMaxFrameBytes. A larger size prefix closes the connection, with a log line.
 	MaxFrameBytes int
+	// RequestBudget bounds the bytes of requests being read and handled, over every
+	// connection (Apache's queued.max.request.bytes): a connection whose next request does not
+	// fit waits, unread, until others are done. nil: unbounded.
+	RequestBudget *Budget
+	// RequestCost, when set, is how much of RequestBudget a request takes, from its header and
+	// frame size: the frame and what decoding and handling it may allocate. nil: the frame size.
+	// An error (wrapping ErrFrameTooLarge) refuses the frame as too large for its kind: the
+	// connection closes, as for a frame above MaxFrameBytes.
+	RequestCost func(h Header, frameBytes int) (int64, error)
+	// MaxQueuedAnswerBytes bounds the bytes of a connection's answers waiting to be written
+	// (their bytes in memory; file data sent from the file does not count): the connection
+	// reads no further request while more are queued. 0 means DefaultMaxQueuedAnswerBytes; a
+	// negative value leaves only the count bound (responseQueue).
+	MaxQueuedAnswerBytes int
+	// MaxConnections caps the connections served at once (Apache's max.connections); 0 is no
+	// cap. MaxConnectionsPerIP caps those from one client address (max.connections.per.ip),
+	// and MaxConnectionsPerIPOverrides sets it per address (max.connections.per.ip.overrides).
+	// A connection past a cap is closed at once and logged; one from this host itself (its
+	// remote address is its local address: the liveness probe) is never refused.
+	MaxConnections               int
+	MaxConnectionsPerIP          int
+	MaxConnectionsPerIPOverrides map[netip.Addr]int
+	// IdleTimeout closes a connection that has sent no request for that long while it has no
+	// answer outstanding (Apache's connections.max.idle.ms); 0 never does.
+	IdleTimeout time.Duration
 	// PipelineDepth bounds the deferred answers one connection computes at once
 	// (pipeline.go): 0 means maxDeferred; a negative value turns pipelining off, so every
 	// answer is computed before the next request is read, as Apache does.
@@ -64,7 +87,8 @@ type Server struct {
 	ConnState func(net.Conn, ConnState)
 	// ConnError, when set, is called with a reason each time the server closes a connection
 	// because of what it read or a handler panic: "read" (a read failed), "bad_frame" (a size
-	// prefix out of bounds), "bad_header" (a header that does not parse), "panic". A handler
+	// prefix out of bounds), "bad_header" (a header that does not parse), "panic", "idle"
+	// (IdleTimeout), "max_connections", "max_connections_per_ip" (refused at accept). A handler
 	// closing a connection with Answer.Err counts its own reasons. It must not block.
 	ConnError func(reason string)
 
@@ -83,6 +107,7 @@ type Server struct {
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{} // guarded by mu
 	conns     map[*conn]struct{}        // guarded by mu
+	perIP     map[netip.Addr]int        // connections per client address; guarded by mu
 	wg        sync.WaitGroup            // one count per connection goroutine and deferred answer
 }
 
@@ -93,6 +118,7 @@ func (s *Server) init() {
 		s.base, s.cancelBase = context.WithCancel(context.Background())
 		s.listeners = map[net.Listener]struct{}{}
 		s.conns = map[*conn]struct{}{}
+		s.perIP = map[netip.Addr]int{}
 	})
 }
 
@@ -142,10 +168,16 @@ func (s *Server) Serve(ln net.Listener) error {
 		}
 		backoff = 0
 		c := s.newConn(nc, ln)
-		if !s.trackConn(c) {
+		switch refused := s.trackConn(c); {
+		case errors.Is(refused, ErrServerClosed):
 			c.client.cancel()
 			_ = nc.Close() // accepted after shutdown began: never served
 			return ErrServerClosed
+		case refused != nil:
+			c.client.cancel()
+			_ = nc.Close() // past a connection cap: refused, as Apache refuses it
+			c.logger().Info("Refused connection", "reason", refused.Error())
+			continue
 		}
 		go c.serve()
 	}
@@ -153,15 +185,7 @@ func (s *Server) Serve(ln net.Listener) error {
 
 func (s *Server) newConn(nc net.Conn, ln net.Listener) *conn {
 	ctx, cancel := context.WithCancel(s.base)
-	return &conn{
-		srv:    s,
-		nc:     nc,
-		client: &Conn{nc: nc, ln: ln, ctx: ctx, cancel: cancel},
-		out:    make(chan *answer, responseQueue),
-		dead:   make(chan struct{}),
-		slots:  make(chan struct{}, max(s.pipelineDepth(), 1)),
-		log:    s.Log.WithValues("remote", nc.RemoteAddr().String(), "local", nc.LocalAddr().String()),
-	}
+	return &conn{srv: s, nc: nc, ip: remoteIP(nc), client: &Conn{nc: nc, ln: ln, ctx: ctx, cancel: cancel}}
 }
 
 // Addrs lists the addresses of the listeners being served now, in no particular order.
@@ -192,25 +216,67 @@ func (s *Server) untrackListener(ln net.Listener) {
 	delete(s.listeners, ln)
 }
 
-// trackConn registers c and counts its two goroutines; false once shutdown began (the
-// shutdown sweep holds mu, so no connection slips past it).
-func (s *Server) trackConn(c *conn) bool {
+// trackConn registers c and counts its reader goroutine: ErrServerClosed once shutdown began
+// (the shutdown sweep holds mu, so no connection slips past it), errTooManyConnections when c
+// is past a connection cap.
+func (s *Server) trackConn(c *conn) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.inShutdown.Load() {
-		return false
+		return ErrServerClosed
+	}
+	if err := s.overCapLocked(c); err != nil {
+		return err
 	}
 	s.conns[c] = struct{}{}
-	s.wg.Add(2)
+	s.perIP[c.ip]++
+	s.wg.Add(1)
 	s.connState(c.nc, StateNew)
-	return true
+	return nil
 }
 
 func (s *Server) untrackConn(c *conn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.conns, c)
+	if s.perIP[c.ip]--; s.perIP[c.ip] <= 0 {
+		delete(s.perIP, c.ip)
+	}
 	s.connState(c.nc, StateClosed)
+}
+
+// errTooManyConnections: a connection past MaxConnections or its address's cap.
+var errTooManyConnections = errors.New("too many connections")
+
+// overCapLocked is why c may not be served (errTooManyConnections), or nil. Apache refuses a
+// connection past max.connections.per.ip the same way; past max.connections its acceptor
+// waits for a free slot instead, which here would also keep out the liveness probe (and the
+// broker would be restarted for being busy): docs/bounds.md, "Connections".
+func (s *Server) overCapLocked(c *conn) error {
+	if c.fromSelf() {
+		return nil
+	}
+	if s.MaxConnections > 0 && len(s.conns) >= s.MaxConnections {
+		s.connError("max_connections")
+		return fmt.Errorf("%w: %d served, max.connections %d", errTooManyConnections, len(s.conns), s.MaxConnections)
+	}
+	limit, ok := s.MaxConnectionsPerIPOverrides[c.ip]
+	if !ok {
+		limit = s.MaxConnectionsPerIP
+	}
+	if (ok || limit > 0) && s.perIP[c.ip] >= limit {
+		s.connError("max_connections_per_ip")
+		return fmt.Errorf("%w: %d from %s, max.connections.per.ip %d", errTooManyConnections, s.perIP[c.ip], c.ip, limit)
+	}
+	return nil
+}
+
+// remoteIP is the client address of nc (the zero Addr when it has none, as a net.Pipe).
+func remoteIP(nc net.Conn) netip.Addr {
+	if ap, err := netip.ParseAddrPort(nc.RemoteAddr().String()); err == nil {
+		return ap.Addr().Unmap()
+	}
+	return netip.Addr{}
 }
 
 // Shutdown stops accepting, lets every connection finish the request it is handling and
@@ -270,236 +336,6 @@ func (s *Server) closeListenersLocked() {
 	}
 }
 
-// conn is one client connection: a reader goroutine that reads and handles requests in
-// order and a writer goroutine that writes their answers in the same order (some computed
-// by deferred handlers meanwhile: pipeline.go).
-type conn struct {
-	srv    *Server
-	nc     net.Conn
-	client *Conn // what the handler sees of the connection
-	log    logr.Logger
-
-	// out carries the answers from reader to writer, in request order. Only the reader
-	// sends and closes.
-	out chan *answer
-	// dead is closed by the writer when it stops early (write failed), so the reader never
-	// blocks on out again.
-	dead chan struct{}
-	// slots bounds the deferred answers being computed (maxDeferred).
-	slots chan struct{}
-	// alone is the ready channel of the last answer computed alone (Answer.Alone) and not
-	// yet known to be done: the reader handles no request before it is closed. Only the
-	// reader uses it.
-	alone chan struct{}
-}
-
-// serve runs the reader on this goroutine and the writer on another; both end when the
-// connection does.
-func (c *conn) serve() {
-	go c.writeLoop()
-	defer c.srv.wg.Done()
-	defer close(c.out)
-	defer c.client.cancel() // a request waiting for other clients stops waiting for a gone one
-
-	maxBytes := c.srv.MaxFrameBytes
-	if maxBytes <= 0 {
-		maxBytes = DefaultMaxFrameBytes
-	}
-	if !c.handshake() {
-		return
-	}
-	r := bufio.NewReaderSize(c.nc, 32<<10)
-	var buf []byte
-	for {
-		var err error
-		minBytes := MinFrameBytes
-		if c.client.rawNext {
-			minBytes = 0
-		}
-		buf, err = readFrame(r, buf, minBytes, maxBytes)
-		if err != nil {
-			c.readFailed(err)
-			return
-		}
-		if !c.waitAlone() {
-			return
-		}
-		a := c.handle(buf)
-		if cap(buf) > retainFrameBytes {
-			buf = nil // one huge request must not pin its buffer for the connection's life
-		}
-		if a.ready == nil && a.err != nil {
-			c.log.Info("Closing connection", "reason", a.err.Error())
-			return
-		}
-		if a.ready == nil && a.silent() {
-			continue
-		}
-		select {
-		case c.out <- a:
-		case <-c.dead:
-			return
-		case <-c.srv.hardClose:
-			return
-		}
-		if a.ready == nil && a.closeAfter {
-			return // the writer writes it, then closes the connection
-		}
-	}
-}
-
-// handshake completes the TLS handshake of a connection accepted on a TLS listener, within
-// handshakeTimeout, and records its state; false (the connection is closed) when it fails.
-// A plain connection has nothing to do.
-func (c *conn) handshake() bool {
-	tc, ok := c.nc.(*tls.Conn)
-	if !ok {
-		return true
-	}
-	ctx, cancel := context.WithTimeout(c.client.ctx, handshakeTimeout)
-	defer cancel()
-	if err := tc.HandshakeContext(ctx); err != nil {
-		c.srv.connError("tls_handshake")
-		if !c.srv.inShutdown.Load() {
-			c.log.Info("Closing connection", "reason", "tls handshake: "+err.Error())
-		}
-		return false
-	}
-	state := tc.ConnectionState()
-	c.client.tls = &state
-	return true
-}
-
-// waitAlone holds the next request until the answer computed alone before it is done; false
-// when the connection or the server closed meanwhile.
-func (c *conn) waitAlone() bool {
-	if c.alone == nil {
-		return true
-	}
-	select {
-	case <-c.alone:
-		c.alone = nil
-		return true
-	case <-c.dead:
-		return false
-	case <-c.srv.hardClose:
-		return false
-	}
-}
-
-func (c *conn) readFailed(err error) {
-	switch {
-	case c.srv.inShutdown.Load():
-	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
-		c.log.V(1).Info("Client closed connection")
-	case errors.Is(err, ErrFrameTooLarge), errors.Is(err, ErrFrameTooSmall):
-		c.srv.connError("bad_frame")
-		c.log.Info("Closing connection", "reason", err.Error())
-	default:
-		c.srv.connError("read")
-		c.log.Info("Closing connection", "reason", err.Error())
-	}
-}
-
-// handle parses one frame's header and hands the request to the Handler. It returns the
-// answer: a frame (none when the request gets none), one computed later (pipeline.go), or an
-// error that closes the connection. A handler panic is recovered here and closes only this
-// connection.
-func (c *conn) handle(frame []byte) (a *answer) {
-	if c.client.rawNext {
-		c.client.rawNext = false
-		return c.serve1(Header{}, &Request{Raw: true, Body: frame, Conn: c.client, srv: c.srv})
-	}
-	h, body, err := ParseHeader(frame)
-	if err != nil {
-		c.srv.connError("bad_header")
-		return &answer{err: fmt.Errorf("request key %d v%d correlation %d: %w", h.Key, h.Version, h.CorrelationID, err)}
-	}
-	return c.serve1(h, &Request{Header: h, Body: body, Conn: c.client, srv: c.srv})
-}
-
-// serve1 hands one request to the Handler and turns its Answer into the writer's.
-func (c *conn) serve1(h Header, req *Request) (a *answer) {
-	defer func() {
-		if r := recover(); r != nil {
-			a = c.panicked(h, r)
-		}
-	}()
-	ans := c.srv.Handler.ServeKafka(req)
-	if ans.Later == nil {
-		return &answer{b: ans.Frame, bufs: ans.Frames, err: ans.Err, closeAfter: ans.Close}
-	}
-	deferred := c.deferAnswer(h, ans.Later)
-	if ans.Alone && deferred.ready != nil {
-		c.alone = deferred.ready
-	}
-	return deferred
-}
-
-// panicked is the answer of a handler that panicked with r: the connection closes.
-func (c *conn) panicked(h Header, r any) *answer {
-	c.srv.connError("panic")
-	c.log.Error(fmt.Errorf("%v", r), "Handler panicked", "key", h.Key, "version", h.Version, "stack", string(debug.Stack()))
-	return &answer{err: fmt.Errorf("key %d v%d: handler panicked: %v", h.Key, h.Version, r)}
-}
-
-// writeLoop writes answers in the order the reader queued them, waiting for each deferred
-// one in turn, then closes the connection once the reader is done (out closed), a write
-// fails, or a deferred answer is an error.
-func (c *conn) writeLoop() {
-	defer c.srv.wg.Done()
-	defer c.srv.untrackConn(c)
-	defer func() { _ = c.nc.Close() }() // the reader is done, or a write failed
-	for a := range c.out {
-		if a.ready != nil {
-			select {
-			case <-a.ready:
-			case <-c.srv.hardClose:
-				c.stopWriting()
-				return
-			}
-		}
-		if a.err != nil {
-			c.log.Info("Closing connection", "reason", a.err.Error())
-			c.stopWriting()
-			return
-		}
-		if a.silent() {
-			continue
-		}
-		if err := c.write(a); err != nil {
-			if !c.srv.inShutdown.Load() {
-				c.log.Info("Closing connection", "reason", "write: "+err.Error())
-			}
-			c.stopWriting()
-			return
-		}
-		if a.closeAfter {
-			c.stopWriting()
-			return
-		}
-	}
-}
-
-// write writes one answer within writeTimeout.
-func (c *conn) write(a *answer) error {
-	if err := c.nc.SetWriteDeadline(time.Now().Add(writeTimeout)); err != nil {
-		return err
-	}
-	if a.bufs != nil {
-		_, err := a.bufs.WriteTo(c.nc) // writev on a TCP connection
-		return err
-	}
-	_, err := c.nc.Write(a.b)
-	return err
-}
-
-// stopWriting ends the writer early: the reader must never block on out again, and is woken
-// from its read by the close. Answers still queued are dropped; deferred ones finish on
-// their own goroutines.
-func (c *conn) stopWriting() {
-	close(c.dead)
-	_ = c.nc.Close() // unblocks a reader waiting in Read; it then sees dead and stops
-	for range c.out {
-	}
-}
+// handshakeTimeout bounds a TLS handshake, so a client that connects and says nothing holds
+// its goroutines no longer than that.
+const handshakeTimeout = 10 * time.Second

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/internal/kafkaconfig"
 )
 
 // The desired* builders turn a KafkaCluster into the children it needs. They are pure: the
@@ -467,13 +468,16 @@ func brokerArgs(cluster *kafkav1alpha1.KafkaCluster) []string {
 	if security := listenerSecurity(cluster); security != "" {
 		args = append(args, "--listener-security="+security)
 	}
-	return append(args,
+	args = append(args,
 		fmt.Sprintf("--health-port=%d", kafkav1alpha1.HealthPort),
 		"--heartbeat-interval="+cluster.Spec.HeartbeatInterval().String(),
 		"--session-timeout="+cluster.Spec.SessionTimeout().String(),
 		"--drain-timeout="+cluster.Spec.DrainTimeoutOrDefault().String(),
 		"--data-dir="+kafkav1alpha1.DataMountPath,
 	)
+	// The static keys of spec.config (the resource bounds: docs/bounds.md) are read by the
+	// broker at start; a change rolls the brokers.
+	return append(args, kafkaconfig.StaticFlags(cluster.Spec.Config)...)
 }
 
 // listenerSecurity is the --listener-security value: name=tls, name=<authentication> or

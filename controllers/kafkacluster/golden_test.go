@@ -76,9 +76,11 @@ func goldenDeleteClaimCluster() *kafkav1alpha1.KafkaCluster {
 
 // goldenExternalCluster adds a NodePort listener (its advertisedHost mode is ignored: it
 // advertises the node's address), a host template on the internal listener, a
-// storage class and an explicit image.
+// storage class, an explicit image, and spec.config with resource bounds (static keys, passed
+// as flags; an invalid one is left out) and a dynamic key (not a flag).
 func goldenExternalCluster() *kafkav1alpha1.KafkaCluster {
 	c := goldenCluster()
+	c.Spec.Config = map[string]string{"max.connections": "5000", "connections.max.idle.ms": " 300000", "max.connections.per.ip": "many", "num.partitions": "3"}
 	c.Spec.Replicas = 2
 	c.Spec.Image = "example.com/paddock:v1"
 	c.Spec.Listeners = append(c.Spec.Listeners, kafkav1alpha1.Listener{

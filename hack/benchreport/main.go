@@ -1,7 +1,8 @@
 // Command benchreport reads the output of `make bench`'s benchmarks (go test -bench, on
 // standard input, from one run) and prints their throughputs and the ratios issue 13 asks
 // for: produce through one broker against the disk bound (broker/storage's plain
-// write+fdatasync loop) and against franz-go's kfake, consume against kfake. The aims are
+// write+fdatasync loop) and against franz-go's kfake, consume (sendfile and the vectored write)
+// against kfake. The aims are
 // printed beside the ratios; nothing is asserted (the numbers depend on the machine).
 package main
 
@@ -24,6 +25,14 @@ const (
 	produceFake  = "BenchmarkCompare/produce/server=kfake"
 	consumePad   = "BenchmarkCompare/consume/server=paddock"
 	consumeFake  = "BenchmarkCompare/consume/server=kfake"
+	consumeVec   = "BenchmarkCompare/consume/server=paddock-vectored"
+	idleRSS      = "BenchmarkIdleConnections B_rss/idle_conn"
+	idleFloor    = "BenchmarkIdleConnections B_rss/idle_conn_go_floor"
+	stormFile    = "BenchmarkFetchStorm/copy=false"
+	stormMemory  = "BenchmarkFetchStorm/copy=true"
+	peakUnit     = " MiB_rss_peak_over_base"
+	baseUnit     = " MiB_rss_base"
+	budgetUnit   = " MiB_budget"
 	reportHeader = "make bench: one run, MB/s (1 MB = 10^6 bytes; the median of -count runs)"
 )
 
@@ -41,7 +50,8 @@ func main() {
 var procSuffix = regexp.MustCompile(`-\d+$`)
 
 // parse returns the MB/s column of every benchmark result line, by name without the
-// -GOMAXPROCS suffix; a benchmark run several times (-count) gives its median.
+// -GOMAXPROCS suffix, and every other reported metric by name, a space and its unit; a
+// benchmark run several times (-count) gives its median.
 func parse(r io.Reader) (map[string]float64, error) {
 	runs := map[string][]float64{}
 	sc := bufio.NewScanner(r)
@@ -50,17 +60,18 @@ func parse(r io.Reader) (map[string]float64, error) {
 		if len(fields) < 4 || !strings.HasPrefix(fields[0], "Benchmark") {
 			continue
 		}
-		for i := 2; i+1 < len(fields); i++ {
-			if fields[i+1] != "MB/s" {
-				continue
-			}
+		name := procSuffix.ReplaceAllString(fields[0], "")
+		for i := 2; i+1 < len(fields); i += 2 {
+			unit := fields[i+1]
 			v, err := strconv.ParseFloat(fields[i], 64)
 			if err != nil {
-				return nil, fmt.Errorf("%s: MB/s %q: %w", fields[0], fields[i], err)
+				return nil, fmt.Errorf("%s: %s %q: %w", fields[0], unit, fields[i], err)
 			}
-			name := procSuffix.ReplaceAllString(fields[0], "")
-			runs[name] = append(runs[name], v)
-			break
+			key := name
+			if unit != "MB/s" {
+				key += " " + unit
+			}
+			runs[key] = append(runs[key], v)
 		}
 	}
 	rates := map[string]float64{}
@@ -82,9 +93,10 @@ func median(vs []float64) float64 {
 
 // report prints the throughputs and ratios; a benchmark missing from the run is an error.
 func report(w io.Writer, rates map[string]float64) error {
-	for _, name := range []string{loop16K, loop1M, producePad, produceFake, consumePad, consumeFake} {
+	for _, name := range []string{loop16K, loop1M, producePad, produceFake, consumePad, consumeFake, consumeVec,
+		idleRSS, idleFloor, stormFile + peakUnit, stormFile + baseUnit, stormFile + budgetUnit, stormMemory + peakUnit, stormMemory + baseUnit, stormMemory + budgetUnit} {
 		if rates[name] <= 0 {
-			return fmt.Errorf("no MB/s for %s in the benchmark output (did it fail or not run?)", name)
+			return fmt.Errorf("no figure for %s in the benchmark output (did it fail or not run?)", name)
 		}
 	}
 	rows := []struct {
@@ -95,7 +107,8 @@ func report(w io.Writer, rates map[string]float64) error {
 		{"disk: write+fdatasync loop, 1 MiB writes (disk bound)", loop1M},
 		{"produce, paddock (kgo, acks=all, 1 KiB, 16 partitions)", producePad},
 		{"produce, kfake (in memory, no fsync)", produceFake},
-		{"consume, paddock (kgo, 16 partitions)", consumePad},
+		{"consume, paddock (kgo, 16 partitions; sendfile)", consumePad},
+		{"consume, paddock through memory (vectored write)", consumeVec},
 		{"consume, kfake", consumeFake},
 	}
 	fmt.Fprintln(w, reportHeader)
@@ -106,6 +119,16 @@ func report(w io.Writer, rates map[string]float64) error {
 	fmt.Fprintf(w, "  %-58s %8.0f %%  (aim ≥ 70 %%)\n", "produce / disk bound (1 MiB fsync loop)", 100*rates[producePad]/rates[loop1M])
 	fmt.Fprintf(w, "  %-58s %8.1f ×\n", "produce / plain 16 KiB fsync loop", rates[producePad]/rates[loop16K])
 	fmt.Fprintf(w, "  %-58s %8.2f ×\n", "produce / kfake", rates[producePad]/rates[produceFake])
-	fmt.Fprintf(w, "  %-58s %8.2f ×  (aim > 1)\n", "consume / kfake", rates[consumePad]/rates[consumeFake])
+	fmt.Fprintf(w, "  %-58s %8.2f ×  (aim ≥ 1.5)\n", "consume (sendfile) / kfake", rates[consumePad]/rates[consumeFake])
+	fmt.Fprintf(w, "  %-58s %8.2f ×\n", "consume (vectored write) / kfake", rates[consumeVec]/rates[consumeFake])
+	fmt.Fprintf(w, "  %-58s %8.2f ×\n", "consume: sendfile / vectored write", rates[consumePad]/rates[consumeVec])
+	fmt.Fprintln(w, "bounds (docs/bounds.md):")
+	fmt.Fprintf(w, "  %-58s %8.0f B  (aim ≤ 8192)\n", "RSS per idle connection, 15,000 connections", rates[idleRSS])
+	fmt.Fprintf(w, "  %-58s %8.0f B\n", "the same for a bare Go server (a goroutine in a read)", rates[idleFloor])
+	fmt.Fprintf(w, "  %-58s %8.2f ×\n", "idle connection / bare Go server's", rates[idleRSS]/rates[idleFloor])
+	fmt.Fprintf(w, "  %-58s %8.0f MiB over a %.0f MiB base\n", "fetch storm, peak RSS, records sent from the files", rates[stormFile+peakUnit], rates[stormFile+baseUnit])
+	fmt.Fprintf(w, "  %-58s %8.2f ×  (aim ≤ 1)\n", "  its peak over the base / queued.max.response.bytes", rates[stormFile+peakUnit]/rates[stormFile+budgetUnit])
+	fmt.Fprintf(w, "  %-58s %8.0f MiB over a %.0f MiB base\n", "fetch storm, peak RSS, records through memory", rates[stormMemory+peakUnit], rates[stormMemory+baseUnit])
+	fmt.Fprintf(w, "  %-58s %8.2f ×  (aim ≤ 1)\n", "  its peak over the base / queued.max.response.bytes", rates[stormMemory+peakUnit]/rates[stormMemory+budgetUnit])
 	return nil
 }

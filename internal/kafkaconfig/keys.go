@@ -23,10 +23,15 @@ const (
 type Key struct {
 	// Name is the Kafka name of the key.
 	Name string
+	// Flag, for a static broker key, is the `paddock broker` flag the operator passes its
+	// spec.config value in (docs/bounds.md): the broker reads it at start, so changing it
+	// rolls the brokers. Empty for keys the brokers read from the KafkaCluster they watch.
+	Flag string
 	// Type is its value type; values are checked against it.
 	Type Type
-	// Default is Apache Kafka 3.7's default as DescribeConfigs prints it; HasDefault is false
-	// for keys whose Apache default is null (such as log.retention.ms).
+	// Default is Apache Kafka 3.7's default as DescribeConfigs prints it — paddock's own for
+	// the keys whose Doc says it differs; HasDefault is false for keys whose Apache default is
+	// null (such as log.retention.ms).
 	Default    string
 	HasDefault bool
 	// Doc says what the key does and, in a last sentence, what paddock does with it.
@@ -55,6 +60,7 @@ const (
 	noCompaction  = " paddock does not implement log compaction; the key is accepted and reported and has no effect."
 	storageNote   = " paddock's storage honours it."
 	produceNote   = " paddock's produce path honours it."
+	staticNote    = " Static: the operator passes it to the brokers as a flag, so changing it rolls them (docs/bounds.md)."
 )
 
 const maxLong = "9223372036854775807"
@@ -144,6 +150,8 @@ var brokerKeys = []Key{
 		Doc: "The broker id: the ordinal of the broker's pod. Read-only."},
 	{Name: "compression.type", Type: String, Default: "producer", HasDefault: true,
 		Doc: "Default of the topic key compression.type. Only producer is accepted.", check: compressionType},
+	{Name: "connections.max.idle.ms", Flag: "connections-max-idle-ms", Type: Long, Default: "600000", HasDefault: true,
+		Doc: "Close a connection that has sent nothing for this long while no answer is outstanding; 0 never does." + staticNote, check: atLeast(0)},
 	{Name: "connections.max.reauth.ms", Type: Long, Default: "0", HasDefault: true,
 		Doc: "KIP-368: the longest a SASL session lasts before the client must re-authenticate on the same connection; 0 turns re-authentication off. paddock honours it (docs/security.md).", check: atLeast(0)},
 	{Name: "default.replication.factor", Type: Int, Default: "1", HasDefault: true,
@@ -194,6 +202,12 @@ var brokerKeys = []Key{
 		Doc: "Default of the topic key segment.ms.", check: atLeast(1)},
 	{Name: "log.segment.bytes", Type: Int, Default: "1073741824", HasDefault: true,
 		Doc: "Default of the topic key segment.bytes.", check: atLeast(14)},
+	{Name: "max.connections", Flag: "max-connections", Type: Int, Default: "20000", HasDefault: true,
+		Doc: "The most connections a broker serves at once; a connection past it is closed at once (Apache's acceptor waits instead), except one from the broker's own host. Apache's default is 2147483647; paddock's bounds what idle connections cost (8 KB each at most)." + staticNote, check: atLeast(0)},
+	{Name: "max.connections.per.ip", Flag: "max-connections-per-ip", Type: Int, Default: "2147483647", HasDefault: true,
+		Doc: "The most connections from one client address; a connection past it is closed at once." + staticNote, check: atLeast(0)},
+	{Name: "max.connections.per.ip.overrides", Flag: "max-connections-per-ip-overrides", Type: String, Default: "", HasDefault: true,
+		Doc: "Per-address caps replacing max.connections.per.ip, as ip:count,... (IP addresses only: paddock resolves no host names)." + staticNote, check: checkConnectionOverrides},
 	{Name: "message.max.bytes", Type: Int, Default: "1048588", HasDefault: true,
 		Doc: "Default of the topic key max.message.bytes.", check: atLeast(0)},
 	{Name: "min.insync.replicas", Type: Int, Default: "1", HasDefault: true,
@@ -210,6 +224,14 @@ var brokerKeys = []Key{
 		check: between(1, 1000)},
 	{Name: "producer.id.expiration.ms", Type: Int, Default: "86400000", HasDefault: true,
 		Doc: "How long a partition remembers an idle producer's sequence numbers. paddock's storage honours it.", check: atLeast(1)},
+	{Name: "queued.max.request.bytes", Flag: "queued-max-request-bytes", Type: Long, Default: "268435456", HasDefault: true,
+		Doc: "The bytes of requests being read and handled at once, over every connection (each request counts its frame and what decoding it may allocate); a request that does not fit waits unread. -1 is unbounded. Apache's default is -1." + staticNote, check: atLeast(-1)},
+	{Name: "queued.max.response.bytes", Flag: "queued-max-response-bytes", Type: Long, Default: "268435456", HasDefault: true,
+		Doc: "paddock's own: the bytes of Fetch records read into memory and held until written, over every connection; a Fetch that does not fit returns less, or waits for its first batch. Records sent from their segment file (sendfile) take none. -1 is unbounded." + staticNote, check: atLeast(-1)},
+	{Name: "queued.max.response.bytes.per.connection", Flag: "queued-max-response-bytes-per-connection", Type: Long, Default: "33554432", HasDefault: true,
+		Doc: "paddock's own: the bytes of one connection's answers waiting to be written; the connection reads no further request past it. -1 leaves only the bound of 64 answers." + staticNote, check: atLeast(-1)},
+	{Name: "socket.request.max.bytes", Flag: "socket-request-max-bytes", Type: Int, Default: "33554432", HasDefault: true,
+		Doc: "The largest request frame; a larger size prefix closes the connection, with a log line, before anything is allocated. Apache's default is 104857600; paddock's 32 MiB holds 32 batches of message.max.bytes (clients send at most about 1 MB per request, kgo up to its BrokerMaxWriteBytes)." + staticNote, check: atLeast(10)},
 }
 
 func syn(names ...string) []Synonym {

@@ -115,6 +115,8 @@ func Main(m *testing.M, suite string) int {
 type Options struct {
 	// Config is the KafkaCluster's spec.config.
 	Config map[string]string
+	// Limits is the KafkaCluster's spec.limits (zero: the defaults).
+	Limits v1alpha1.ClusterLimits
 	// Namespace prefixes the test's namespace name (default "kb").
 	Namespace string
 	// GroupConfig is every broker's Broker.GroupConfig.
@@ -187,7 +189,7 @@ func NewCluster(t *testing.T, n int, opts Options) *Cluster {
 		_ = Env.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}) // best effort; envtest stops anyway
 	})
 	kc := &v1alpha1.KafkaCluster{ObjectMeta: metav1.ObjectMeta{Name: ClusterName, Namespace: ns},
-		Spec: v1alpha1.KafkaClusterSpec{Replicas: int32(n), Config: opts.Config}}
+		Spec: v1alpha1.KafkaClusterSpec{Replicas: int32(n), Config: opts.Config, Limits: opts.Limits}}
 	if sec := opts.Security; sec != nil {
 		l := v1alpha1.Listener{Name: "kafka", Port: 9092, TLS: sec.TLS}
 		if sec.Authentication != "" {

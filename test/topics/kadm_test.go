@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"k8s.io/utils/ptr"
 
+	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/internal/topicname"
 	"github.com/paddock-dev/paddock/test/kubebrokers"
 )
@@ -170,5 +171,51 @@ func TestCreateTopicsRefusesWhatKafkaRefuses(t *testing.T) {
 		if raw.Topics[i].ErrorCode != wantCode {
 			t.Errorf("topic %d (%s): error %d, want %d", i, raw.Topics[i].Topic, raw.Topics[i].ErrorCode, wantCode)
 		}
+	}
+}
+
+// TestCreatesBeyondTheClusterLimitsAreAPolicyViolation: spec.limits bound the topics and
+// partitions the admin APIs and auto-creation make (each is etcd data); past them CreateTopics
+// and CreatePartitions answer POLICY_VIOLATION naming the limit and create nothing.
+func TestCreatesBeyondTheClusterLimitsAreAPolicyViolation(t *testing.T) {
+	c := &cluster{kubebrokers.NewCluster(t, 1, kubebrokers.Options{Namespace: "topics",
+		Config: map[string]string{"num.partitions": "2"}, Limits: v1alpha1.ClusterLimits{MaxTopics: 3, MaxPartitions: 7}})}
+	ctx := testCtx(t)
+	adm := c.kadm()
+	if _, err := adm.CreateTopic(ctx, 4, 1, nil, "four"); err != nil {
+		t.Fatal(err)
+	}
+	// Two topics of two partitions in one request: the second would make 8 partitions.
+	resps, err := adm.CreateTopics(ctx, 2, 1, nil, "a", "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, refused := 0, 0
+	for _, r := range resps {
+		switch {
+		case r.Err == nil:
+			created++
+		case errors.Is(r.Err, kerr.PolicyViolation) && strings.Contains(r.ErrMessage, "spec.limits.maxPartitions (7)"):
+			refused++
+			if c.topicObject(r.Topic) != nil {
+				t.Errorf("refused topic %s has a KafkaTopic", r.Topic)
+			}
+		default:
+			t.Errorf("create %s: %v %q", r.Topic, r.Err, r.ErrMessage)
+		}
+	}
+	if created != 1 || refused != 1 {
+		t.Fatalf("%d created, %d refused; want one of each (the limit counts the request's own topics)", created, refused)
+	}
+	eventually(t, "the created topic is in the view", func() bool { return len(c.topicsOn(ctx, 0)) == 2 })
+	grow, err := adm.CreatePartitions(ctx, 2, "four")
+	if err != nil || !errors.Is(grow["four"].Err, kerr.PolicyViolation) || !strings.Contains(grow["four"].ErrMessage, "maxPartitions") {
+		t.Fatalf("growing past maxPartitions: %v %+v, want POLICY_VIOLATION", err, grow["four"])
+	}
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "small"); err != nil {
+		t.Fatalf("the 3rd topic, 7th partition: %v", err)
+	}
+	if r, err := adm.CreateTopic(ctx, 1, 1, nil, "fourth"); !errors.Is(err, kerr.PolicyViolation) || !strings.Contains(r.ErrMessage, "spec.limits.maxTopics (3)") {
+		t.Fatalf("a 4th topic: %v %q, want POLICY_VIOLATION naming maxTopics", err, r.ErrMessage)
 	}
 }

@@ -1,0 +1,182 @@
+package storage
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// A Section is whole record batches of one segment file, found by ReadSection but not read:
+// the caller sends them from the file itself (sendfile: docs/dataplane.md, "Fetch") or reads
+// them with ReadAt. The segment file stays open until Release, even if retention deletes it
+// or the log stops serving meanwhile; the bytes never change, since they lie below the high
+// watermark. A Section is not safe for concurrent Release.
+type Section struct {
+	cache *FileCache
+	e     *cachedSegment // referenced until Release; nil when the section is empty
+	// Pos is where the batches start in the segment file; Len is their total size.
+	Pos, Len int64
+	// codecs has bit 1<<c set when a batch compressed with codec c (the attributes' low three
+	// bits) is in the section.
+	codecs uint8
+}
+
+// Read returns whole batches starting with the one holding offset, up to maxBytes, all below
+// the high watermark and from one segment, as a fresh copy (the rules are read's).
+func (l *Log) Read(offset int64, maxBytes int, atLeastOne bool) (ReadResult, error) {
+	return l.read(offset, maxBytes, atLeastOne, nil)
+}
+
+// ReadSection is Read without the copy: the same batches (res.Records stays empty), as a
+// Section of their segment file, which the caller must Release. sec.Len is 0 when there is
+// nothing to read yet.
+func (l *Log) ReadSection(offset int64, maxBytes int, atLeastOne bool) (ReadResult, *Section, error) {
+	sec := &Section{}
+	res, err := l.read(offset, maxBytes, atLeastOne, sec)
+	if err != nil {
+		sec.Release()
+		return res, nil, err
+	}
+	return res, sec, nil
+}
+
+// File is the segment's open file, for a zero-copy send of [Pos, Pos+Len): nil when the file
+// system is not the operating system's (a FaultFS in tests), and then only ReadAt reads it.
+// It is valid until Release and must not be closed, seeked or read through its own offset
+// (other readers share it): only positional reads and sendfile with an explicit offset.
+func (s *Section) File() *os.File {
+	if s.e == nil {
+		return nil
+	}
+	return OSFileOf(s.e.f)
+}
+
+// OSFileOf is the operating system's file behind f: f's own when it is one of OSFS's, or what
+// f's OSFile method gives (a wrapper of a File passes it on: `OSFile() *os.File`); nil
+// otherwise (a FaultFS file, whose faults a sendfile would bypass).
+func OSFileOf(f File) *os.File {
+	if of, ok := f.(interface{ OSFile() *os.File }); ok {
+		return of.OSFile()
+	}
+	return nil
+}
+
+// OSFile is the *os.File an OSFS file is.
+func (o osFile) OSFile() *os.File { return o.f }
+
+// ReadAt reads the section's bytes from off (0 is the section's first byte).
+func (s *Section) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 || off > s.Len {
+		return 0, fmt.Errorf("section read at %d of %d bytes", off, s.Len)
+	}
+	if rest := s.Len - off; int64(len(p)) > rest {
+		p = p[:rest]
+	}
+	if len(p) == 0 {
+		return 0, io.EOF
+	}
+	n, err := s.e.f.ReadAt(p, s.Pos+off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return n, err
+	}
+	return n, nil
+}
+
+// HasCodec reports whether a batch compressed with codec c (1 gzip, 2 snappy, 3 lz4, 4 zstd)
+// is in the section; only the batch headers were read.
+func (s *Section) HasCodec(c int) bool { return c >= 0 && c < 8 && s.codecs&(1<<c) != 0 }
+
+// Release drops the section's hold on its segment file. Safe on an empty section and twice.
+func (s *Section) Release() {
+	if s == nil || s.e == nil {
+		return
+	}
+	s.cache.release(s.e)
+	s.e = nil
+}
+
+// readBatches is read's last step: on a nil section the batches are copied out
+// (readBatches); otherwise they are only found, by their headers, and the section takes its
+// own reference on e.
+func (s *Section) readBatches(cache *FileCache, e *cachedSegment, pos, limit, offset int64, maxBytes int, atLeastOne bool) ([]byte, error) {
+	if s == nil {
+		return readBatches(e.f, pos, limit, offset, maxBytes, atLeastOne)
+	}
+	start, n, codecs, err := cutBatches(e.f, pos, limit, offset, maxBytes, atLeastOne)
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	cache.ref(e)
+	s.cache, s.e, s.Pos, s.Len, s.codecs = cache, e, start, n, codecs
+	return nil, nil
+}
+
+// headerWindow is how much cutBatches reads at a time to look at batch headers: several
+// small batches' headers per read, one read per large batch.
+const headerWindow = 16 << 10
+
+// cutBatches finds what readBatches would return — from the batch holding offset, as many
+// whole batches as fit in maxBytes, or with atLeastOne the first whatever its size — by
+// reading batch headers only: their start and total size, and the codecs they use.
+func cutBatches(f io.ReaderAt, pos, limit, offset int64, maxBytes int, atLeastOne bool) (start, n int64, codecs uint8, err error) {
+	start, h, found, err := locateBatch(f, pos, limit, offset)
+	if !found || err != nil {
+		return 0, 0, 0, err
+	}
+	room := min(int64(max(maxBytes, 0)), limit-start)
+	if h.size() > room {
+		if !atLeastOne {
+			return 0, 0, 0, nil
+		}
+		return start, h.size(), 1 << (h.Attributes & attrCodecMask), nil
+	}
+	w := headerReader{f: f, limit: limit}
+	for p := start; p < limit; {
+		hdr, err := w.at(p)
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		length := int32(binary.BigEndian.Uint32(hdr[offLength:]))
+		size := int64(length) + batchLogOverhead
+		if length < minBatchLength || size > limit-p {
+			return 0, 0, 0, fmt.Errorf("%w: batch at %d claims %d bytes, %d readable", ErrCorruptLog, p, size, limit-p)
+		}
+		if n+size > room {
+			break
+		}
+		codecs |= 1 << (binary.BigEndian.Uint16(hdr[offAttributes:]) & attrCodecMask)
+		n += size
+		p += size
+	}
+	return start, n, codecs, nil
+}
+
+// headerReader reads batch headers through a window of headerWindow bytes.
+type headerReader struct {
+	f     io.ReaderAt
+	limit int64
+	buf   []byte
+	at0   int64 // file position of buf[0]
+}
+
+// at returns the batchHeaderSize bytes at p (p+batchHeaderSize ≤ limit is checked).
+func (r *headerReader) at(p int64) ([]byte, error) {
+	if r.limit-p < batchHeaderSize {
+		return nil, fmt.Errorf("%w: %d bytes at %d, less than a batch header", ErrCorruptLog, r.limit-p, p)
+	}
+	if p < r.at0 || p+batchHeaderSize > r.at0+int64(len(r.buf)) {
+		if r.buf == nil {
+			r.buf = make([]byte, headerWindow)
+		}
+		n := min(int64(headerWindow), r.limit-p)
+		got, err := r.f.ReadAt(r.buf[:n], p)
+		// A read short of the window at the end of the file is fine if it holds the header.
+		if shortAtEnd := errors.Is(err, io.EOF) && int64(got) >= batchHeaderSize; err != nil && !shortAtEnd {
+			return nil, err
+		}
+		r.buf, r.at0 = r.buf[:got], p
+	}
+	return r.buf[p-r.at0 : p-r.at0+batchHeaderSize], nil
+}
