@@ -68,6 +68,8 @@ var (
 		"certificates": func(s *kafkav1alpha1.KafkaClusterSpec) {
 			s.Certificates.Validity = &metav1.Duration{Duration: 30 * 24 * time.Hour}
 		},
+		// The brokers read the limits from the KafkaCluster through their view.
+		"limits": func(s *kafkav1alpha1.KafkaClusterSpec) { s.Limits.MaxTopics = 10 },
 		// ACLs are not enforced yet (docs/security.md, "Not yet"): nothing reads it.
 		"authorization": func(s *kafkav1alpha1.KafkaClusterSpec) {
 			s.Authorization = &kafkav1alpha1.Authorization{Type: kafkav1alpha1.AuthorizationSimple}
