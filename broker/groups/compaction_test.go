@@ -277,7 +277,7 @@ func TestTheLoaderStreamsTheFile(t *testing.T) {
 // reads — not the 1 of the file before, with the newer file pruned.
 func TestAStateLargerThan64MiBKeepsItsCommittedOffsets(t *testing.T) {
 	if testing.Short() {
-		t.Skip("writes ~70 MB several times")
+		t.Skip("-short: this test writes ~70 MB several times; make test runs it (no -short)")
 	}
 	e := newEnv(t, func(c *Config) { c.MaxMetadataSize, c.LoadWait = 1<<20, time.Minute })
 	e.topics.set("huge", [16]byte{4}, 67)
@@ -318,7 +318,7 @@ func checkedFrame(payload []byte) []byte {
 // offsets and prune file 2 — keep the file, and count a storage error.
 func TestAnOverlongFrameIsCorruptionNotAnIncompleteFile(t *testing.T) {
 	if testing.Short() {
-		t.Skip("writes a 64 MiB frame")
+		t.Skip("-short: this test writes a 64 MiB frame; make test runs it (no -short)")
 	}
 	m := NewMetrics()
 	e := newEnv(t, func(c *Config) { c.Metrics = m })

@@ -17,7 +17,7 @@ import (
 // seeds and faults survived. It stops at the first failure, printing the seed that replays it.
 func TestSoakStorage(t *testing.T) {
 	if *flagSoak <= 0 {
-		t.Skip("a soak: run with -storage.soak=<duration> (make soak-storage)")
+		t.Skip("a soak runs only when asked: -storage.soak=<duration> (make soak-storage); make test runs the seeded simulations it repeats")
 	}
 	families := []struct {
 		test     string
