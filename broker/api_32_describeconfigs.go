@@ -77,7 +77,7 @@ func (rc *requestContext) describe(res kmsg.DescribeConfigsRequestResource) ([]k
 		if msg, ok := rc.isSelf(res.ResourceName); !ok {
 			return nil, kerr.InvalidRequest.Code, msg
 		}
-		return kafkaconfig.DescribeBroker(rc.self, rc.view.ConfigMap), 0, ""
+		return kafkaconfig.DescribeBroker(rc.self, rc.view.ConfigMap, rc.h.StaticConfig), 0, ""
 	case kmsg.ConfigResourceTypeBrokerLogger:
 		if msg, ok := rc.isSelf(res.ResourceName); !ok {
 			return nil, kerr.InvalidRequest.Code, msg

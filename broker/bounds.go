@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/paddock-dev/paddock/broker/wire"
@@ -32,7 +33,16 @@ type Bounds struct {
 	MaxConnectionsPerIPOverrides map[netip.Addr]int
 	// ConnectionsMaxIdle closes idle connections (connections.max.idle.ms; 0 never).
 	ConnectionsMaxIdle time.Duration
+
+	// values are the keys' values as set, by key name: what DescribeConfigs reports as this
+	// broker's (the operator may give a bound other than spec.config's: the memory budgets
+	// follow the container's memory limit).
+	values map[string]string
 }
+
+// Values are the bounds' values by key name, as set (nil for Bounds not made by
+// DefaultBounds or the flags).
+func (b Bounds) Values() map[string]string { return b.values }
 
 // DefaultBounds are the table's defaults.
 func DefaultBounds() Bounds {
@@ -52,6 +62,7 @@ func (b *Bounds) set(name, value string) error {
 	if err := kafkaconfig.CheckBroker(name, value); err != nil {
 		return err
 	}
+	value = strings.TrimSpace(value)
 	n, _ := strconv.ParseInt(value, 10, 64) // the numeric keys passed their type check
 	switch name {
 	case "socket.request.max.bytes":
@@ -73,6 +84,10 @@ func (b *Bounds) set(name, value string) error {
 	default:
 		return fmt.Errorf("%s is not a bound", name)
 	}
+	if b.values == nil {
+		b.values = map[string]string{}
+	}
+	b.values[name] = value
 	return nil
 }
 

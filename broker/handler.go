@@ -29,6 +29,9 @@ type Handler struct {
 	View cluster.View
 	// Self is this broker's id.
 	Self int32
+	// StaticConfig holds the values this broker was started with for the static broker keys
+	// (Bounds.Values), which DescribeConfigs reports; nil reports spec.config's.
+	StaticConfig map[string]string
 	// Log receives what handlers report (an auto-creation, a refused InitProducerId).
 	Log logr.Logger
 	// Metrics, when not nil, counts requests and the connections closed for a bad request.

@@ -209,13 +209,14 @@ type running struct {
 func (b *Broker) start(lns *bound) *running {
 	b.started = time.Now()
 	h := &Handler{
-		View:       b.View,
-		Self:       b.Config.Identity.ID,
-		Log:        b.Log.WithName("wire"),
-		Metrics:    b.metrics,
-		Liveness:   b.liveness,
-		Admin:      b.Admin,
-		SelfFenced: b.selfFenced,
+		View:         b.View,
+		Self:         b.Config.Identity.ID,
+		StaticConfig: b.Config.Bounds.Values(),
+		Log:          b.Log.WithName("wire"),
+		Metrics:      b.metrics,
+		Liveness:     b.liveness,
+		Admin:        b.Admin,
+		SelfFenced:   b.selfFenced,
 		// Records read into memory take from the answer budget; the default path sends
 		// them from their segment files and takes none.
 		AnswerBudget:  wire.NewBudget(orUnbounded(b.Config.Bounds.QueuedMaxResponseBytes)),

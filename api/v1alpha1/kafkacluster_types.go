@@ -455,7 +455,10 @@ type KafkaClusterSpec struct {
 	// resources of the broker container. Left empty (no requests and no limits), the brokers
 	// request 500m CPU and 1Gi of memory, limited to 1Gi. With a memory limit the broker's Go
 	// runtime gets GOMEMLIMIT at 90% of it, so the garbage collector works harder before the
-	// kernel's OOM killer would.
+	// kernel's OOM killer would, and the memory budgets (queued.max.request.bytes and
+	// queued.max.response.bytes) are held to it: each defaults to a quarter of the limit (at
+	// most 256 MiB), and spec.config's are refused (Degraded InvalidConfig) when unbounded or
+	// together over half of it (docs/bounds.md).
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Broker Resources",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:resourceRequirements"}
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`

@@ -476,8 +476,12 @@ func brokerArgs(cluster *kafkav1alpha1.KafkaCluster) []string {
 		"--data-dir="+kafkav1alpha1.DataMountPath,
 	)
 	// The static keys of spec.config (the resource bounds: docs/bounds.md) are read by the
-	// broker at start; a change rolls the brokers.
-	return append(args, kafkaconfig.StaticFlags(cluster.Spec.Config)...)
+	// broker at start; a change rolls the brokers. The memory budgets follow the container's
+	// memory limit (planMemoryBudgets): those it refuses are left out, and the shares of the
+	// limit are given where they are below the table's defaults.
+	budgets := planMemoryBudgets(cluster.Spec.Config, brokerResources(cluster))
+	args = append(args, kafkaconfig.StaticFlags(withoutKeys(cluster.Spec.Config, budgets.refused))...)
+	return append(args, budgets.flags...)
 }
 
 // listenerSecurity is the --listener-security value: name=tls, name=<authentication> or

@@ -35,7 +35,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
-	"github.com/paddock-dev/paddock/internal/kafkaconfig"
 )
 
 // Reconciler provisions a KafkaCluster: it applies the children the desired*
@@ -393,7 +392,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, reterr *error) {
 		Generation: c.Generation, DesiredReplicas: c.Spec.Replicas,
 		Problem: s.problem, ApplyErr: s.applyErr, StatefulSet: s.statefulSet,
 		ClaimProblem: s.claimProblem, ClaimExpanding: claimExpanding(s.dataClaim),
-		ConfigProblems: kafkaconfig.CheckBrokerConfig(c.Spec.Config), Counts: c.Status.Counts,
+		ConfigProblems: configProblems(c), Counts: c.Status.Counts,
 	}
 	c.Status.ObservedGeneration = c.Generation
 	c.Status.Replicas, c.Status.ReadyReplicas = 0, 0

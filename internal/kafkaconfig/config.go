@@ -220,21 +220,30 @@ func describeTopicKey(k Key, topic, cluster map[string]string) Entry {
 }
 
 // DescribeBroker describes broker brokerID: every broker key, with the cluster's valid
-// spec.config values over Apache's defaults, and broker.id fixed.
-func DescribeBroker(brokerID int32, cluster map[string]string) []Entry {
+// spec.config values over Apache's defaults, and broker.id fixed. running holds the values
+// the broker was started with for the static keys (Key.Flag): each is reported as it runs —
+// from spec.config or the default when it is theirs, else as static (the operator gave the
+// broker a value of its own: the memory budgets follow the container's memory limit).
+func DescribeBroker(brokerID int32, cluster, running map[string]string) []Entry {
 	out := make([]Entry, 0, len(brokerKeys))
 	for _, k := range brokerKeys {
 		e := Entry{Key: k}
-		switch v, ok := valid(brokerKeys, k.Name, cluster); {
+		v, ok := valid(brokerKeys, k.Name, cluster)
+		r, started := running[k.Name]
+		switch {
 		case k.Name == "broker.id":
 			e.Value = Value{Name: k.Name, Value: strconv.Itoa(int(brokerID)), Source: SourceStatic}
+		case k.Flag != "" && started && !(ok && r == v) && r != k.Default:
+			e.Value = Value{Name: k.Name, Value: r, Source: SourceStatic}
+		case k.Flag != "" && started && !(ok && r == v):
+			e.Value = Value{Name: k.Name, Value: k.Default, Source: SourceDefault}
 		case ok:
 			e.Value = Value{Name: k.Name, Value: v, Source: SourceClusterDefault}
 		default:
 			e.Value = Value{Name: k.Name, Value: k.Default, Null: !k.HasDefault, Source: SourceDefault}
 		}
 		e.Synonyms = []Value{e.Value}
-		if e.Value.Source == SourceClusterDefault && k.HasDefault {
+		if e.Value.Source != SourceDefault && k.Name != "broker.id" && k.HasDefault {
 			e.Synonyms = append(e.Synonyms, Value{Name: k.Name, Value: k.Default, Source: SourceDefault})
 		}
 		out = append(out, e)

@@ -215,7 +215,7 @@ func TestClusterConfigDefaultsAreApaches(t *testing.T) {
 }
 
 func TestDescribeBrokerReportsTheClusterValuesOverDefaultsAndBrokerIDStatic(t *testing.T) {
-	entries := DescribeBroker(2, map[string]string{"num.partitions": "6", "auto.create.topics.enable": "x"})
+	entries := DescribeBroker(2, map[string]string{"num.partitions": "6", "auto.create.topics.enable": "x"}, nil)
 	got := map[string]Value{}
 	for _, e := range entries {
 		got[e.Key.Name] = e.Value
@@ -235,6 +235,31 @@ func TestDescribeBrokerReportsTheClusterValuesOverDefaultsAndBrokerIDStatic(t *t
 	defaults := DescribeClusterDefaults(map[string]string{"num.partitions": "6", "bogus": "1"})
 	if len(defaults) != 1 || defaults[0].Value.Name != "num.partitions" {
 		t.Errorf("DescribeClusterDefaults = %+v, want only num.partitions", defaults)
+	}
+}
+
+func TestDescribeBrokerReportsTheStaticKeysAsTheBrokerRuns(t *testing.T) {
+	cluster := map[string]string{"queued.max.response.bytes": "536870912", "socket.request.max.bytes": "1048576"}
+	running := map[string]string{
+		"queued.max.request.bytes":  "134217728", // the operator's share of the memory limit
+		"queued.max.response.bytes": "268435456", // spec.config's refused: the default runs
+		"socket.request.max.bytes":  "1048576",   // spec.config's, applied
+	}
+	got := map[string]Entry{}
+	for _, e := range DescribeBroker(1, cluster, running) {
+		got[e.Key.Name] = e
+	}
+	for name, want := range map[string]Value{
+		"queued.max.request.bytes":  {Name: "queued.max.request.bytes", Value: "134217728", Source: SourceStatic},
+		"queued.max.response.bytes": {Name: "queued.max.response.bytes", Value: "268435456", Source: SourceDefault},
+		"socket.request.max.bytes":  {Name: "socket.request.max.bytes", Value: "1048576", Source: SourceClusterDefault},
+	} {
+		if e := got[name]; e.Value != want {
+			t.Errorf("%s = %+v, want %+v", name, e.Value, want)
+		}
+	}
+	if syns := got["queued.max.request.bytes"].Synonyms; len(syns) != 2 || syns[1].Source != SourceDefault || syns[1].Value != "268435456" {
+		t.Errorf("a static value's synonyms %+v, want it and the default", syns)
 	}
 }
 
