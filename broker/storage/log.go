@@ -560,6 +560,7 @@ func (l *Log) read(offset int64, maxBytes int, atLeastOne bool, sec *Section) (R
 		if err != nil {
 			return res, l.readFailed(err) // the active segment is this log's own: no one else removes it
 		}
+		sec.from(l, nil, 0, offset)
 		res.Records = recs
 		return res, nil
 	}
@@ -576,6 +577,7 @@ func (l *Log) read(offset int64, maxBytes int, atLeastOne bool, sec *Section) (R
 	if err != nil {
 		return l.resultAfterVanish(res, offset, l.segmentReadFailed(seg, logStart, err))
 	}
+	sec.from(l, seg, logStart, offset)
 	res.Records = recs
 	return res, nil
 }

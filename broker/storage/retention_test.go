@@ -281,3 +281,42 @@ func TestAClosedSegmentThatVanishedIsALogStartMove(t *testing.T) {
 		t.Fatalf("read of a closed segment above the log start that vanished: %v, want ErrCorruptLog", err)
 	}
 }
+
+// TestASectionWhoseSegmentVanishedIsALogStartMove: a Fetch finds its batches (ReadSection)
+// and reads them after the log's lock is gone; on a network file system another node's
+// retention may remove the segment in between, and the read through the handle fails with
+// ESTALE. That is the log-start move a read would find, answered OFFSET_OUT_OF_RANGE with the
+// log still serving — before, the raw ESTALE reached the client as KAFKA_STORAGE_ERROR.
+func TestASectionWhoseSegmentVanishedIsALogStartMove(t *testing.T) {
+	sim := NewNFSSim(NFSSimOptions{Seed: 5})
+	dir := "/data/cluster/topics/t-x/0"
+	deposed, leader := sim.Client(), sim.Client()
+	cfg := retentionConfig()
+	cfg.RetentionMs = -1
+	l1 := filledLog(t, dir, cfg, deposed, newFakeClock(), testNow, testNow, testNow, testNow, testNow)
+	relinquish(t, l1)
+	l2 := openLog(t, dir, 2, cfg, Options{FS: leader})
+	_, sec, err := l2.ReadSection(1, 1<<20, true)
+	if err != nil || sec.Len == 0 {
+		t.Fatalf("ReadSection(1): %v, %d bytes", err, sec.Len)
+	}
+	defer sec.Release()
+	j, err := openJournal(deposed, l2.pred)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.append(recLogStart, encodeOffset(4)); err != nil { // the deposed leader's retention records first
+		t.Fatal(err)
+	}
+	for _, base := range []int64{0, 2} {
+		if err := deposed.Remove(filepath.Join(dir, segmentName(base, 1))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := sec.ReadAt(make([]byte, sec.Len), 0); !isErr(err, ErrOffsetOutOfRange) {
+		t.Fatalf("reading a section whose segment another node removed: %v, want OFFSET_OUT_OF_RANGE", err)
+	}
+	if off, err := l2.Offsets(); err != nil || off.LogStart != 4 {
+		t.Fatalf("after the move the log serves %+v (%v), want log start 4 and no storage error", off, err)
+	}
+}

@@ -21,6 +21,12 @@ type Section struct {
 	// codecs has bit 1<<c set when a batch compressed with codec c (the attributes' low three
 	// bits) is in the section.
 	codecs uint8
+	// l, seg (nil: the active segment), logStart and offset say where the section came from,
+	// so a failed ReadAt is explained as read explains one (sectionReadFailed).
+	l        *Log
+	seg      *segment
+	logStart int64
+	offset   int64
 }
 
 // Read returns whole batches starting with the one holding offset, up to maxBytes, all below
@@ -79,9 +85,31 @@ func (s *Section) ReadAt(p []byte, off int64) (int, error) {
 	}
 	n, err := s.e.f.ReadAt(p, s.Pos+off)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return n, err
+		return n, s.readFailed(err)
 	}
 	return n, nil
+}
+
+// readFailed explains a failed ReadAt as read explains a failed read: a closed segment whose
+// file another client removed since ReadSection found it (ESTALE on a network file system)
+// vanished — a log-start move, answered ErrOffsetOutOfRange — and anything else is a storage
+// error that stops the log (TestASectionWhoseSegmentVanishedIsALogStartMove).
+func (s *Section) readFailed(err error) error {
+	if s.l == nil {
+		return err
+	}
+	if s.seg == nil {
+		return s.l.readFailed(err)
+	}
+	_, err = s.l.resultAfterVanish(ReadResult{}, s.offset, s.l.segmentReadFailed(s.seg, s.logStart, err))
+	return err
+}
+
+// from records where a section found by read came from (nothing for a nil section).
+func (s *Section) from(l *Log, seg *segment, logStart, offset int64) {
+	if s != nil {
+		s.l, s.seg, s.logStart, s.offset = l, seg, logStart, offset
+	}
 }
 
 // HasCodec reports whether a batch compressed with codec c (1 gzip, 2 snappy, 3 lz4, 4 zstd)
