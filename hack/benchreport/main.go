@@ -127,8 +127,17 @@ func report(w io.Writer, rates map[string]float64) error {
 	fmt.Fprintf(w, "  %-58s %8.0f B\n", "the same for a bare Go server (a goroutine in a read)", rates[idleFloor])
 	fmt.Fprintf(w, "  %-58s %8.2f ×\n", "idle connection / bare Go server's", rates[idleRSS]/rates[idleFloor])
 	fmt.Fprintf(w, "  %-58s %8.0f MiB over a %.0f MiB base\n", "fetch storm, peak RSS, records sent from the files", rates[stormFile+peakUnit], rates[stormFile+baseUnit])
-	fmt.Fprintf(w, "  %-58s %8.2f ×  (aim ≤ 1)\n", "  its peak over the base / queued.max.response.bytes", rates[stormFile+peakUnit]/rates[stormFile+budgetUnit])
+	fmt.Fprintf(w, "  %-58s %8.0f MiB  (aim ≤ %d MiB, the storm's own state)\n", "  its peak over the base (the records take no budget)", rates[stormFile+peakUnit], stormBaselineMiB)
+	fmt.Fprintf(w, "  %-58s %8.2f ×\n", "  its peak over the base / queued.max.response.bytes", rates[stormFile+peakUnit]/rates[stormFile+budgetUnit])
 	fmt.Fprintf(w, "  %-58s %8.0f MiB over a %.0f MiB base\n", "fetch storm, peak RSS, records through memory", rates[stormMemory+peakUnit], rates[stormMemory+baseUnit])
-	fmt.Fprintf(w, "  %-58s %8.2f ×  (aim ≤ 1)\n", "  its peak over the base / queued.max.response.bytes", rates[stormMemory+peakUnit]/rates[stormMemory+budgetUnit])
+	fmt.Fprintf(w, "  %-58s %8.0f MiB  (aim ≤ %d MiB, the storm's own state)\n", "  its peak over the base − queued.max.response.bytes", rates[stormMemory+peakUnit]-rates[stormMemory+budgetUnit], stormBaselineMiB)
+	fmt.Fprintf(w, "  %-58s %8.2f ×\n", "  its peak over the base / queued.max.response.bytes", rates[stormMemory+peakUnit]/rates[stormMemory+budgetUnit])
 	return nil
 }
+
+// stormBaselineMiB is the stated baseline of docs/bounds.md, "Measured": under a fetch storm
+// the broker's RSS stays within its base + queued.max.response.bytes + this — the storm's own
+// state (51 connections, their requests within queued.max.request.bytes, the encoded answers'
+// headers, the runtime's stacks and buffers), measured at 17–18 MiB when the records take no
+// budget (sent from the files).
+const stormBaselineMiB = 32

@@ -45,8 +45,9 @@ func devConfig(t *testing.T) devcluster.Config {
 	return cfg
 }
 
-// startEnv starts an environment of cfg, stopped (its logs kept when the test failed) when
-// the test ends, and measures its start as scenario's what.
+// startEnv starts an environment of cfg, stopped (its logs kept when the test failed, or
+// always with PADDOCK_E2E_KEEP_LOGS=1) when the test ends, and measures its start as
+// scenario's what.
 func startEnv(ctx context.Context, t *testing.T, cfg devcluster.Config, scenario, what string) *devcluster.Env {
 	t.Helper()
 	started := time.Now()
@@ -55,7 +56,7 @@ func startEnv(ctx context.Context, t *testing.T, cfg devcluster.Config, scenario
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if t.Failed() {
+		if t.Failed() || os.Getenv("PADDOCK_E2E_KEEP_LOGS") == "1" {
 			keepLogs(t, env.Dir())
 		}
 		env.Stop()
