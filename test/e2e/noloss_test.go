@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -194,10 +195,25 @@ func startAckedProducer(ctx context.Context, t *testing.T, s *suite, scenario st
 	return p
 }
 
+// clientLog is the kgo option that logs a client's every request at debug level to
+// $PADDOCK_E2E_KGO_LOG/<name>.log, to read what a measured gap was made of; none when unset.
+func clientLog(name string) []kgo.Opt {
+	dir := os.Getenv("PADDOCK_E2E_KGO_LOG")
+	if dir == "" {
+		return nil
+	}
+	f, err := os.OpenFile(filepath.Join(dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil
+	}
+	return []kgo.Opt{kgo.WithLogger(kgo.BasicLogger(f, kgo.LogLevelDebug, func() string { return time.Now().Format("15:04:05.000 ") }))}
+}
+
 func startNolossProducer(s *suite) (*nolossProducer, error) {
 	dials := &dialLog{}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(s.seeds()...), kgo.DefaultProduceTopic(nolossTopic),
-		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.WithHooks(dials))
+	opts := append([]kgo.Opt{kgo.SeedBrokers(s.seeds()...), kgo.DefaultProduceTopic(nolossTopic),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.WithHooks(dials)}, clientLog("producer")...)
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, err
 	}
