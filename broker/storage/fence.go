@@ -48,6 +48,10 @@ type Fence struct {
 	mu   sync.Mutex
 	log  logr.Logger         // guarded by mu
 	held map[int32]claimRef  // claims this Fence won, by epoch; guarded by mu
+	// earlier holds, by epoch of a held claim, whether an earlier-version broker's entry was
+	// in the directory when it was claimed: Check then lists too (fence_earlier.go). Guarded
+	// by mu.
+	earlier map[int32]bool
 	junk map[string]struct{} // junk names already logged; guarded by mu
 }
 
@@ -124,7 +128,7 @@ func OpenFence(fsys FS, dir string) (*Fence, error) {
 	if err := fsys.MkdirAll(dir); err != nil {
 		return nil, storageErr("open fence", err)
 	}
-	return &Fence{fs: fsys, dir: dir, log: logr.Discard(), held: map[int32]claimRef{}, junk: map[string]struct{}{}}, nil
+	return &Fence{fs: fsys, dir: dir, log: logr.Discard(), held: map[int32]claimRef{}, earlier: map[int32]bool{}, junk: map[string]struct{}{}}, nil
 }
 
 // SetLogger makes the fence report junk it ignores (files no claim wrote) to log.
@@ -158,12 +162,16 @@ func (f *Fence) Claim(epoch int32) error {
 	if v := h.value(); v >= epoch {
 		return &FencedError{Epoch: epoch, Fence: v}
 	}
+	earlier, err := f.claimEarlierFormat(epoch)
+	if err != nil {
+		return err
+	}
 	ref, err := f.claim(epoch, h)
 	if err != nil {
 		return err
 	}
 	f.mu.Lock()
-	f.held[epoch] = ref
+	f.held[epoch], f.earlier[epoch] = ref, earlier
 	f.mu.Unlock()
 	return nil
 }
@@ -369,6 +377,12 @@ func (f *Fence) Check(epoch int32) error {
 	if by >= 0 {
 		return &FencedError{Epoch: epoch, Fence: by}
 	}
+	f.mu.Lock()
+	earlier := f.earlier[epoch]
+	f.mu.Unlock()
+	if earlier {
+		return f.checkEarlierFormat(epoch)
+	}
 	return nil
 }
 
@@ -425,8 +439,12 @@ func (f *Fence) locate(epoch int32) (claimRef, error) {
 	if h.newest.epoch != epoch || h.newest.id == "" {
 		return claimRef{}, &FencedError{Epoch: epoch, Fence: h.value()}
 	}
+	earlier, _, err := f.scanEarlierFormat() // a claim another Fence won: what it would have found
+	if err != nil {
+		return claimRef{}, storageErr("check fence", err)
+	}
 	f.mu.Lock()
-	f.held[epoch] = h.newest
+	f.held[epoch], f.earlier[epoch] = h.newest, earlier
 	f.mu.Unlock()
 	return h.newest, nil
 }
