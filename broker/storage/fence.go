@@ -594,7 +594,9 @@ func (f *Fence) legacyValue() (int32, error) {
 		return 0, err
 	}
 	slices.Sort(names)
-	v, err := largestClaimedEntry(f.fs, f.dir, names, math.MaxInt32, f.logJunk)
+	// This version's own entries of the earlier format (fence_earlier.go) are for
+	// earlier-version readers only: the chain already holds those claims.
+	v, err := largestClaimedEntry(f.fs, f.dir, names, math.MaxInt32, f.logJunk, writtenForTheEarlierVersion)
 	return int32(v), err
 }
 

@@ -34,6 +34,12 @@ import (
 // one an earlier-version broker wrote ("<E> claimed by <host> pid <pid>").
 const earlierMark = " (with a chain claim)"
 
+// writtenForTheEarlierVersion reports whether an earlier-format entry's content is one this
+// version wrote beside a chain claim.
+func writtenForTheEarlierVersion(content []byte) bool {
+	return strings.Contains(string(content), earlierMark)
+}
+
 // earlierEntryKeep is how many of its own earlier-format entries below the newest a claim
 // keeps; older ones are removed (the earlier format's value is its largest entry, so removing
 // smaller ones changes nothing, and the directory stays small).

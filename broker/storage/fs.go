@@ -147,7 +147,7 @@ func writeAndClose(f File, data []byte) error {
 // limit and holds the note its claimer wrote ("<n> claimed by ..."), -1 if none: the fence's
 // earlier format and the producer-id allocator both write such entries. Others are junk,
 // reported to junk and skipped.
-func largestClaimedEntry(fsys FS, dir string, names []string, limit int64, junk func(name, why string)) (int64, error) {
+func largestClaimedEntry(fsys FS, dir string, names []string, limit int64, junk func(name, why string), skip func(content []byte) bool) (int64, error) {
 	top := int64(-1)
 	for _, name := range names {
 		n, ok := parseDecimal(name)
@@ -167,6 +167,9 @@ func largestClaimedEntry(fsys FS, dir string, names []string, limit int64, junk 
 		}
 		if !strings.HasPrefix(string(b), name+" claimed by ") {
 			junk(name, "an entry no claim wrote")
+			continue
+		}
+		if skip != nil && skip(b) {
 			continue
 		}
 		top = n

@@ -126,7 +126,7 @@ func (p *ProducerIDs) largestListedLocked() (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return largestClaimedEntry(p.fs, p.dir, names, p.maxBlock(), p.logJunkLocked)
+	return largestClaimedEntry(p.fs, p.dir, names, p.maxBlock(), p.logJunkLocked, nil)
 }
 
 func (p *ProducerIDs) logJunkLocked(name, why string) {
