@@ -46,13 +46,13 @@ type Fence struct {
 	dir string
 
 	mu   sync.Mutex
-	log  logr.Logger         // guarded by mu
-	held map[int32]claimRef  // claims this Fence won, by epoch; guarded by mu
+	log  logr.Logger        // guarded by mu
+	held map[int32]claimRef // claims this Fence won, by epoch; guarded by mu
 	// earlier holds, by epoch of a held claim, whether an earlier-version broker's entry was
 	// in the directory when it was claimed: Check then lists too (fence_earlier.go). Guarded
 	// by mu.
 	earlier map[int32]bool
-	junk map[string]struct{} // junk names already logged; guarded by mu
+	junk    map[string]struct{} // junk names already logged; guarded by mu
 }
 
 // claimRef names one claim of the chain.

@@ -53,7 +53,7 @@ func (f *Fence) claimEarlierFormat(epoch int32) (earlier bool, err error) {
 	if err != nil {
 		return false, storageErr("claim fence", err)
 	}
-	if top.n >= int64(epoch) && !(top.n == int64(epoch) && top.ours) {
+	if top.n > int64(epoch) || top.n == int64(epoch) && !top.ours {
 		return false, &FencedError{Epoch: epoch, Fence: clampEpoch(top.n)}
 	}
 	name := strconv.FormatInt(int64(epoch), 10)

@@ -230,12 +230,14 @@ func DescribeBroker(brokerID int32, cluster, running map[string]string) []Entry 
 		e := Entry{Key: k}
 		v, ok := valid(brokerKeys, k.Name, cluster)
 		r, started := running[k.Name]
+		// runsOther: a static key the broker runs with a value other than spec.config's.
+		runsOther := k.Flag != "" && started && (!ok || r != v)
 		switch {
 		case k.Name == "broker.id":
 			e.Value = Value{Name: k.Name, Value: strconv.Itoa(int(brokerID)), Source: SourceStatic}
-		case k.Flag != "" && started && !(ok && r == v) && r != k.Default:
+		case runsOther && r != k.Default:
 			e.Value = Value{Name: k.Name, Value: r, Source: SourceStatic}
-		case k.Flag != "" && started && !(ok && r == v):
+		case runsOther:
 			e.Value = Value{Name: k.Name, Value: k.Default, Source: SourceDefault}
 		case ok:
 			e.Value = Value{Name: k.Name, Value: v, Source: SourceClusterDefault}

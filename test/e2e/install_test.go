@@ -309,7 +309,7 @@ type groupConsumer struct {
 func startGroupConsumer(ctx context.Context, t *testing.T, s *suite, topic string) *groupConsumer {
 	t.Helper()
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(s.seeds()...), kgo.ConsumerGroup("e2e-upgrade"), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond)}, clientLog("group-consumer")...)...)
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500 * time.Millisecond)}, clientLog("group-consumer")...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
