@@ -224,9 +224,12 @@ func NewCluster(t *testing.T, n int, opts Options) *Cluster {
 	if opts.Security != nil && opts.Security.TLS {
 		c.trustClusterCA()
 	}
+	// Until a broker's informer has seen the admin KafkaUser (mutual TLS) it refuses the
+	// connection: that is retried here, not fatal.
 	for id := range n {
 		testkit.Eventually(t, fmt.Sprintf("broker %d to list every broker", id), func() bool {
-			return len(c.MetadataOn(ctx, id).Brokers) == n
+			md, err := c.tryMetadataOn(ctx, id)
+			return err == nil && len(md.Brokers) == n
 		})
 	}
 	return c
@@ -398,9 +401,18 @@ func (c *Cluster) Kgo(opts ...kgo.Opt) *kgo.Client {
 // for its view; the other brokers' views follow a moment later, as in Kafka.
 func (c *Cluster) MetadataOn(ctx context.Context, id int, topics ...string) *kmsg.MetadataResponse {
 	c.T.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.Addrs[id])}, c.clientSecurity()...)...)
+	resp, err := c.tryMetadataOn(ctx, id, topics...)
 	if err != nil {
 		c.T.Fatal(err)
+	}
+	return resp
+}
+
+// tryMetadataOn is MetadataOn returning its error.
+func (c *Cluster) tryMetadataOn(ctx context.Context, id int, topics ...string) (*kmsg.MetadataResponse, error) {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.Addrs[id])}, c.clientSecurity()...)...)
+	if err != nil {
+		return nil, err
 	}
 	defer cl.Close()
 	req := kmsg.NewPtrMetadataRequest()
@@ -411,9 +423,9 @@ func (c *Cluster) MetadataOn(ctx context.Context, id int, topics ...string) *kms
 	}
 	resp, err := cl.SeedBrokers()[0].Request(ctx, req)
 	if err != nil {
-		c.T.Fatalf("metadata from broker %d: %v", id, err)
+		return nil, fmt.Errorf("metadata from broker %d: %w", id, err)
 	}
-	return resp.(*kmsg.MetadataResponse)
+	return resp.(*kmsg.MetadataResponse), nil
 }
 
 // ClusterID is the cluster's status.clusterID, once the provisioning reconciler minted it.
