@@ -22,7 +22,7 @@ type Section struct {
 	// bits) is in the section.
 	codecs uint8
 	// l, seg (nil: the active segment), logStart and offset say where the section came from,
-	// so a failed ReadAt is explained as read explains one (sectionReadFailed).
+	// so a failed ReadAt is explained as read explains one (readFailed).
 	l        *Log
 	seg      *segment
 	logStart int64
