@@ -20,6 +20,7 @@ type dataPlaneMetrics struct {
 	fsync             prometheus.Histogram
 	drainTimeouts     prometheus.Counter
 	selfFenced        prometheus.Counter
+	partitionFailures prometheus.Counter
 }
 
 func newDataPlaneMetrics(r *prometheus.Registry) dataPlaneMetrics {
@@ -75,11 +76,15 @@ func newDataPlaneMetrics(r *prometheus.Registry) dataPlaneMetrics {
 			Name: "paddock_broker_self_fenced_appends_total",
 			Help: "Produce partitions refused (NOT_LEADER_OR_FOLLOWER) because the broker had not renewed its Lease for a session timeout.",
 		}),
+		partitionFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "paddock_broker_partition_failures_total",
+			Help: "Storage failures that took a partition offline on this broker (a failed takeover, or a serving log that hit a storage error); each is announced on the broker's Lease for the operator to take the partition over again or move it.",
+		}),
 	}
 	for _, result := range []string{"served", "fenced", "failed"} {
 		m.takeovers.WithLabelValues(result) // every result shows from the first scrape: rate() needs the zero
 	}
-	r.MustRegister(m.bytesIn, m.bytesOut, m.produce, m.fetch, m.takeoverSeconds, m.takeovers, m.led, m.takingOver, m.fsync, m.drainTimeouts, m.selfFenced)
+	r.MustRegister(m.bytesIn, m.bytesOut, m.produce, m.fetch, m.takeoverSeconds, m.takeovers, m.led, m.takingOver, m.fsync, m.drainTimeouts, m.selfFenced, m.partitionFailures)
 	return m
 }
 
@@ -115,6 +120,12 @@ func (m *Metrics) takeover(result string, d time.Duration) {
 	m.dp.takeovers.WithLabelValues(result).Inc()
 	if result == "served" {
 		m.dp.takeoverSeconds.Observe(d.Seconds())
+	}
+}
+
+func (m *Metrics) partitionFailed() {
+	if m != nil {
+		m.dp.partitionFailures.Inc()
 	}
 }
 

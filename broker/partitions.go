@@ -38,6 +38,12 @@ const (
 	relinquishTimeout = 30 * time.Second
 	// storageProbeInterval is how often a broker whose storage failed re-tests its volume.
 	storageProbeInterval = 5 * time.Second
+	// failureMemory is how long a broker remembers that a partition failed here: a partition
+	// that failed here twice within it is announced (Failed) so the assignment keeps it on
+	// another broker (docs/storage.md, "A failed partition comes back").
+	failureMemory = 10 * time.Minute
+	// failuresKept bounds the failures remembered per partition.
+	failuresKept = 8
 )
 
 // partitionKey names a partition by topic id and index: a topic deleted and re-created under
@@ -115,6 +121,9 @@ type Partitions struct {
 
 	mu  sync.RWMutex
 	led map[partitionKey]*leader // guarded by mu; written only by the owner goroutine
+	// failures are the storage failures of each partition here within failureMemory, oldest
+	// first. Guarded by mu; written only by the owner goroutine.
+	failures map[partitionKey][]failureAt
 
 	events chan partitionEvent // worker goroutines → owner
 	sem    chan struct{}       // takeover slots
@@ -135,6 +144,12 @@ type Partitions struct {
 	owned         map[partitionKey]*ownedPartition
 	relinquishing map[partitionKey]chan struct{} // closed when the last relinquish of key ended
 	wanted        map[partitionKey]bool          // the keys the last reconciled view gives here
+}
+
+// failureAt is one storage failure of a partition on this broker.
+type failureAt struct {
+	epoch int32
+	at    time.Time
 }
 
 // ownedPartition is the owner's record of a partition it holds.
@@ -177,6 +192,7 @@ func NewPartitions(cfg PartitionsConfig) *Partitions {
 		cfg:           cfg,
 		log:           cfg.Log,
 		led:           map[partitionKey]*leader{},
+		failures:      map[partitionKey][]failureAt{},
 		events:        make(chan partitionEvent, 64),
 		sem:           make(chan struct{}, cfg.TakeoverParallelism),
 		owned:         map[partitionKey]*ownedPartition{},
@@ -380,6 +396,7 @@ func (p *Partitions) acquire(ctx context.Context, key partitionKey, w want, s *c
 		p.owned[key] = &ownedPartition{cur: &leader{topic: w.topic, epoch: w.epoch, phase: phaseFailed,
 			err: &storage.StorageError{Op: "open", Err: err}}, cfg: w.cfg, dir: w.dir, cancel: func() {}}
 		p.publish(key, p.owned[key].cur)
+		p.failed(key, w.epoch)
 		return
 	}
 	p.open.Add(1)
@@ -535,6 +552,9 @@ func (p *Partitions) tookOver(ev partitionEvent) {
 	}
 	o.cur = &next
 	p.publish(ev.key, o.cur)
+	if next.phase == phaseFailed {
+		p.failed(ev.key, next.epoch)
+	}
 }
 
 // stopped publishes a serving log that stopped on its own: fenced by a newer leader, or
@@ -549,12 +569,77 @@ func (p *Partitions) stopped(ev partitionEvent) {
 	next.err = ev.log.Err()
 	if errors.Is(next.err, storage.ErrStorage) {
 		next.phase = phaseFailed
+		p.log.Error(next.err, "Partition failed; it is offline on this broker", "topic", next.topic, "partition", ev.key.index, "epoch", next.epoch)
 		p.storageFailed(next.err)
 	} else {
 		next.phase = phaseFenced
 	}
 	o.cur = &next
 	p.publish(ev.key, o.cur)
+	if next.phase == phaseFailed {
+		p.failed(ev.key, next.epoch)
+	}
+}
+
+// failed remembers that key failed here at epoch: Failed announces it.
+func (p *Partitions) failed(key partitionKey, epoch int32) {
+	now := p.now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, fs := range p.failures { // forget what is older than the memory, so it stays bounded
+		if fs = recentFailures(fs, now); len(fs) == 0 {
+			delete(p.failures, k)
+		} else {
+			p.failures[k] = fs
+		}
+	}
+	fs := append(p.failures[key], failureAt{epoch: epoch, at: now})
+	p.failures[key] = fs[max(0, len(fs)-failuresKept):]
+	p.cfg.Metrics.partitionFailed()
+}
+
+// recentFailures is the tail of fs (oldest first) within failureMemory of now.
+func recentFailures(fs []failureAt, now time.Time) []failureAt {
+	i := 0
+	for i < len(fs) && now.Sub(fs[i].at) >= failureMemory {
+		i++
+	}
+	return fs[i:]
+}
+
+// Failed lists the partitions whose storage failed here recently, for the heartbeat to
+// announce (v1alpha1.AnnotationFailed): every partition held failed now, with the failures
+// within failureMemory (at least this one, however old), and every partition that failed
+// here at least twice within it, held or not. One failure is taken over again here at the
+// next epoch; more move the partition away and keep it away while they are remembered.
+// Nil on a nil Partitions.
+func (p *Partitions) Failed() []v1alpha1.PartitionFailure {
+	if p == nil {
+		return nil
+	}
+	now := p.now()
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	var out []v1alpha1.PartitionFailure
+	for key, fs := range p.failures {
+		recent := recentFailures(fs, now)
+		f := v1alpha1.PartitionFailure{TopicID: v1alpha1.KafkaUUID(key.topicID).String(), Partition: key.index,
+			Epoch: fs[len(fs)-1].epoch, Failures: int32(len(recent))}
+		if l := p.led[key]; l != nil && l.phase == phaseFailed {
+			f.Epoch, f.Failures = l.epoch, max(f.Failures, 1)
+		} else if f.Failures < 2 {
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+func (p *Partitions) now() time.Time {
+	if p.cfg.Now != nil {
+		return p.cfg.Now()
+	}
+	return time.Now()
 }
 
 // current is the owned partition ev is about, if ev is about its current log.

@@ -287,6 +287,8 @@ func (b *Broker) startBackground(r *running) {
 	if b.Heartbeat != nil {
 		b.Heartbeat.Listeners = b.Addresses.Known
 		b.Heartbeat.Claims = b.Claims
+		b.Heartbeat.Failed = b.Failed
+		b.Heartbeat.MountRefused = b.MountRefused
 		wg.Go(func() { b.Heartbeat.Run(bg) })
 	}
 	if b.Admin != nil {

@@ -109,6 +109,9 @@ func (b *Broker) CaughtUp() bool { return b.partitions.Load().CaughtUp() }
 // Claims lists the partitions whose fence this broker holds (Partitions.Claims).
 func (b *Broker) Claims() []v1alpha1.PartitionClaim { return b.partitions.Load().Claims() }
 
+// Failed lists the partitions whose storage failed here recently (Partitions.Failed).
+func (b *Broker) Failed() []v1alpha1.PartitionFailure { return b.partitions.Load().Failed() }
+
 // Leading is how many partition logs this broker holds open: taking over, serving or
 // relinquishing. Zero means it leads nothing.
 func (b *Broker) Leading() int { return b.partitions.Load().Open() }

@@ -619,6 +619,22 @@ type BrokerRow struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Seen"
 	LastSeen *metav1.Time `json:"lastSeen,omitempty"`
+
+	// failedPartitions are the partitions whose storage failed on this broker recently, as
+	// its heartbeat Lease announces them: the assignment takes one that failed once over
+	// again at the next epoch here, and moves one that failed here again elsewhere.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Failed Partitions"
+	FailedPartitions []PartitionFailure `json:"failedPartitions,omitempty"`
+
+	// mountRefused says why the broker refuses to serve from its data volume's mount, as its
+	// heartbeat Lease announces it; empty when the mount is accepted.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Mount Refused"
+	MountRefused string `json:"mountRefused,omitempty"`
 }
 
 // ListenerAddress is where clients reach a broker on one listener.

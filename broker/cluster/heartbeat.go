@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,6 +46,14 @@ type Heartbeat struct {
 	// announced on the Lease (AnnotationClaimed, as FormatClaims writes them) for the
 	// recovery reconciler. Broker sets it before the first beat; nil announces nothing.
 	Claims func() []v1alpha1.PartitionClaim
+	// Failed returns the partitions whose storage failed here recently, announced on the
+	// Lease (AnnotationFailed, as FormatFailures writes them) for the assignment reconciler
+	// to take them over again or move them. Nil announces nothing.
+	Failed func() []v1alpha1.PartitionFailure
+	// MountRefused returns why the data volume's mount is refused ("option: reason" each),
+	// announced on the Lease (AnnotationMountRefused) for the KafkaCluster's Degraded
+	// condition. Nil announces nothing.
+	MountRefused func() []string
 
 	mu    sync.Mutex
 	lease *coordinationv1.Lease // last lease written; nil forces a fresh read. Guarded by mu.
@@ -277,4 +286,33 @@ func (h *Heartbeat) renew(l *coordinationv1.Lease) {
 		// Written even when empty too: a broker that claims nothing must say so.
 		l.Annotations[v1alpha1.AnnotationClaimed] = v1alpha1.FormatClaims(h.Claims())
 	}
+	// The storage announcements are removed when there is nothing to say, so a Lease of a
+	// broker whose storage is fine carries neither.
+	setOrDelete(l.Annotations, v1alpha1.AnnotationFailed, h.Failed, v1alpha1.FormatFailures)
+	setOrDelete(l.Annotations, v1alpha1.AnnotationMountRefused, h.MountRefused, formatMountRefused)
+}
+
+// setOrDelete sets annotation key to format(get()), or deletes it when that is empty. A nil
+// get leaves the annotation alone.
+func setOrDelete[T any](annotations map[string]string, key string, get func() T, format func(T) string) {
+	if get == nil {
+		return
+	}
+	if v := format(get()); v != "" {
+		annotations[key] = v
+	} else {
+		delete(annotations, key)
+	}
+}
+
+// formatMountRefused joins the reasons by "; ", cut at v1alpha1.MaxMountRefusedLength bytes
+// and to printable ASCII (what the operator believes).
+func formatMountRefused(reasons []string) string {
+	b := []byte(strings.Join(reasons, "; "))
+	for i, c := range b {
+		if c < 0x20 || c > 0x7e {
+			b[i] = '?'
+		}
+	}
+	return string(b[:min(len(b), v1alpha1.MaxMountRefusedLength)])
 }

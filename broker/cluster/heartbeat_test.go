@@ -203,6 +203,35 @@ func TestHeartbeatLeaseFollowsTheContract(t *testing.T) {
 		t.Errorf("the Lease announces claims %q, want %q", got, want)
 	}
 
+	t.Run("storage announcements are written while there is something to say, and removed after", func(t *testing.T) {
+		failed := []v1alpha1.PartitionFailure{{TopicID: "AAAAAAAAAAAAAAAAAAAAAA", Partition: 3, Epoch: 7, Failures: 1}}
+		refused := []string{"soft: a soft mount fails an fsync with EIO"}
+		hb.Failed = func() []v1alpha1.PartitionFailure { return failed }
+		hb.MountRefused = func() []string { return refused }
+		defer func() { hb.Failed, hb.MountRefused = nil, nil }()
+		if err := hb.Beat(ctx); err != nil {
+			t.Fatal(err)
+		}
+		l, _ := testenv.BrokerLease(c, ns, "c", 1)
+		if got, err := v1alpha1.ReadFailures(l.Annotations[v1alpha1.AnnotationFailed]); err != nil || !slices.Equal(got, failed) {
+			t.Fatalf("failed annotation %q reads %+v, %v; want %+v", l.Annotations[v1alpha1.AnnotationFailed], got, err, failed)
+		}
+		if got := l.Annotations[v1alpha1.AnnotationMountRefused]; got != refused[0] {
+			t.Fatalf("mount-refused annotation %q, want %q", got, refused[0])
+		}
+		failed, refused = nil, nil
+		if err := hb.Beat(ctx); err != nil {
+			t.Fatal(err)
+		}
+		l, _ = testenv.BrokerLease(c, ns, "c", 1)
+		if _, ok := l.Annotations[v1alpha1.AnnotationFailed]; ok {
+			t.Fatalf("annotations %v: the failed partitions were not removed", l.Annotations)
+		}
+		if _, ok := l.Annotations[v1alpha1.AnnotationMountRefused]; ok {
+			t.Fatalf("annotations %v: the mount refusal was not removed", l.Annotations)
+		}
+	})
+
 	t.Run("renewed on every beat, same incarnation keeps its epoch", func(t *testing.T) {
 		clock = clock.Add(time.Second)
 		healthy = false

@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -18,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/internal/balance"
@@ -45,6 +49,22 @@ const (
 	actionUnassign = "Unassign"
 )
 
+// What the assignment did with a failed partition: the action label of
+// paddock_partition_failures_total.
+const (
+	actionRetried = "retried"
+	actionMoved   = "moved"
+	actionOffline = "offline"
+)
+
+// partitionFailures counts the failed partitions the assignment acted on (docs/metrics.md).
+var partitionFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "paddock_partition_failures_total",
+	Help: "Partitions whose storage failed on their leader, by what the assignment did: retried (taken over again on the same broker at the next epoch), moved (to another broker), offline (failed on every alive broker).",
+}, []string{"namespace", "cluster", "action"})
+
+var registerFailuresOnce sync.Once
+
 // scope is one reconcile's state, passed through the phases in order.
 type scope struct {
 	// cluster is the KafkaCluster (nil when it does not exist or is being deleted).
@@ -56,8 +76,10 @@ type scope struct {
 	live, deleting, served []*kafkav1alpha1.KafkaTopic
 	// yieldsTo maps each live topic that is not served to the topic it yields to.
 	yieldsTo map[string]string
-	// alive is the alive set; result what the balancer decided for served.
+	// alive is the alive set; failed the partitions the brokers announce as failed (by served
+	// topic); result what the balancer decided for served.
 	alive  []balance.Broker
+	failed []balance.Failure
 	result balance.Result
 }
 
@@ -115,6 +137,7 @@ func (r *Reconciler) observe(ctx context.Context, s *scope) error {
 	}
 	if s.cluster != nil {
 		s.alive = alive(s.cluster.Status.Brokers)
+		s.failed = failures(s.cluster.Status.Brokers, s.served)
 	}
 	return nil
 }
@@ -145,7 +168,7 @@ func (r *Reconciler) assign(_ context.Context, s *scope) error {
 	if s.cluster == nil {
 		return nil
 	}
-	in := balance.Input{Alive: s.alive}
+	in := balance.Input{Alive: s.alive, Failed: s.failed}
 	for _, kt := range s.served {
 		in.Topics = append(in.Topics, balanceTopic(kt))
 	}
@@ -200,6 +223,9 @@ func (r *Reconciler) writeTopic(ctx context.Context, s *scope, kt *kafkav1alpha1
 		}
 	}
 	f.Partitions, f.Leaderless = len(st.Partitions), leaderless(st.Partitions, s.alive)
+	if s.cluster != nil {
+		f.Offline = offlineOf(s.result.Offline, kt.Name)
+	}
 	setConditions(st, f)
 	if equality.Semantic.DeepEqual(orig.Status, kt.Status) {
 		return nil
@@ -211,7 +237,33 @@ func (r *Reconciler) writeTopic(ctx context.Context, s *scope, kt *kafkav1alpha1
 		r.Recorder.Eventf(kt, nil, corev1.EventTypeNormal, kafkav1alpha1.EventLeadersChanged, actionAssign, "%s", movesMessage(moves))
 		log.FromContext(ctx).Info("Assigned leaders", "topic", kt.Name, "changed", len(moves))
 	}
+	r.reportFailures(ctx, s, kt, orig, moves, f.Offline)
 	return nil
+}
+
+// reportFailures records a Warning Event and counts each failed partition the decision just
+// took over again or moved, and the partitions that became offline (failed on every alive
+// broker) — once, when the topic's Degraded condition turns to PartitionsFailed.
+func (r *Reconciler) reportFailures(ctx context.Context, s *scope, kt, orig *kafkav1alpha1.KafkaTopic, moves []balance.Move, offline []int32) {
+	for _, m := range moves {
+		if m.Reason != balance.ReasonStorageFailed {
+			continue
+		}
+		action := actionRetried
+		if m.From != m.To {
+			action = actionMoved
+		}
+		partitionFailures.WithLabelValues(s.namespace, s.name, action).Inc()
+		r.Recorder.Eventf(kt, nil, corev1.EventTypeWarning, kafkav1alpha1.EventPartitionFailed, actionAssign, "%s", failureMessage(m))
+		log.FromContext(ctx).Info("A failed partition got a new epoch", "topic", kt.Name, "partition", m.Partition,
+			"from", m.From, "to", m.To, "epoch", m.Epoch)
+	}
+	was := meta.FindStatusCondition(orig.Status.Conditions, kafkav1alpha1.ConditionDegraded)
+	if len(offline) > 0 && (was == nil || was.Reason != kafkav1alpha1.ReasonPartitionsFailed) {
+		partitionFailures.WithLabelValues(s.namespace, s.name, actionOffline).Add(float64(len(offline)))
+		r.Recorder.Eventf(kt, nil, corev1.EventTypeWarning, kafkav1alpha1.EventPartitionFailed, actionAssign,
+			"partitions %v failed on every alive broker; they stay offline until a broker forgets a failure (10 minutes) or another broker joins", offline)
+	}
 }
 
 // releaseDeleted moves every deleted topic that still holds the assignment finalizer on: its
@@ -290,6 +342,7 @@ func (r *Reconciler) writeClusterStatus(ctx context.Context, s *scope) error {
 
 // SetupWithManager watches the clusters' registry rows and their KafkaTopics.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	registerFailuresOnce.Do(func() { ctrlmetrics.Registry.MustRegister(partitionFailures) })
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &kafkav1alpha1.KafkaTopic{}, topicClusterField, topicCluster); err != nil {
 		return fmt.Errorf("index kafkatopics by cluster: %w", err)
 	}

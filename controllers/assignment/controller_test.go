@@ -157,6 +157,56 @@ var _ = Describe("Assignment", Ordered, func() {
 			"a restart changes neither set, but its new process must not inherit its old one's group fences: the coordinator epoch is bumped")
 	})
 
+	It("takes a failed partition over again on its broker, then moves it, and reports one failed everywhere", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		newCluster(ctx, ns, c)
+		setRows(ctx, ns, c, row(0, alive, 1), row(1, alive, 1))
+		newTopic(ctx, ns, c, "orders", 4)
+		before := assigned(ctx, ns, "orders", 4, 0, 1)
+		id := readTopic(ctx, ns, "orders").Status.TopicID
+		var p kafkav1alpha1.PartitionStatus
+		for _, q := range before {
+			if q.Leader == 0 && (p.LeaderEpoch == 0 || q.Partition < p.Partition) {
+				p = q
+			}
+		}
+		failedOn := func(broker int32, epoch, failures int32) kafkav1alpha1.BrokerRow {
+			r := row(broker, alive, 1)
+			r.FailedPartitions = []kafkav1alpha1.PartitionFailure{{TopicID: id, Partition: p.Partition, Epoch: epoch, Failures: failures}}
+			return r
+		}
+
+		By("a first failure: the same broker, the next epoch")
+		setRows(ctx, ns, c, failedOn(0, p.LeaderEpoch, 1), row(1, alive, 1))
+		Eventually(func(g Gomega) {
+			now := leaders(readTopic(ctx, ns, "orders"))[p.Partition]
+			g.Expect(now.Leader).To(Equal(int32(0)))
+			g.Expect(now.LeaderEpoch).To(Equal(p.LeaderEpoch + 1))
+		}).Should(Succeed())
+
+		By("a second failure there: moved to the other broker, the counts kept even")
+		setRows(ctx, ns, c, failedOn(0, p.LeaderEpoch+1, 2), row(1, alive, 1))
+		Eventually(func(g Gomega) {
+			parts := leaders(readTopic(ctx, ns, "orders"))
+			g.Expect(parts[p.Partition].Leader).To(Equal(int32(1)))
+			g.Expect(parts[p.Partition].LeaderEpoch).To(Equal(p.LeaderEpoch + 2))
+			g.Expect(perBroker(parts)).To(Equal(map[int32]int{0: 2, 1: 2}))
+		}).Should(Succeed())
+		Eventually(func() []string { return eventReasons(ctx, ns, "orders") }).Should(ContainElement(kafkav1alpha1.EventPartitionFailed))
+
+		By("failed on every alive broker: kept where it is and reported Degraded")
+		at := leaders(readTopic(ctx, ns, "orders"))[p.Partition]
+		other := failedOn(1, at.LeaderEpoch, 2)
+		setRows(ctx, ns, c, failedOn(0, p.LeaderEpoch+1, 2), other)
+		Eventually(func(g Gomega) {
+			kt := readTopic(ctx, ns, "orders")
+			g.Expect(leaders(kt)[p.Partition]).To(Equal(at))
+			d := meta.FindStatusCondition(kt.Status.Conditions, kafkav1alpha1.ConditionDegraded)
+			g.Expect(d).NotTo(BeNil())
+			g.Expect(d.Reason).To(Equal(kafkav1alpha1.ReasonPartitionsFailed))
+		}).Should(Succeed())
+	})
+
 	It("keeps the assignment and reports the cluster Degraded when no broker is alive", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		newCluster(ctx, ns, c)

@@ -104,6 +104,8 @@ type topicFacts struct {
 	Alive int
 	// Leaderless is the number of partitions whose leader is not alive.
 	Leaderless, Partitions int
+	// Offline are the partitions whose storage failed on every alive broker.
+	Offline []int32
 }
 
 // readyCondition is True when every partition has an alive leader.
@@ -143,10 +145,56 @@ func degradedCondition(f topicFacts) metav1.Condition {
 		c.Message = "not applied: " + kafkaconfig.Summary(f.ConfigProblems)
 	case f.Alive == 0:
 		c.Reason, c.Message = kafkav1alpha1.ReasonNoAliveBrokers, "no broker is alive; the partition leaders are kept as they were"
+	case len(f.Offline) > 0:
+		c.Reason = kafkav1alpha1.ReasonPartitionsFailed
+		c.Message = fmt.Sprintf("the storage of partitions %v failed on every alive broker; they stay offline until a broker forgets a failure (10 minutes) or another broker joins", f.Offline)
 	default:
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, kafkav1alpha1.ReasonAsExpected, "nothing is wrong"
 	}
 	return c
+}
+
+// failures are the failed partitions the registry rows announce, as the balancer takes them:
+// by served topic (the topic whose status.topicID the announcement names), so a failure of a
+// deleted or re-created topic changes nothing.
+func failures(rows []kafkav1alpha1.BrokerRow, served []*kafkav1alpha1.KafkaTopic) []balance.Failure {
+	byID := map[string]string{}
+	for _, kt := range served {
+		if kt.Status.TopicID != "" {
+			byID[kt.Status.TopicID] = kt.Name
+		}
+	}
+	var out []balance.Failure
+	for _, row := range rows {
+		for _, f := range row.FailedPartitions {
+			if key, ok := byID[f.TopicID]; ok {
+				out = append(out, balance.Failure{Topic: key, Index: f.Partition, Broker: row.ID, Epoch: f.Epoch, Failures: f.Failures})
+			}
+		}
+	}
+	return out
+}
+
+// offlineOf is the partitions of topic key among offline.
+func offlineOf(offline []balance.PartitionRef, key string) []int32 {
+	var out []int32
+	for _, p := range offline {
+		if p.Topic == key {
+			out = append(out, p.Partition)
+		}
+	}
+	return out
+}
+
+// failureMessage is the Event message of one failed partition's new epoch.
+func failureMessage(m balance.Move) string {
+	if m.From == m.To {
+		return fmt.Sprintf("partition %d failed on broker %d; taken over again there at epoch %d (its first failure there)", m.Partition, m.From, m.Epoch)
+	}
+	if m.From < 0 {
+		return fmt.Sprintf("partition %d failed; given to broker %d at epoch %d", m.Partition, m.To, m.Epoch)
+	}
+	return fmt.Sprintf("partition %d failed on broker %d again; moved to broker %d at epoch %d", m.Partition, m.From, m.To, m.Epoch)
 }
 
 // leaderless counts the partitions whose leader is not in the alive set.

@@ -35,7 +35,8 @@ func topicToCluster(_ context.Context, obj client.Object) []reconcile.Request {
 }
 
 // registryChanged passes a KafkaCluster event when what the assignment is computed from
-// changed: the registry rows' ids, health or epochs, or the object's deletion. The row
+// changed: the registry rows' ids, health, epochs or failed partitions, or the object's
+// deletion. The row
 // fields that move without changing the assignment (lastSeen, state, addresses) and the
 // status this reconciler writes itself do not retrigger it.
 func registryChanged() predicate.Predicate {
@@ -46,8 +47,16 @@ func registryChanged() predicate.Predicate {
 			return true
 		}
 		return !slices.Equal(assignmentInputs(old.Status.Brokers), assignmentInputs(cur.Status.Brokers)) ||
+			!failuresEqual(old.Status.Brokers, cur.Status.Brokers) ||
 			old.DeletionTimestamp.IsZero() != cur.DeletionTimestamp.IsZero()
 	}}
+}
+
+// failuresEqual reports whether two sets of rows announce the same failed partitions.
+func failuresEqual(a, b []kafkav1alpha1.BrokerRow) bool {
+	return slices.EqualFunc(a, b, func(x, y kafkav1alpha1.BrokerRow) bool {
+		return x.ID == y.ID && slices.Equal(x.FailedPartitions, y.FailedPartitions)
+	})
 }
 
 // rowInput is the part of a registry row the assignment reads.

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"time"
 
@@ -393,6 +394,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, reterr *error) {
 		Problem: s.problem, ApplyErr: s.applyErr, StatefulSet: s.statefulSet,
 		ClaimProblem: s.claimProblem, ClaimExpanding: claimExpanding(s.dataClaim),
 		ConfigProblems: configProblems(c), Counts: c.Status.Counts,
+		MountRefused: mountRefusals(c.Status.Brokers),
 	}
 	c.Status.ObservedGeneration = c.Generation
 	c.Status.Replicas, c.Status.ReadyReplicas = 0, 0
@@ -426,7 +428,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, reterr *error) {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("kafkacluster").
-		For(&kafkav1alpha1.KafkaCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletionStarted, aliveCrossedZero()))).
+		For(&kafkav1alpha1.KafkaCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletionStarted, aliveCrossedZero(), mountRefusalsChanged()))).
 		Watches(&rbacv1.ClusterRoleBinding{}, handler.EnqueueRequestsFromMapFunc(bindingToCluster)).
 		Owns(&corev1.ServiceAccount{}).
 		Owns(&rbacv1.Role{}).
@@ -446,6 +448,16 @@ func aliveCrossedZero() predicate.Predicate {
 		old, okOld := e.ObjectOld.(*kafkav1alpha1.KafkaCluster)
 		cur, okNew := e.ObjectNew.(*kafkav1alpha1.KafkaCluster)
 		return okOld && okNew && noAliveBroker(old.Status.Counts) != noAliveBroker(cur.Status.Counts)
+	}}
+}
+
+// mountRefusalsChanged passes a KafkaCluster update whose registry rows change what they say
+// of refused mounts, which the Degraded condition reports.
+func mountRefusalsChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		old, okOld := e.ObjectOld.(*kafkav1alpha1.KafkaCluster)
+		cur, okNew := e.ObjectNew.(*kafkav1alpha1.KafkaCluster)
+		return okOld && okNew && !maps.Equal(mountRefusals(old.Status.Brokers), mountRefusals(cur.Status.Brokers))
 	}}
 }
 

@@ -181,6 +181,9 @@ func TestConditions(t *testing.T) {
 			want{"True", "False", "True", kafkav1alpha1.ReasonNoAliveBrokers}},
 		{"a cluster whose brokers have not registered yet is not degraded", observation{DesiredReplicas: 3, StatefulSet: statefulSetWith(3, 2, settled)},
 			want{"True", "False", "False", kafkav1alpha1.ReasonAsExpected}},
+		{"a broker that refuses its data volume's mount is degraded, naming the option", observation{DesiredReplicas: 3, StatefulSet: statefulSetWith(3, 2, settled),
+			MountRefused: mountRefusals([]kafkav1alpha1.BrokerRow{{ID: 1, MountRefused: "soft: a soft mount fails an fsync with EIO"}, {ID: 0}})},
+			want{"True", "False", "True", kafkav1alpha1.ReasonMountRefused}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.rule, func(t *testing.T) {
@@ -267,5 +270,14 @@ func TestListenerStatuses(t *testing.T) {
 	}
 	if got := listenerStatuses(goldenCluster(), nil)[0].Bootstrap; got != "demo-bootstrap.kafka.svc:9092" {
 		t.Errorf("a cluster of Internal listeners only: want its bootstrap Service c-bootstrap, got %q", got)
+	}
+}
+
+func TestTheMountRefusedMessageNamesEachBrokerAndItsOption(t *testing.T) {
+	msg := mountRefusedMessage(mountRefusals([]kafkav1alpha1.BrokerRow{
+		{ID: 2, MountRefused: "vers=4.0: NFS older than 4.1"}, {ID: 0, MountRefused: "soft: a soft mount fails an fsync with EIO"}, {ID: 1}}))
+	want := "broker 0 refuses its data volume's mount (soft: a soft mount fails an fsync with EIO); broker 2 refuses its data volume's mount (vers=4.0: NFS older than 4.1)"
+	if !strings.HasPrefix(msg, want) {
+		t.Fatalf("message %q, want it to start %q", msg, want)
 	}
 }

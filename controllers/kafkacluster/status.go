@@ -2,7 +2,9 @@ package kafkacluster
 
 import (
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -36,6 +38,33 @@ type observation struct {
 	ConfigProblems []kafkaconfig.Problem
 	// Counts are the registry's counts (status.counts, written by the registry reconciler).
 	Counts kafkav1alpha1.BrokerCounts
+	// MountRefused is each registered broker's mountRefused (its registry row), by id; only
+	// brokers that refuse their data volume's mount are in it.
+	MountRefused map[int32]string
+}
+
+// mountRefusals is what the registry rows say of refused mounts, by broker id.
+func mountRefusals(rows []kafkav1alpha1.BrokerRow) map[int32]string {
+	var out map[int32]string
+	for _, row := range rows {
+		if row.MountRefused != "" {
+			if out == nil {
+				out = map[int32]string{}
+			}
+			out[row.ID] = row.MountRefused
+		}
+	}
+	return out
+}
+
+// mountRefusedMessage names the brokers that refuse their mount and why, lowest id first.
+func mountRefusedMessage(refused map[int32]string) string {
+	ids := slices.Sorted(maps.Keys(refused))
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = fmt.Sprintf("broker %d refuses its data volume's mount (%s)", id, refused[id])
+	}
+	return strings.Join(parts, "; ") + "; it serves nothing until the volume is mounted as docs/storage.md requires"
 }
 
 // rolloutPending says why the StatefulSet is not yet at the spec, or "" when it
@@ -132,7 +161,7 @@ func progressingCondition(o observation) metav1.Condition {
 }
 
 // degradedCondition is True when a human must act: the spec was refused, a child could not
-// be applied, the data claim is not bound (with the storage provider's reason), spec.config has entries the brokers do not apply, or brokers are registered but
+// be applied, the data claim is not bound (with the storage provider's reason), spec.config has entries the brokers do not apply, a broker refuses its data volume's mount, or brokers are registered but
 // none is alive (then partition leaders and coordinators are kept as they were). This
 // reconciler is the one writer of the KafkaCluster's conditions; the assignment reconciler's
 // "no alive broker" is folded in here from the registry's counts (docs/topics.md, "Who
@@ -149,6 +178,8 @@ func degradedCondition(o observation) metav1.Condition {
 	case len(o.ConfigProblems) > 0:
 		c.Status, c.Reason = metav1.ConditionTrue, kafkav1alpha1.ReasonInvalidConfig
 		c.Message = "spec.config entries not applied: " + kafkaconfig.Summary(o.ConfigProblems)
+	case len(o.MountRefused) > 0:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, kafkav1alpha1.ReasonMountRefused, mountRefusedMessage(o.MountRefused)
 	case noAliveBroker(o.Counts):
 		c.Status, c.Reason = metav1.ConditionTrue, kafkav1alpha1.ReasonNoAliveBrokers
 		c.Message = fmt.Sprintf("%d brokers are registered and none is alive (%d draining, %d dead); partition leaders and group coordinators are kept as they were",

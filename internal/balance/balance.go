@@ -17,6 +17,9 @@ type Input struct {
 	// Alive, not Draining or Dead), in any order; their ids are unique. Empty means keep
 	// everything.
 	Alive []Broker
+	// Failed are partitions whose storage failed on a broker, as the brokers announce them,
+	// in any order (docs/assignment.md, "Failed partitions").
+	Failed []Failure
 }
 
 // Broker is one alive broker.
@@ -64,6 +67,10 @@ type Result struct {
 	// Moves lists every partition whose leader or epoch changed, sorted by topic key and
 	// partition. Empty when nothing changed.
 	Moves []Move
+	// Offline lists the partitions whose storage failed on their leader and on every other
+	// alive broker: they are kept where they are, at their epoch, sorted by topic key and
+	// partition.
+	Offline []PartitionRef
 }
 
 // Assignment is one topic's decided leaders.
@@ -140,7 +147,15 @@ func Assign(in Input) (Result, error) {
 			return Result{}, err
 		}
 	}
-	return p.result(), nil
+	var offline []PartitionRef
+	failed := failedRules{}
+	if len(p.brokers) > 0 {
+		failed = p.failedRules(in.Failed)
+		offline = p.applyFailures(failed)
+	}
+	res := p.result(failed, offline)
+	res.Offline = offline
+	return res, nil
 }
 
 // problem is one normalized Input and the decision being made about it.
@@ -256,8 +271,9 @@ func spread(counts []int32) int32 {
 	return slices.Max(counts) - slices.Min(counts)
 }
 
-// result turns the decided owners into leaders, epochs and moves.
-func (p *problem) result() Result {
+// result turns the decided owners into leaders, epochs and moves. A partition whose leader
+// announced a failure at its epoch gets the next epoch wherever it goes, unless it is offline.
+func (p *problem) result(failed failedRules, offline []PartitionRef) Result {
 	res := Result{Topics: make([]Assignment, len(p.topics))}
 	for ti, t := range p.topics {
 		parts := make([]Partition, len(t.current))
@@ -268,7 +284,12 @@ func (p *problem) result() Result {
 				continue
 			}
 			next := Partition{Index: cur.Index, Leader: p.brokers[o], Epoch: cur.Epoch, Incarnation: p.incarnation[o]}
-			if why := p.change(cur, next); why != "" {
+			why := p.change(cur, next)
+			if failed.here[[2]int32{int32(ti), int32(i)}] && (why == "" || why == ReasonRebalanced) &&
+				!slices.Contains(offline, PartitionRef{Topic: t.key, Partition: int32(i)}) {
+				why = ReasonStorageFailed
+			}
+			if why != "" {
 				next.Epoch++
 				res.Moves = append(res.Moves, Move{Topic: t.key, Partition: cur.Index, From: cur.Leader, To: next.Leader, Epoch: next.Epoch, Reason: why})
 			}

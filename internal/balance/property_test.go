@@ -164,7 +164,7 @@ func TestAnEvenAssignmentIsItsOwnRebalance(t *testing.T) {
 		if err := p.rebalance(); err != nil {
 			t.Fatal(err)
 		}
-		if res := p.result(); len(res.Moves) > 0 {
+		if res := p.result(failedRules{}, nil); len(res.Moves) > 0 {
 			t.Fatalf("the search moves %+v on the even input %+v", res.Moves, in)
 		}
 		checked++

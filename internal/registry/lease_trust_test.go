@@ -139,3 +139,42 @@ func TestARenewalAfterTheSessionTimeoutIsNotQuietWhateverTheLeaseDuration(t *tes
 		}
 	}
 }
+
+// What a broker says of its storage reaches its row only when it reads strictly: the failed
+// partitions move partitions, and the mount refusal is shown in a condition.
+func TestTheRegistryCopiesAStorageAnnouncementOnlyWhenItReadsStrictly(t *testing.T) {
+	const id = "AAAAAAAAAAAAAAAAAAAAAQ"
+	for _, tc := range []struct {
+		rule, failed, mount string
+		want                []v1alpha1.PartitionFailure
+		wantMount, refused  string
+	}{
+		{rule: "failed partitions and a mount refusal are copied",
+			failed: id + "/2@5x1", mount: "soft: a soft mount fails an fsync with EIO",
+			want: []v1alpha1.PartitionFailure{{TopicID: id, Partition: 2, Epoch: 5, Failures: 1}}, wantMount: "soft: a soft mount fails an fsync with EIO"},
+		{rule: "a malformed failure list moves nothing", failed: id + "/2@5", refused: "no partition counts as failed"},
+		{rule: "a mount refusal with control bytes is not shown", mount: "soft\x07", refused: "the mount counts as accepted"},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			l := lease{id: 0, age: time.Second}.build()
+			if tc.failed != "" {
+				l.Annotations[v1alpha1.AnnotationFailed] = tc.failed
+			}
+			if tc.mount != "" {
+				l.Annotations[v1alpha1.AnnotationMountRefused] = tc.mount
+			}
+			res := compute(Input{Cluster: "c", Replicas: 1, PortName: "kafka", SessionTimeout: leaseSeconds * time.Second,
+				Now: t0, Slices: []discoveryv1.EndpointSlice{slice("s1", serving(0))}, Leases: []coordinationv1.Lease{l}})
+			row := res.Rows[0]
+			if !slices.Equal(row.FailedPartitions, tc.want) || row.MountRefused != tc.wantMount {
+				t.Errorf("row failed %+v mount %q, want %+v %q", row.FailedPartitions, row.MountRefused, tc.want, tc.wantMount)
+			}
+			switch {
+			case tc.refused == "" && len(res.Refused) > 0:
+				t.Errorf("refused %+v, want nothing", res.Refused)
+			case tc.refused != "" && (len(res.Refused) != 1 || !strings.Contains(res.Refused[0].Problem, tc.refused)):
+				t.Errorf("refused %+v, want one saying %q", res.Refused, tc.refused)
+			}
+		})
+	}
+}

@@ -149,6 +149,9 @@ type heartbeat struct {
 	expiry    time.Time
 	epoch     int64
 	listeners []v1alpha1.ListenerAddress // as the Lease announces them
+	// failures and mountRefused are what the Lease says of the broker's storage.
+	failures     []v1alpha1.PartitionFailure
+	mountRefused string
 }
 
 // Compute applies the registry rules (docs/registry.md) to in. It does not modify in.
@@ -320,7 +323,8 @@ func heartbeats(in Input) (map[int32]heartbeat, []Refusal) {
 			refused = append(refused, Refusal{Broker: id, Lease: l.Name, Problem: p})
 		}
 		w := written[id]
-		hb := heartbeat{healthy: said.healthy, draining: said.draining, epoch: said.epoch, listeners: said.listeners}
+		hb := heartbeat{healthy: said.healthy, draining: said.draining, epoch: said.epoch, listeners: said.listeners,
+			failures: said.failures, mountRefused: said.mountRefused}
 		if said.listenersRefused && w != nil {
 			hb.listeners = slices.Clone(w.Listeners) // the addresses last believed stand
 		}
@@ -353,6 +357,9 @@ type leaseSays struct {
 	// did not read strictly and listeners is nil for it.
 	listeners        []v1alpha1.ListenerAddress
 	listenersRefused bool
+	// failures and mountRefused as announced (none when not announced or refused).
+	failures     []v1alpha1.PartitionFailure
+	mountRefused string
 	// duration is how long a renewal keeps the Lease fresh, capped at the session timeout;
 	// hasDuration is false when the Lease has no renewTime or duration (never fresh).
 	duration    time.Duration
@@ -365,8 +372,10 @@ type leaseSays struct {
 // broker's protocol. The listeners announcement must read by v1alpha1.ReadListeners over the
 // cluster's listener names known; healthy and draining are "true" or "false" (absent: healthy,
 // not draining, as a broker older than the annotation); the duration is capped at
-// sessionTimeout; the epoch is not negative. What is refused gets a problem and the
-// conservative reading: unhealthy, draining, the capped duration, epoch 0, no announcement.
+// sessionTimeout; the epoch is not negative; the failed partitions and the mount refusal read
+// by v1alpha1.ReadFailures and ReadMountRefused. What is refused gets a problem and the
+// conservative reading: unhealthy, draining, the capped duration, epoch 0, no announcement
+// (no failed partition: a failure not believed moves nothing).
 func readLease(l *coordinationv1.Lease, known []string, sessionTimeout time.Duration) leaseSays {
 	var says leaseSays
 	refuse := func(format string, args ...any) { says.problems = append(says.problems, fmt.Sprintf(format, args...)) }
@@ -384,6 +393,20 @@ func readLease(l *coordinationv1.Lease, known []string, sessionTimeout time.Dura
 			says.listenersRefused = true
 		}
 		says.listeners = ls
+	}
+	if v := l.Annotations[v1alpha1.AnnotationFailed]; v != "" {
+		fs, err := v1alpha1.ReadFailures(v)
+		if err != nil {
+			refuse("annotation %s is not believed (%v): no partition counts as failed", v1alpha1.AnnotationFailed, err)
+		}
+		says.failures = fs
+	}
+	if v := l.Annotations[v1alpha1.AnnotationMountRefused]; v != "" {
+		m, err := v1alpha1.ReadMountRefused(v)
+		if err != nil {
+			refuse("annotation %s is not believed (%v): the mount counts as accepted", v1alpha1.AnnotationMountRefused, err)
+		}
+		says.mountRefused = m
 	}
 	says.duration, says.hasDuration = FreshFor(l)
 	switch {
@@ -448,6 +471,7 @@ func makeRow(in Input, id int32, ep endpoint, listed bool, hb heartbeat, hasLeas
 		Node: ep.node, Host: ep.host, Port: ep.port, Rack: ep.rack,
 		Listeners: advertised(in.PortName, ep, listed, hb),
 		State:     v1alpha1.BrokerFenced, Epoch: hb.epoch, LastSeen: hb.seen,
+		FailedPartitions: hb.failures, MountRefused: hb.mountRefused,
 	}
 	if !listed {
 		row.Pod = v1alpha1.BrokerPodName(in.Cluster, id)
