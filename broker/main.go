@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/paddock-dev/paddock/broker/cluster"
+	"github.com/paddock-dev/paddock/broker/storage"
 )
 
 // Main runs `paddock broker` with args and returns the process exit code: 0 after a clean
@@ -142,6 +143,10 @@ func runWithCluster(cfg Config, log logr.Logger, signals <-chan os.Signal) error
 	}
 
 	b := NewBroker(cfg, view, log)
+	if fsys, follow := devStorageFaults(storage.OSFS{}, log.WithName("faults")); follow != nil {
+		b.StorageFS = fsys
+		go follow(ctx)
+	}
 	if cfg.Secured() {
 		sec, err := conn.InformerSecurity(cfg.Identity.Namespace, cfg.Cluster, cfg.Identity.ID, log.WithName("security"))
 		if err != nil {

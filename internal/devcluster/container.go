@@ -122,6 +122,9 @@ func (w *podWorker) env(c corev1.Container, rewrite func(string) string) ([]stri
 	// only. Here all pods share one network: the broker binds its pod IP (its --bind-address
 	// flag reads this variable as its default), so every broker can use the same port.
 	env = append(env, "PADDOCK_BIND_ADDRESS="+w.podIP)
+	// The fault plan paddock dev can switch at run time (Env.SetStorageFaults): a broker reads
+	// it; nothing else looks at the variable.
+	env = append(env, "PADDOCK_DEV_STORAGE_FAULTS="+w.node.rt.cfg.StorageFaultsFile(w.pod.Namespace, w.pod.Name))
 	if len(c.EnvFrom) > 0 {
 		return nil, fmt.Errorf("container %s: envFrom is not supported by paddock dev", c.Name)
 	}

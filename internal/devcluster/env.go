@@ -593,6 +593,28 @@ func (e *Env) HoldRestarts(namespace, pod string, hold bool) {
 	e.rt.held[namespace+"/"+pod] = hold
 }
 
+// StorageFaultsFile is the fault plan of pod namespace/name's broker: the node agent names it
+// in every container's PADDOCK_DEV_STORAGE_FAULTS, and the broker re-reads it while it runs
+// (broker/faults_dev.go). SetStorageFaults writes it.
+func (c Config) StorageFaultsFile(namespace, pod string) string {
+	return filepath.Join(c.Dir, "faults", namespace+"_"+pod)
+}
+
+// SetStorageFaults switches the storage fault plan of pod namespace/name's broker at run time:
+// plan is storage.ParseFaultRules's syntax ("eio@topics/orders-AQID/0/"), "" clears it. The
+// broker applies it within its poll interval (a quarter second).
+func (e *Env) SetStorageFaults(namespace, pod, plan string) error {
+	path := e.cfg.StorageFaultsFile(namespace, pod)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(plan), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
 // PIDFile is where the node agent writes the PID of pod namespace/name's first container.
 func (e *Env) PIDFile(namespace, pod string) string {
 	return filepath.Join(e.cfg.Dir, "run", namespace, pod+".pid")

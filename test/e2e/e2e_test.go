@@ -98,6 +98,7 @@ func TestFencingScenarios(t *testing.T) {
 		{"16 trust boundary", trustBoundary},
 		{"9 from outside", fromOutside},
 		{"10 topics", topics},
+		{"17 failed partition", failedPartition},
 		{"13 drain timing", drainTiming},
 		{"2 crash", crash},
 		{"3 graceful", graceful},
