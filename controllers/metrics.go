@@ -12,6 +12,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/controllers/assignment"
 	"github.com/paddock-dev/paddock/internal/buildinfo"
 )
 
@@ -43,6 +44,7 @@ func RegisterMetrics(r client.Reader) {
 	clusterMetrics.reader.Store(&r)
 	registerMetricsOne.Do(func() {
 		ctrlmetrics.Registry.MustRegister(clusterMetrics, buildinfo.Collector())
+		ctrlmetrics.Registry.MustRegister(assignment.Collectors()...)
 	})
 }
 

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -21,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/internal/balance"
@@ -63,7 +61,9 @@ var partitionFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Partitions whose storage failed on their leader, by what the assignment did: retried (taken over again on the same broker at the next epoch), moved (to another broker), offline (failed on every alive broker).",
 }, []string{"namespace", "cluster", "action"})
 
-var registerFailuresOnce sync.Once
+// Collectors are the series this package records, for the manager's registry
+// (controllers.RegisterMetrics registers them).
+func Collectors() []prometheus.Collector { return []prometheus.Collector{partitionFailures} }
 
 // scope is one reconcile's state, passed through the phases in order.
 type scope struct {
@@ -342,7 +342,6 @@ func (r *Reconciler) writeClusterStatus(ctx context.Context, s *scope) error {
 
 // SetupWithManager watches the clusters' registry rows and their KafkaTopics.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	registerFailuresOnce.Do(func() { ctrlmetrics.Registry.MustRegister(partitionFailures) })
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &kafkav1alpha1.KafkaTopic{}, topicClusterField, topicCluster); err != nil {
 		return fmt.Errorf("index kafkatopics by cluster: %w", err)
 	}
