@@ -65,3 +65,42 @@ func TestAHungFsyncFailsTheGroupStoreAndTheProducerIDAllocatorInsteadOfHangingTh
 	}
 	t.Logf("%d fsyncs held, both answered while held", held.Load())
 }
+
+// TestAHungVolumeTurnsTheBrokerUnhealthy: every fsync of the volume hangs (a hard-mounted NFS
+// whose server is gone). The partition's append fails at the I/O bound, the volume probe that
+// follows is bounded too and fails, and the broker reports itself unhealthy — so its Lease
+// says so and everything moves — instead of waiting forever; once the volume answers again the
+// probe passes and it is healthy again.
+func TestAHungVolumeTurnsTheBrokerUnhealthy(t *testing.T) {
+	faults := storage.NewFaults()
+	c := brokertest.Start(t, brokertest.Options{IOTimeout: 200 * time.Millisecond,
+		StorageFS: func(int32) storage.FS { return faults.FS(storage.OSFS{}) }})
+	c.CreateTopic("t", 1, nil)
+	c.WaitServed()
+	b := c.Broker(0).B
+	if !b.Healthy() {
+		t.Fatal("unhealthy before any fault")
+	}
+	faults.Set(storage.FaultRule{Ops: []storage.Op{storage.OpSync, storage.OpSyncDir}, Hang: true})
+	t.Cleanup(faults.Clear)
+	conn := brokertest.Dial(t, c.Addrs()[0])
+	if p, _ := produceOne(t, conn, 10, "t", 0, brokertest.Plain([]byte("x")).Bytes()); p.ErrorCode != kerr.KafkaStorageError.Code && p.ErrorCode != kerr.RequestTimedOut.Code {
+		code := p.ErrorCode
+		t.Fatalf("produce on a hung volume: %s, want KAFKA_STORAGE_ERROR or REQUEST_TIMED_OUT", kerr.ErrorForCode(code))
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for b.Healthy() {
+		if time.Now().After(deadline) {
+			t.Fatal("the broker still says it is healthy with every fsync of its volume hanging")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	faults.Clear()
+	deadline = time.Now().Add(20 * time.Second)
+	for !b.Healthy() {
+		if time.Now().After(deadline) {
+			t.Fatal("the broker stays unhealthy after the volume answers again")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -635,6 +635,15 @@ func (p *Partitions) Failed() []v1alpha1.PartitionFailure {
 	return out
 }
 
+// ioTimeout is the bound of one file-system call: the logs' (PartitionsConfig.IOTimeout), or
+// storage's default.
+func (p *Partitions) ioTimeout() time.Duration {
+	if p.cfg.IOTimeout > 0 {
+		return p.cfg.IOTimeout
+	}
+	return storage.DefaultIOTimeout
+}
+
 func (p *Partitions) now() time.Time {
 	if p.cfg.Now != nil {
 		return p.cfg.Now()
@@ -715,17 +724,20 @@ func (p *Partitions) storageFailed(err error) {
 }
 
 // probe writes, syncs and removes a small file at the top of the data directory: whether the
-// volume takes writes at all.
+// volume takes writes at all. Every call is bounded by the I/O timeout, as the logs' are: a
+// volume that hangs (a hard-mounted NFS whose server is gone) fails the probe and turns the
+// broker unhealthy instead of holding the probe forever.
 func (p *Partitions) probe() error {
+	fsys := storage.WatchdogFS(p.cfg.FS, p.ioTimeout())
 	name := filepath.Join(p.cfg.DataDir, ".paddock-probe-"+strconv.Itoa(int(p.cfg.Self)))
-	f, err := p.cfg.FS.OpenFile(name, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	f, err := fsys.OpenFile(name, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
 		return fmt.Errorf("probe %s: %w", name, err)
 	}
 	_, werr := f.WriteAt([]byte("paddock\n"), 0)
 	serr := f.Sync()
 	cerr := f.Close()
-	rerr := p.cfg.FS.Remove(name)
+	rerr := fsys.Remove(name)
 	if err := errors.Join(werr, serr, cerr, rerr); err != nil {
 		return fmt.Errorf("probe %s: %w", name, err)
 	}
