@@ -142,17 +142,17 @@ func Assign(in Input) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	failed := failedRules{}
+	if len(p.brokers) > 0 {
+		failed = p.failedRules(in.Failed)
+		p.pinFailed(failed)
+	}
 	if len(p.brokers) > 0 && !p.even() {
 		if err := p.rebalance(); err != nil {
 			return Result{}, err
 		}
 	}
-	var offline []PartitionRef
-	failed := failedRules{}
-	if len(p.brokers) > 0 {
-		failed = p.failedRules(in.Failed)
-		offline = p.applyFailures(failed)
-	}
+	offline := p.offline(failed)
 	res := p.result(failed, offline)
 	res.Offline = offline
 	return res, nil
@@ -169,6 +169,9 @@ type topic struct {
 	key     string
 	current []Partition // len = partition count; current[i].Index == i
 	owner   []int32     // decided leader per partition as a broker index; -1 = not placed
+	// pinned marks the partitions placed by the failure rule (pinFailed): the spreads and the
+	// search leave them where they are and do not count them. Nil when none is.
+	pinned []bool
 }
 
 func invalid(format string, args ...any) error {
@@ -250,7 +253,10 @@ func (p *problem) even() bool {
 	total := make([]int32, n)
 	for _, t := range p.topics {
 		clear(count)
-		for _, o := range t.owner {
+		for i, o := range t.owner {
+			if t.isPinned(i) {
+				continue
+			}
 			if o < 0 {
 				return false
 			}
@@ -262,6 +268,20 @@ func (p *problem) even() bool {
 		}
 	}
 	return spread(total) <= 1
+}
+
+// isPinned reports whether partition i was placed by the failure rule.
+func (t *topic) isPinned(i int) bool { return t.pinned != nil && t.pinned[i] }
+
+// free is the number of partitions the spreads count: those not pinned.
+func (t *topic) free() int {
+	n := len(t.owner)
+	for i := range t.pinned {
+		if t.pinned[i] {
+			n--
+		}
+	}
+	return n
 }
 
 func spread(counts []int32) int32 {
@@ -285,7 +305,9 @@ func (p *problem) result(failed failedRules, offline []PartitionRef) Result {
 			}
 			next := Partition{Index: cur.Index, Leader: p.brokers[o], Epoch: cur.Epoch, Incarnation: p.incarnation[o]}
 			why := p.change(cur, next)
-			if failed.here[[2]int32{int32(ti), int32(i)}] && (why == "" || why == ReasonRebalanced) &&
+			key := [2]int32{int32(ti), int32(i)}
+			failedHere := failed.here[key] || why == ReasonRebalanced && slices.Contains(failed.avoid[key], p.index(cur.Leader))
+			if failedHere && (why == "" || why == ReasonRebalanced) &&
 				!slices.Contains(offline, PartitionRef{Topic: t.key, Partition: int32(i)}) {
 				why = ReasonStorageFailed
 			}

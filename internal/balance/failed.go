@@ -69,57 +69,47 @@ func (p *problem) failedRules(failures []Failure) failedRules {
 	return r
 }
 
-// applyFailures moves every partition off the brokers it must avoid, once the spreads are
-// met, and reports the partitions that have nowhere to go: led by a broker they must avoid,
-// with every alive broker to avoid. Such a partition is kept where it is at its epoch, failed,
-// until a failure is forgotten or a broker joins.
-//
-// A partition is moved by a swap with a partition of the same topic on another broker that
-// it need not avoid (and that need not avoid its broker), which keeps every count and so both
-// spreads, and makes the result a fixed point; only when its topic has no such partition is
-// it moved alone, to the allowed broker with the fewest partitions of the topic, then the
-// fewest overall — avoiding a failing broker outranks evenness.
-func (p *problem) applyFailures(r failedRules) []PartitionRef {
-	var offline []PartitionRef
+// pinFailed places, before the search, every partition that must avoid a broker and may go to
+// another: it stays where it is when its leader is alive and allowed, and otherwise goes to
+// the allowed broker with the fewest partitions of its topic, then the fewest overall. Such a
+// partition is pinned: the spreads and the search neither count nor move it, so keeping it off
+// a failing broker moves no other partition — the rest of the cluster stays as it was
+// (docs/assignment.md, rule 8) — and the decision is a fixed point while the failure is
+// announced. A partition every alive broker must avoid is not pinned: it is placed as any
+// other, and reported offline when it stays on its leader (offline).
+func (p *problem) pinFailed(r failedRules) {
 	for ti := range p.topics {
 		t := &p.topics[ti]
 		for i := range t.owner {
 			avoid := r.avoid[[2]int32{int32(ti), int32(i)}]
-			if !slices.Contains(avoid, t.owner[i]) {
+			if len(avoid) == 0 || len(avoid) == len(p.brokers) {
 				continue
 			}
-			if len(avoid) == len(p.brokers) {
-				if t.owner[i] == p.index(t.current[i].Leader) {
-					offline = append(offline, PartitionRef{Topic: t.key, Partition: int32(i)})
-				}
-				continue
+			if t.pinned == nil {
+				t.pinned = make([]bool, len(t.owner))
 			}
-			if !p.swapAway(r, ti, i, avoid) {
+			t.pinned[i] = true
+			if t.owner[i] < 0 || slices.Contains(avoid, t.owner[i]) {
 				t.owner[i] = p.leastLoaded(ti, avoid)
 			}
 		}
 	}
-	return offline
 }
 
-// swapAway swaps partition i of topic ti with one of the same topic on a broker it may go to,
-// in the topic's broker preference, lowest partition first. False when there is none.
-func (p *problem) swapAway(r failedRules, ti, i int, avoid []int32) bool {
-	t := &p.topics[ti]
-	from := t.owner[i]
-	for _, b := range p.preference(ti) {
-		if slices.Contains(avoid, int32(b)) {
-			continue
-		}
-		for j, o := range t.owner {
-			if j == i || o != int32(b) || slices.Contains(r.avoid[[2]int32{int32(ti), int32(j)}], from) {
-				continue
+// offline lists the partitions that every alive broker must avoid and that stay on their
+// leader: they are kept there at their epoch (result does not retry them), sorted by topic key
+// and partition.
+func (p *problem) offline(r failedRules) []PartitionRef {
+	var out []PartitionRef
+	for ti, t := range p.topics {
+		for i := range t.owner {
+			avoid := r.avoid[[2]int32{int32(ti), int32(i)}]
+			if len(p.brokers) > 0 && len(avoid) == len(p.brokers) && t.owner[i] >= 0 && t.owner[i] == p.index(t.current[i].Leader) {
+				out = append(out, PartitionRef{Topic: t.key, Partition: int32(i)})
 			}
-			t.owner[i], t.owner[j] = int32(b), from
-			return true
 		}
 	}
-	return false
+	return out
 }
 
 // leastLoaded is the broker not in avoid with the fewest partitions of topic ti, then the

@@ -24,8 +24,8 @@ func (p *problem) rebalance() error {
 	held := make([]int32, len(p.topics)*n) // held[t*n+b]: partitions of topic t kept on broker b
 	total := make([]int32, n)              // partitions kept on broker b over all topics
 	for ti, t := range p.topics {
-		for _, o := range t.owner {
-			if o >= 0 {
+		for i, o := range t.owner {
+			if o >= 0 && !t.isPinned(i) {
 				held[ti*n+int(o)]++
 				total[o]++
 			}
@@ -36,7 +36,7 @@ func (p *problem) rebalance() error {
 		return err
 	}
 	target := func(ti, b int) int32 {
-		t := int32(len(p.topics[ti].owner)) / int32(n)
+		t := int32(p.topics[ti].free()) / int32(n)
 		if extra[ti*n+b] {
 			t++
 		}
@@ -48,7 +48,7 @@ func (p *problem) rebalance() error {
 		for b := range n {
 			surplus := held[ti*n+b] - target(ti, b)
 			for i := len(t.owner) - 1; i >= 0 && surplus > 0; i-- {
-				if t.owner[i] == int32(b) {
+				if t.owner[i] == int32(b) && !t.isPinned(i) {
 					t.owner[i] = -1
 					held[ti*n+b]--
 					total[b]--
@@ -61,7 +61,7 @@ func (p *problem) rebalance() error {
 	for ti, t := range p.topics {
 		var order []int
 		for i, o := range t.owner {
-			if o >= 0 {
+			if o >= 0 || t.isPinned(i) {
 				continue
 			}
 			if order == nil {
@@ -113,7 +113,7 @@ func (p *problem) extras(held, total []int32) ([]bool, error) {
 	var e int
 	nodes := 0
 	for _, t := range p.topics {
-		if r := len(t.owner) % n; r > 0 {
+		if r := t.free() % n; r > 0 {
 			e += r
 			nodes++
 		}
@@ -134,11 +134,11 @@ func (p *problem) extras(held, total []int32) ([]bool, error) {
 	choices := make([]choice, 0, nodes*n)
 	node := firstTopic
 	for ti, t := range p.topics {
-		r := len(t.owner) % n
+		r := t.free() % n
 		if r == 0 {
 			continue
 		}
-		floor := int32(len(t.owner) / n)
+		floor := int32(t.free() / n)
 		g.addEdge(source, node, int32(r), 0)
 		order := p.preference(ti)
 		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(total[a], total[b]) })
