@@ -666,6 +666,27 @@ var _ = Describe("KafkaCluster provisioning", Ordered, func() {
 		Expect(kc.Status.ReadyReplicas).To(Equal(int32(3)))
 	})
 
+	It("reports Degraded MountRefused while a broker's row says it refuses its data volume's mount", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		newCluster(ctx, ns)
+		waitForChildren(ctx, ns, 3)
+		waitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionFalse, kafkav1alpha1.ReasonAsExpected)
+		// No registry runs here: play its part, as the registry writes a row from the Lease.
+		setRow := func(refused string) {
+			kc := &kafkav1alpha1.KafkaCluster{}
+			Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c"}, kc)).To(Succeed())
+			orig := kc.DeepCopy()
+			kc.Status.Brokers = []kafkav1alpha1.BrokerRow{{ID: 1, State: kafkav1alpha1.BrokerServing, Health: kafkav1alpha1.BrokerDead,
+				Reason: kafkav1alpha1.ReasonUnhealthy, MountRefused: refused}}
+			Expect(env.Client.Status().Patch(ctx, kc, client.MergeFrom(orig))).To(Succeed())
+		}
+		setRow("soft: a soft mount fails an fsync with EIO")
+		kc := waitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionTrue, kafkav1alpha1.ReasonMountRefused)
+		Expect(meta.FindStatusCondition(kc.Status.Conditions, kafkav1alpha1.ConditionDegraded).Message).To(ContainSubstring("broker 1 refuses its data volume's mount (soft:"))
+		setRow("")
+		waitForStatus(ctx, ns, kafkav1alpha1.ConditionDegraded, metav1.ConditionFalse, kafkav1alpha1.ReasonAsExpected)
+	})
+
 	It("keeps the clusterID across reconciles and a manager restart", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		newCluster(ctx, ns)
