@@ -9,8 +9,10 @@
 // starts from three healthy brokers: 1 bring-up (kcat -L, -P and -C inside the dev shell by
 // pod DNS names), 8 identities, 16 trust boundary (broker 1's token refused broker 2's Lease
 // and another cluster's topics; a hostile broker's forged Lease changes no outcome; the
-// NetworkPolicy; view/edit for namespace users), 9 from outside, 10 topics,
-// 13 drain timing (SIGTERM → exit of a broker leading 0, 100 and 1,000 partitions; it exits 0
+// NetworkPolicy; view/edit for namespace users), 9 from outside, 10 topics, 17 failed partition
+// (EIO injected into one partition's files on its leader through the run-time fault plan: it
+// serves on another broker within the session timeout + 2 s, nothing else moves, nothing
+// acknowledged is lost), 13 drain timing (SIGTERM → exit of a broker leading 0, 100 and 1,000 partitions; it exits 0
 // having drained), 2 crash, 3 graceful, 7 operator down, 11 no acknowledged record lost (an
 // idempotent producer through kill -9, pod delete, `kubectl rollout restart` and an operator
 // restart; every acknowledged record read back exactly once, in order), 12 group coordinator
