@@ -235,9 +235,11 @@ func (c volumeCheck) atomicRename(ctx context.Context) VolumeProperty {
 			default:
 			}
 			b, err := readFile(c.b, filepath.Join(c.db, target))
-			if errors.Is(err, syscall.ESTALE) {
+			for retry := 0; errors.Is(err, syscall.ESTALE) && retry < 20; retry++ {
 				// The file was replaced while this node held it open: a network file
-				// system may say so, and a fresh open reads the new one.
+				// system may say so, and a fresh open reads the new one — unless the
+				// writer replaced it again meanwhile, which a busy round can do a few
+				// times in a row. A partial file is never ESTALE.
 				b, err = readFile(c.b, filepath.Join(c.db, target))
 			}
 			reads++
