@@ -18,7 +18,7 @@ type Input struct {
 	// everything.
 	Alive []Broker
 	// Failed are partitions whose storage failed on a broker, as the brokers announce them,
-	// in any order (docs/assignment.md, "Failed partitions").
+	// in any order (docs/assignment.md, "The rules", rule 8).
 	Failed []Failure
 }
 

@@ -3,7 +3,7 @@ package balance
 import "slices"
 
 // Failure is one partition whose storage failed on a broker, as that broker announces it
-// (docs/assignment.md, "Failed partitions").
+// (docs/assignment.md, "The rules", rule 8).
 type Failure struct {
 	// Topic is the topic's Key, Index the partition.
 	Topic string
