@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -125,7 +126,7 @@ func failedPartition(ctx context.Context, t *testing.T, s *suite) {
 
 	testkit.EventuallyDetail(t, "a PartitionFailed event on the topic", func() (bool, string) {
 		reasons, err := testenv.EventReasons(ctx, s.c, s.namespace, now.Name)
-		return err == nil && containsString(reasons, kafkav1alpha1.EventPartitionFailed), fmt.Sprintf("reasons %v, %v", reasons, err)
+		return err == nil && slices.Contains(reasons, kafkav1alpha1.EventPartitionFailed), fmt.Sprintf("reasons %v, %v", reasons, err)
 	})
 	victimPod, err := s.pod(ctx, victim.Leader)
 	if err != nil {
@@ -293,13 +294,4 @@ func (g *gapProducer) verify(ctx context.Context, t *testing.T, seeds []string) 
 		}
 	}
 	return left
-}
-
-func containsString(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
