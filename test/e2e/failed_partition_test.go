@@ -29,14 +29,7 @@ import (
 // epochs, the leader stays healthy, and no acknowledged record of the partition is lost.
 func failedPartition(ctx context.Context, t *testing.T, s *suite) {
 	const topic, partitions = "e2e-failing", 3
-	var seeds []string
-	for id := range int32(3) {
-		addr, err := s.addr(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		seeds = append(seeds, addr)
-	}
+	seeds := s.podAddrs(ctx, t)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0))
 	if err != nil {

@@ -118,6 +118,20 @@ func (s *suite) addr(ctx context.Context, id int32) (string, error) {
 	return net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(s.port))), nil
 }
 
+// podAddrs is the three brokers' Kafka addresses at their pod IPs (addr), as seeds.
+func (s *suite) podAddrs(ctx context.Context, t *testing.T) []string {
+	t.Helper()
+	var seeds []string
+	for id := range int32(3) {
+		addr, err := s.addr(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seeds = append(seeds, addr)
+	}
+	return seeds
+}
+
 // healthy reports whether exactly n brokers are registered, all Serving and Alive.
 func (s *suite) healthy(ctx context.Context, n int) (bool, string) {
 	brokers, err := s.brokers(ctx)

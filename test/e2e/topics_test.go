@@ -28,14 +28,7 @@ import (
 // it and its KafkaTopic.
 func topics(ctx context.Context, t *testing.T, s *suite) {
 	const topic, partitions = "e2e-orders", 6
-	var seeds []string
-	for id := range int32(3) {
-		addr, err := s.addr(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		seeds = append(seeds, addr)
-	}
+	seeds := s.podAddrs(ctx, t)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 	if err != nil {
 		t.Fatal(err)
