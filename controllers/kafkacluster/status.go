@@ -36,6 +36,9 @@ type observation struct {
 	ConfigProblems []kafkaconfig.Problem
 	// Counts are the registry's counts (status.counts, written by the registry reconciler).
 	Counts kafkav1alpha1.BrokerCounts
+	// StorageHold says why a failed storage check holds the brokers at zero replicas
+	// (storageHold); "" when it does not.
+	StorageHold string
 }
 
 // rolloutPending says why the StatefulSet is not yet at the spec, or "" when it
@@ -91,6 +94,10 @@ func securedCondition(generation int64, listeners []kafkav1alpha1.Listener) meta
 // readyCondition is True when every desired broker is ready.
 func readyCondition(o observation) metav1.Condition {
 	c := metav1.Condition{Type: kafkav1alpha1.ConditionReady, ObservedGeneration: o.Generation}
+	if o.StorageHold != "" {
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, kafkav1alpha1.ReasonStorageCheckFailed, o.StorageHold
+		return c
+	}
 	ready := int32(0)
 	if o.StatefulSet != nil {
 		ready = o.StatefulSet.Status.ReadyReplicas
@@ -144,6 +151,8 @@ func degradedCondition(o observation) metav1.Condition {
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, o.Problem.Reason, o.Problem.Message
 	case o.ApplyErr != nil:
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, kafkav1alpha1.ReasonApplyFailed, o.ApplyErr.Error()
+	case o.StorageHold != "":
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, kafkav1alpha1.ReasonStorageCheckFailed, o.StorageHold
 	case o.ClaimProblem != nil:
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, o.ClaimProblem.Reason, o.ClaimProblem.Message
 	case len(o.ConfigProblems) > 0:
