@@ -4,6 +4,7 @@
 //	paddock broker    one Kafka-wire-compatible broker (run by the StatefulSet)
 //	paddock dev       a whole paddock system on this machine, without Docker
 //	paddock groups    consumer groups, their offsets, lag and members (kafka-consumer-groups.sh)
+//	paddock storage   `storage check`: certify a shared volume from two nodes
 //	paddock version   what this binary is: version, commit, Go version, flavour
 //
 // The image's binary is built with the tag nodev (`make build`, the Dockerfile): it carries
@@ -20,6 +21,7 @@ import (
 
 	"github.com/paddock-dev/paddock/broker"
 	"github.com/paddock-dev/paddock/internal/buildinfo"
+	"github.com/paddock-dev/paddock/internal/storagecheck"
 )
 
 // command is one subcommand: run gets the arguments after its name and returns the exit code.
@@ -33,6 +35,7 @@ var commands = []command{
 	{"broker", "run one broker: the Kafka wire server, heartbeat and drain", broker.Main},
 	devCommand, // dev.go, or nodev.go in the image's build
 	groupsCommand,
+	{"storage", "storage check: certify a shared volume from two nodes (exclusive create, rename, fsync, visibility)", storagecheck.Main},
 	{"version", "print this binary's version, commit, Go version and flavour", runVersion},
 }
 

@@ -18,7 +18,9 @@ package controllers
 //
 // The recovery reconciler (docs/recovery.md) deletes broker pods — force-deleting the pod of
 // a broker whose node is lost — and zombie claims (persistentvolumeclaims delete, above).
-// The KafkaCluster reconciler lists a Pending data claim's Events (why is it Pending?).
+// The KafkaCluster reconciler lists a Pending data claim's Events (why is it Pending?), and
+// runs the storage check as a Job (create, and delete to run it again when the storage
+// changed; docs/storage.md, "The storage check"), whose pods' termination messages it reads.
 //
 // The certificates reconciler (docs/security.md) writes a TLS cluster's CA and broker
 // certificate Secrets, and reads a user-supplied CA's Secret (which it never writes); the
@@ -40,3 +42,4 @@ package controllers
 // +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete

@@ -129,3 +129,11 @@ func ClusterHasSecurity(cluster *KafkaCluster) bool {
 	}
 	return cluster.Spec.Authorization != nil
 }
+
+// StorageVerificationOrDefault is spec.storage.verification, Enforce when unset.
+func (s *KafkaClusterSpec) StorageVerificationOrDefault() StorageVerification {
+	if s.Storage.Verification == "" {
+		return StorageVerificationEnforce
+	}
+	return s.Storage.Verification
+}

@@ -329,6 +329,18 @@ type Storage struct {
 	// +kubebuilder:default=false
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Delete Claim With Cluster",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	DeleteClaim bool `json:"deleteClaim,omitempty"`
+
+	// verification says what the storage check does (docs/storage.md, "The storage check"):
+	// two pods on different nodes exercise the claim (exclusive create and link races, rename
+	// atomicity, fsync then read on the other node, close-to-open) when it is first bound and
+	// whenever the storage changes, and the StorageVerified condition reports each property.
+	// Enforce (the default) holds the brokers — the StatefulSet is scaled to zero — while a
+	// property has failed; Report only reports; Skip does not run the check. A check that
+	// cannot run (one node, a deadline) holds nothing: StorageVerified says why.
+	// +optional
+	// +kubebuilder:default=Enforce
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Storage Verification",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Enforce","urn:alm:descriptor:com.tectonic.ui:select:Report","urn:alm:descriptor:com.tectonic.ui:select:Skip","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	Verification StorageVerification `json:"verification,omitempty"`
 }
 
 // Heartbeat sets how often brokers renew their Lease and how long a silent broker stays alive.
@@ -817,6 +829,7 @@ type KafkaClusterStatus struct {
 // +kubebuilder:printcolumn:name="Topics",type=integer,JSONPath=`.status.topics`,priority=1
 // +kubebuilder:printcolumn:name="Cluster-ID",type=string,JSONPath=`.status.clusterID`,priority=1
 // +kubebuilder:printcolumn:name="Secured",type=string,JSONPath=`.status.conditions[?(@.type=="Secured")].status`,priority=1
+// +kubebuilder:printcolumn:name="Storage-Verified",type=string,JSONPath=`.status.conditions[?(@.type=="StorageVerified")].status`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +operator-sdk:csv:customresourcedefinitions:displayName="Kafka Cluster",resources={{StatefulSet,v1,<cluster>-broker},{Service,v1,<cluster>-brokers},{Service,v1,<cluster>-bootstrap},{Service,v1,<cluster>-broker-<id>},{Pod,v1,<cluster>-broker-<id>},{Lease,v1,<cluster>-broker-<id>},{Broker,v1alpha1,<cluster>-<id>},{PodDisruptionBudget,v1,<cluster>-broker},{ServiceAccount,v1,<cluster>-broker},{Role,v1,<cluster>-broker},{RoleBinding,v1,<cluster>-broker},{PersistentVolumeClaim,v1,<cluster>-data}}
 type KafkaCluster struct {

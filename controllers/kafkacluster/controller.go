@@ -10,6 +10,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -25,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -101,6 +103,16 @@ type scope struct {
 	// requeueAfter asks for another reconcile after that long (a Pending claim is looked at
 	// again: its events are not watched).
 	requeueAfter time.Duration
+	// check is what the storage check's condition is computed from (observeStorageCheck);
+	// checkDigest what the check of this storage certifies; checkJob the check Job as read,
+	// whatever its digest (nil when absent). storageVerified is the StorageVerified condition
+	// (zero when the reconcile stopped before it was computed) and storageHold why the
+	// brokers are held at zero replicas, or "".
+	check           checkObservation
+	checkDigest     string
+	checkJob        *batchv1.Job
+	storageVerified metav1.Condition
+	storageHold     string
 }
 
 // phase is one ordered step of a reconcile. An error stops the reconcile.
@@ -128,8 +140,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		r.refuseStorageChange,
 		r.grantNodeReads,
 		r.ensureClusterID,
+		r.observeStorageCheck,
 		r.applyChildren,
 		r.reportDataClaim,
+		r.runStorageCheck,
 		r.pruneBrokerServices,
 		r.pruneOptionalChildren,
 	}
@@ -302,6 +316,9 @@ func (r *Reconciler) applyChildren(ctx context.Context, s *scope) error {
 	var errs []error
 	for _, child := range desiredChildren(s.cluster, r.Options) {
 		if sts, ok := child.(*appsv1.StatefulSet); ok {
+			if s.storageHold != "" {
+				sts.Spec.Replicas = ptr.To[int32](0) // a failed storage check holds the brokers
+			}
 			var kept bool
 			if sts.Spec.Template, kept = pinnedPodTemplate(sts, s.statefulSet); kept {
 				log.FromContext(ctx).V(1).Info("Kept the running broker pod template: its inputs are unchanged", "statefulset", sts.Name)
@@ -395,6 +412,10 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, reterr *error) {
 		ClaimProblem: s.claimProblem, ClaimExpanding: claimExpanding(s.dataClaim),
 		ConfigProblems: configProblems(c), Counts: c.Status.Counts,
 		MountRefused: mountRefusals(c.Status.Brokers),
+		StorageHold:  s.storageHold,
+	}
+	if s.storageHold != "" {
+		o.DesiredReplicas = 0
 	}
 	c.Status.ObservedGeneration = c.Generation
 	c.Status.Replicas, c.Status.ReadyReplicas = 0, 0
@@ -407,6 +428,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, reterr *error) {
 	meta.SetStatusCondition(&c.Status.Conditions, progressingCondition(o))
 	meta.SetStatusCondition(&c.Status.Conditions, degradedCondition(o))
 	meta.SetStatusCondition(&c.Status.Conditions, securedCondition(c.Generation, c.Spec.Listeners))
+	if s.storageVerified.Type != "" {
+		meta.SetStatusCondition(&c.Status.Conditions, s.storageVerified)
+	}
 
 	if equality.Semantic.DeepEqual(s.orig.Status, c.Status) {
 		return
@@ -423,8 +447,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, reterr *error) {
 // SetupWithManager watches KafkaClusters (spec changes, deletions, and the registry's counts
 // crossing "none alive", so the other status writes of this and the registry reconciler do
 // not retrigger it), every child it owns — the node-reader binding through its labels — so a
-// child that is changed or deleted is put back, and data claims by their cluster label, owned
-// or not.
+// child that is changed or deleted is put back, data claims by their cluster label, owned
+// or not, and the storage check's Job and pods (a pod that cannot be scheduled changes no
+// Job status).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("kafkacluster").
@@ -438,6 +463,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(claimToCluster)).
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Owns(&appsv1.StatefulSet{}).
+		Owns(&batchv1.Job{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(checkPodToCluster)).
 		Complete(r)
 }
 

@@ -202,6 +202,8 @@ func TestGolden(t *testing.T) {
 		"template-statefulset":                desiredStatefulSet(tmpl, goldenOptions),
 		"secured-role":                        desiredRole(sec),
 		"secured-statefulset":                 desiredStatefulSet(sec, goldenOptions),
+		"storage-check-job":                   desiredStorageCheckJob(def, goldenOptions, storageCheckDigest(def, &corev1.PersistentVolumeClaim{Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-demo"}})),
+		"storage-check-service":               desiredStorageCheckService(def),
 	}
 	for name, obj := range cases {
 		t.Run(name, func(t *testing.T) {

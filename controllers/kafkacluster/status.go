@@ -41,6 +41,9 @@ type observation struct {
 	// MountRefused is each registered broker's mountRefused (its registry row), by id; only
 	// brokers that refuse their data volume's mount are in it.
 	MountRefused map[int32]string
+	// StorageHold says why a failed storage check holds the brokers at zero replicas
+	// (storageHold); "" when it does not.
+	StorageHold string
 }
 
 // mountRefusals is what the registry rows say of refused mounts, by broker id.
@@ -120,6 +123,10 @@ func securedCondition(generation int64, listeners []kafkav1alpha1.Listener) meta
 // readyCondition is True when every desired broker is ready.
 func readyCondition(o observation) metav1.Condition {
 	c := metav1.Condition{Type: kafkav1alpha1.ConditionReady, ObservedGeneration: o.Generation}
+	if o.StorageHold != "" {
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, kafkav1alpha1.ReasonStorageCheckFailed, o.StorageHold
+		return c
+	}
 	ready := int32(0)
 	if o.StatefulSet != nil {
 		ready = o.StatefulSet.Status.ReadyReplicas
@@ -173,6 +180,8 @@ func degradedCondition(o observation) metav1.Condition {
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, o.Problem.Reason, o.Problem.Message
 	case o.ApplyErr != nil:
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, kafkav1alpha1.ReasonApplyFailed, o.ApplyErr.Error()
+	case o.StorageHold != "":
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, kafkav1alpha1.ReasonStorageCheckFailed, o.StorageHold
 	case o.ClaimProblem != nil:
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, o.ClaimProblem.Reason, o.ClaimProblem.Message
 	case len(o.ConfigProblems) > 0:

@@ -220,6 +220,15 @@ func (w *podWorker) mounts(ctx context.Context, c corev1.Container) ([]mount, []
 		}
 		out = append(out, mount{containerPath: filepath.Clean(vm.MountPath), hostPath: dir})
 	}
+	if path := c.TerminationMessagePath; path != "" {
+		// The kubelet mounts a file of its own at the termination message path; here it is
+		// a file of the pod's directory, and arguments naming the path are rewritten to it.
+		file := w.terminationMessageFile(c.Name)
+		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+			return nil, nil, fmt.Errorf("create the termination message directory: %w", err)
+		}
+		out = append(out, mount{containerPath: filepath.Clean(path), hostPath: file})
+	}
 	sort.Slice(out, func(i, j int) bool { return len(out[i].containerPath) > len(out[j].containerPath) })
 	// Parents before children, so a nested mount lands on top of its parent's.
 	sort.Slice(real, func(i, j int) bool {
@@ -228,6 +237,45 @@ func (w *podWorker) mounts(ctx context.Context, c corev1.Container) ([]mount, []
 		return len(a) < len(b)
 	})
 	return out, real, nil
+}
+
+// terminationMessageFile is the local file standing in for container's terminationMessagePath.
+func (w *podWorker) terminationMessageFile(container string) string {
+	return filepath.Join(w.node.rt.cfg.podDir(w.pod.UID), "termination", container)
+}
+
+// maxTerminationMessage is what the kubelet keeps of a termination message: 4096 bytes.
+const maxTerminationMessage = 4096
+
+// terminationMessage is what the kubelet reports as the exited container c's message: the
+// file at its terminationMessagePath, or, when that is empty and the container failed under
+// FallbackToLogsOnError, the tail of its log (the last 80 lines, at most 4096 bytes).
+func (w *podWorker) terminationMessage(c corev1.Container, exitCode int) string {
+	if c.TerminationMessagePath == "" {
+		return ""
+	}
+	if b, err := os.ReadFile(w.terminationMessageFile(c.Name)); err == nil && len(b) > 0 {
+		return string(b[:min(len(b), maxTerminationMessage)])
+	}
+	if exitCode == 0 || c.TerminationMessagePolicy != corev1.TerminationMessageFallbackToLogsOnError {
+		return ""
+	}
+	b, err := os.ReadFile(filepath.Join(w.node.rt.cfg.Dir, "logs", "pods", containerLogName(w.pod.Namespace, w.pod.Name, c.Name)+".log"))
+	if err != nil {
+		return ""
+	}
+	return logTail(b, 80, maxTerminationMessage)
+}
+
+// logTail is the last lines of b, at most limit bytes of them.
+func logTail(b []byte, lines, limit int) string {
+	s := strings.TrimRight(string(b), "\n")
+	parts := strings.Split(s, "\n")
+	s = strings.Join(parts[max(0, len(parts)-lines):], "\n")
+	if len(s) > limit {
+		s = s[len(s)-limit:]
+	}
+	return s
 }
 
 // volumeDir is the local directory that stands in for volume v (mounted by vm).

@@ -41,6 +41,7 @@ var controllerManagerControllers = []string{
 	"pod-garbage-collector-controller", "persistentvolume-binder-controller",
 	"serviceaccount-controller", "serviceaccount-token-controller",
 	"root-ca-certificate-publisher-controller", "clusterrole-aggregation-controller",
+	"job-controller", // the storage check (docs/storage.md, "The storage check")
 }
 
 // auditPolicy logs every request's metadata — who made it, the verb, the object, the

@@ -291,6 +291,7 @@ func (w *podWorker) startContainer(ctx context.Context, i int) {
 	if c.everStarted {
 		c.restarts++
 	}
+	_ = os.Remove(w.terminationMessageFile(c.spec.Name)) // each run writes its own message
 	argv, env, sandbox, err := w.command(ctx, c.spec)
 	if err != nil {
 		c.waiting = corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError", Message: err.Error()}
@@ -411,6 +412,7 @@ func (w *podWorker) reap(c *container) *corev1.ContainerStateTerminated {
 	if code != 0 {
 		term.Reason = "Error"
 	}
+	term.Message = w.terminationMessage(c.spec, code)
 	w.node.rt.history.update(c.run, func(r *ContainerRun) { r.Exited, r.ExitCode = now.Time, code })
 	c.stopProbes()
 	c.proc, c.ready, c.started = nil, false, false

@@ -7,7 +7,8 @@
 //
 // TestFencingScenarios runs the numbered scenarios on one environment, in an order where each
 // starts from three healthy brokers: 1 bring-up (kcat -L, -P and -C inside the dev shell by
-// pod DNS names), 8 identities, 16 trust boundary (broker 1's token refused broker 2's Lease
+// pod DNS names), 18 storage verified (the storage check Job's two pods on two nodes certify
+// the claim: StorageVerified True), 8 identities, 16 trust boundary (broker 1's token refused broker 2's Lease
 // and another cluster's topics; a hostile broker's forged Lease changes no outcome; the
 // NetworkPolicy; view/edit for namespace users), 9 from outside, 10 topics, 17 failed partition
 // (EIO injected into one partition's files on its leader through the run-time fault plan: it

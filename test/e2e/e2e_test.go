@@ -94,6 +94,7 @@ func TestFencingScenarios(t *testing.T) {
 		run  func(context.Context, *testing.T, *suite)
 	}{
 		{"1 bring-up", func(ctx context.Context, t *testing.T, s *suite) { bringUp(ctx, t, s, applied) }},
+		{"18 storage verified", func(ctx context.Context, t *testing.T, s *suite) { storageVerified(ctx, t, s, applied) }},
 		{"8 identities", identities},
 		{"16 trust boundary", trustBoundary},
 		{"9 from outside", fromOutside},
