@@ -8,6 +8,7 @@ import (
 	"github.com/paddock-dev/paddock/controllers/assignment"
 	"github.com/paddock-dev/paddock/controllers/certificates"
 	"github.com/paddock-dev/paddock/controllers/kafkacluster"
+	"github.com/paddock-dev/paddock/controllers/kafkauser"
 	"github.com/paddock-dev/paddock/controllers/recovery"
 	"github.com/paddock-dev/paddock/controllers/registry"
 )
@@ -34,6 +35,10 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	certs := &certificates.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("certificates")}
 	if err := certs.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up certificates controller: %w", err)
+	}
+	users := &kafkauser.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("kafkauser")}
+	if err := users.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up kafkauser controller: %w", err)
 	}
 	brokers := &registry.Reconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("registry")}
 	if err := brokers.SetupWithManager(mgr); err != nil {

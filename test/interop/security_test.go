@@ -43,7 +43,9 @@ import (
 // checks, its own SCRAM) each work as alice; each is refused with bad credentials (a wrong
 // password and an unknown user; a certificate of a foreign CA and one of no KafkaUser), and
 // nothing they tried to write lands. A plaintext client and a client that does not trust
-// the cluster CA get no answer.
+// the cluster CA get no answer. alice is a real KafkaUser: the KafkaUser reconciler generates her
+// password (or issues her certificate), and deleting her KafkaUser refuses her open connection
+// at its next request (the time is logged).
 func TestClientsOverSecuredListeners(t *testing.T) {
 	if _, err := exec.LookPath("kcat"); err != nil {
 		t.Fatal("kcat is not installed: run `make kcat` (hack/install-kcat.sh)")
@@ -57,14 +59,14 @@ func TestClientsOverSecuredListeners(t *testing.T) {
 func testSecuredListener(t *testing.T, auth v1alpha1.ListenerAuthenticationType) {
 	c := kubebrokers.NewCluster(t, 2, kubebrokers.Options{Namespace: "interop-sec",
 		Security: &kubebrokers.Security{TLS: true, Authentication: auth, User: "admin", Password: password(t)}})
-	alice := credential{auth: auth, user: "alice", pass: password(t)}
+	alice := credential{auth: auth, user: "alice"}
 	var refusals map[string]credential
 	if auth == v1alpha1.AuthenticationTLS {
 		cert, certFile, keyFile := c.AddTLSUser("alice")
 		alice.cert, alice.certFile, alice.keyFile = &cert, certFile, keyFile
 		refusals = map[string]credential{"a certificate of a foreign CA": foreignCertificate(t), "a certificate of no KafkaUser": noUserCertificate(t, c)}
 	} else {
-		c.AddScramUser("alice", alice.pass)
+		alice.pass = c.AddKafkaUser("alice")
 		refusals = map[string]credential{"a wrong password": {auth: auth, user: "alice", pass: "not-" + alice.pass},
 			"an unknown user": {auth: auth, user: "mallory", pass: alice.pass}}
 	}
@@ -212,21 +214,19 @@ func testSecuredListener(t *testing.T, auth v1alpha1.ListenerAuthenticationType)
 	if after := endOffsets(t, c, topics...); !maps.Equal(before, after) {
 		t.Errorf("refused clients wrote: end offsets %v before, %v after", before, after)
 	}
-	if auth == v1alpha1.AuthenticationTLS {
-		t.Run("deleting the KafkaUser refuses its open connections", func(t *testing.T) {
-			cl := kgoClient(t, c.Addrs, append(alice.kgo(c), kgo.RequestRetries(0))...)
-			if err := cl.Ping(testCtx(t)); err != nil {
-				t.Fatalf("alice before the deletion: %v", err)
-			}
-			user := &v1alpha1.KafkaUser{ObjectMeta: metav1.ObjectMeta{Namespace: c.NS, Name: "alice"}}
-			if err := kubebrokers.Env.Client.Delete(testCtx(t), user); err != nil {
-				t.Fatal(err)
-			}
-			deleted := time.Now()
-			testkit.Eventually(t, "alice's connections refused", func() bool { return cl.Ping(testCtx(t)) != nil })
-			t.Logf("alice's requests refused %v after her KafkaUser was deleted", time.Since(deleted).Round(time.Millisecond))
-		})
-	}
+	t.Run("deleting the KafkaUser refuses its open connections", func(t *testing.T) {
+		cl := kgoClient(t, c.Addrs, append(alice.kgo(c), kgo.RequestRetries(0))...)
+		if err := cl.Ping(testCtx(t)); err != nil {
+			t.Fatalf("alice before the deletion: %v", err)
+		}
+		user := &v1alpha1.KafkaUser{ObjectMeta: metav1.ObjectMeta{Namespace: c.NS, Name: "alice"}}
+		if err := kubebrokers.Env.Client.Delete(testCtx(t), user); err != nil {
+			t.Fatal(err)
+		}
+		deleted := time.Now()
+		testkit.Eventually(t, "alice's connections refused", func() bool { return cl.Ping(testCtx(t)) != nil })
+		t.Logf("alice's requests refused %v after her KafkaUser was deleted", time.Since(deleted).Round(time.Millisecond))
+	})
 }
 
 // credential is how a client proves who it is on the listener under test: a user name and

@@ -1,7 +1,8 @@
 // Package kubebrokers is the harness the interop suites (test/topics, test/groups) share:
 // paddock brokers run in-process on informer views of a real kube-apiserver (envtest), with
 // the real assignment and provisioning reconcilers placing leaders, keeping the coordinator
-// epoch and writing the broker Role. The brokers reach the API server as their own
+// epoch and writing the broker Role, and the real KafkaUser reconciler issuing users'
+// passwords and certificates. The brokers reach the API server as their own
 // ServiceAccount (impersonated), so every write they make also proves the Role grants it. The
 // registry is hand-made: each test writes the rows of its brokers (SetRows).
 //
@@ -20,7 +21,6 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,6 +41,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -53,6 +54,7 @@ import (
 	"github.com/paddock-dev/paddock/controllers/assignment"
 	"github.com/paddock-dev/paddock/controllers/certificates"
 	"github.com/paddock-dev/paddock/controllers/kafkacluster"
+	"github.com/paddock-dev/paddock/controllers/kafkauser"
 	"github.com/paddock-dev/paddock/internal/pki"
 	"github.com/paddock-dev/paddock/internal/scram"
 	"github.com/paddock-dev/paddock/internal/testenv"
@@ -65,7 +67,7 @@ const ClusterName = "c"
 // Env is the control plane every test of the suite shares, set by Main.
 var Env *testenv.Env
 
-// Main starts the control plane and a manager running the assignment and provisioning
+// Main starts the control plane and a manager running the assignment, certificates, KafkaUser and provisioning
 // reconcilers for every namespace, runs the suite's tests and stops everything; suite names
 // the suite in error output. TestMain calls os.Exit(kubebrokers.Main(m, "topics")).
 func Main(m *testing.M, suite string) int {
@@ -91,6 +93,10 @@ func Main(m *testing.M, suite string) int {
 	}
 	certs := &certificates.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("certificates")}
 	if err := certs.SetupWithManager(mgr); err != nil {
+		return fail(err)
+	}
+	users := &kafkauser.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("kafkauser")}
+	if err := users.SetupWithManager(mgr); err != nil {
 		return fail(err)
 	}
 	provisioning := &kafkacluster.Reconciler{
@@ -134,7 +140,7 @@ type Security struct {
 	Authentication v1alpha1.ListenerAuthenticationType
 	// User and Password: the harness' own user. With SCRAM or PLAIN its credentials are
 	// written (AddScramUser) before the brokers start; with mutual TLS it is a tls KafkaUser
-	// whose certificate the harness issues from the clients CA (AddTLSUser).
+	// whose certificate the KafkaUser reconciler issues from the clients CA (AddTLSUser).
 	User, Password string
 }
 
@@ -521,25 +527,20 @@ func (c *Cluster) readClientsCA() *pki.CA {
 	return ca
 }
 
-// AddTLSUser creates the tls KafkaUser name (principal User:CN=<name>) and issues it a client
-// certificate from the clients CA, as the operator will (docs/security.md, "KafkaUser"); it
-// returns the certificate and the files holding it and its key.
+// AddTLSUser creates the tls KafkaUser name (principal User:CN=<name>) and waits for the
+// KafkaUser reconciler to issue its client certificate from the clients CA into Secret
+// <name> (docs/security.md, "KafkaUser"); it returns the certificate and the files holding
+// it and its key.
 func (c *Cluster) AddTLSUser(name string) (cert tls.Certificate, certFile, keyFile string) {
 	c.T.Helper()
 	if c.ClientsCA == nil {
 		c.T.Fatal("AddTLSUser: the cluster has no mutual-TLS listener")
 	}
-	u := &v1alpha1.KafkaUser{ObjectMeta: metav1.ObjectMeta{Namespace: c.NS, Name: name}, Spec: v1alpha1.KafkaUserSpec{
-		Cluster: ClusterName, Authentication: &v1alpha1.UserAuthentication{Type: v1alpha1.UserTLS}}}
-	if err := Env.Client.Create(context.Background(), u); err != nil {
-		c.T.Fatalf("create kafkauser %s: %v", name, err)
-	}
-	certPEM, keyPEM, err := c.ClientsCA.Issue(pki.Leaf{Subject: pkix.Name{CommonName: name}, Client: true}, time.Now(), time.Hour, rand.Reader)
+	sec := c.createUser(name, v1alpha1.UserTLS)
+	certPEM, keyPEM := sec.Data[v1alpha1.SecretKeyUserCert], sec.Data[v1alpha1.SecretKeyUserKey]
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
-		c.T.Fatal(err)
-	}
-	if cert, err = tls.X509KeyPair(certPEM, keyPEM); err != nil {
-		c.T.Fatal(err)
+		c.T.Fatalf("secret %s: %v", name, err)
 	}
 	dir := c.T.TempDir()
 	certFile, keyFile = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
@@ -549,6 +550,35 @@ func (c *Cluster) AddTLSUser(name string) (cert tls.Certificate, certFile, keyFi
 		}
 	}
 	return cert, certFile, keyFile
+}
+
+// AddKafkaUser creates the scram-sha-512 KafkaUser name and returns the password the
+// KafkaUser reconciler generated into Secret <name>, once the user is Ready.
+func (c *Cluster) AddKafkaUser(name string) (password string) {
+	c.T.Helper()
+	return string(c.createUser(name, v1alpha1.UserScramSHA512).Data[v1alpha1.SecretKeyPassword])
+}
+
+// createUser creates KafkaUser name of auth and returns its Secret once it is Ready.
+func (c *Cluster) createUser(name string, auth v1alpha1.UserAuthenticationType) *corev1.Secret {
+	c.T.Helper()
+	ctx := context.Background()
+	u := &v1alpha1.KafkaUser{ObjectMeta: metav1.ObjectMeta{Namespace: c.NS, Name: name}, Spec: v1alpha1.KafkaUserSpec{
+		Cluster: ClusterName, Authentication: &v1alpha1.UserAuthentication{Type: auth}}}
+	if err := Env.Client.Create(ctx, u); err != nil {
+		c.T.Fatalf("create kafkauser %s: %v", name, err)
+	}
+	testkit.Eventually(c.T, "KafkaUser "+name+" Ready", func() bool {
+		if err := Env.Client.Get(ctx, client.ObjectKeyFromObject(u), u); err != nil {
+			return false
+		}
+		return meta.IsStatusConditionTrue(u.Status.Conditions, v1alpha1.ConditionReady)
+	})
+	sec := &corev1.Secret{}
+	if err := Env.Client.Get(ctx, client.ObjectKey{Namespace: c.NS, Name: u.Status.Secret}, sec); err != nil {
+		c.T.Fatalf("the Secret of KafkaUser %s: %v", name, err)
+	}
+	return sec
 }
 
 // AddScramUser gives user the SCRAM-SHA-256 and SCRAM-SHA-512 credentials of password
