@@ -50,7 +50,9 @@ func newFixture(t *testing.T, mutate func(*kafkav1alpha1.KafkaCluster)) *fixture
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = e.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}) })
+	t.Cleanup(func() {
+		_ = e.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	})
 	kc := &kafkav1alpha1.KafkaCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: ns}, Spec: kafkav1alpha1.KafkaClusterSpec{
 		Replicas: 1,
 		Listeners: []kafkav1alpha1.Listener{{Name: "tls", Port: 9093, TLS: true,
@@ -330,12 +332,12 @@ func TestATLSUserGetsAClientCertificateFromTheClientsCA(t *testing.T) {
 
 func TestChangingAuthenticationRemovesWhatTheOldTypeIssued(t *testing.T) {
 	f := newFixture(t, nil)
-	u := f.user("erin", kafkav1alpha1.UserScramSHA512)
+	f.user("erin", kafkav1alpha1.UserScramSHA512)
 	f.reconcile("erin")
 	if f.entry("erin") == nil {
 		t.Fatal("no credentials for a scram user")
 	}
-	u, _ = f.reconcile("erin")
+	u, _ := f.reconcile("erin")
 	u.Spec.Authentication = nil
 	if err := f.c.Update(context.Background(), u); err != nil {
 		t.Fatal(err)
