@@ -691,7 +691,30 @@ const (
 	// SampleExternalListener is a NodePort listener whose brokers advertise the host address
 	// and their own nodePort: reachable from the host terminal.
 	SampleExternalListener = "external"
+	// SampleSecureListener is a NodePort listener like SampleExternalListener with TLS
+	// (certificates from the cluster CA) and SCRAM-SHA-512: what `make dev` shows a secured
+	// client with.
+	SampleSecureListener = "secure"
+	// SampleUser is the scram KafkaUser paddock dev makes for the secure listener.
+	SampleUser = "alice"
 )
+
+// SampleSecureCluster is SampleCluster with the secure listener beside the other two, on
+// port 9096: the cluster `make dev` applies (docs/security.md, "KafkaUser").
+func SampleSecureCluster(namespace, name string, brokers int32, hostAddress string) *kafkav1alpha1.KafkaCluster {
+	c := SampleCluster(namespace, name, brokers, hostAddress)
+	c.Spec.Listeners = append(c.Spec.Listeners, kafkav1alpha1.Listener{
+		Name: SampleSecureListener, Port: 9096, Type: kafkav1alpha1.ListenerNodePort, AdvertisedHostTemplate: hostAddress,
+		TLS: true, Authentication: &kafkav1alpha1.ListenerAuthentication{Type: kafkav1alpha1.AuthenticationScramSHA512},
+	})
+	return c
+}
+
+// SampleKafkaUser is the scram-sha-512 KafkaUser SampleUser of cluster.
+func SampleKafkaUser(namespace, cluster string) *kafkav1alpha1.KafkaUser {
+	return &kafkav1alpha1.KafkaUser{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: SampleUser},
+		Spec: kafkav1alpha1.KafkaUserSpec{Cluster: cluster, Authentication: &kafkav1alpha1.UserAuthentication{Type: kafkav1alpha1.UserScramSHA512}}}
+}
 
 // SampleCluster is the KafkaCluster paddock dev applies: an internal listener with the
 // default advertised host, PodDNS (<pod>.<cluster>-brokers.<ns>.svc.cluster.local, which the

@@ -2,14 +2,22 @@ package devcluster
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
+	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
@@ -111,4 +119,73 @@ func consumeUntil(ctx context.Context, cl *kgo.Client, value string) error {
 			return nil
 		}
 	}
+}
+
+// secureRecord proves the sample's secure listener the way its printed kcat line uses it:
+// it waits until KafkaUser SampleUser is Ready, writes the cluster CA bundle to caFile (the
+// file the line names), then produces one record to the welcome topic and consumes it back
+// through bootstrap from the host's network, over TLS verified against that bundle (the
+// host address is in every broker certificate) and authenticated with SCRAM-SHA-512 as the
+// user, with the password the operator generated. Within two minutes.
+func secureRecord(ctx context.Context, env *Env, namespace, cluster, bootstrap, caFile string) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	var password string
+	var bundle []byte
+	err := retryEvery(ctx, "KafkaUser "+SampleUser+" Ready and the cluster CA bundle published", func() error {
+		var u kafkav1alpha1.KafkaUser
+		if err := env.Client().Get(ctx, client.ObjectKey{Namespace: namespace, Name: SampleUser}, &u); err != nil {
+			return err
+		}
+		if c := meta.FindStatusCondition(u.Status.Conditions, kafkav1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("KafkaUser %s is not Ready (kubectl describe kafkauser %s)", SampleUser, SampleUser)
+		}
+		var own, trust corev1.Secret
+		if err := env.Client().Get(ctx, client.ObjectKey{Namespace: namespace, Name: u.Status.Secret}, &own); err != nil {
+			return err
+		}
+		if err := env.Client().Get(ctx, client.ObjectKey{Namespace: namespace, Name: kafkav1alpha1.ClusterCACertSecretName(cluster)}, &trust); err != nil {
+			return err
+		}
+		password, bundle = string(own.Data[kafkav1alpha1.SecretKeyPassword]), trust.Data[kafkav1alpha1.SecretKeyCACert]
+		if password == "" || len(bundle) == 0 {
+			return errors.New("the user's password or the CA bundle is empty")
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(caFile, bundle, 0o644); err != nil {
+		return err
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(bundle) {
+		return fmt.Errorf("secret %s holds no certificate", kafkav1alpha1.ClusterCACertSecretName(cluster))
+	}
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		raw, err := HostDial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		host, _, _ := net.SplitHostPort(addr)
+		conn := tls.Client(raw, &tls.Config{RootCAs: roots, ServerName: host, MinVersion: tls.VersionTLS12})
+		if err := conn.HandshakeContext(ctx); err != nil {
+			_ = raw.Close()
+			return nil, err
+		}
+		return conn, nil
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.Dialer(dial),
+		kgo.SASL(scram.Auth{User: SampleUser, Pass: password}.AsSha512Mechanism()),
+		kgo.ConsumeTopics(welcomeTopic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	value := "hello over TLS and SCRAM-SHA-512 at " + time.Now().Format(time.RFC3339Nano)
+	if err := produceOnce(ctx, cl, value); err != nil {
+		return err
+	}
+	return consumeUntil(ctx, cl, value)
 }

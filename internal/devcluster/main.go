@@ -260,12 +260,15 @@ func bringUpSample(ctx context.Context, env *Env, opts options, p *progress) (bo
 	if opts.noSample {
 		return boot, nil
 	}
-	cluster := SampleCluster(metav1.NamespaceDefault, sampleName, int32(opts.brokers), env.HostAddress())
+	cluster := SampleSecureCluster(metav1.NamespaceDefault, sampleName, int32(opts.brokers), env.HostAddress())
 	key := cluster.Namespace + "/" + cluster.Name
 	err := p.run(ctx,
-		step{fmt.Sprintf("KafkaCluster %s applied (%d brokers)", key, opts.brokers), func(ctx context.Context) error {
+		step{fmt.Sprintf("KafkaCluster %s and KafkaUser %s applied (%d brokers)", key, SampleUser, opts.brokers), func(ctx context.Context) error {
 			if err := env.Client().Create(ctx, cluster); err != nil {
 				return fmt.Errorf("apply the sample KafkaCluster: %w", err)
+			}
+			if err := env.Client().Create(ctx, SampleKafkaUser(cluster.Namespace, cluster.Name)); err != nil {
+				return fmt.Errorf("apply the sample KafkaUser: %w", err)
 			}
 			return nil
 		}},
@@ -281,6 +284,9 @@ func bringUpSample(ctx context.Context, env *Env, opts options, p *progress) (bo
 		}},
 		step{"first record produced and consumed from the host (topic " + welcomeTopic + ")", func(ctx context.Context) error {
 			return firstRecord(ctx, boot.external)
+		}},
+		step{"a record through the secure listener (TLS, SCRAM-SHA-512 as " + SampleUser + "); " + relativeToWD(boot.caFile) + " written", func(ctx context.Context) error {
+			return secureRecord(ctx, env, cluster.Namespace, cluster.Name, boot.secure, boot.caFile)
 		}},
 	)
 	return boot, err
@@ -328,6 +334,10 @@ every nodePort answer at %s:
 		fmt.Fprintf(w, "  kcat -b $PADDOCK_EXTERNAL_BOOTSTRAP -L     # %s, listener %q; brokers advertise %s:<their nodePort>\n",
 			boot.external, SampleExternalListener, env.HostAddress())
 	}
+	if boot.secure != "" {
+		fmt.Fprintf(w, "  %s\n      # %s, listener %q: TLS (trust $PADDOCK_CA_FILE) and SCRAM-SHA-512 as KafkaUser %s\n",
+			secureKcat("-L"), boot.secure, SampleSecureListener, SampleUser)
+	}
 	fmt.Fprintf(w, `
 Inside the private network, where pods have 198.18.x.y addresses, Services their ClusterIPs,
 and names resolve through the cluster DNS (%s) as in a pod of the default namespace:
@@ -366,6 +376,17 @@ type bootstrap struct {
 	// the Service's ClusterIP inside the private network); external is the host address and the bootstrap Service's nodePort of
 	// the external listener (anywhere on this machine).
 	internal, external string
+	// secure is the host address and the secure listener's bootstrap nodePort; caFile the
+	// file the cluster CA bundle is written to (its clients trust the brokers by it).
+	secure, caFile string
+}
+
+// secureKcat is the kcat command line (with args) that reaches the sample's secure listener
+// from the host: TLS against $PADDOCK_CA_FILE, SCRAM-SHA-512 as SampleUser with the password
+// read from its Secret when the line runs (it is written nowhere else).
+func secureKcat(args string) string {
+	return "kcat -b $PADDOCK_SECURE_BOOTSTRAP -X security.protocol=SASL_SSL -X sasl.mechanisms=SCRAM-SHA-512 -X sasl.username=" + SampleUser +
+		` -X sasl.password="$(kubectl get secret ` + SampleUser + ` -o jsonpath='{.data.password}' | base64 -d)" -X ssl.ca.location=$PADDOCK_CA_FILE ` + args
 }
 
 // waitBootstrap waits until the sample's bootstrap Service has its ClusterIP and nodePort
@@ -375,19 +396,23 @@ func waitBootstrap(ctx context.Context, env *Env, namespace, cluster string) (bo
 	defer cancel()
 	// The sample has an external listener beside the internal one, so each has its own
 	// bootstrap Service (docs/security.md, "Listener exposure").
-	sample := SampleCluster(namespace, cluster, 0, env.HostAddress())
+	sample := SampleSecureCluster(namespace, cluster, 0, env.HostAddress())
 	inSvc, exSvc := sample.BootstrapServiceOf(SampleInternalListener), sample.BootstrapServiceOf(SampleExternalListener)
+	secSvc := sample.BootstrapServiceOf(SampleSecureListener)
 	for {
 		internal, errIn := env.ServiceAddress(ctx, namespace, inSvc, SampleInternalListener)
 		external, errEx := env.HostNodePortAddress(ctx, namespace, exSvc, SampleExternalListener)
-		if errIn == nil && errEx == nil && slices.Contains(env.HostListening(), external) {
+		secure, errSec := env.HostNodePortAddress(ctx, namespace, secSvc, SampleSecureListener)
+		listening := env.HostListening()
+		if errIn == nil && errEx == nil && errSec == nil && slices.Contains(listening, external) && slices.Contains(listening, secure) {
 			_, port, _ := net.SplitHostPort(internal)
-			return bootstrap{kubeconfig: env.KubeconfigPath(), binDir: env.cfg.BinDir, internal: net.JoinHostPort(inSvc, port), external: external}, nil
+			return bootstrap{kubeconfig: env.KubeconfigPath(), binDir: env.cfg.BinDir, internal: net.JoinHostPort(inSvc, port), external: external,
+				secure: secure, caFile: filepath.Join(env.Dir(), cluster+"-ca.crt")}, nil
 		}
 		select {
 		case <-ctx.Done():
 			return bootstrap{}, fmt.Errorf("bootstrap Services %s and %s of %s are not reachable (see %s): %w",
-				inSvc, exSvc, cluster, filepath.Join(env.Dir(), "logs", "node-agents.log"), errors.Join(errIn, errEx, ctx.Err()))
+				inSvc+", "+exSvc, secSvc, cluster, filepath.Join(env.Dir(), "logs", "node-agents.log"), errors.Join(errIn, errEx, errSec, ctx.Err()))
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
@@ -405,6 +430,10 @@ func writeEnvFile(dir string, b bootstrap) error {
 	}
 	if b.external != "" {
 		content += fmt.Sprintf("# The external listener's bootstrap nodePort on the host address.\nexport PADDOCK_EXTERNAL_BOOTSTRAP=%s\n", b.external)
+	}
+	if b.secure != "" {
+		content += fmt.Sprintf("# The secure listener's (TLS, SCRAM-SHA-512) bootstrap nodePort, and the cluster CA bundle its clients trust.\n"+
+			"export PADDOCK_SECURE_BOOTSTRAP=%s\nexport PADDOCK_CA_FILE=%s\n", b.secure, shellQuote(b.caFile))
 	}
 	return os.WriteFile(filepath.Join(dir, "env"), []byte(content), 0o644)
 }

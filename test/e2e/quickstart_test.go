@@ -36,6 +36,7 @@ var quickstartSteps = []quickstartStep{
 	{"brokers", regexp.MustCompile(`^kubectl get \S*brokers\b`), "listing the brokers"},
 	{"produce", regexp.MustCompile(`\|\s*kcat -P\b`), "producing a record with kcat"},
 	{"consume", regexp.MustCompile(`^kcat -C\b`), "consuming it with kcat"},
+	{"secure", regexp.MustCompile(`^kcat -b \$PADDOCK_SECURE_BOOTSTRAP .*security\.protocol=SASL_SSL.* -C\b`), "consuming it over the secure listener (TLS, SCRAM) as the sample KafkaUser"},
 	{"freeze", regexp.MustCompile(`^kill -STOP \$\(cat \.paddock/dev/run/\S+\.pid\)`), "freezing a broker"},
 	{"fenced", regexp.MustCompile(`^kubectl wait .*=Fenced\b`), "watching it fence"},
 	{"crash", regexp.MustCompile(`^kill -9 \$\(cat \.paddock/dev/run/\S+\.pid\)`), "crashing a broker"},
@@ -271,7 +272,7 @@ func checkStep(kind, line, out, produced, topic string) string {
 		if produced == "" || topic == "" {
 			return "no record value (echo …) or topic (-t …) the test can follow"
 		}
-	case "consume":
+	case "consume", "secure":
 		if m := topicFlag.FindStringSubmatch(line); m == nil || m[1] != topic {
 			return fmt.Sprintf("consumes another topic than the one produced to (%s)", topic)
 		}
