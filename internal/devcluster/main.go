@@ -285,7 +285,7 @@ func bringUpSample(ctx context.Context, env *Env, opts options, p *progress) (bo
 		step{"first record produced and consumed from the host (topic " + welcomeTopic + ")", func(ctx context.Context) error {
 			return firstRecord(ctx, boot.external)
 		}},
-		step{"a record through the secure listener (TLS, SCRAM-SHA-512 as " + SampleUser + "); " + relativeToWD(boot.caFile) + " written", func(ctx context.Context) error {
+		step{"a record through the secure listener (TLS, SCRAM-SHA-512 as " + SampleUser + "); " + relativeToWD(sampleCAFile(env, cluster.Name)) + " written", func(ctx context.Context) error {
 			return secureRecord(ctx, env, cluster.Namespace, cluster.Name, boot.secure, boot.caFile)
 		}},
 	)
@@ -381,6 +381,9 @@ type bootstrap struct {
 	secure, caFile string
 }
 
+// sampleCAFile is where paddock dev writes cluster's CA bundle for the host's clients.
+func sampleCAFile(env *Env, cluster string) string { return filepath.Join(env.Dir(), cluster+"-ca.crt") }
+
 // secureKcat is the kcat command line (with args) that reaches the sample's secure listener
 // from the host: TLS against $PADDOCK_CA_FILE, SCRAM-SHA-512 as SampleUser with the password
 // read from its Secret when the line runs (it is written nowhere else).
@@ -407,7 +410,7 @@ func waitBootstrap(ctx context.Context, env *Env, namespace, cluster string) (bo
 		if errIn == nil && errEx == nil && errSec == nil && slices.Contains(listening, external) && slices.Contains(listening, secure) {
 			_, port, _ := net.SplitHostPort(internal)
 			return bootstrap{kubeconfig: env.KubeconfigPath(), binDir: env.cfg.BinDir, internal: net.JoinHostPort(inSvc, port), external: external,
-				secure: secure, caFile: filepath.Join(env.Dir(), cluster+"-ca.crt")}, nil
+				secure: secure, caFile: sampleCAFile(env, cluster)}, nil
 		}
 		select {
 		case <-ctx.Done():

@@ -14,9 +14,21 @@ func TestKafkaGoWriterAndPartitionReader(t *testing.T) {
 	const topic, partitions = "kafka-go", 3
 	addrs := newCluster(t)
 	createTopic(t, addrs, topic, partitions)
+	checkKafkaGo(t, addrs, topic, partitions, nil, nil)
+}
+
+// checkKafkaGo writes 150 records to topic (partitions partitions, existing) with a kafka-go
+// Writer through transport, reads them all back with one Reader per partition through dialer
+// and checks they are what was written; nil transport and dialer are kafka-go's defaults
+// (plaintext).
+func checkKafkaGo(t *testing.T, addrs []string, topic string, partitions int, transport *kafka.Transport, dialer *kafka.Dialer) {
+	t.Helper()
 	ctx := testCtx(t)
 	w := &kafka.Writer{Addr: kafka.TCP(addrs...), Topic: topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll,
 		BatchTimeout: 10 * time.Millisecond, MaxAttempts: 20, WriteBackoffMin: 50 * time.Millisecond}
+	if transport != nil {
+		w.Transport = transport
+	}
 	wrote := testRecords(topic, 150, true)
 	msgs := make([]kafka.Message, len(wrote))
 	for i, r := range wrote {
@@ -44,7 +56,7 @@ func TestKafkaGoWriterAndPartitionReader(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, partitions)
 	for p := range partitions {
-		r := kafka.NewReader(kafka.ReaderConfig{Brokers: addrs, Topic: topic, Partition: p, MaxWait: 200 * time.Millisecond})
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: addrs, Topic: topic, Partition: p, MaxWait: 200 * time.Millisecond, Dialer: dialer})
 		wg.Go(func() {
 			defer func() { _ = r.Close() }()
 			for {

@@ -26,6 +26,14 @@ type jsRecord struct {
 // offsets, a consumer group reads everything back and commits, and the admin client reads the
 // group's committed offsets.
 func TestKafkajsAdminProducerAndConsumer(t *testing.T) {
+	checkKafkajs(t, newCluster(t), "kafkajs", "interop-kafkajs", "")
+}
+
+// checkKafkajs runs js/interop.js against addrs on topic (3 partitions, created by the
+// script's admin client) with consumer group group and checks everything it reports;
+// security is the script's INTEROP_SECURITY ("" for plaintext).
+func checkKafkajs(t *testing.T, addrs []string, topic, group, security string) {
+	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatal("node is not installed: run `make kafkajs` (hack/install-kafkajs.sh installs nodejs and npm, then kafkajs with npm ci)")
@@ -33,8 +41,7 @@ func TestKafkajsAdminProducerAndConsumer(t *testing.T) {
 	if _, err := os.Stat(filepath.Join("js", "node_modules", "kafkajs", "package.json")); err != nil {
 		t.Fatal("kafkajs is not installed in test/interop/js: run `make kafkajs` (npm ci from the committed package-lock.json)")
 	}
-	const topic, partitions = "kafkajs", 3
-	addrs := newCluster(t)
+	const partitions = 3
 	wrote := testRecords(topic, 120, true)
 	in := make([]jsRecord, len(wrote))
 	for i, r := range wrote {
@@ -47,8 +54,11 @@ func TestKafkajsAdminProducerAndConsumer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(testCtx(t), node, filepath.Join("js", "interop.js"), strings.Join(addrs, ","), topic, strconv.Itoa(partitions), "interop-kafkajs")
+	cmd := exec.CommandContext(testCtx(t), node, filepath.Join("js", "interop.js"), strings.Join(addrs, ","), topic, strconv.Itoa(partitions), group)
 	cmd.Stdin = bytes.NewReader(stdin)
+	if security != "" {
+		cmd.Env = append(os.Environ(), "INTEROP_SECURITY="+security)
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -73,7 +83,9 @@ func TestKafkajsAdminProducerAndConsumer(t *testing.T) {
 	}
 
 	// The admin client's topic is what the brokers serve.
-	waitLeaders(t, addrs, topic, partitions)
+	if security == "" {
+		waitLeaders(t, addrs, topic, partitions)
+	}
 	if len(res.Produced) != len(wrote) {
 		t.Fatalf("kafkajs acknowledged %d of %d records", len(res.Produced), len(wrote))
 	}

@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,10 +22,14 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/sasl"
+	kgplain "github.com/segmentio/kafka-go/sasl/plain"
+	kgscram "github.com/segmentio/kafka-go/sasl/scram"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/sasl"
+	ksasl "github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	kscram "github.com/twmb/franz-go/pkg/sasl/scram"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -70,7 +75,7 @@ func testSecuredListener(t *testing.T, auth v1alpha1.ListenerAuthenticationType)
 		refusals = map[string]credential{"a wrong password": {auth: auth, user: "alice", pass: "not-" + alice.pass},
 			"an unknown user": {auth: auth, user: "mallory", pass: alice.pass}}
 	}
-	topics := []string{"secured-kgo", "secured-sarama", "secured-kcat"}
+	topics := []string{"secured-kgo", "secured-sarama", "secured-kcat", "secured-kafka-go"}
 	for _, topic := range topics {
 		createSecuredTopic(t, c, topic, 2)
 	}
@@ -142,6 +147,13 @@ func testSecuredListener(t *testing.T, auth v1alpha1.ListenerAuthenticationType)
 			t.Fatalf("kcat -C output: %v", err)
 		}
 		checkReadBack(t, recs, read)
+	})
+	t.Run("kafka-go writes and reads back", func(t *testing.T) {
+		transport, dialer := alice.kafkaGo(t, c)
+		checkKafkaGo(t, c.Addrs, "secured-kafka-go", 2, transport, dialer)
+	})
+	t.Run("kafkajs creates a topic, produces and consumes in a group", func(t *testing.T) {
+		checkKafkajs(t, c.Addrs, "secured-kafkajs", "kafkajs-secured", alice.kafkajs(t, c))
 	})
 	if t.Failed() {
 		return
@@ -286,6 +298,46 @@ func (cr credential) sarama(c *kubebrokers.Cluster) *sarama.Config {
 	return cfg
 }
 
+// kafkaGo are kafka-go's Writer transport and Reader dialer for cr: TLS trusting the cluster
+// CA (kafka-go checks the host name), and its own SCRAM or PLAIN mechanism.
+func (cr credential) kafkaGo(t *testing.T, c *kubebrokers.Cluster) (*kafka.Transport, *kafka.Dialer) {
+	t.Helper()
+	var mech sasl.Mechanism
+	var err error
+	switch cr.auth {
+	case v1alpha1.AuthenticationScramSHA512:
+		mech, err = kgscram.Mechanism(kgscram.SHA512, cr.user, cr.pass)
+	case v1alpha1.AuthenticationScramSHA256:
+		mech, err = kgscram.Mechanism(kgscram.SHA256, cr.user, cr.pass)
+	case v1alpha1.AuthenticationPlain:
+		mech = kgplain.Mechanism{Username: cr.user, Password: cr.pass}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &kafka.Transport{TLS: cr.tls(c), SASL: mech},
+		&kafka.Dialer{Timeout: 10 * time.Second, TLS: cr.tls(c), SASLMechanism: mech}
+}
+
+// kafkajs is js/interop.js's INTEROP_SECURITY for cr: the CA file, the client certificate's
+// files or the SASL mechanism and credentials.
+func (cr credential) kafkajs(t *testing.T, c *kubebrokers.Cluster) string {
+	t.Helper()
+	s := map[string]any{"ca": c.CAFile}
+	if cr.sasl() {
+		mech := map[v1alpha1.ListenerAuthenticationType]string{v1alpha1.AuthenticationScramSHA512: "scram-sha-512",
+			v1alpha1.AuthenticationScramSHA256: "scram-sha-256", v1alpha1.AuthenticationPlain: "plain"}[cr.auth]
+		s["sasl"] = map[string]string{"mechanism": mech, "username": cr.user, "password": cr.pass}
+	} else {
+		s["cert"], s["key"] = cr.certFile, cr.keyFile
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 // kcat are kcat's -X settings for cr: SASL_SSL with the mechanism, or SSL with the client
 // certificate; librdkafka checks the broker's host name against its certificate.
 func (cr credential) kcat(c *kubebrokers.Cluster) []string {
@@ -421,8 +473,8 @@ func fromKgo(r *kgo.Record) record {
 // versions and error handling.
 type saramaSCRAM struct {
 	sha512 bool
-	mech   sasl.Mechanism
-	sess   sasl.Session
+	mech   ksasl.Mechanism
+	sess   ksasl.Session
 	done   bool
 }
 

@@ -11,9 +11,30 @@
 // high}], consumed: [{partition, offset, key, value, headers}], commits: [{partition,
 // offset}] (the group's committed offsets after the consumer disconnected, read with the admin
 // client)} and exits 0; any error is printed to stderr and exits 1.
+//
+// With INTEROP_SECURITY set, every connection is secured as it says (JSON):
+// {"ca": file, "cert": file, "key": file, "sasl": {"mechanism": "scram-sha-512" |
+// "scram-sha-256" | "plain", "username", "password"}} — TLS trusting the CA bundle in "ca"
+// (host names checked), presenting the client certificate "cert"/"key" when given, and SASL
+// when "sasl" is given.
 'use strict';
 
+const fs = require('fs');
 const { Kafka, logLevel } = require('kafkajs');
+
+// security is the kafkajs ssl and sasl options INTEROP_SECURITY asks for ({} without it).
+function security() {
+  if (!process.env.INTEROP_SECURITY) {
+    return {};
+  }
+  const s = JSON.parse(process.env.INTEROP_SECURITY);
+  const ssl = { ca: [fs.readFileSync(s.ca)], rejectUnauthorized: true };
+  if (s.cert) {
+    ssl.cert = fs.readFileSync(s.cert);
+    ssl.key = fs.readFileSync(s.key);
+  }
+  return s.sasl ? { ssl, sasl: s.sasl } : { ssl };
+}
 
 async function main() {
   const [brokers, topic, partitionsArg, groupId] = process.argv.slice(2);
@@ -31,6 +52,7 @@ async function main() {
     brokers: brokers.split(','),
     logLevel: logLevel.WARN,
     retry: { initialRetryTime: 100, retries: 10 },
+    ...security(),
   });
 
   const admin = kafka.admin();
