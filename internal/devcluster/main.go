@@ -382,7 +382,9 @@ type bootstrap struct {
 }
 
 // sampleCAFile is where paddock dev writes cluster's CA bundle for the host's clients.
-func sampleCAFile(env *Env, cluster string) string { return filepath.Join(env.Dir(), cluster+"-ca.crt") }
+func sampleCAFile(env *Env, cluster string) string {
+	return filepath.Join(env.Dir(), cluster+"-ca.crt")
+}
 
 // secureKcat is the kcat command line (with args) that reaches the sample's secure listener
 // from the host: TLS against $PADDOCK_CA_FILE, SCRAM-SHA-512 as SampleUser with the password
