@@ -215,9 +215,10 @@ bench-groups: ## Benchmark a group coordinator's load of a 1,000-partition group
 	go test -run='^$$' -bench='^BenchmarkGroupLoad$$' -benchtime=5x ./broker/groups/
 
 .PHONY: bench
-bench: ## In one run: the plain write+fdatasync loop (the disk bound), kgo produce (acks=all, 1 KiB, 16 partitions) and consume (sendfile and the vectored write) through one broker and through franz-go's kfake, then the bounds (idle connections, fetch storm); prints the figures and ratios (hack/benchreport).
+bench: ## In one run: the plain write+fdatasync loop (the disk bound), kgo produce (acks=all, 1 KiB, 16 partitions) and consume (sendfile and the vectored write) through one broker and through franz-go's kfake, produce and consume over a TLS + SCRAM-SHA-512 listener, what a new connection costs (plaintext, TLS, TLS + SCRAM), then the bounds (idle connections, fetch storm); prints the figures and ratios (hack/benchreport).
 	{ go test -run='^$$' -bench='^BenchmarkSyncLoop$$' -benchtime=$(BENCHTIME) -count=$(BENCH_COUNT) ./broker/storage/ && \
 	  go test -run='^$$' -bench='^BenchmarkCompare$$' -benchtime=$(BENCH_RECORDS)x -count=$(BENCH_COUNT) ./broker/ && \
+	  go test -run='^$$' -bench='^BenchmarkConnect$$' -benchtime=50x -count=$(BENCH_COUNT) ./broker/ && \
 	  go test -run='^$$' -bench='^(BenchmarkIdleConnections|BenchmarkFetchStorm)$$' -benchtime=1x ./broker/; } | tee /dev/stderr | go run ./hack/benchreport
 	$(MAKE) --no-print-directory bench-groups
 

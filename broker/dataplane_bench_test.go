@@ -13,7 +13,9 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	kscram "github.com/twmb/franz-go/pkg/sasl/scram"
 
+	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/broker/brokertest"
 )
 
@@ -54,9 +56,9 @@ func benchProduce(b *testing.B, partitions, batchBytes int32, depth int) {
 // produceLoad produces b.N 1 KiB records to topic "bench" of the cluster at seeds with an
 // idempotent kgo producer (acks=all, no linger, no compression), timing from the first record
 // after a warm-up to the last acknowledgement, and reports MB/s_acked (and MB/s, b.SetBytes).
-func produceLoad(b *testing.B, seeds []string, batchBytes int32) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic("bench"), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0),
-		kgo.MaxBufferedRecords(1<<16), kgo.ProducerBatchMaxBytes(batchBytes), kgo.ProducerBatchCompression(kgo.NoCompression()))
+func produceLoad(b *testing.B, seeds []string, batchBytes int32, opts ...kgo.Opt) {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic("bench"), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0),
+		kgo.MaxBufferedRecords(1 << 16), kgo.ProducerBatchMaxBytes(batchBytes), kgo.ProducerBatchCompression(kgo.NoCompression())}, opts...)...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -103,9 +105,9 @@ func BenchmarkConsumeKgo(b *testing.B) {
 // consumeLoad writes b.N 1 KiB records to topic "bench" of the cluster at seeds (acks=1,
 // untimed), then times a kgo consumer reading them all from the start: MB/s_consumed (and
 // MB/s, b.SetBytes).
-func consumeLoad(b *testing.B, seeds []string) {
-	p, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic("bench"), kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(),
-		kgo.ProducerLinger(0), kgo.ProducerBatchCompression(kgo.NoCompression()))
+func consumeLoad(b *testing.B, seeds []string, opts ...kgo.Opt) {
+	p, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic("bench"), kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(),
+		kgo.ProducerLinger(0), kgo.ProducerBatchCompression(kgo.NoCompression())}, opts...)...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -123,7 +125,7 @@ func consumeLoad(b *testing.B, seeds []string) {
 		})
 	}
 	wg.Wait()
-	cons, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics("bench"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cons, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ConsumeTopics("bench"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, opts...)...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -147,7 +149,8 @@ func consumeLoad(b *testing.B, seeds []string) {
 // batches) and consume (kgo reading everything from the start). hack/benchreport prints the
 // ratios; each sub-benchmark starts a fresh server, so b.N records are all it holds. Consume
 // runs against the broker twice: records sent from the segment files (sendfile, the default)
-// and through memory with the vectored write.
+// and through memory with the vectored write. Both also run against a broker whose listener
+// is TLS with SCRAM-SHA-512 (server=paddock-tls), the cost of a secured listener.
 func BenchmarkCompare(b *testing.B) {
 	discard := logr.Discard()
 	paddock := func(b *testing.B) []string {
@@ -175,6 +178,64 @@ func BenchmarkCompare(b *testing.B) {
 		start func(*testing.B) []string
 	}{"paddock-vectored", vectored}) {
 		b.Run("consume/server="+s.name, func(b *testing.B) { consumeLoad(b, s.start(b)) })
+	}
+	b.Run("produce/server=paddock-tls", func(b *testing.B) {
+		seeds, opts := startSecuredBench(b)
+		produceLoad(b, seeds, 1<<20, opts...)
+	})
+	b.Run("consume/server=paddock-tls", func(b *testing.B) {
+		seeds, opts := startSecuredBench(b)
+		consumeLoad(b, seeds, opts...)
+	})
+}
+
+// startSecuredBench is one broker whose listener is TLS with SCRAM-SHA-512 and a
+// 16-partition topic "bench", and the kgo options that reach it.
+func startSecuredBench(b *testing.B) ([]string, []kgo.Opt) {
+	discard := logr.Discard()
+	c := brokertest.Start(b, brokertest.Options{Log: &discard,
+		Secured: &brokertest.Secured{Authentication: v1alpha1.AuthenticationScramSHA512, User: "bench", Password: "bench-password"}})
+	c.CreateTopic("bench", 16, nil)
+	return c.Addrs(), []kgo.Opt{kgo.DialTLSConfig(c.ClientTLS), kgo.SASL(kscram.Auth{User: "bench", Pass: "bench-password"}.AsSha512Mechanism())}
+}
+
+// BenchmarkConnect measures what a new connection costs before its first answer: a kgo
+// client's dial, then ApiVersions and Metadata (Ping), on a plaintext listener, a TLS one
+// and a TLS one with SCRAM-SHA-512 (SaslHandshake, two SaslAuthenticate round trips and the
+// server's PBKDF2-derived keys checked; 4096 iterations are the client's cost, paid once per
+// connection). hack/benchreport prints each against plaintext.
+func BenchmarkConnect(b *testing.B) {
+	discard := logr.Discard()
+	for _, kind := range []string{"plaintext", "tls", "tls+scram-sha-512"} {
+		b.Run("listener="+kind, func(b *testing.B) {
+			opts := brokertest.Options{Log: &discard}
+			switch kind {
+			case "tls":
+				opts.Secured = &brokertest.Secured{}
+			case "tls+scram-sha-512":
+				opts.Secured = &brokertest.Secured{Authentication: v1alpha1.AuthenticationScramSHA512, User: "bench", Password: "bench-password"}
+			}
+			c := brokertest.Start(b, opts)
+			var clientOpts []kgo.Opt
+			if c.ClientTLS != nil {
+				clientOpts = append(clientOpts, kgo.DialTLSConfig(c.ClientTLS))
+			}
+			if opts.Secured != nil && opts.Secured.Authentication != "" {
+				clientOpts = append(clientOpts, kgo.SASL(kscram.Auth{User: "bench", Pass: "bench-password"}.AsSha512Mechanism()))
+			}
+			ctx := context.Background()
+			b.ResetTimer()
+			for range b.N {
+				cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.Addrs()...)}, clientOpts...)...)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := cl.Ping(ctx); err != nil {
+					b.Fatal(err)
+				}
+				cl.Close()
+			}
+		})
 	}
 }
 

@@ -11,6 +11,7 @@ package brokertest
 import (
 	"context"
 	crand "crypto/rand"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -69,6 +70,9 @@ type Options struct {
 	MetricsPartitionLimit int
 	// Log receives the brokers' logs (default testr on t; logr.Discard() for benchmarks).
 	Log *logr.Logger
+	// Secured, when set, serves the listener over TLS, with SCRAM or PLAIN when it says
+	// (secured.go); clients then need ClientTLS.
+	Secured *Secured
 }
 
 // Cluster is a running harness cluster. Its methods are safe for concurrent use; they fail
@@ -84,6 +88,10 @@ type Cluster struct {
 	topics  []cluster.Topic // the operator's truth, published to every view not lagging
 	// deleting are the topics DeleteTopic removed, published as being deleted.
 	deleting []cluster.DeletingTopic
+	// security is every broker's security state and ClientTLS a client configuration that
+	// trusts its CA, with Options.Secured; nil otherwise.
+	security  *cluster.MemorySecurity
+	ClientTLS *tls.Config
 	// coordinatorEpoch and coordinatorBrokers are status.coordinatorEpoch and
 	// status.coordinatorBrokers as the assignment reconciler keeps them: bumped whenever
 	// the registered or alive set changes, and when a registered broker restarts.
@@ -122,6 +130,11 @@ func Start(t testing.TB, opts Options) *Cluster {
 		opts.DrainTimeout = 20 * time.Second
 	}
 	c := &Cluster{t: t, opts: opts, DataDir: opts.DataDir}
+	if opts.Secured != nil {
+		state, clientTLS := c.securedState()
+		c.security, c.ClientTLS = &cluster.MemorySecurity{}, clientTLS
+		c.security.Set(state)
+	}
 	for i := range int32(opts.Brokers) {
 		c.startBroker(i)
 	}
@@ -147,7 +160,7 @@ func (c *Cluster) startBroker(id int32) {
 	kafkaPort, healthPort := testkit.FreePort(c.t), testkit.FreePort(c.t)
 	cfg := broker.Config{
 		Cluster:               "c",
-		Listeners:             []cluster.ListenerSpec{{Name: "kafka", Port: int32(kafkaPort), Host: "127.0.0.1"}},
+		Listeners:             []cluster.ListenerSpec{c.listener(kafkaPort)},
 		HealthPort:            healthPort,
 		HeartbeatInterval:     100 * time.Millisecond,
 		SessionTimeout:        6 * time.Second,
@@ -170,6 +183,9 @@ func (c *Cluster) startBroker(id int32) {
 	b.CopyFetchData = c.opts.CopyFetchData
 	b.IOTimeout = c.opts.IOTimeout
 	b.GroupConfig = c.opts.GroupConfig
+	if c.security != nil {
+		b.Security = c.security
+	}
 	hb := &Broker{ID: id, B: b, View: view, signals: make(chan os.Signal, 2), result: make(chan error, 1), exited: make(chan struct{})}
 	listening := make(chan struct{})
 	b.OnListening = func(kafka []net.Addr, health net.Addr) {
@@ -198,6 +214,15 @@ func (c *Cluster) startBroker(id int32) {
 	c.rows = append(c.rows, v1alpha1.BrokerRow{ID: id, Host: host, Port: int32(port), State: v1alpha1.BrokerServing, Health: v1alpha1.BrokerAlive, Epoch: 1,
 		Listeners: []v1alpha1.ListenerAddress{{Name: "kafka", Host: host, Port: int32(port)}}})
 	c.mu.Unlock()
+}
+
+// listener is every broker's one listener, kafka, on port: secured as Options.Secured says.
+func (c *Cluster) listener(port int) cluster.ListenerSpec {
+	l := cluster.ListenerSpec{Name: "kafka", Port: int32(port), Host: "127.0.0.1"}
+	if s := c.opts.Secured; s != nil {
+		l.TLS, l.Authentication = true, s.Authentication
+	}
+	return l
 }
 
 // Addrs are the brokers' Kafka addresses, by id.

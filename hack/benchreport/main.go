@@ -2,7 +2,8 @@
 // standard input, from one run) and prints their throughputs and the ratios issue 13 asks
 // for: produce through one broker against the disk bound (broker/storage's plain
 // write+fdatasync loop) and against franz-go's kfake, consume (sendfile and the vectored write)
-// against kfake. The aims are
+// against kfake, produce and consume over a TLS + SCRAM-SHA-512 listener against plaintext,
+// and what a new connection costs on each kind of listener. The aims are
 // printed beside the ratios; nothing is asserted (the numbers depend on the machine).
 package main
 
@@ -26,6 +27,11 @@ const (
 	consumePad   = "BenchmarkCompare/consume/server=paddock"
 	consumeFake  = "BenchmarkCompare/consume/server=kfake"
 	consumeVec   = "BenchmarkCompare/consume/server=paddock-vectored"
+	produceTLS   = "BenchmarkCompare/produce/server=paddock-tls"
+	consumeTLS   = "BenchmarkCompare/consume/server=paddock-tls"
+	connectPlain = "BenchmarkConnect/listener=plaintext ns/op"
+	connectTLS   = "BenchmarkConnect/listener=tls ns/op"
+	connectSCRAM = "BenchmarkConnect/listener=tls+scram-sha-512 ns/op"
 	idleRSS      = "BenchmarkIdleConnections B_rss/idle_conn"
 	idleFloor    = "BenchmarkIdleConnections B_rss/idle_conn_go_floor"
 	stormFile    = "BenchmarkFetchStorm/copy=false"
@@ -93,7 +99,8 @@ func median(vs []float64) float64 {
 
 // report prints the throughputs and ratios; a benchmark missing from the run is an error.
 func report(w io.Writer, rates map[string]float64) error {
-	for _, name := range []string{loop16K, loop1M, producePad, produceFake, consumePad, consumeFake, consumeVec,
+	for _, name := range []string{loop16K, loop1M, producePad, produceFake, consumePad, consumeFake, consumeVec, produceTLS, consumeTLS,
+		connectPlain, connectTLS, connectSCRAM,
 		idleRSS, idleFloor, stormFile + peakUnit, stormFile + baseUnit, stormFile + budgetUnit, stormMemory + peakUnit, stormMemory + baseUnit, stormMemory + budgetUnit} {
 		if rates[name] <= 0 {
 			return fmt.Errorf("no figure for %s in the benchmark output (did it fail or not run?)", name)
@@ -110,6 +117,8 @@ func report(w io.Writer, rates map[string]float64) error {
 		{"consume, paddock (kgo, 16 partitions; sendfile)", consumePad},
 		{"consume, paddock through memory (vectored write)", consumeVec},
 		{"consume, kfake", consumeFake},
+		{"produce, paddock over TLS + SCRAM-SHA-512", produceTLS},
+		{"consume, paddock over TLS + SCRAM-SHA-512", consumeTLS},
 	}
 	fmt.Fprintln(w, reportHeader)
 	for _, r := range rows {
@@ -122,6 +131,13 @@ func report(w io.Writer, rates map[string]float64) error {
 	fmt.Fprintf(w, "  %-58s %8.2f ×  (aim ≥ 1.5)\n", "consume (sendfile) / kfake", rates[consumePad]/rates[consumeFake])
 	fmt.Fprintf(w, "  %-58s %8.2f ×\n", "consume (vectored write) / kfake", rates[consumeVec]/rates[consumeFake])
 	fmt.Fprintf(w, "  %-58s %8.2f ×\n", "consume: sendfile / vectored write", rates[consumePad]/rates[consumeVec])
+	fmt.Fprintf(w, "  %-58s %8.2f ×  (aim ≥ 0.8)\n", "produce over TLS + SCRAM / plaintext", rates[produceTLS]/rates[producePad])
+	fmt.Fprintf(w, "  %-58s %8.2f ×  (aim ≥ 0.8)\n", "consume over TLS + SCRAM / plaintext (sendfile)", rates[consumeTLS]/rates[consumePad])
+	fmt.Fprintln(w, "a new connection, dial to its first Metadata answer (kgo Ping):")
+	fmt.Fprintf(w, "  %-58s %8.2f ms\n", "plaintext", rates[connectPlain]/1e6)
+	fmt.Fprintf(w, "  %-58s %8.2f ms  (%.1f × plaintext)\n", "TLS", rates[connectTLS]/1e6, rates[connectTLS]/rates[connectPlain])
+	fmt.Fprintf(w, "  %-58s %8.2f ms  (%.1f × plaintext; SCRAM alone %.2f ms)\n", "TLS + SCRAM-SHA-512", rates[connectSCRAM]/1e6,
+		rates[connectSCRAM]/rates[connectPlain], (rates[connectSCRAM]-rates[connectTLS])/1e6)
 	fmt.Fprintln(w, "bounds (docs/bounds.md):")
 	fmt.Fprintf(w, "  %-58s %8.0f B  (aim ≤ 8192)\n", "RSS per idle connection, 15,000 connections", rates[idleRSS])
 	fmt.Fprintf(w, "  %-58s %8.0f B\n", "the same for a bare Go server (a goroutine in a read)", rates[idleFloor])
