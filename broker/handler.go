@@ -84,6 +84,8 @@ type Handler struct {
 	unavailable *groups.Coordinator
 	// authLimit counts failed authentications per source (authn.go). Made by init.
 	authLimit *authLimiter
+	// quotas are the principals' rates against their KafkaUsers' quotas (quota.go).
+	quotas quotas
 }
 
 func (h *Handler) init() {
@@ -129,7 +131,22 @@ func (h *Handler) ServeKafka(r *wire.Request) wire.Answer {
 	}
 	rc := h.newRequestContext(r, ls)
 	rc.session = sess
+	rq := h.quotaOf(sess.principal, r.Key)
+	if rq != nil && r.Key == fetchKey {
+		if throttled := h.throttledFetch(rq, kreq); throttled != nil {
+			rq.apply(throttled, r.Conn)
+			h.Metrics.request(r.Key, r.Version)
+			return encodeAnswer(r.CorrelationID, throttled, nil)
+		}
+	}
+	if rq != nil && r.Key == produceKey {
+		rq.produced(len(r.Body))
+	}
+	handling := time.Now()
 	resp, err := h.dispatch(rc, r.Header, kreq)
+	if rq != nil {
+		rq.handled(time.Since(handling))
+	}
 	if err != nil {
 		rc.held.release()
 		h.Metrics.connError("handler")
@@ -138,6 +155,9 @@ func (h *Handler) ServeKafka(r *wire.Request) wire.Answer {
 	probe := r.ClientID != nil && *r.ClientID == probeClientID
 	if !probe {
 		h.Metrics.request(r.Key, r.Version)
+	}
+	if rq != nil {
+		rq.wrap(rc, resp, r.Conn)
 	}
 	if rc.later != nil {
 		later := h.encodeLater(r.Header, rc.later, start, probe)

@@ -24,6 +24,8 @@ type Metrics struct {
 	connections prometheus.Gauge
 	// authentications counts SASL authentications by mechanism and result (authn.go).
 	authentications *prometheus.CounterVec
+	// throttled counts answers a client quota throttled, by quota (quota.go).
+	throttled *prometheus.CounterVec
 	// latency and answerErrors are per API key and version, created on first use: a key
 	// nobody sends costs no series (metrics_requests.go).
 	latency      *prometheus.HistogramVec
@@ -54,6 +56,7 @@ func NewMetrics(heartbeatAge func() float64, draining func() bool) *Metrics {
 			Help: "Client connections currently open.",
 		}),
 		authentications: authMetrics(),
+		throttled:       quotaMetrics(),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "paddock_broker_request_duration_seconds",
 			Help: "Time from a request's decode to its encoded answer (long-poll waits and acks=-1 fsyncs included), by API key name and version.",
@@ -66,7 +69,7 @@ func NewMetrics(heartbeatAge func() float64, draining func() bool) *Metrics {
 		}, []string{"api", "error"}),
 		byKey: map[int16][]prometheus.Counter{},
 	}
-	m.Registry.MustRegister(m.requests, m.errors, m.connections, m.authentications, m.latency, m.answerErrors,
+	m.Registry.MustRegister(m.requests, m.errors, m.connections, m.authentications, m.throttled, m.latency, m.answerErrors,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		buildinfo.Collector(),

@@ -95,7 +95,9 @@ func (c *conn) serve() {
 			c.readFailed(err)
 			return
 		}
-		if !c.waitAlone() {
+		// A muted connection's request waits here, read but not handled: the mute may
+		// have come from an answer computed later, while the reader waited for this one.
+		if !c.waitAlone() || !c.waitMuted() {
 			f.free()
 			return
 		}
@@ -307,6 +309,27 @@ func truncated(err error) error {
 		err = io.ErrUnexpectedEOF
 	}
 	return fmt.Errorf("truncated frame: %w", err)
+}
+
+// waitMuted holds the reader while the connection is muted (Conn.MuteUntil); false when
+// the connection or the server closed meanwhile.
+func (c *conn) waitMuted() bool {
+	for {
+		wait := time.Until(time.Unix(0, c.client.muteUntil.Load()))
+		if wait <= 0 {
+			return true
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-c.client.ctx.Done():
+			t.Stop()
+			return false
+		case <-c.srv.hardClose:
+			t.Stop()
+			return false
+		}
+	}
 }
 
 // waitAlone holds the next request until the answer computed alone before it is done; false

@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"net"
 	"os"
+	"sync/atomic"
+	"time"
 )
 
 // Handler answers the requests a Server reads. The server calls ServeKafka on the
@@ -107,6 +109,23 @@ type Conn struct {
 	// the reader goroutine calls one request at a time.
 	auth    any
 	rawNext bool
+	// muteUntil is when the reader may handle the connection's next request again (unix
+	// nanoseconds; 0 or past: now): a throttled client's connection (MuteUntil).
+	muteUntil atomic.Int64
+}
+
+// MuteUntil holds the connection's next requests until t: the reader reads and handles no
+// request before then (they wait in the socket, as Apache mutes a throttled channel), while
+// answers already queued are still written. A later call can only extend the hold. Safe for
+// concurrent use (an answer computed later may throttle too).
+func (c *Conn) MuteUntil(t time.Time) {
+	until := t.UnixNano()
+	for {
+		cur := c.muteUntil.Load()
+		if cur >= until || c.muteUntil.CompareAndSwap(cur, until) {
+			return
+		}
+	}
 }
 
 // TLS is the connection's TLS state (peer certificates, version, cipher suite) when it was

@@ -357,3 +357,44 @@ func TestParseHeader(t *testing.T) {
 		})
 	}
 }
+
+func TestAMutedConnectionHandlesNoRequestBeforeItsTime(t *testing.T) {
+	const mute = 300 * time.Millisecond
+	var mu sync.Mutex
+	handledAt := map[int32]time.Time{}
+	srv := &Server{Log: testr.New(t), Handler: HandlerFunc(func(r *Request) Answer {
+		mu.Lock()
+		handledAt[r.CorrelationID] = time.Now()
+		mu.Unlock()
+		a := echo(r)
+		if r.CorrelationID == 1 {
+			// Muted by an answer computed later, once the reader already waits for the next
+			// request: the next one must wait all the same.
+			return Answer{Later: func() Answer {
+				time.Sleep(50 * time.Millisecond)
+				r.Conn.MuteUntil(time.Now().Add(mute))
+				return a
+			}}
+		}
+		return a
+	})}
+	addr := serve(t, srv)
+	c := dial(t, addr)
+	_, _ = c.Write(requestFrame(0, 0, 1, "", []byte("throttled")))
+	if id, _ := readAnswer(t, c); id != 1 {
+		t.Fatalf("answer for %d, want 1", id)
+	}
+	answered := time.Now()
+	_, _ = c.Write(requestFrame(0, 0, 2, "", []byte("next")))
+	if id, _ := readAnswer(t, c); id != 2 {
+		t.Fatalf("answer for %d, want 2", id)
+	}
+	mu.Lock()
+	second := handledAt[2]
+	mu.Unlock()
+	// The mute began before the first answer was written, so the second request cannot have
+	// been handled sooner than mute − (a little) after it was read back.
+	if early := answered.Add(mute - 60*time.Millisecond); second.Before(early) {
+		t.Errorf("the next request was handled %v after the muting answer, before the %v mute ended", second.Sub(answered), mute)
+	}
+}
