@@ -84,6 +84,8 @@ type Handler struct {
 	unavailable *groups.Coordinator
 	// authLimit counts failed authentications per source (authn.go). Made by init.
 	authLimit *authLimiter
+	// authz caches the Authorizer of the current view and security snapshots (authz.go).
+	authz authzState
 }
 
 func (h *Handler) init() {
