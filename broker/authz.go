@@ -134,3 +134,19 @@ func (rc *requestContext) host() string {
 	}
 	return rc.remote.String()
 }
+
+// splitAuthorized splits items into those whose topic the principal may perform op on and
+// the others, each in request order.
+func splitAuthorized[T any](rc *requestContext, items []T, topic func(T) string, op v1alpha1.ACLOperation) (allowed, denied []T) {
+	if !rc.enforcing() {
+		return items, nil
+	}
+	for _, it := range items {
+		if rc.allowedTopic(op, topic(it)) {
+			allowed = append(allowed, it)
+		} else {
+			denied = append(denied, it)
+		}
+	}
+	return allowed, denied
+}
