@@ -24,7 +24,7 @@ func TestAKafkaUsersACLsLetItProduceToItsTopicOnly(t *testing.T) {
 	createSecuredTopic(t, c, "acl-other", 1)
 	bob := credential{auth: v1alpha1.AuthenticationScramSHA512, user: "bob"}
 	bob.pass = c.AddKafkaUser("bob", v1alpha1.ACLRule{Type: v1alpha1.ACLAllow,
-		Resource: v1alpha1.ACLResource{Type: v1alpha1.ACLTopic, Name: "acl-mine", PatternType: v1alpha1.ACLLiteral},
+		Resource:   v1alpha1.ACLResource{Type: v1alpha1.ACLTopic, Name: "acl-mine", PatternType: v1alpha1.ACLLiteral},
 		Operations: []v1alpha1.ACLOperation{"Write"}, Host: "*"})
 	waitAdmitted(t, c, bob)
 
