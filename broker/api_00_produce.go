@@ -12,8 +12,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/broker/cluster"
 	"github.com/paddock-dev/paddock/broker/storage"
+	"github.com/paddock-dev/paddock/internal/acl"
 )
 
 // Produce (key 0): versions 3-10 (docs/dataplane.md, "Produce").
@@ -35,6 +37,12 @@ import (
 //     RECORD_LIST_TOO_LARGE, KAFKA_STORAGE_ERROR, OUT_OF_ORDER_SEQUENCE_NUMBER,
 //     INVALID_PRODUCER_EPOCH, REQUEST_TIMED_OUT when timeout_ms passes first).
 //   - Every requested partition gets an entry; failures carry base offset -1.
+//   - Authorization (docs/security.md, "Authorization"; Apache's handleProduceRequest): a
+//     request with a transactional batch needs WRITE on its transactional id, else every
+//     partition answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED; then each topic needs WRITE,
+//     else its partitions answer TOPIC_AUTHORIZATION_FAILED (before the existence check, so
+//     an unauthorized client learns nothing of which topics exist). Nothing refused is
+//     written.
 //   - A producer's retry of one of its last five batches gets the original offsets back.
 //   - Acknowledgement (docs/dataplane.md, "Produce"): acks=-1 once the batch is fsynced and
 //     the fence still holds the leader's epoch, acks=1 once written and fence-checked, acks=0
@@ -125,6 +133,8 @@ func (rc *requestContext) selfFenced() bool { return rc.h.SelfFenced != nil && r
 // the append and queues the others as jobs.
 func (p *produce) plan() {
 	p.resp.Topics = make([]kmsg.ProduceResponseTopic, len(p.req.Topics))
+	txnRefused := p.rc.enforcing() && hasTransactionalBatch(p.req) &&
+		(p.req.TransactionID == nil || !p.rc.allowed(v1alpha1.ACLTransactionalID, *p.req.TransactionID, acl.OpWrite))
 	for i, rt := range p.req.Topics {
 		out := &p.resp.Topics[i]
 		*out = kmsg.NewProduceResponseTopic()
@@ -132,10 +142,19 @@ func (p *produce) plan() {
 		out.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
 		t, known := p.rc.view.Topic(rt.Topic)
 		internal, msg := produceInternalRefusal(rt.Topic)
+		authorized := p.rc.allowedTopic(acl.OpWrite, rt.Topic)
 		for j, rp := range rt.Partitions {
 			pr := &out.Partitions[j]
 			*pr = kmsg.NewProduceResponseTopicPartition()
 			pr.Partition, pr.BaseOffset = rp.Partition, -1
+			if txnRefused {
+				setProduceError(pr, kerr.TransactionalIDAuthorizationFailed.Code, msgTxnAuthorizationFailed)
+				continue
+			}
+			if !authorized {
+				setProduceError(pr, kerr.TopicAuthorizationFailed.Code, msgTopicAuthorizationFailed)
+				continue
+			}
 			if internal != 0 {
 				setProduceError(pr, internal, msg)
 				continue
@@ -344,6 +363,20 @@ func checkProduceRecords(version int16, b []byte) ([]byte, int16, string) {
 		return nil, kerr.InvalidTxnState.Code, "paddock does not support transactions yet: a transactional batch cannot be part of an ongoing transaction"
 	}
 	return b[:size], 0, ""
+}
+
+// hasTransactionalBatch reports whether any partition of req carries a batch whose
+// transactional attribute is set (Apache's RequestUtils.hasTransactionalRecords).
+func hasTransactionalBatch(req *kmsg.ProduceRequest) bool {
+	for _, rt := range req.Topics {
+		for _, rp := range rt.Partitions {
+			b := rp.Records
+			if len(b) >= batchAttributesOffset+2 && b[batchMagicOffset] == 2 && binary.BigEndian.Uint16(b[batchAttributesOffset:])&attrTransactional != 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Record batch v2 timestamp fields (docs/dataplane.md, "Record batch v2").

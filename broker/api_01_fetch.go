@@ -11,6 +11,8 @@ import (
 
 	"github.com/paddock-dev/paddock/broker/cluster"
 	"github.com/paddock-dev/paddock/broker/storage"
+	"github.com/paddock-dev/paddock/internal/acl"
+	"github.com/paddock-dev/paddock/internal/topicname"
 )
 
 // Fetch (key 1): versions 4-16 (docs/dataplane.md, "Fetch").
@@ -52,6 +54,9 @@ import (
 //     session id 0, which clients read as "no session" (Apache does the same when its session
 //     cache is full); an incremental fetch → FETCH_SESSION_ID_NOT_FOUND, so the client falls
 //     back to full fetches. Forgotten topics are ignored (nothing is remembered).
+//   - Authorization (Apache's handleFetchRequest): READ on each topic, else its partitions
+//     answer TOPIC_AUTHORIZATION_FAILED (below v13 before the existence check; from v13 an
+//     unknown topic id is UNKNOWN_TOPIC_ID first).
 //
 // Version notes:
 //   - v9: CurrentLeaderEpoch (-1 = none).
@@ -166,11 +171,16 @@ func (f *fetchState) resolve(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) [
 			t, known = rc.view.Topic(rt.Topic)
 		}
 		offsetsTopic := rc.isOffsetsTopic(req.Version, rt.Topic, rt.TopicID)
+		authorized := rc.allowedTopic(acl.OpRead, fetchedTopicName(req.Version, rt.Topic, t, known, offsetsTopic))
 		ot.Partitions = make([]kmsg.FetchResponseTopicPartition, len(rt.Partitions))
 		for j, rp := range rt.Partitions {
 			op := &ot.Partitions[j]
 			*op = kmsg.NewFetchResponseTopicPartition()
 			op.Partition, op.RecordBatches = rp.Partition, noRecords
+			if !authorized && (known || offsetsTopic || req.Version < 13) {
+				setFetchError(op, kerr.TopicAuthorizationFailed.Code)
+				continue
+			}
 			if offsetsTopic {
 				if p := f.offsetsTopicPart(rp, op, req.IsolationLevel); p != nil {
 					parts = append(parts, p)
@@ -323,6 +333,21 @@ func closedOrNil(ch <-chan struct{}) bool {
 	default:
 		return false
 	}
+}
+
+// fetchedTopicName is the name a Fetch topic is authorized by: the request's below v13, else
+// the name of the topic its id resolves to ("" for an unknown id, which answers
+// UNKNOWN_TOPIC_ID whatever the ACLs: Apache resolves the id first).
+func fetchedTopicName(version int16, requested string, t *cluster.Topic, known, offsetsTopic bool) string {
+	switch {
+	case version < 13:
+		return requested
+	case offsetsTopic:
+		return topicname.ConsumerOffsets
+	case known:
+		return t.Name
+	}
+	return ""
 }
 
 func setFetchError(op *kmsg.FetchResponseTopicPartition, code int16) {

@@ -5,6 +5,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/paddock-dev/paddock/broker/storage"
+	"github.com/paddock-dev/paddock/internal/acl"
 	"github.com/paddock-dev/paddock/internal/topicname"
 )
 
@@ -31,6 +32,8 @@ import (
 //     over here → NOT_LEADER_OR_FOLLOWER; offline → KAFKA_STORAGE_ERROR. Apache's
 //     OFFSET_NOT_AVAILABLE (a new leader's high watermark below its epoch start) cannot
 //     happen: a takeover makes the high watermark the log end before it serves.
+//   - Authorization (Apache's handleListOffsetRequest): DESCRIBE on each topic, else its
+//     partitions answer TOPIC_AUTHORIZATION_FAILED, before any other check.
 //
 // Version notes:
 //   - v0: OldStyleOffsets, at most MaxNumOffsets of them: [high watermark] for -1, [log start]
@@ -67,11 +70,14 @@ func handleListOffsets(rc *requestContext, kreq kmsg.Request) (kmsg.Response, er
 		ot.Topic = rt.Topic
 		ot.Partitions = make([]kmsg.ListOffsetsResponseTopicPartition, len(rt.Partitions))
 		t, known := rc.view.Topic(rt.Topic)
+		authorized := rc.allowedTopic(acl.OpDescribe, rt.Topic)
 		for j, rp := range rt.Partitions {
 			op := &ot.Partitions[j]
 			*op = kmsg.NewListOffsetsResponseTopicPartition()
 			op.Partition = rp.Partition
 			switch {
+			case !authorized:
+				op.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case req.Version >= 1 && seen[hintKey{rt.Topic, rp.Partition}] > 1:
 				op.ErrorCode = kerr.InvalidRequest.Code
 			case rt.Topic == topicname.ConsumerOffsets:

@@ -5,7 +5,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/broker/cluster"
+	"github.com/paddock-dev/paddock/internal/acl"
 	"github.com/paddock-dev/paddock/internal/topicname"
 )
 
@@ -28,7 +30,13 @@ import (
 //   - A partition whose leader is not in the broker list (fenced, gone, or unassigned -1) →
 //     LEADER_NOT_AVAILABLE with leader -1. Replicas and ISR are the leader alone: a partition
 //     has one writer, and its data lives on shared storage rather than on follower replicas.
-//   - There is no authorizer: requested authorized operations report everything allowed.
+//   - Authorization (Apache's handleTopicMetadataRequest): DESCRIBE on each topic. Listing
+//     all topics leaves out those not allowed; a named one not allowed → TOPIC_AUTHORIZATION_
+//     FAILED with a zero id and no partitions (by id: a null name and the id), before its
+//     existence is looked at. An unknown topic the request and the cluster would auto-create
+//     needs CREATE on the cluster or on the topic, else TOPIC_AUTHORIZATION_FAILED and
+//     nothing is created. Requested authorized operations are the principal's (the
+//     cluster's: 0 without DESCRIBE on it); without spec.authorization, everything.
 //
 // Version notes:
 //   - v0: an empty topic list means all topics too (v0 has no null).
@@ -53,14 +61,25 @@ func handleMetadata(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error
 	listed := rc.metadataBrokers(resp)
 	rc.metadataCluster(req, resp)
 	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
-		resp.Topics = append(resp.Topics, describeOffsetsTopic(req, rc.view, listed))
-		for i := range rc.view.Topics {
-			resp.Topics = append(resp.Topics, describeTopic(req, &rc.view.Topics[i], listed))
+		if rc.allowedTopic(acl.OpDescribe, topicname.ConsumerOffsets) {
+			resp.Topics = append(resp.Topics, describeOffsetsTopic(req, rc.view, listed))
 		}
-		return resp, nil
+		for i := range rc.view.Topics {
+			if rc.allowedTopic(acl.OpDescribe, rc.view.Topics[i].Name) {
+				resp.Topics = append(resp.Topics, describeTopic(req, &rc.view.Topics[i], listed))
+			}
+		}
+	} else {
+		for _, rt := range req.Topics {
+			resp.Topics = append(resp.Topics, rc.requestedTopic(req, rt, listed))
+		}
 	}
-	for _, rt := range req.Topics {
-		resp.Topics = append(resp.Topics, rc.requestedTopic(req, rt, listed))
+	if req.IncludeTopicAuthorizedOperations && rc.enforcing() {
+		for i := range resp.Topics {
+			if mt := &resp.Topics[i]; mt.ErrorCode == 0 && mt.Topic != nil {
+				mt.AuthorizedOperations = rc.authorizedOps(v1alpha1.ACLTopic, *mt.Topic)
+			}
+		}
 	}
 	return resp, nil
 }
@@ -88,8 +107,17 @@ func (rc *requestContext) metadataCluster(req *kmsg.MetadataRequest, resp *kmsg.
 	}
 	resp.ControllerID = rc.controllerID()
 	if req.IncludeClusterAuthorizedOperations {
-		resp.AuthorizedOperations = clusterAuthorizedOps
+		resp.AuthorizedOperations = rc.clusterOps()
 	}
+}
+
+// clusterOps is the cluster's authorized-operations bitfield as Metadata and
+// DescribeCluster answer it: 0 without DESCRIBE on the cluster (Apache's rule).
+func (rc *requestContext) clusterOps() int32 {
+	if !rc.allowedCluster(acl.OpDescribe) {
+		return 0
+	}
+	return rc.authorizedOps(v1alpha1.ACLCluster, "")
 }
 
 // requestedTopic answers one topic the request names, by name or (v10+) by id.
@@ -98,13 +126,33 @@ func (rc *requestContext) requestedTopic(req *kmsg.MetadataRequest, rt kmsg.Meta
 		t  *cluster.Topic
 		ok bool
 	)
-	if (rt.Topic != nil && *rt.Topic == topicname.ConsumerOffsets) || (rt.Topic == nil && rt.TopicID == offsetsTopicID(rc.view.ClusterID) && rt.TopicID != [16]byte{}) {
-		return describeOffsetsTopic(req, rc.view, listed)
-	}
+	offsets := (rt.Topic != nil && *rt.Topic == topicname.ConsumerOffsets) || (rt.Topic == nil && rt.TopicID == offsetsTopicID(rc.view.ClusterID) && rt.TopicID != [16]byte{})
 	if rt.Topic != nil {
 		t, ok = rc.view.Topic(*rt.Topic)
 	} else {
 		t, ok = rc.view.TopicByID(rt.TopicID)
+	}
+	name := ""
+	switch {
+	case rt.Topic != nil:
+		name = *rt.Topic
+	case offsets:
+		name = topicname.ConsumerOffsets
+	case ok:
+		name = t.Name
+	}
+	if name != "" && !rc.allowedTopic(acl.OpDescribe, name) {
+		mt := kmsg.NewMetadataResponseTopic()
+		mt.ErrorCode, mt.Partitions = kerr.TopicAuthorizationFailed.Code, []kmsg.MetadataResponseTopicPartition{}
+		if rt.Topic != nil {
+			mt.Topic = rt.Topic
+		} else {
+			mt.TopicID = rt.TopicID
+		}
+		return mt
+	}
+	if offsets {
+		return describeOffsetsTopic(req, rc.view, listed)
 	}
 	if ok {
 		return describeTopic(req, t, listed)
@@ -153,6 +201,9 @@ func describePartition(p cluster.Partition, listed map[int32]bool) kmsg.Metadata
 // unknownTopic is the error of a Metadata topic the view does not have, after starting its
 // auto-creation when the client and the cluster allow it.
 func (rc *requestContext) unknownTopic(name string, allowCreate bool) int16 {
+	if allowCreate && rc.view.Config.AutoCreateTopics && !rc.allowedCluster(acl.OpCreate) && !rc.allowedTopic(acl.OpCreate, name) {
+		return kerr.TopicAuthorizationFailed.Code
+	}
 	if topicname.Validate(name) != nil {
 		return kerr.InvalidTopicException.Code
 	}

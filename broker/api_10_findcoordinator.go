@@ -4,6 +4,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/internal/acl"
 	"github.com/paddock-dev/paddock/internal/coordinator"
 )
 
@@ -21,6 +23,9 @@ import (
 //     COORDINATOR_NOT_AVAILABLE.
 //   - Transaction keys (type 1) → COORDINATOR_NOT_AVAILABLE until transactions exist; any
 //     other key type → INVALID_REQUEST.
+//   - Authorization (Apache's handleFindCoordinatorRequest), per key: a group needs DESCRIBE
+//     on it, else GROUP_AUTHORIZATION_FAILED; a transactional id DESCRIBE on it, else
+//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED (node -1, empty host, port -1).
 //
 // Version notes:
 //   - v0: no key type: the key is a group.
@@ -62,7 +67,13 @@ func (rc *requestContext) findCoordinator(key string, keyType int8) kmsg.FindCoo
 	}
 	switch keyType {
 	case coordinatorTypeGroup:
+		if !rc.allowedGroup(acl.OpDescribe, key) {
+			return fail(kerr.GroupAuthorizationFailed, msgGroupAuthorizationFailed)
+		}
 	case coordinatorTypeTransaction:
+		if !rc.allowed(v1alpha1.ACLTransactionalID, key, acl.OpDescribe) {
+			return fail(kerr.TransactionalIDAuthorizationFailed, msgTxnAuthorizationFailed)
+		}
 		return fail(kerr.CoordinatorNotAvailable, "transactions are not served yet")
 	default:
 		return fail(kerr.InvalidRequest, "unknown coordinator key type")

@@ -10,6 +10,7 @@ import (
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/broker/cluster"
+	"github.com/paddock-dev/paddock/internal/acl"
 	"github.com/paddock-dev/paddock/internal/kafkaconfig"
 	"github.com/paddock-dev/paddock/internal/topicname"
 )
@@ -36,6 +37,11 @@ import (
 //     still answers NONE if the wait runs out (the topic exists; leaders follow).
 //   - A topic being deleted under the same name is waited out the same way before it is
 //     created again.
+//   - Authorization (Apache's ControllerApis.createTopics): CREATE on the cluster or on the
+//     topic, checked after the duplicate check and before every other, else
+//     TOPIC_AUTHORIZATION_FAILED and nothing is created; v5+ configs need DESCRIBE_CONFIGS
+//     on the topic, else none are listed and the topic's config error code is
+//     TOPIC_AUTHORIZATION_FAILED.
 //
 // Version notes:
 //   - v1: validate_only runs every check and creates nothing.
@@ -67,12 +73,15 @@ func handleCreateTopics(rc *requestContext, kreq kmsg.Request) (kmsg.Response, e
 		claimed[topicname.CollisionKey(name)] = name
 	}
 	room := rc.topicRoom()
+	createAllowed := rc.allowedCluster(acl.OpCreate)
 	for i, t := range req.Topics {
 		r := kmsg.NewCreateTopicsResponseTopic()
 		r.Topic = t.Topic
 		switch {
 		case counts[t.Topic] > 1:
 			r.ErrorCode, r.ErrorMessage = kerr.InvalidRequest.Code, errorf("Create topics request from client contains multiple topics named '%s'", t.Topic)
+		case !createAllowed && !rc.allowedTopic(acl.OpCreate, t.Topic):
+			r.ErrorCode, r.ErrorMessage = kerr.TopicAuthorizationFailed.Code, strptr("Authorization failed.")
 		case isInternal(t.Topic):
 			code, msg := createInternalRefusal(t.Topic)
 			r.ErrorCode, r.ErrorMessage = code, &msg
@@ -110,7 +119,7 @@ func handleCreateTopics(rc *requestContext, kreq kmsg.Request) (kmsg.Response, e
 	}
 	for i, spec := range specs {
 		if spec != nil && req.Version >= 5 {
-			fillCreated(&results[i], snap, spec)
+			fillCreated(&results[i], snap, spec, rc.allowedTopic(acl.OpDescribeConfigs, spec.name))
 		}
 	}
 	resp.Topics = results
@@ -208,11 +217,16 @@ func (rc *requestContext) createdAndLed(s *cluster.Snapshot, specs []*createSpec
 }
 
 // fillCreated fills the v5+ fields of a successful topic: the partition count, replication
-// factor 1, its configs (as DescribeConfigs reports them) and, when the view has it, its id.
-func fillCreated(r *kmsg.CreateTopicsResponseTopic, s *cluster.Snapshot, spec *createSpec) {
+// factor 1, its configs (as DescribeConfigs reports them; when the principal may describe
+// them) and, when the view has it, its id.
+func fillCreated(r *kmsg.CreateTopicsResponseTopic, s *cluster.Snapshot, spec *createSpec, describeConfigs bool) {
 	r.NumPartitions, r.ReplicationFactor = spec.partitions, 1
 	if t, ok := s.Topic(spec.name); ok {
 		r.TopicID = t.ID
+	}
+	if !describeConfigs {
+		r.ConfigErrorCode = kerr.TopicAuthorizationFailed.Code
+		return
 	}
 	for _, e := range kafkaconfig.DescribeTopic(spec.config, s.ConfigMap) {
 		c := kmsg.NewCreateTopicsResponseTopicConfig()

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/paddock-dev/paddock/broker/cluster"
+	"github.com/paddock-dev/paddock/internal/acl"
 	"github.com/paddock-dev/paddock/internal/topicname"
 )
 
@@ -24,6 +25,10 @@ import (
 //   - A deleted topic stops being served at once: the answer waits (for at most the
 //     request's timeout) until this broker's view no longer lists it, so the client's next
 //     Metadata here does not see it.
+//   - Authorization (Apache's ControllerApis.deleteTopics): DELETE on the topic or on the
+//     cluster, after the request checks (both or neither of name and id, duplicates) and
+//     before the others, else TOPIC_AUTHORIZATION_FAILED and nothing is deleted; an id that
+//     names no topic is UNKNOWN_TOPIC_ID first (there is no name to authorize).
 //
 // Version notes:
 //   - v0-v2: TOPIC_DELETION_DISABLED does not exist: INVALID_REQUEST instead.
@@ -89,6 +94,8 @@ func (rc *requestContext) checkDelete(e kmsg.DeleteTopicsRequestTopic, duplicate
 		return nil, kerr.InvalidRequest.Code, "Exactly one of the topic name and the topic id must be set."
 	case duplicate:
 		return nil, kerr.InvalidRequest.Code, "Duplicate topic in the request."
+	case !rc.mayDeleteTopic(e):
+		return nil, kerr.TopicAuthorizationFailed.Code, msgTopicAuthorizationFailed
 	case rc.deletesInternal(e):
 		msg := fmt.Sprintf(errDeleteInternal, topicname.ConsumerOffsets)
 		if version < 3 {
@@ -113,6 +120,28 @@ func (rc *requestContext) checkDelete(e kmsg.DeleteTopicsRequestTopic, duplicate
 		return t, 0, ""
 	}
 	return nil, kerr.UnknownTopicOrPartition.Code, "This server does not host this topic-partition."
+}
+
+// mayDeleteTopic reports whether the principal may delete the topic e names: DELETE on it or
+// on the cluster. An id no topic has is left to the existence check.
+func (rc *requestContext) mayDeleteTopic(e kmsg.DeleteTopicsRequestTopic) bool {
+	if !rc.enforcing() || rc.allowedCluster(acl.OpDelete) {
+		return true
+	}
+	name := ""
+	switch {
+	case e.Topic != nil:
+		name = *e.Topic
+	case rc.deletesInternal(e):
+		name = topicname.ConsumerOffsets
+	default:
+		t, ok := rc.view.TopicByID(e.TopicID)
+		if !ok {
+			return true
+		}
+		name = t.Name
+	}
+	return rc.allowedTopic(acl.OpDelete, name)
 }
 
 // deleteTopic deletes t's KafkaTopic, if it is still the object the view showed.

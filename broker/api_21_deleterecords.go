@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/paddock-dev/paddock/internal/acl"
 )
 
 // DeleteRecords (key 21): versions 0-2, Apache 3.7's (docs/dataplane.md, "DeleteRecords").
@@ -24,6 +26,8 @@ import (
 //   - A partition named twice is answered once per mention, each with the same outcome
 //     (the second move changes nothing).
 //   - There are no follower replicas to wait for: the answer comes once the move is durable.
+//   - Authorization (Apache's handleDeleteRecordsRequest): DELETE on each topic, else its
+//     partitions answer TOPIC_AUTHORIZATION_FAILED, first; nothing is moved.
 //
 // Version notes: v2 is the flexible encoding; the versions do not differ otherwise.
 func init() { register(21, 0, 2, handleDeleteRecords) }
@@ -37,10 +41,13 @@ func handleDeleteRecords(rc *requestContext, kreq kmsg.Request) (kmsg.Response, 
 		ot := kmsg.NewDeleteRecordsResponseTopic()
 		ot.Topic = rt.Topic
 		t, known := rc.view.Topic(rt.Topic)
+		authorized := rc.allowedTopic(acl.OpDelete, rt.Topic)
 		for _, rp := range rt.Partitions {
 			op := kmsg.NewDeleteRecordsResponseTopicPartition()
 			op.Partition, op.LowWatermark = rp.Partition, -1
 			switch {
+			case !authorized:
+				op.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case !known:
 				op.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case !slices.Contains(strings.Split(t.Config.CleanupPolicy, ","), "delete"):

@@ -8,7 +8,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/broker/storage"
+	"github.com/paddock-dev/paddock/internal/acl"
 )
 
 // InitProducerId (key 22): versions 0-4, Apache 3.7's (docs/dataplane.md, "ListOffsets,
@@ -34,6 +36,10 @@ import (
 //     logs why. (FindCoordinator for a transaction key answers COORDINATOR_NOT_AVAILABLE, so
 //     a client that asks for its transaction coordinator first retries until its own
 //     timeout.)
+//   - Authorization (Apache's handleInitProducerIdRequest), before every other check: a
+//     transactional id needs WRITE on it, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED; a null
+//     one IDEMPOTENT_WRITE on the cluster or WRITE on some topic (authorizeByResourceType:
+//     acl.Authorizer.AllowedOnAny), else CLUSTER_AUTHORIZATION_FAILED. No id is allocated.
 //
 // Version notes:
 //   - v3 (KIP-360): an existing producer id and epoch may be named.
@@ -47,6 +53,10 @@ func handleInitProducerID(rc *requestContext, kreq kmsg.Request) (kmsg.Response,
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	switch {
+	case req.TransactionalID != nil && !rc.allowed(v1alpha1.ACLTransactionalID, *req.TransactionalID, acl.OpWrite):
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+	case req.TransactionalID == nil && !rc.allowedCluster(acl.OpIdempotentWrite) && !rc.allowedOnAnyTopic(acl.OpWrite):
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 	case (req.ProducerID == -1) != (req.ProducerEpoch == -1):
 		resp.ErrorCode = kerr.InvalidRequest.Code
 	case req.TransactionalID == nil:

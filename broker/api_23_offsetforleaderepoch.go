@@ -3,6 +3,8 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/paddock-dev/paddock/internal/acl"
 )
 
 // OffsetForLeaderEpoch (key 23): versions 0-4, Apache 3.7's (docs/dataplane.md, "ListOffsets,
@@ -20,6 +22,8 @@ import (
 //     older than every epoch → (the requested epoch, the first epoch's start); newer than
 //     every epoch → (-1, -1). Every leader rolls a segment at its epoch when it takes over, so
 //     the current epoch always answers.
+//   - Authorization (Apache's handleOffsetForLeaderEpochRequest, a consumer's): DESCRIBE on
+//     each topic, else its partitions answer TOPIC_AUTHORIZATION_FAILED, first.
 //
 // Version notes:
 //   - v0: no epoch in the answer.
@@ -36,10 +40,15 @@ func handleOffsetForLeaderEpoch(rc *requestContext, kreq kmsg.Request) (kmsg.Res
 		ot.Topic = rt.Topic
 		ot.Partitions = make([]kmsg.OffsetForLeaderEpochResponseTopicPartition, len(rt.Partitions))
 		t, known := rc.view.Topic(rt.Topic)
+		authorized := rc.allowedTopic(acl.OpDescribe, rt.Topic)
 		for j, rp := range rt.Partitions {
 			op := &ot.Partitions[j]
 			*op = kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			op.Partition = rp.Partition
+			if !authorized {
+				op.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				continue
+			}
 			if !known {
 				op.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				continue

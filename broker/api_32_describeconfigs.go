@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/paddock-dev/paddock/internal/acl"
 	"github.com/paddock-dev/paddock/internal/kafkaconfig"
 	"github.com/paddock-dev/paddock/internal/topicname"
 )
@@ -28,6 +29,10 @@ import (
 //     INVALID_REQUEST.
 //   - ConfigNames filters the keys; null or empty means all, and unknown names are left out.
 //   - Entries are never sensitive; synonyms come in precedence order, when asked.
+//   - Authorization (Apache's handleDescribeConfigsRequest), first: a topic needs
+//     DESCRIBE_CONFIGS on it, else TOPIC_AUTHORIZATION_FAILED; a broker or broker-logger
+//     resource DESCRIBE_CONFIGS on the cluster, else CLUSTER_AUTHORIZATION_FAILED; no
+//     entries either way.
 //
 // Version notes:
 //   - v0: IsDefault instead of a source; v1: every value's source and, when asked, synonyms.
@@ -57,6 +62,15 @@ func handleDescribeConfigs(rc *requestContext, kreq kmsg.Request) (kmsg.Response
 
 // describe is the entries of one resource, or its error.
 func (rc *requestContext) describe(res kmsg.DescribeConfigsRequestResource) ([]kafkaconfig.Entry, int16, string) {
+	switch res.ResourceType {
+	case kmsg.ConfigResourceTypeTopic, kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBrokerLogger:
+		if res.ResourceType == kmsg.ConfigResourceTypeTopic && !rc.allowedTopic(acl.OpDescribeConfigs, res.ResourceName) {
+			return nil, kerr.TopicAuthorizationFailed.Code, msgTopicAuthorizationFailed
+		}
+		if res.ResourceType != kmsg.ConfigResourceTypeTopic && !rc.allowedCluster(acl.OpDescribeConfigs) {
+			return nil, kerr.ClusterAuthorizationFailed.Code, msgClusterAuthorizationFailed
+		}
+	}
 	switch res.ResourceType {
 	case kmsg.ConfigResourceTypeTopic:
 		if err := topicname.Validate(res.ResourceName); err != nil {

@@ -20,6 +20,10 @@ import (
 //     UNKNOWN_TOPIC_OR_PARTITION; a key given twice, a null value, an unknown key or a value
 //     paddock cannot honour → INVALID_CONFIG, and nothing of that resource changes.
 //   - ValidateOnly runs the checks and changes nothing.
+//   - Authorization (Apache's handleAlterConfigsRequest), after the duplicate check: a topic
+//     needs ALTER_CONFIGS on it, else TOPIC_AUTHORIZATION_FAILED; a broker or broker-logger
+//     resource ALTER_CONFIGS on the cluster, else CLUSTER_AUTHORIZATION_FAILED
+//     (topic_config.go alterTarget). Nothing refused changes.
 //   - The answer waits briefly (configWaitMs) until this broker's view shows the change.
 func init() { register(33, 0, 2, handleAlterConfigs) }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/paddock-dev/paddock/broker/cluster"
 	"github.com/paddock-dev/paddock/broker/storage"
+	"github.com/paddock-dev/paddock/internal/acl"
 )
 
 // DescribeLogDirs (key 35): versions 0-4, Apache 3.7's (docs/dataplane.md, "DescribeLogDirs:
@@ -24,7 +25,8 @@ import (
 //     source); IsFuture is false (no AlterReplicaLogDirs).
 //   - The directory's error is KAFKA_STORAGE_ERROR while the volume probe fails.
 //   - A broker without a data directory (no data plane) answers no directory.
-//   - There is no authorizer: never CLUSTER_AUTHORIZATION_FAILED.
+//   - Authorization (Apache's handleDescribeLogDirsRequest): DESCRIBE on the cluster, else no
+//     directory and the top-level error (v3+) CLUSTER_AUTHORIZATION_FAILED.
 //
 // Version notes:
 //   - v3: a top-level error code (always NONE here).
@@ -34,6 +36,10 @@ func init() { register(35, 0, 4, handleDescribeLogDirs) }
 func handleDescribeLogDirs(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeLogDirsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
+	if !rc.allowedCluster(acl.OpDescribe) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 	p := rc.h.Partitions
 	if p == nil || p.cfg.DataDir == "" {
 		return resp, nil

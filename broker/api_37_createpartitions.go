@@ -10,6 +10,7 @@ import (
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/broker/cluster"
+	"github.com/paddock-dev/paddock/internal/acl"
 )
 
 // CreatePartitions (key 37): versions 0-3, Apache 3.7's (docs/topics.md, "Admin APIs
@@ -23,6 +24,8 @@ import (
 //     INVALID_PARTITIONS; an assignment → INVALID_REPLICA_ASSIGNMENT (with a wrong number of
 //     entries in Apache's words, otherwise because paddock places leaders itself).
 //   - ValidateOnly runs the checks and changes nothing.
+//   - Authorization (Apache's ControllerApis.createPartitions): ALTER on the topic, after the
+//     duplicate check and before the others, else TOPIC_AUTHORIZATION_FAILED; nothing grows.
 //   - The answer waits (for at most the request's timeout) until this broker's view shows
 //     the new partitions with listed leaders.
 func init() { register(37, 0, 3, handleCreatePartitions) }
@@ -71,6 +74,9 @@ func handleCreatePartitions(rc *requestContext, kreq kmsg.Request) (kmsg.Respons
 func (rc *requestContext) checkCreatePartitions(rt kmsg.CreatePartitionsRequestTopic, duplicate bool) (*cluster.Topic, int16, string) {
 	if duplicate {
 		return nil, kerr.InvalidRequest.Code, "Duplicate topic in the request."
+	}
+	if !rc.allowedTopic(acl.OpAlter, rt.Topic) {
+		return nil, kerr.TopicAuthorizationFailed.Code, msgTopicAuthorizationFailed
 	}
 	if code, msg := createPartitionsInternalRefusal(rt.Topic); code != 0 {
 		return nil, code, msg

@@ -26,6 +26,8 @@ import (
 //   - Only the keys the request names are checked, so an existing invalid entry (set with
 //     kubectl, reported by the topic's Degraded condition) does not block other changes.
 //   - Nothing of a resource changes unless all of its ops pass.
+//   - Authorization: as AlterConfigs' (ALTER_CONFIGS on the topic, or on the cluster for a
+//     broker or broker-logger resource: api_33_alterconfigs.go).
 func init() { register(44, 0, 1, handleIncrementalAlterConfigs) }
 
 func handleIncrementalAlterConfigs(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {

@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/paddock-dev/paddock/internal/acl"
 	"github.com/paddock-dev/paddock/internal/scram"
 )
 
@@ -19,12 +20,17 @@ import (
 //   - Users null or empty: every user with a credential, by name. A user named twice:
 //     DUPLICATE_RESOURCE for it (once); a user without a credential: RESOURCE_NOT_FOUND.
 //     Results come in the order of the request, one per distinct user.
-//   - The top-level error is NONE.
+//   - Authorization (Apache's handleDescribeUserScramCredentialsRequest): DESCRIBE on the
+//     cluster, else no results and the top-level error CLUSTER_AUTHORIZATION_FAILED.
 func init() { register(50, 0, 0, handleDescribeUserScramCredentials) }
 
 func handleDescribeUserScramCredentials(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeUserSCRAMCredentialsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
+	if !rc.allowedCluster(acl.OpDescribe) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 	creds := rc.h.security().Credentials
 	var names []string
 	if len(req.Users) == 0 {

@@ -15,8 +15,10 @@ import (
 //   - An error answer is, as Apache's, the response's defaults plus the error: no brokers, an
 //     empty cluster id, endpoint type 1 and controller -1.
 //   - ControllerID follows Metadata's (controllerID).
-//   - ClusterAuthorizedOperations stays at the INT32_MIN sentinel unless requested (there is
-//     no authorizer, so requested means "all").
+//   - ClusterAuthorizedOperations stays at the INT32_MIN sentinel unless requested.
+//   - Authorization (Apache's handleDescribeCluster): none is needed to describe the cluster;
+//     requested authorized operations are the principal's on the cluster, 0 without
+//     DESCRIBE on it (without spec.authorization: all).
 //
 // Version notes:
 //   - v1: EndpointType: 1 (brokers) is served; 2 (controllers) → MISMATCHED_ENDPOINT_TYPE,
@@ -57,7 +59,7 @@ func handleDescribeCluster(rc *requestContext, kreq kmsg.Request) (kmsg.Response
 	}
 	resp.ControllerID = rc.controllerID()
 	if req.IncludeClusterAuthorizedOperations {
-		resp.ClusterAuthorizedOperations = clusterAuthorizedOps
+		resp.ClusterAuthorizedOperations = rc.clusterOps()
 	}
 	return resp, nil
 }

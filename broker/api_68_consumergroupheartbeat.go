@@ -1,7 +1,12 @@
 package broker
 
 import (
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/paddock-dev/paddock/internal/acl"
 )
 
 // ConsumerGroupHeartbeat (key 68): the versions broker/groups serves (groups.VersionRange:
@@ -15,8 +20,24 @@ import (
 //     UNSUPPORTED_VERSION, and ApiVersions finalizes group.version at 0
 //     (api_18_apiversions.go).
 //   - It never waits for other clients, so it is answered in place.
+//   - Authorization (Apache 4.0's handleConsumerGroupHeartbeat): READ on the group, else
+//     GROUP_AUTHORIZATION_FAILED; then DESCRIBE on every subscribed topic name, else
+//     TOPIC_AUTHORIZATION_FAILED; the coordinator never sees a refused heartbeat.
 func init() { registerGroupAPI(68, handleConsumerGroupHeartbeat) }
 
 func handleConsumerGroupHeartbeat(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {
-	return answer(rc.coordinator().ConsumerGroupHeartbeat(rc.ctx, rc.groupClient(), kreq.(*kmsg.ConsumerGroupHeartbeatRequest)))
+	req := kreq.(*kmsg.ConsumerGroupHeartbeatRequest)
+	code := int16(0)
+	switch {
+	case !rc.allowedGroup(acl.OpRead, req.Group):
+		code = kerr.GroupAuthorizationFailed.Code
+	case slices.ContainsFunc(req.SubscribedTopicNames, func(t string) bool { return !rc.allowedTopic(acl.OpDescribe, t) }):
+		code = kerr.TopicAuthorizationFailed.Code
+	}
+	if code != 0 {
+		resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+		resp.ErrorCode = code
+		return resp, nil
+	}
+	return answer(rc.coordinator().ConsumerGroupHeartbeat(rc.ctx, rc.groupClient(), req))
 }

@@ -6,7 +6,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/broker/cluster"
+	"github.com/paddock-dev/paddock/internal/acl"
 	"github.com/paddock-dev/paddock/internal/topicname"
 )
 
@@ -27,7 +29,12 @@ import (
 //     the leader alone, no eligible leader replicas (ELR), no offline replicas.
 //   - A named topic that is not served: UNKNOWN_TOPIC_OR_PARTITION (INVALID_TOPIC_EXCEPTION
 //     for a name Kafka refuses), zero id, no partitions; listing all topics never reports
-//     one. No authorizer: every topic operation is authorized.
+//     one.
+//   - Authorization (Apache's DescribeTopicPartitionsRequestHandler): DESCRIBE on each topic.
+//     Listing all topics leaves out those not allowed; a named one not allowed →
+//     TOPIC_AUTHORIZATION_FAILED, zero id, no partitions, after the answered topics and
+//     outside the partition limit, whether or not it exists. AuthorizedOperations are the
+//     principal's (without spec.authorization: every topic operation).
 //   - A cursor naming a topic the request does not list, or a negative partition →
 //     INVALID_REQUEST for every named topic, as Apache's error response.
 func init() { register(75, 0, 0, handleDescribeTopicPartitions) }
@@ -62,6 +69,18 @@ func handleDescribeTopicPartitions(rc *requestContext, kreq kmsg.Request) (kmsg.
 		}
 		return resp, nil
 	}
+	var unauthorized []string
+	if rc.enforcing() {
+		allowed := names[:0]
+		for _, name := range names {
+			if rc.allowedTopic(acl.OpDescribe, name) {
+				allowed = append(allowed, name)
+			} else if !all {
+				unauthorized = append(unauthorized, name)
+			}
+		}
+		names = allowed
+	}
 	if cur != nil {
 		i, _ := slices.BinarySearch(names, cur.Topic)
 		names = names[i:]
@@ -94,6 +113,18 @@ func handleDescribeTopicPartitions(rc *requestContext, kreq kmsg.Request) (kmsg.
 			break
 		}
 		remaining -= int32(len(dt.Partitions))
+	}
+	if rc.enforcing() {
+		for i := range resp.Topics {
+			if dt := &resp.Topics[i]; dt.ErrorCode == 0 && dt.Topic != nil {
+				dt.AuthorizedOperations = rc.authorizedOps(v1alpha1.ACLTopic, *dt.Topic)
+			}
+		}
+	}
+	for _, name := range unauthorized {
+		dt := kmsg.NewDescribeTopicPartitionsResponseTopic()
+		dt.Topic, dt.ErrorCode, dt.Partitions = &name, kerr.TopicAuthorizationFailed.Code, []kmsg.DescribeTopicPartitionsResponseTopicPartition{}
+		resp.Topics = append(resp.Topics, dt)
 	}
 	return resp, nil
 }

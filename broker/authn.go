@@ -224,9 +224,13 @@ func (h *Handler) brokerPrincipal() string {
 	return "User:CN=" + v1alpha1.BrokerPrincipalCommonName(h.Cluster) + ",O=" + v1alpha1.PrincipalOrganization
 }
 
+// noSecurity is the security state of a Handler without Security: one value, so the
+// Authorizer cache (authz.go) keys on it.
+var noSecurity = &cluster.SecuritySnapshot{}
+
 func (h *Handler) security() *cluster.SecuritySnapshot {
 	if h.Security == nil {
-		return &cluster.SecuritySnapshot{}
+		return noSecurity
 	}
 	return h.Security.Security()
 }

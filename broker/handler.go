@@ -86,6 +86,8 @@ type Handler struct {
 	authLimit *authLimiter
 	// quotas are the principals' rates against their KafkaUsers' quotas (quota.go).
 	quotas quotas
+	// authz caches the Authorizer of the current view and security snapshots (authz.go).
+	authz authzState
 }
 
 func (h *Handler) init() {

@@ -10,6 +10,7 @@ import (
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/broker/cluster"
+	"github.com/paddock-dev/paddock/internal/acl"
 	"github.com/paddock-dev/paddock/internal/topicname"
 )
 
@@ -69,6 +70,10 @@ func (rc *requestContext) alterTarget(typ kmsg.ConfigResourceType, name string, 
 	switch {
 	case duplicate:
 		return nil, kerr.InvalidRequest.Code, "Duplicate resource in the request."
+	case (typ == kmsg.ConfigResourceTypeBroker || typ == kmsg.ConfigResourceTypeBrokerLogger) && !rc.allowedCluster(acl.OpAlterConfigs):
+		return nil, kerr.ClusterAuthorizationFailed.Code, msgClusterAuthorizationFailed
+	case typ == kmsg.ConfigResourceTypeTopic && !rc.allowedTopic(acl.OpAlterConfigs, name):
+		return nil, kerr.TopicAuthorizationFailed.Code, msgTopicAuthorizationFailed
 	case typ == kmsg.ConfigResourceTypeBroker:
 		return nil, kerr.InvalidRequest.Code, errBrokerConfigs
 	case typ == kmsg.ConfigResourceTypeBrokerLogger:

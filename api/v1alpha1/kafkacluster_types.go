@@ -185,11 +185,11 @@ type AuthorizationType string
 // AuthorizationSimple is Apache Kafka's ACL authorizer: KafkaUser ACLs, deny by default.
 const AuthorizationSimple AuthorizationType = "simple"
 
-// Authorization turns ACL checks on. NOT ENFORCED YET: the brokers accept it but check no
-// ACL, so every authenticated client may do everything (docs/security.md, "Not yet").
+// Authorization turns ACL checks on: every request is checked against the KafkaUsers' ACLs
+// with Apache's semantics (docs/security.md, "Authorization").
 type Authorization struct {
-	// type is simple: the ACLs of the cluster's KafkaUsers, to be checked on every request
-	// (not enforced yet).
+	// type is simple: the ACLs of the cluster's KafkaUsers, checked on every request (deny
+	// by default).
 	// +required
 	Type AuthorizationType `json:"type"`
 
@@ -506,9 +506,9 @@ type KafkaClusterSpec struct {
 	// +kubebuilder:default={}
 	Certificates Certificates `json:"certificates,omitempty"`
 
-	// authorization will check every request against the KafkaUsers' ACLs (Apache's
-	// semantics). NOT ENFORCED YET: with or without it, every client a listener admits may do
-	// everything (docs/security.md, "Not yet").
+	// authorization checks every request against the KafkaUsers' ACLs (Apache's semantics);
+	// without it, every client a listener admits may do everything (docs/security.md,
+	// "Authorization").
 	// +optional
 	Authorization *Authorization `json:"authorization,omitempty"`
 

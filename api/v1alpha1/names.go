@@ -264,3 +264,8 @@ func BrokerPrincipalCommonName(cluster string) string { return cluster + "-broke
 
 // PrincipalOrganization is the organization of every certificate subject paddock issues.
 const PrincipalOrganization = "paddock.dev"
+
+// OperatorPrincipalCommonName is the common name of the operator's own client certificate:
+// User:CN=paddock-operator,O=paddock.dev is a super user of every cluster with
+// spec.authorization (docs/security.md, "Authorization").
+const OperatorPrincipalCommonName = "paddock-operator"

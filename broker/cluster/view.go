@@ -54,6 +54,9 @@ type Snapshot struct {
 	// SuperUsers are spec.authorization.superUsers: principals allowed everything (and a
 	// mutual-TLS connection without a KafkaUser).
 	SuperUsers []string
+	// Authorization is true when spec.authorization is set: every request is checked against
+	// the KafkaUsers' ACLs (broker/authz.go). False: everyone may do everything.
+	Authorization bool
 
 	// registered and alive are the ids of Brokers and of those whose health is Alive, sorted:
 	// the coordinator rule's inputs, computed once per snapshot (by normalize) rather than
@@ -256,6 +259,8 @@ func (v *MemoryView) Set(s Snapshot) {
 		Deleting:   slices.Clone(s.Deleting),
 		SuperUsers: slices.Clone(s.SuperUsers),
 		Limits:     s.Limits,
+
+		Authorization: s.Authorization,
 
 		CoordinatorEpoch: s.CoordinatorEpoch,
 	}

@@ -109,3 +109,21 @@ func TestSnapshotIgnoresPartitionRowsOutsideTheTopic(t *testing.T) {
 		t.Fatalf("topics %+v, want t with partitions %v", s.Topics, want)
 	}
 }
+
+func TestSnapshotSaysWhetherSpecAuthorizationIsSet(t *testing.T) {
+	kc := &v1alpha1.KafkaCluster{}
+	if s := snapshotFrom("c", kc, nil); s.Authorization || s.SuperUsers != nil {
+		t.Fatalf("without spec.authorization: Authorization %v, super users %v", s.Authorization, s.SuperUsers)
+	}
+	kc.Spec.Authorization = &v1alpha1.Authorization{Type: v1alpha1.AuthorizationSimple}
+	if s := snapshotFrom("c", kc, nil); !s.Authorization {
+		t.Fatal("spec.authorization without super users: Authorization false")
+	}
+	kc.Spec.Authorization.SuperUsers = []string{"User:admin"}
+	if s := snapshotFrom("c", kc, nil); !s.Authorization || len(s.SuperUsers) != 1 {
+		t.Fatalf("Authorization %v, super users %v", s.Authorization, s.SuperUsers)
+	}
+	if v := NewMemoryView(Snapshot{Authorization: true}); !v.Snapshot().Authorization {
+		t.Fatal("MemoryView.Set dropped Authorization")
+	}
+}

@@ -70,7 +70,7 @@ var (
 		},
 		// The brokers read the limits from the KafkaCluster through their view.
 		"limits": func(s *kafkav1alpha1.KafkaClusterSpec) { s.Limits.MaxTopics = 10 },
-		// ACLs are not enforced yet (docs/security.md, "Not yet"): nothing reads it.
+		// The brokers read spec.authorization from the KafkaCluster through their view.
 		"authorization": func(s *kafkav1alpha1.KafkaClusterSpec) {
 			s.Authorization = &kafkav1alpha1.Authorization{Type: kafkav1alpha1.AuthorizationSimple}
 		},

@@ -131,6 +131,9 @@ type Options struct {
 	DrainTimeout time.Duration
 	// Security secures the cluster's one listener; nil: plaintext, everyone User:ANONYMOUS.
 	Security *Security
+	// Authorization is the KafkaCluster's spec.authorization (nil: none, everyone may do
+	// everything). The harness' own user needs to be one of its super users.
+	Authorization *v1alpha1.Authorization
 }
 
 // Security is the listener's tls and authentication (spec.listeners[].tls, .authentication)
@@ -195,7 +198,7 @@ func NewCluster(t *testing.T, n int, opts Options) *Cluster {
 		_ = Env.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}) // best effort; envtest stops anyway
 	})
 	kc := &v1alpha1.KafkaCluster{ObjectMeta: metav1.ObjectMeta{Name: ClusterName, Namespace: ns},
-		Spec: v1alpha1.KafkaClusterSpec{Replicas: int32(n), Config: opts.Config, Limits: opts.Limits}}
+		Spec: v1alpha1.KafkaClusterSpec{Replicas: int32(n), Config: opts.Config, Limits: opts.Limits, Authorization: opts.Authorization}}
 	if sec := opts.Security; sec != nil {
 		l := v1alpha1.Listener{Name: "kafka", Port: 9092, TLS: sec.TLS}
 		if sec.Authentication != "" {
@@ -552,19 +555,22 @@ func (c *Cluster) AddTLSUser(name string) (cert tls.Certificate, certFile, keyFi
 	return cert, certFile, keyFile
 }
 
-// AddKafkaUser creates the scram-sha-512 KafkaUser name and returns the password the
+// AddKafkaUser creates the scram-sha-512 KafkaUser name (with acls) and returns the password the
 // KafkaUser reconciler generated into Secret <name>, once the user is Ready.
-func (c *Cluster) AddKafkaUser(name string) (password string) {
+func (c *Cluster) AddKafkaUser(name string, acls ...v1alpha1.ACLRule) (password string) {
 	c.T.Helper()
-	return string(c.createUser(name, v1alpha1.UserScramSHA512).Data[v1alpha1.SecretKeyPassword])
+	return string(c.createUser(name, v1alpha1.UserScramSHA512, acls...).Data[v1alpha1.SecretKeyPassword])
 }
 
-// createUser creates KafkaUser name of auth and returns its Secret once it is Ready.
-func (c *Cluster) createUser(name string, auth v1alpha1.UserAuthenticationType) *corev1.Secret {
+// createUser creates KafkaUser name of auth with acls and returns its Secret once it is Ready.
+func (c *Cluster) createUser(name string, auth v1alpha1.UserAuthenticationType, acls ...v1alpha1.ACLRule) *corev1.Secret {
 	c.T.Helper()
 	ctx := context.Background()
 	u := &v1alpha1.KafkaUser{ObjectMeta: metav1.ObjectMeta{Namespace: c.NS, Name: name}, Spec: v1alpha1.KafkaUserSpec{
 		Cluster: ClusterName, Authentication: &v1alpha1.UserAuthentication{Type: auth}}}
+	if len(acls) > 0 {
+		u.Spec.Authorization = &v1alpha1.UserAuthorization{ACLs: acls}
+	}
 	if err := Env.Client.Create(ctx, u); err != nil {
 		c.T.Fatalf("create kafkauser %s: %v", name, err)
 	}

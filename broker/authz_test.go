@@ -1,0 +1,745 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
+	"github.com/paddock-dev/paddock/broker/cluster"
+	"github.com/paddock-dev/paddock/broker/internal/recordbatch"
+	"github.com/paddock-dev/paddock/internal/acl"
+	"github.com/paddock-dev/paddock/internal/testkit"
+)
+
+// aclBroker is a running Broker with one listener without authentication (every client is
+// User:ANONYMOUS), spec.authorization set (or not), topics "t" (led here, with a KafkaTopic)
+// and "d" (a KafkaTopic to delete), its admin writes going to a fake API server, and
+// User:ANONYMOUS's ACLs set by the test.
+type aclBroker struct {
+	addr  string
+	rules []v1alpha1.ACLRule // User:ANONYMOUS's, as last granted
+	sec   *cluster.MemorySecurity
+	kube  client.Client
+}
+
+var (
+	aclTopicT = cluster.Topic{Name: "t", ID: [16]byte{7}, Object: "c.t", UID: "uid-t", Generation: 1,
+		Partitions: []cluster.Partition{{Index: 0, Leader: 0, LeaderEpoch: 1}}}
+	aclTopicD = cluster.Topic{Name: "d", ID: [16]byte{8}, Object: "c.d", UID: "uid-d", Generation: 1,
+		Partitions: []cluster.Partition{{Index: 0, Leader: 0, LeaderEpoch: 1}}}
+)
+
+func startACLBroker(t *testing.T, authorization bool) *aclBroker {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	var objects []client.Object
+	for _, tp := range []cluster.Topic{aclTopicT, aclTopicD} {
+		kt := &v1alpha1.KafkaTopic{}
+		kt.Name, kt.Namespace, kt.UID, kt.Generation = tp.Object, "kafka", types.UID(tp.UID), 1
+		kt.Spec.Cluster, kt.Spec.TopicName, kt.Spec.Partitions = "c", tp.Name, 1
+		objects = append(objects, kt)
+	}
+	ab := &aclBroker{sec: &cluster.MemorySecurity{}, kube: fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).Build()}
+	ab.sec.Set(cluster.SecuritySnapshot{Users: map[string]cluster.User{}})
+	cfg := Config{
+		Cluster: "c", Listeners: []cluster.ListenerSpec{{Name: "plain", Port: 0, Host: "127.0.0.1", Type: v1alpha1.ListenerInternal}},
+		HealthPort: testkit.FreePort(t), BindAddress: "127.0.0.1", DataDir: t.TempDir(), DrainTimeout: time.Second,
+		Identity: cluster.Identity{ID: 0, Pod: "c-broker-0", UID: "u0", Namespace: "kafka"},
+	}
+	snap := cluster.Snapshot{ClusterID: testClusterID, Topics: []cluster.Topic{aclTopicD, aclTopicT}, Authorization: authorization,
+		CoordinatorEpoch: 1, CoordinatorBrokers: &v1alpha1.CoordinatorBrokers{Registered: []int32{0}, Alive: []int32{0}}}
+	view := cluster.NewMemoryView(snap)
+	b := NewBroker(cfg, view, testr.New(t))
+	b.Security, b.Admin = ab.sec, &cluster.Admin{Client: ab.kube, Namespace: "kafka", Cluster: "c"}
+	listening := make(chan struct{})
+	b.OnListening = func(kafka []net.Addr, _ net.Addr) { ab.addr = kafka[0].String(); close(listening) }
+	ctx, cancel := context.WithCancel(context.Background())
+	result := make(chan error, 1)
+	go func() { result <- b.Run(ctx, make(chan os.Signal)) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-result; !errors.Is(err, context.Canceled) {
+			t.Errorf("broker stopped with %v, want the context's cancellation", err)
+		}
+	})
+	select {
+	case <-listening:
+	case err := <-result:
+		t.Fatalf("broker stopped at start: %v", err)
+	}
+	_, port, _ := net.SplitHostPort(ab.addr)
+	snap.Brokers = []v1alpha1.BrokerRow{{ID: 0, State: v1alpha1.BrokerServing, Health: v1alpha1.BrokerAlive,
+		Listeners: []v1alpha1.ListenerAddress{{Name: "plain", Host: "127.0.0.1", Port: int32(atoiOrZero(port))}}}}
+	view.Set(snap)
+	testkit.Eventually(t, "the partitions taken over", b.CaughtUp)
+	// The coordinator loads its offsets partitions: wait until a commit goes through.
+	ab.asSuper(func() {
+		testkit.Eventually(t, "the group coordinator serving", func() bool {
+			return ab.commit(t, "warmup") == 0
+		})
+	})
+	return ab
+}
+
+// grant sets User:ANONYMOUS's ACLs (none: nil).
+func (ab *aclBroker) grant(rules ...v1alpha1.ACLRule) {
+	ab.rules = rules
+	ab.set(rules)
+}
+
+func (ab *aclBroker) set(rules []v1alpha1.ACLRule) {
+	ab.sec.Set(cluster.SecuritySnapshot{Users: map[string]cluster.User{
+		anonymous: {Name: "anonymous", Principal: anonymous, ACLs: rules},
+	}})
+}
+
+// asSuper runs f with User:ANONYMOUS allowed everything (to set up or look at the state a
+// refused request must not change), then puts the granted rules back.
+func (ab *aclBroker) asSuper(f func()) {
+	ab.set([]v1alpha1.ACLRule{allow(v1alpha1.ACLTopic, "*", acl.OpAll), allow(v1alpha1.ACLGroup, "*", acl.OpAll),
+		allow(v1alpha1.ACLCluster, "", acl.OpAll), allow(v1alpha1.ACLTransactionalID, "*", acl.OpAll)})
+	defer ab.set(ab.rules)
+	f()
+}
+
+// request sends req on a new connection and returns the answer.
+func (ab *aclBroker) request(t *testing.T, req kmsg.Request) kmsg.Response {
+	t.Helper()
+	return roundTrip(t, dialKafka(t, ab.addr), req)
+}
+
+// commit commits offset 1 of t/0 for group as a simple consumer; its partition's code.
+func (ab *aclBroker) commit(t *testing.T, group string) int16 {
+	req := latest(kmsg.NewPtrOffsetCommitRequest())
+	req.Group, req.Generation = group, -1
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = "t"
+	rp := kmsg.NewOffsetCommitRequestTopicPartition()
+	rp.Partition, rp.Offset = 0, 1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return ab.request(t, req).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
+}
+
+// committed is group's committed offset of t/0 (-1: none), read as a super user.
+func (ab *aclBroker) committed(t *testing.T, group string) int64 {
+	var off int64 = -1
+	ab.asSuper(func() {
+		req := latest(kmsg.NewPtrOffsetFetchRequest())
+		g := kmsg.NewOffsetFetchRequestGroup()
+		g.Group = group
+		req.Groups = append(req.Groups, g)
+		resp := ab.request(t, req).(*kmsg.OffsetFetchResponse)
+		for _, tp := range resp.Groups[0].Topics {
+			if tp.Topic == "t" {
+				off = tp.Partitions[0].Offset
+			}
+		}
+	})
+	return off
+}
+
+// endOffsets are t/0's log start and end offsets, read as a super user.
+func (ab *aclBroker) endOffsets(t *testing.T) (start, end int64) {
+	ab.asSuper(func() {
+		for i, ts := range []int64{-2, -1} {
+			req := latest(kmsg.NewPtrListOffsetsRequest())
+			rt := kmsg.NewListOffsetsRequestTopic()
+			rt.Topic = "t"
+			rp := kmsg.NewListOffsetsRequestTopicPartition()
+			rp.Timestamp = ts
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			off := ab.request(t, req).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0].Offset
+			if i == 0 {
+				start = off
+			} else {
+				end = off
+			}
+		}
+	})
+	return start, end
+}
+
+// kafkaTopic is the KafkaTopic object name in the fake API server (nil: none).
+func (ab *aclBroker) kafkaTopic(t *testing.T, name string) *v1alpha1.KafkaTopic {
+	t.Helper()
+	kt := &v1alpha1.KafkaTopic{}
+	if err := ab.kube.Get(context.Background(), client.ObjectKey{Namespace: "kafka", Name: name}, kt); err != nil {
+		return nil
+	}
+	return kt
+}
+
+func allow(typ v1alpha1.ACLResourceType, name string, ops ...v1alpha1.ACLOperation) v1alpha1.ACLRule {
+	return v1alpha1.ACLRule{Type: v1alpha1.ACLAllow, Resource: v1alpha1.ACLResource{Type: typ, Name: name, PatternType: v1alpha1.ACLLiteral}, Operations: ops, Host: "*"}
+}
+
+// latest sets req to the newest version the broker serves.
+func latest[R kmsg.Request](req R) R {
+	req.SetVersion(apis[req.Key()].max)
+	return req
+}
+
+// aclCase is one row of the matrix: a request of key, sent with base granted (what reaching
+// the check needs) and then with base and needs; the first must answer refused where Apache
+// puts it and change nothing (unchanged), the second must not be refused.
+type aclCase struct {
+	name      string
+	key       int16
+	base      []v1alpha1.ACLRule
+	needs     []v1alpha1.ACLRule
+	refused   int16
+	send      func(t *testing.T, ab *aclBroker) int16
+	unchanged func(t *testing.T, ab *aclBroker)
+}
+
+func topicRule(op v1alpha1.ACLOperation) []v1alpha1.ACLRule {
+	return []v1alpha1.ACLRule{allow(v1alpha1.ACLTopic, "t", op)}
+}
+func groupRule(group string, op v1alpha1.ACLOperation) []v1alpha1.ACLRule {
+	return []v1alpha1.ACLRule{allow(v1alpha1.ACLGroup, group, op)}
+}
+func clusterRule(op v1alpha1.ACLOperation) []v1alpha1.ACLRule {
+	return []v1alpha1.ACLRule{allow(v1alpha1.ACLCluster, "", op)}
+}
+
+var (
+	topicAuth   = kerr.TopicAuthorizationFailed.Code
+	groupAuth   = kerr.GroupAuthorizationFailed.Code
+	clusterAuth = kerr.ClusterAuthorizationFailed.Code
+	txnAuth     = kerr.TransactionalIDAuthorizationFailed.Code
+)
+
+func aclMatrix() []aclCase {
+	return []aclCase{
+		{name: "Produce needs WRITE on the topic", key: 0, needs: topicRule(acl.OpWrite), refused: topicAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 {
+				req := latest(kmsg.NewPtrProduceRequest())
+				req.Acks, req.TimeoutMillis = -1, 5000
+				rt := kmsg.NewProduceRequestTopic()
+				rt.Topic = "t"
+				rp := kmsg.NewProduceRequestTopicPartition()
+				rp.Records = recordbatch.Plain([]byte("v")).Bytes()
+				rt.Partitions = append(rt.Partitions, rp)
+				req.Topics = append(req.Topics, rt)
+				return ab.request(t, req).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
+			},
+			unchanged: func(t *testing.T, ab *aclBroker) {
+				if _, end := ab.endOffsets(t); end != 0 {
+					t.Errorf("the refused produce was written: end offset %d", end)
+				}
+			}},
+		{name: "Fetch needs READ on the topic", key: 1, needs: topicRule(acl.OpRead), refused: topicAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 {
+				req := latest(kmsg.NewPtrFetchRequest())
+				req.MaxBytes, req.MaxWaitMillis = 1<<20, 0
+				rt := kmsg.NewFetchRequestTopic()
+				rt.Topic, rt.TopicID = "t", aclTopicT.ID
+				rp := kmsg.NewFetchRequestTopicPartition()
+				rp.PartitionMaxBytes = 1 << 20
+				rt.Partitions = append(rt.Partitions, rp)
+				req.Topics = append(req.Topics, rt)
+				return ab.request(t, req).(*kmsg.FetchResponse).Topics[0].Partitions[0].ErrorCode
+			}},
+		{name: "ListOffsets needs DESCRIBE on the topic", key: 2, needs: topicRule(acl.OpDescribe), refused: topicAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 {
+				req := latest(kmsg.NewPtrListOffsetsRequest())
+				rt := kmsg.NewListOffsetsRequestTopic()
+				rt.Topic = "t"
+				rp := kmsg.NewListOffsetsRequestTopicPartition()
+				rp.Timestamp = -1
+				rt.Partitions = append(rt.Partitions, rp)
+				req.Topics = append(req.Topics, rt)
+				return ab.request(t, req).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0].ErrorCode
+			}},
+		{name: "Metadata of a named topic needs DESCRIBE on it", key: 3, needs: topicRule(acl.OpDescribe), refused: topicAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 {
+				req := latest(kmsg.NewPtrMetadataRequest())
+				rt := kmsg.NewMetadataRequestTopic()
+				rt.Topic = strptr("t")
+				req.Topics = append(req.Topics, rt)
+				mt := ab.request(t, req).(*kmsg.MetadataResponse).Topics[0]
+				if mt.ErrorCode == topicAuth && (mt.TopicID != [16]byte{} || len(mt.Partitions) != 0) {
+					t.Errorf("refused topic disclosed: id %x, %d partitions", mt.TopicID, len(mt.Partitions))
+				}
+				return mt.ErrorCode
+			}},
+		{name: "Metadata auto-creation needs CREATE on the cluster", key: 3,
+			base: []v1alpha1.ACLRule{allow(v1alpha1.ACLTopic, "auto", acl.OpDescribe)}, needs: clusterRule(acl.OpCreate), refused: topicAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 {
+				req := latest(kmsg.NewPtrMetadataRequest())
+				req.AllowAutoTopicCreation = true
+				rt := kmsg.NewMetadataRequestTopic()
+				rt.Topic = strptr("auto")
+				req.Topics = append(req.Topics, rt)
+				return ab.request(t, req).(*kmsg.MetadataResponse).Topics[0].ErrorCode
+			},
+			unchanged: func(t *testing.T, ab *aclBroker) {
+				time.Sleep(100 * time.Millisecond) // an auto-creation runs in the background
+				if ab.kafkaTopic(t, "c.auto") != nil {
+					t.Error("the refused auto-creation created the topic")
+				}
+			}},
+		{name: "OffsetCommit needs READ on the group", key: 8, base: topicRule(acl.OpRead), needs: groupRule("g1", acl.OpRead), refused: groupAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 { return ab.commit(t, "g1") },
+			unchanged: func(t *testing.T, ab *aclBroker) {
+				if off := ab.committed(t, "g1"); off != -1 {
+					t.Errorf("the refused commit was committed: offset %d", off)
+				}
+			}},
+		{name: "OffsetCommit needs READ on the topic", key: 8, base: groupRule("g2", acl.OpRead), needs: topicRule(acl.OpRead), refused: topicAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 { return ab.commit(t, "g2") },
+			unchanged: func(t *testing.T, ab *aclBroker) {
+				if off := ab.committed(t, "g2"); off != -1 {
+					t.Errorf("the refused commit was committed: offset %d", off)
+				}
+			}},
+		{name: "OffsetFetch needs DESCRIBE on the group", key: 9, base: topicRule(acl.OpDescribe), needs: groupRule("warmup", acl.OpDescribe), refused: groupAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 { return offsetFetch(t, ab, "warmup", true) }},
+		{name: "OffsetFetch needs DESCRIBE on the topic", key: 9, base: groupRule("warmup", acl.OpDescribe), needs: topicRule(acl.OpDescribe), refused: topicAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 { return offsetFetch(t, ab, "warmup", false) }},
+		{name: "FindCoordinator needs DESCRIBE on the group", key: 10, needs: groupRule("g", acl.OpDescribe), refused: groupAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 {
+				req := latest(kmsg.NewPtrFindCoordinatorRequest())
+				req.CoordinatorKeys = []string{"g"}
+				return ab.request(t, req).(*kmsg.FindCoordinatorResponse).Coordinators[0].ErrorCode
+			}},
+		{name: "FindCoordinator needs DESCRIBE on the transactional id", key: 10, needs: []v1alpha1.ACLRule{allow(v1alpha1.ACLTransactionalID, "tx", acl.OpDescribe)}, refused: txnAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 {
+				req := latest(kmsg.NewPtrFindCoordinatorRequest())
+				req.CoordinatorKeys, req.CoordinatorType = []string{"tx"}, coordinatorTypeTransaction
+				return ab.request(t, req).(*kmsg.FindCoordinatorResponse).Coordinators[0].ErrorCode
+			}},
+		{name: "JoinGroup needs READ on the group", key: 11, needs: groupRule("j", acl.OpRead), refused: groupAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 {
+				req := latest(kmsg.NewPtrJoinGroupRequest())
+				req.Group, req.SessionTimeoutMillis, req.RebalanceTimeoutMillis, req.ProtocolType = "j", 10000, 10000, "consumer"
+				p := kmsg.NewJoinGroupRequestProtocol()
+				p.Name, p.Metadata = "range", []byte{}
+				req.Protocols = append(req.Protocols, p)
+				return ab.request(t, req).(*kmsg.JoinGroupResponse).ErrorCode
+			},
+			unchanged: func(t *testing.T, ab *aclBroker) {
+				if groupListed(t, ab, "j") {
+					t.Error("the refused join made the group")
+				}
+			}},
+		{name: "Heartbeat needs READ on the group", key: 12, needs: groupRule("g", acl.OpRead), refused: groupAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 {
+				req := latest(kmsg.NewPtrHeartbeatRequest())
+				req.Group, req.Generation, req.MemberID = "g", 1, "m"
+				return ab.request(t, req).(*kmsg.HeartbeatResponse).ErrorCode
+			}},
+		{name: "LeaveGroup needs READ on the group", key: 13, needs: groupRule("g", acl.OpRead), refused: groupAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 {
+				req := latest(kmsg.NewPtrLeaveGroupRequest())
+				req.Group = "g"
+				m := kmsg.NewLeaveGroupRequestMember()
+				m.MemberID = "m"
+				req.Members = append(req.Members, m)
+				return ab.request(t, req).(*kmsg.LeaveGroupResponse).ErrorCode
+			}},
+		{name: "SyncGroup needs READ on the group", key: 14, needs: groupRule("g", acl.OpRead), refused: groupAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 {
+				req := latest(kmsg.NewPtrSyncGroupRequest())
+				req.Group, req.Generation, req.MemberID, req.ProtocolType, req.Protocol = "g", 1, "m", strptr("consumer"), strptr("range")
+				return ab.request(t, req).(*kmsg.SyncGroupResponse).ErrorCode
+			}},
+		{name: "DescribeGroups needs DESCRIBE on the group", key: 15, needs: groupRule("warmup", acl.OpDescribe), refused: groupAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 {
+				req := latest(kmsg.NewPtrDescribeGroupsRequest())
+				req.Groups = []string{"warmup"}
+				return ab.request(t, req).(*kmsg.DescribeGroupsResponse).Groups[0].ErrorCode
+			}},
+		{name: "ListGroups lists only the groups it may DESCRIBE", key: 16, needs: groupRule("warmup", acl.OpDescribe), refused: groupAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 {
+				if groupListed(t, ab, "warmup") {
+					return 0
+				}
+				return groupAuth // not listed: the refusal ListGroups makes
+			}},
+		{name: "ListGroups lists every group with DESCRIBE on the cluster", key: 16, needs: clusterRule(acl.OpDescribe), refused: groupAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 {
+				if groupListed(t, ab, "warmup") {
+					return 0
+				}
+				return groupAuth
+			}},
+		{name: "CreateTopics needs CREATE on the cluster", key: 19, needs: clusterRule(acl.OpCreate), refused: topicAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 { return createTopic(t, ab, "new1") },
+			unchanged: func(t *testing.T, ab *aclBroker) {
+				if ab.kafkaTopic(t, "c.new1") != nil {
+					t.Error("the refused create made the KafkaTopic")
+				}
+			}},
+		{name: "CreateTopics needs CREATE on the topic (or the cluster)", key: 19, needs: []v1alpha1.ACLRule{allow(v1alpha1.ACLTopic, "new2", acl.OpCreate)}, refused: topicAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 { return createTopic(t, ab, "new2") },
+			unchanged: func(t *testing.T, ab *aclBroker) {
+				if ab.kafkaTopic(t, "c.new2") != nil {
+					t.Error("the refused create made the KafkaTopic")
+				}
+			}},
+		{name: "DeleteTopics needs DELETE on the topic", key: 20, needs: []v1alpha1.ACLRule{allow(v1alpha1.ACLTopic, "d", acl.OpDelete)}, refused: topicAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 {
+				req := latest(kmsg.NewPtrDeleteTopicsRequest())
+				req.TimeoutMillis = 100
+				rt := kmsg.NewDeleteTopicsRequestTopic()
+				rt.Topic = strptr("d")
+				req.Topics = append(req.Topics, rt)
+				return ab.request(t, req).(*kmsg.DeleteTopicsResponse).Topics[0].ErrorCode
+			},
+			unchanged: func(t *testing.T, ab *aclBroker) {
+				if ab.kafkaTopic(t, "c.d") == nil {
+					t.Error("the refused delete deleted the KafkaTopic")
+				}
+			}},
+		{name: "DeleteRecords needs DELETE on the topic", key: 21, needs: topicRule(acl.OpDelete), refused: topicAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 {
+				req := latest(kmsg.NewPtrDeleteRecordsRequest())
+				req.TimeoutMillis = 5000
+				rt := kmsg.NewDeleteRecordsRequestTopic()
+				rt.Topic = "t"
+				rp := kmsg.NewDeleteRecordsRequestTopicPartition()
+				rp.Offset = -1
+				rt.Partitions = append(rt.Partitions, rp)
+				req.Topics = append(req.Topics, rt)
+				return ab.request(t, req).(*kmsg.DeleteRecordsResponse).Topics[0].Partitions[0].ErrorCode
+			},
+			unchanged: func(t *testing.T, ab *aclBroker) {
+				if start, _ := ab.endOffsets(t); start != 0 {
+					t.Errorf("the refused delete moved the log start to %d", start)
+				}
+			}},
+		{name: "InitProducerId without an id needs IDEMPOTENT_WRITE on the cluster", key: 22, needs: clusterRule(acl.OpIdempotentWrite), refused: clusterAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 { return initProducerID(t, ab, nil) }},
+		{name: "InitProducerId without an id: or WRITE on some topic", key: 22, needs: []v1alpha1.ACLRule{allow(v1alpha1.ACLTopic, "any", acl.OpWrite)}, refused: clusterAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 { return initProducerID(t, ab, nil) }},
+		{name: "InitProducerId with an id needs WRITE on it", key: 22, needs: []v1alpha1.ACLRule{allow(v1alpha1.ACLTransactionalID, "tx", acl.OpWrite)}, refused: txnAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 { return initProducerID(t, ab, strptr("tx")) }},
+		{name: "OffsetForLeaderEpoch needs DESCRIBE on the topic", key: 23, needs: topicRule(acl.OpDescribe), refused: topicAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 {
+				req := latest(kmsg.NewPtrOffsetForLeaderEpochRequest())
+				req.ReplicaID = -1
+				rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
+				rt.Topic = "t"
+				rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+				rp.CurrentLeaderEpoch, rp.LeaderEpoch = -1, 1
+				rt.Partitions = append(rt.Partitions, rp)
+				req.Topics = append(req.Topics, rt)
+				return ab.request(t, req).(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions[0].ErrorCode
+			}},
+		{name: "DescribeAcls needs DESCRIBE on the cluster", key: 29, needs: clusterRule(acl.OpDescribe), refused: clusterAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 {
+				req := latest(kmsg.NewPtrDescribeACLsRequest())
+				req.ResourceType, req.ResourcePatternType, req.Operation, req.PermissionType = 1, 1, 1, 1
+				return ab.request(t, req).(*kmsg.DescribeACLsResponse).ErrorCode
+			}},
+		{name: "DescribeConfigs of a topic needs DESCRIBE_CONFIGS on it", key: 32, needs: topicRule(acl.OpDescribeConfigs), refused: topicAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 {
+				return describeConfigs(t, ab, kmsg.ConfigResourceTypeTopic, "t")
+			}},
+		{name: "DescribeConfigs of a broker needs DESCRIBE_CONFIGS on the cluster", key: 32, needs: clusterRule(acl.OpDescribeConfigs), refused: clusterAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 {
+				return describeConfigs(t, ab, kmsg.ConfigResourceTypeBroker, "0")
+			}},
+		{name: "AlterConfigs of a topic needs ALTER_CONFIGS on it", key: 33, needs: topicRule(acl.OpAlterConfigs), refused: topicAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 {
+				req := latest(kmsg.NewPtrAlterConfigsRequest())
+				r := kmsg.NewAlterConfigsRequestResource()
+				r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeTopic, "t"
+				c := kmsg.NewAlterConfigsRequestResourceConfig()
+				c.Name, c.Value = "retention.ms", strptr("1000")
+				r.Configs = append(r.Configs, c)
+				req.Resources = append(req.Resources, r)
+				return ab.request(t, req).(*kmsg.AlterConfigsResponse).Resources[0].ErrorCode
+			},
+			unchanged: unchangedConfig("1000")},
+		{name: "AlterConfigs of a broker needs ALTER_CONFIGS on the cluster", key: 33, needs: clusterRule(acl.OpAlterConfigs), refused: clusterAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 {
+				req := latest(kmsg.NewPtrAlterConfigsRequest())
+				r := kmsg.NewAlterConfigsRequestResource()
+				r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeBroker, "0"
+				req.Resources = append(req.Resources, r)
+				return ab.request(t, req).(*kmsg.AlterConfigsResponse).Resources[0].ErrorCode
+			}},
+		{name: "DescribeLogDirs needs DESCRIBE on the cluster", key: 35, needs: clusterRule(acl.OpDescribe), refused: clusterAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 {
+				resp := ab.request(t, latest(kmsg.NewPtrDescribeLogDirsRequest())).(*kmsg.DescribeLogDirsResponse)
+				if resp.ErrorCode == clusterAuth && len(resp.Dirs) != 0 {
+					t.Errorf("refused answer lists %d directories", len(resp.Dirs))
+				}
+				return resp.ErrorCode
+			}},
+		{name: "DescribeUserScramCredentials needs DESCRIBE on the cluster", key: 50, needs: clusterRule(acl.OpDescribe), refused: clusterAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 {
+				resp := ab.request(t, latest(kmsg.NewPtrDescribeUserSCRAMCredentialsRequest())).(*kmsg.DescribeUserSCRAMCredentialsResponse)
+				if resp.ErrorCode == clusterAuth && len(resp.Results) != 0 {
+					t.Errorf("refused answer lists %d users", len(resp.Results))
+				}
+				return resp.ErrorCode
+			}},
+		{name: "CreatePartitions needs ALTER on the topic", key: 37, needs: topicRule(acl.OpAlter), refused: topicAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 {
+				req := latest(kmsg.NewPtrCreatePartitionsRequest())
+				req.TimeoutMillis = 100
+				rt := kmsg.NewCreatePartitionsRequestTopic()
+				rt.Topic, rt.Count = "t", 2
+				req.Topics = append(req.Topics, rt)
+				return ab.request(t, req).(*kmsg.CreatePartitionsResponse).Topics[0].ErrorCode
+			},
+			unchanged: func(t *testing.T, ab *aclBroker) {
+				if kt := ab.kafkaTopic(t, "c.t"); kt == nil || kt.Spec.Partitions != 1 {
+					t.Errorf("the refused CreatePartitions changed the KafkaTopic: %+v", kt)
+				}
+			}},
+		{name: "DeleteGroups needs DELETE on the group", key: 42, needs: groupRule("gd", acl.OpDelete), refused: groupAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 {
+				ab.asSuper(func() { ab.commit(t, "gd") })
+				req := latest(kmsg.NewPtrDeleteGroupsRequest())
+				req.Groups = []string{"gd"}
+				return ab.request(t, req).(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode
+			},
+			unchanged: func(t *testing.T, ab *aclBroker) {
+				if off := ab.committed(t, "gd"); off != 1 {
+					t.Errorf("the refused DeleteGroups deleted the group's offsets (offset %d)", off)
+				}
+			}},
+		{name: "IncrementalAlterConfigs of a topic needs ALTER_CONFIGS on it", key: 44, needs: topicRule(acl.OpAlterConfigs), refused: topicAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 {
+				req := latest(kmsg.NewPtrIncrementalAlterConfigsRequest())
+				r := kmsg.NewIncrementalAlterConfigsRequestResource()
+				r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeTopic, "t"
+				c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+				c.Name, c.Value = "retention.ms", strptr("2000")
+				r.Configs = append(r.Configs, c)
+				req.Resources = append(req.Resources, r)
+				return ab.request(t, req).(*kmsg.IncrementalAlterConfigsResponse).Resources[0].ErrorCode
+			},
+			unchanged: unchangedConfig("2000")},
+		{name: "OffsetDelete needs DELETE on the group", key: 47, base: topicRule(acl.OpRead), needs: groupRule("od1", acl.OpDelete), refused: groupAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 { return offsetDelete(t, ab, "od1", true) },
+			unchanged: func(t *testing.T, ab *aclBroker) {
+				if off := ab.committed(t, "od1"); off != 1 {
+					t.Errorf("the refused OffsetDelete deleted the offset (offset %d)", off)
+				}
+			}},
+		{name: "OffsetDelete needs READ on the topic", key: 47, base: groupRule("od2", acl.OpDelete), needs: topicRule(acl.OpRead), refused: topicAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 { return offsetDelete(t, ab, "od2", false) },
+			unchanged: func(t *testing.T, ab *aclBroker) {
+				if off := ab.committed(t, "od2"); off != 1 {
+					t.Errorf("the refused OffsetDelete deleted the offset (offset %d)", off)
+				}
+			}},
+		{name: "ConsumerGroupHeartbeat needs READ on the group", key: 68, base: topicRule(acl.OpDescribe), needs: groupRule("cg", acl.OpRead), refused: groupAuth,
+			send: consumerHeartbeat},
+		{name: "ConsumerGroupHeartbeat needs DESCRIBE on the subscribed topics", key: 68, base: groupRule("cg", acl.OpRead), needs: topicRule(acl.OpDescribe), refused: topicAuth,
+			send: consumerHeartbeat},
+		{name: "ConsumerGroupDescribe needs DESCRIBE on the group", key: 69, needs: groupRule("warmup", acl.OpDescribe), refused: groupAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 {
+				req := latest(kmsg.NewPtrConsumerGroupDescribeRequest())
+				req.Groups = []string{"warmup"}
+				return ab.request(t, req).(*kmsg.ConsumerGroupDescribeResponse).Groups[0].ErrorCode
+			}},
+		{name: "DescribeTopicPartitions of a named topic needs DESCRIBE on it", key: 75, needs: topicRule(acl.OpDescribe), refused: topicAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 {
+				req := latest(kmsg.NewPtrDescribeTopicPartitionsRequest())
+				req.ResponsePartitionLimit = 100
+				rt := kmsg.NewDescribeTopicPartitionsRequestTopic()
+				rt.Topic = "t"
+				req.Topics = append(req.Topics, rt)
+				return ab.request(t, req).(*kmsg.DescribeTopicPartitionsResponse).Topics[0].ErrorCode
+			}},
+	}
+}
+
+// needNothing are the keys Apache serves to any principal; the matrix test asks each with no
+// ACL at all.
+var needNothing = map[int16]func(t *testing.T, ab *aclBroker) int16{
+	17: func(t *testing.T, ab *aclBroker) int16 {
+		req := latest(kmsg.NewPtrSASLHandshakeRequest())
+		req.Mechanism = "PLAIN"
+		return ab.request(t, req).(*kmsg.SASLHandshakeResponse).ErrorCode
+	},
+	18: func(t *testing.T, ab *aclBroker) int16 {
+		return ab.request(t, latest(kmsg.NewPtrApiVersionsRequest())).(*kmsg.ApiVersionsResponse).ErrorCode
+	},
+	36: func(t *testing.T, ab *aclBroker) int16 {
+		resp, err := tryRoundTrip(dialKafka(t, ab.addr), latest(kmsg.NewPtrSASLAuthenticateRequest()), 7)
+		if err != nil {
+			return 0 // closed: not an authorization refusal (no SASL on this listener)
+		}
+		return resp.(*kmsg.SASLAuthenticateResponse).ErrorCode
+	},
+	60: func(t *testing.T, ab *aclBroker) int16 {
+		return ab.request(t, latest(kmsg.NewPtrDescribeClusterRequest())).(*kmsg.DescribeClusterResponse).ErrorCode
+	},
+}
+
+func offsetFetch(t *testing.T, ab *aclBroker, group string, groupLevel bool) int16 {
+	req := latest(kmsg.NewPtrOffsetFetchRequest())
+	g := kmsg.NewOffsetFetchRequestGroup()
+	g.Group = group
+	gt := kmsg.NewOffsetFetchRequestGroupTopic()
+	gt.Topic, gt.Partitions = "t", []int32{0}
+	g.Topics = append(g.Topics, gt)
+	req.Groups = append(req.Groups, g)
+	rg := ab.request(t, req).(*kmsg.OffsetFetchResponse).Groups[0]
+	if groupLevel || rg.ErrorCode != 0 {
+		return rg.ErrorCode
+	}
+	p := rg.Topics[0].Partitions[0]
+	if p.ErrorCode == topicAuth && p.Offset != -1 {
+		t.Errorf("refused partition discloses offset %d", p.Offset)
+	}
+	return p.ErrorCode
+}
+
+func groupListed(t *testing.T, ab *aclBroker, group string) bool {
+	resp := ab.request(t, latest(kmsg.NewPtrListGroupsRequest())).(*kmsg.ListGroupsResponse)
+	return slices.ContainsFunc(resp.Groups, func(g kmsg.ListGroupsResponseGroup) bool { return g.Group == group })
+}
+
+func createTopic(t *testing.T, ab *aclBroker, name string) int16 {
+	req := latest(kmsg.NewPtrCreateTopicsRequest())
+	req.TimeoutMillis = 100
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, 1, 1
+	req.Topics = append(req.Topics, rt)
+	return ab.request(t, req).(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode
+}
+
+func initProducerID(t *testing.T, ab *aclBroker, txn *string) int16 {
+	req := latest(kmsg.NewPtrInitProducerIDRequest())
+	req.TransactionalID, req.TransactionTimeoutMillis = txn, 60000
+	resp := ab.request(t, req).(*kmsg.InitProducerIDResponse)
+	if resp.ErrorCode != 0 && resp.ProducerID != -1 {
+		t.Errorf("refused InitProducerId handed out producer id %d", resp.ProducerID)
+	}
+	return resp.ErrorCode
+}
+
+func describeConfigs(t *testing.T, ab *aclBroker, typ kmsg.ConfigResourceType, name string) int16 {
+	req := latest(kmsg.NewPtrDescribeConfigsRequest())
+	r := kmsg.NewDescribeConfigsRequestResource()
+	r.ResourceType, r.ResourceName = typ, name
+	req.Resources = append(req.Resources, r)
+	res := ab.request(t, req).(*kmsg.DescribeConfigsResponse).Resources[0]
+	if res.ErrorCode != 0 && len(res.Configs) != 0 {
+		t.Errorf("refused resource lists %d configs", len(res.Configs))
+	}
+	return res.ErrorCode
+}
+
+// unchangedConfig checks that t's KafkaTopic does not carry the retention.ms a refused alter
+// asked for.
+func unchangedConfig(value string) func(t *testing.T, ab *aclBroker) {
+	return func(t *testing.T, ab *aclBroker) {
+		if kt := ab.kafkaTopic(t, "c.t"); kt == nil || kt.Spec.Config["retention.ms"] == value {
+			t.Errorf("the refused alter changed the KafkaTopic's config: %+v", kt)
+		}
+	}
+}
+
+func offsetDelete(t *testing.T, ab *aclBroker, group string, groupLevel bool) int16 {
+	ab.asSuper(func() { ab.commit(t, group) })
+	req := latest(kmsg.NewPtrOffsetDeleteRequest())
+	req.Group = group
+	rt := kmsg.NewOffsetDeleteRequestTopic()
+	rt.Topic = "t"
+	rp := kmsg.NewOffsetDeleteRequestTopicPartition()
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp := ab.request(t, req).(*kmsg.OffsetDeleteResponse)
+	if groupLevel || resp.ErrorCode != 0 {
+		return resp.ErrorCode
+	}
+	return resp.Topics[0].Partitions[0].ErrorCode
+}
+
+func consumerHeartbeat(t *testing.T, ab *aclBroker) int16 {
+	req := latest(kmsg.NewPtrConsumerGroupHeartbeatRequest())
+	req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = "cg", "m-0000000000000000000", 0, 10000
+	req.SubscribedTopicNames = []string{"t"}
+	return ab.request(t, req).(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode
+}
+
+// TestEveryAPIChecksApachesACL is the authorization matrix: for every key the broker serves,
+// a principal without the ACL the key needs is refused with Apache's code where Apache puts
+// it and changes nothing, and with the ACL it is not refused.
+func TestEveryAPIChecksApachesACL(t *testing.T) {
+	ab := startACLBroker(t, true)
+	covered := map[int16]bool{}
+	for _, c := range aclMatrix() {
+		covered[c.key] = true
+		t.Run(c.name, func(t *testing.T) {
+			ab.grant(c.base...)
+			if got := c.send(t, ab); got != c.refused {
+				t.Fatalf("without the ACL: code %d, want %d", got, c.refused)
+			}
+			if c.unchanged != nil {
+				c.unchanged(t, ab)
+			}
+			ab.grant(append(slices.Clone(c.base), c.needs...)...)
+			defer ab.grant()
+			if got := c.send(t, ab); isAuthorizationError(got) {
+				t.Fatalf("with the ACL: code %d, an authorization failure", got)
+			}
+		})
+	}
+	for key, send := range needNothing {
+		covered[key] = true
+		t.Run(kmsg.NameForKey(key)+" needs no ACL", func(t *testing.T) {
+			ab.grant()
+			if got := send(t, ab); isAuthorizationError(got) {
+				t.Fatalf("code %d, an authorization failure", got)
+			}
+		})
+	}
+	for key := range apis {
+		if !covered[key] {
+			t.Errorf("%s (key %d) is served but has no row in the ACL matrix", kmsg.NameForKey(key), key)
+		}
+	}
+}
+
+// TestWithoutAuthorizationEveryoneMayDoEverything runs the matrix's requests against a
+// cluster without spec.authorization and no ACL at all: none is refused, and DescribeAcls
+// answers SECURITY_DISABLED.
+func TestWithoutAuthorizationEveryoneMayDoEverything(t *testing.T) {
+	ab := startACLBroker(t, false)
+	for _, c := range aclMatrix() {
+		t.Run(c.name, func(t *testing.T) {
+			got := c.send(t, ab)
+			if c.key == 29 {
+				if got != kerr.SecurityDisabled.Code {
+					t.Fatalf("DescribeAcls code %d, want SECURITY_DISABLED", got)
+				}
+				return
+			}
+			if isAuthorizationError(got) {
+				t.Fatalf("code %d, an authorization failure", got)
+			}
+		})
+	}
+}
+
+func isAuthorizationError(code int16) bool {
+	return code == topicAuth || code == groupAuth || code == clusterAuth || code == txnAuth
+}
