@@ -10,8 +10,8 @@ import (
 	"github.com/paddock-dev/paddock/internal/scram"
 )
 
-// DescribeUserScramCredentials (key 50): version 0, Apache 3.7's (PROTOCOL-2.md §3.7;
-// docs/security.md, "KafkaUser").
+// DescribeUserScramCredentials (key 50): version 0, Apache 3.7's (docs/security.md,
+// "KafkaUser").
 //
 // Behaviour:
 //   - Answered from the salted credentials the broker checks SCRAM against (the cluster's
