@@ -24,14 +24,7 @@ func handleDescribeGroups(rc *requestContext, kreq kmsg.Request) (kmsg.Response,
 	if !rc.enforcing() {
 		return answer(rc.coordinator().DescribeGroups(rc.ctx, req))
 	}
-	var allowed, denied []string
-	for _, g := range req.Groups {
-		if rc.allowedGroup(acl.OpDescribe, g) {
-			allowed = append(allowed, g)
-		} else {
-			denied = append(denied, g)
-		}
-	}
+	allowed, denied := rc.splitGroups(acl.OpDescribe, req.Groups)
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	if len(allowed) > 0 {
 		req.Groups = allowed

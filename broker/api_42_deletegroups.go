@@ -22,14 +22,7 @@ func handleDeleteGroups(rc *requestContext, kreq kmsg.Request) (kmsg.Response, e
 	if !rc.enforcing() {
 		return answer(rc.coordinator().DeleteGroups(rc.ctx, req))
 	}
-	var allowed, denied []string
-	for _, g := range req.Groups {
-		if rc.allowedGroup(acl.OpDelete, g) {
-			allowed = append(allowed, g)
-		} else {
-			denied = append(denied, g)
-		}
-	}
+	allowed, denied := rc.splitGroups(acl.OpDelete, req.Groups)
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
 	if len(allowed) > 0 {
 		req.Groups = allowed

@@ -27,14 +27,7 @@ func handleConsumerGroupDescribe(rc *requestContext, kreq kmsg.Request) (kmsg.Re
 	if !rc.enforcing() {
 		return answer(rc.coordinator().ConsumerGroupDescribe(rc.ctx, req))
 	}
-	var allowed, denied []string
-	for _, g := range req.Groups {
-		if rc.allowedGroup(acl.OpDescribe, g) {
-			allowed = append(allowed, g)
-		} else {
-			denied = append(denied, g)
-		}
-	}
+	allowed, denied := rc.splitGroups(acl.OpDescribe, req.Groups)
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
 	if len(allowed) > 0 {
 		req.Groups = allowed

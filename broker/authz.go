@@ -80,6 +80,20 @@ func (rc *requestContext) allowedGroup(op v1alpha1.ACLOperation, name string) bo
 	return rc.allowed(v1alpha1.ACLGroup, name, op)
 }
 
+// splitGroups is groups split into those the principal may op and the others, each in
+// request order: the group APIs that answer per group pass the first to the coordinator and
+// answer the others GROUP_AUTHORIZATION_FAILED.
+func (rc *requestContext) splitGroups(op v1alpha1.ACLOperation, groups []string) (allowed, denied []string) {
+	for _, g := range groups {
+		if rc.allowedGroup(op, g) {
+			allowed = append(allowed, g)
+		} else {
+			denied = append(denied, g)
+		}
+	}
+	return allowed, denied
+}
+
 func (rc *requestContext) allowedCluster(op v1alpha1.ACLOperation) bool {
 	return rc.allowed(v1alpha1.ACLCluster, "", op)
 }
