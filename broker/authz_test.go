@@ -487,6 +487,10 @@ func aclMatrix() []aclCase {
 				}
 				return resp.ErrorCode
 			}},
+		{name: "DescribeClientQuotas needs DESCRIBE_CONFIGS on the cluster", key: 48, needs: clusterRule(acl.OpDescribeConfigs), refused: clusterAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 {
+				return ab.request(t, latest(kmsg.NewPtrDescribeClientQuotasRequest())).(*kmsg.DescribeClientQuotasResponse).ErrorCode
+			}},
 		{name: "DescribeUserScramCredentials needs DESCRIBE on the cluster", key: 50, needs: clusterRule(acl.OpDescribe), refused: clusterAuth,
 			send: func(t *testing.T, ab *aclBroker) int16 {
 				resp := ab.request(t, latest(kmsg.NewPtrDescribeUserSCRAMCredentialsRequest())).(*kmsg.DescribeUserSCRAMCredentialsResponse)

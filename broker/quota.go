@@ -332,3 +332,23 @@ func quotaMetrics() *prometheus.CounterVec {
 	}
 	return c
 }
+
+// quotaValues are q's quotas as the client-quota APIs name them, by key.
+func quotaValues(q *v1alpha1.UserQuotas) []kmsg.DescribeClientQuotasResponseEntryValue {
+	var out []kmsg.DescribeClientQuotasResponseEntryValue
+	add := func(key string, v float64) {
+		e := kmsg.NewDescribeClientQuotasResponseEntryValue()
+		e.Key, e.Value = key, v
+		out = append(out, e)
+	}
+	if b := quotaBound(q, quotaFetch); b > 0 {
+		add("consumer_byte_rate", b)
+	}
+	if b := quotaBound(q, quotaProduce); b > 0 {
+		add("producer_byte_rate", b)
+	}
+	if b := quotaBound(q, quotaRequest); b > 0 {
+		add("request_percentage", b)
+	}
+	return out
+}

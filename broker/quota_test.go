@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"k8s.io/utils/ptr"
@@ -194,5 +195,74 @@ func TestRequestTimeCountsAgainstTheRequestPercentageExceptForApiVersionsAndSASL
 	other.handled(time.Millisecond)
 	if other.throttle != 0 {
 		t.Errorf("another principal was throttled %v: each principal has its own rates", other.throttle)
+	}
+}
+
+func TestDescribeClientQuotasAnswersTheKafkaUsersQuotasWithApachesFilter(t *testing.T) {
+	q := func(produce int64) *v1alpha1.UserQuotas {
+		return &v1alpha1.UserQuotas{ProducerByteRate: ptr.To(produce), RequestPercentage: ptr.To[int32](50)}
+	}
+	state := cluster.SecuritySnapshot{Users: map[string]cluster.User{
+		"User:alice":    {Name: "alice", Principal: "User:alice", Quotas: q(1000)},
+		"User:CN=bob":   {Name: "bob", Principal: "User:CN=bob", Quotas: q(2000)},
+		"User:no-quota": {Name: "no-quota", Principal: "User:no-quota"},
+	}}
+	sb := startSecuredBroker(t, state, cluster.ListenerSpec{Name: "plain"})
+	cl := sb.client(t, "plain")
+	describe := func(strict bool, comps ...kmsg.DescribeClientQuotasRequestComponent) *kmsg.DescribeClientQuotasResponse {
+		t.Helper()
+		req := kmsg.NewPtrDescribeClientQuotasRequest()
+		req.Components, req.Strict = comps, strict
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	comp := func(typ string, match kmsg.QuotasMatchType, name *string) kmsg.DescribeClientQuotasRequestComponent {
+		c := kmsg.NewDescribeClientQuotasRequestComponent()
+		c.EntityType, c.MatchType, c.Match = typ, match, name
+		return c
+	}
+	names := func(resp *kmsg.DescribeClientQuotasResponse) []string {
+		var out []string
+		for _, e := range resp.Entries {
+			out = append(out, *e.Entity[0].Name)
+		}
+		return out
+	}
+	all := describe(false)
+	if got := names(all); len(got) != 2 || got[0] != "CN=bob" || got[1] != "alice" {
+		t.Fatalf("every entity: %v, want CN=bob and alice (no-quota has none)", got)
+	}
+	if v := all.Entries[1].Values; len(v) != 2 || v[0].Key != "producer_byte_rate" || v[0].Value != 1000 || v[1].Key != "request_percentage" || v[1].Value != 50 {
+		t.Errorf("alice's values: %+v", v)
+	}
+	if got := names(describe(true, comp("user", kmsg.QuotasMatchTypeExact, ptr.To("alice")))); len(got) != 1 || got[0] != "alice" {
+		t.Errorf("exact alice: %v", got)
+	}
+	for what, resp := range map[string]*kmsg.DescribeClientQuotasResponse{
+		"the default user":       describe(false, comp("user", kmsg.QuotasMatchTypeDefault, nil)),
+		"any client-id":          describe(false, comp("client-id", kmsg.QuotasMatchTypeAny, nil)),
+		"user and any client-id": describe(false, comp("user", kmsg.QuotasMatchTypeAny, nil), comp("client-id", kmsg.QuotasMatchTypeAny, nil)),
+	} {
+		if len(resp.Entries) != 0 || resp.ErrorCode != 0 {
+			t.Errorf("%s: %v (error %d), want nothing", what, names(resp), resp.ErrorCode)
+		}
+	}
+	for what, c := range map[string]struct {
+		comps []kmsg.DescribeClientQuotasRequestComponent
+		code  int16
+	}{
+		"an unknown type":    {[]kmsg.DescribeClientQuotasRequestComponent{comp("group", kmsg.QuotasMatchTypeAny, nil)}, kerr.UnsupportedVersion.Code},
+		"a type twice":       {[]kmsg.DescribeClientQuotasRequestComponent{comp("user", kmsg.QuotasMatchTypeAny, nil), comp("user", kmsg.QuotasMatchTypeAny, nil)}, kerr.InvalidRequest.Code},
+		"exact without name": {[]kmsg.DescribeClientQuotasRequestComponent{comp("user", kmsg.QuotasMatchTypeExact, nil)}, kerr.InvalidRequest.Code},
+		"ip with user":       {[]kmsg.DescribeClientQuotasRequestComponent{comp("ip", kmsg.QuotasMatchTypeAny, nil), comp("user", kmsg.QuotasMatchTypeAny, nil)}, kerr.InvalidRequest.Code},
+	} {
+		if resp := describe(false, c.comps...); resp.ErrorCode != c.code || len(resp.Entries) != 0 {
+			t.Errorf("%s: error %d with %d entries, want %d and none", what, resp.ErrorCode, len(resp.Entries), c.code)
+		}
 	}
 }
