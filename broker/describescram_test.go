@@ -1,9 +1,7 @@
 package broker
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -17,7 +15,7 @@ func TestDescribeUserScramCredentialsListsMechanismsAndIterationsOnly(t *testing
 	delete(sha512Only, scram.SHA256.Name)
 	state := cluster.SecuritySnapshot{Credentials: map[string]scram.Stored{"alice": credentials(t, "pw"), "bob": sha512Only}, Users: map[string]cluster.User{}}
 	sb := startSecuredBroker(t, state, cluster.ListenerSpec{Name: "plain"})
-	cl := sb.client(t, "plain")
+	conn := dialKafka(t, sb.addrs["plain"])
 	describe := func(users ...string) *kmsg.DescribeUserSCRAMCredentialsResponse {
 		t.Helper()
 		req := kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()
@@ -26,13 +24,7 @@ func TestDescribeUserScramCredentialsListsMechanismsAndIterationsOnly(t *testing
 			ru.Name = u
 			req.Users = append(req.Users, ru)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		resp, err := req.RequestWith(ctx, cl)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp
+		return roundTrip(t, conn, latest(req)).(*kmsg.DescribeUserSCRAMCredentialsResponse)
 	}
 	all := describe()
 	if len(all.Results) != 2 || all.Results[0].User != "alice" || all.Results[1].User != "bob" {

@@ -101,16 +101,18 @@ func TestAUserOverItsProduceQuotaIsThrottledNotRefused(t *testing.T) {
 	value := make([]byte, 100_000)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	// 600 kB within the first 10 s window: 60 kB/s against 50 kB/s, a throttle of about
-	// (60 − 50) / 50 × 10 s = 2 s, once the rate is over.
+	// 600 kB against 50 kB/s: the throttle is 600 kB / 50 kB/s − the window, and the window is
+	// at least 10 s, so at most 2 s (exactly 2 s when the records go within 10 s), and a
+	// little more for the requests' own bytes (headers, batch framing: 5 kB allow 100 ms).
 	for i := range 6 {
 		if err := cl.ProduceSync(ctx, &kgo.Record{Value: value}).FirstErr(); err != nil {
 			t.Fatalf("record %d: %v (a quota throttles, never refuses)", i, err)
 		}
 	}
-	if d := th.longest(); d < time.Second || d > 3*time.Second {
-		t.Fatalf("longest throttle told %v, want about 2 s (throttles %v)", d, th.seen)
+	if d := th.longest(); d <= 0 || d > 2100*time.Millisecond {
+		t.Fatalf("longest throttle told %v, want one of at most 2 s (throttles %v)", d, th.seen)
 	}
+	t.Logf("longest throttle: %v", th.longest())
 }
 
 func TestAUserOverItsFetchQuotaGetsAnAnswerWithoutRecords(t *testing.T) {
@@ -150,8 +152,9 @@ func TestAUserOverItsFetchQuotaGetsAnAnswerWithoutRecords(t *testing.T) {
 	if n := fetchRecordBytes(first, nil); n < 1_200_000 {
 		t.Fatalf("the first fetch carried %d record bytes, want all 1.2 MB (not yet over the quota): %+v", n, first)
 	}
-	if first.ThrottleMillis < 1000 || first.ThrottleMillis > 3000 {
-		t.Fatalf("the first fetch's throttle_time_ms = %d, want about (120 − 100) / 100 × 10 s = 2000", first.ThrottleMillis)
+	// 1.2 MB (and a little: the batches' headers) / 100 kB/s − a window of at least 10 s.
+	if max := int32(fetchRecordBytes(first, nil)/100 - 10_000 + 1); first.ThrottleMillis <= 0 || first.ThrottleMillis > max {
+		t.Fatalf("the first fetch's throttle_time_ms = %d, want (%d bytes / 100 kB/s − the window) ≤ %d ms", first.ThrottleMillis, fetchRecordBytes(first, nil), max)
 	}
 	started := time.Now()
 	second := fetch()
@@ -208,18 +211,12 @@ func TestDescribeClientQuotasAnswersTheKafkaUsersQuotasWithApachesFilter(t *test
 		"User:no-quota": {Name: "no-quota", Principal: "User:no-quota"},
 	}}
 	sb := startSecuredBroker(t, state, cluster.ListenerSpec{Name: "plain"})
-	cl := sb.client(t, "plain")
+	conn := dialKafka(t, sb.addrs["plain"])
 	describe := func(strict bool, comps ...kmsg.DescribeClientQuotasRequestComponent) *kmsg.DescribeClientQuotasResponse {
 		t.Helper()
 		req := kmsg.NewPtrDescribeClientQuotasRequest()
 		req.Components, req.Strict = comps, strict
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		resp, err := req.RequestWith(ctx, cl)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp
+		return roundTrip(t, conn, latest(req)).(*kmsg.DescribeClientQuotasResponse)
 	}
 	comp := func(typ string, match kmsg.QuotasMatchType, name *string) kmsg.DescribeClientQuotasRequestComponent {
 		c := kmsg.NewDescribeClientQuotasRequestComponent()
