@@ -180,3 +180,7 @@ func (b *Broker) stopGroups(r *running) {
 // CoordinatesGroups is how many groups this broker's coordinator holds (loading, serving or
 // unloading): zero once the view gave them all away and their last requests finished.
 func (b *Broker) CoordinatesGroups() int { return b.groups.Owned() }
+
+// GroupCounts counts the groups this broker coordinates and serves, by protocol and state:
+// what its heartbeat announces (v1alpha1.AnnotationGroups) for the KafkaCluster's status.
+func (b *Broker) GroupCounts() []v1alpha1.GroupCount { return b.groups.Counts() }

@@ -647,6 +647,14 @@ type BrokerRow struct {
 	// +kubebuilder:validation:MaxLength=512
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Mount Refused"
 	MountRefused string `json:"mountRefused,omitempty"`
+
+	// groups counts the consumer groups this broker coordinates and serves, by protocol and
+	// state, as its heartbeat Lease announces them.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Groups"
+	Groups []GroupCount `json:"groups,omitempty"`
 }
 
 // ListenerAddress is where clients reach a broker on one listener.
@@ -694,6 +702,12 @@ type BrokerCounts struct {
 	// dead is the number of registered brokers without a fresh healthy heartbeat.
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Dead Brokers"
 	Dead int32 `json:"dead"`
+	// groups is the number of consumer groups the brokers that are not dead coordinate
+	// (status.groups, summed). Written as 0, never left out, so the registry's merge patch
+	// of counts replaces an older total.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Consumer Groups"
+	Groups int32 `json:"groups"`
 }
 
 // CoordinatorBrokers are the broker sets one coordinator epoch stands for.
@@ -777,6 +791,14 @@ type KafkaClusterStatus struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Broker Counts"
 	Counts BrokerCounts `json:"counts,omitempty"`
 
+	// groups counts the cluster's consumer groups by protocol and state: the sum of what the
+	// brokers that are not dead announce of the groups they coordinate (status.brokers[].groups).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Consumer Groups by State"
+	Groups []GroupCount `json:"groups,omitempty"`
+
 	// coordinatorEpoch fences group coordinators as a leader epoch fences a partition. The
 	// assignment reconciler bumps it, and never lowers it, whenever the registered or the
 	// alive set of brokers changes — whenever a group's coordinator may have moved — and
@@ -827,6 +849,7 @@ type KafkaClusterStatus struct {
 // +kubebuilder:printcolumn:name="Alive",type=integer,JSONPath=`.status.counts.alive`
 // +kubebuilder:printcolumn:name="Partitions",type=integer,JSONPath=`.status.partitions`
 // +kubebuilder:printcolumn:name="Topics",type=integer,JSONPath=`.status.topics`,priority=1
+// +kubebuilder:printcolumn:name="Groups",type=integer,JSONPath=`.status.counts.groups`,priority=1
 // +kubebuilder:printcolumn:name="Cluster-ID",type=string,JSONPath=`.status.clusterID`,priority=1
 // +kubebuilder:printcolumn:name="Secured",type=string,JSONPath=`.status.conditions[?(@.type=="Secured")].status`,priority=1
 // +kubebuilder:printcolumn:name="Storage-Verified",type=string,JSONPath=`.status.conditions[?(@.type=="StorageVerified")].status`,priority=1

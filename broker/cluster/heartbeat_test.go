@@ -232,6 +232,28 @@ func TestHeartbeatLeaseFollowsTheContract(t *testing.T) {
 		}
 	})
 
+	t.Run("the group counts are written while the broker coordinates groups, and removed after", func(t *testing.T) {
+		counts := []v1alpha1.GroupCount{{Protocol: "consumer", State: "Stable", Count: 2}, {Protocol: "classic", State: "Empty", Count: 1}}
+		hb.Groups = func() []v1alpha1.GroupCount { return counts }
+		defer func() { hb.Groups = nil }()
+		if err := hb.Beat(ctx); err != nil {
+			t.Fatal(err)
+		}
+		l, _ := testenv.BrokerLease(c, ns, "c", 1)
+		want := []v1alpha1.GroupCount{{Protocol: "classic", State: "Empty", Count: 1}, {Protocol: "consumer", State: "Stable", Count: 2}}
+		if got, err := v1alpha1.ReadGroupCounts(l.Annotations[v1alpha1.AnnotationGroups]); err != nil || !slices.Equal(got, want) {
+			t.Fatalf("groups annotation %q reads %+v, %v; want %+v", l.Annotations[v1alpha1.AnnotationGroups], got, err, want)
+		}
+		counts = nil
+		if err := hb.Beat(ctx); err != nil {
+			t.Fatal(err)
+		}
+		l, _ = testenv.BrokerLease(c, ns, "c", 1)
+		if _, ok := l.Annotations[v1alpha1.AnnotationGroups]; ok {
+			t.Fatalf("annotations %v: the group counts were not removed", l.Annotations)
+		}
+	})
+
 	t.Run("renewed on every beat, same incarnation keeps its epoch", func(t *testing.T) {
 		clock = clock.Add(time.Second)
 		healthy = false

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -174,6 +175,7 @@ func (r *Reconciler) computeRows(_ context.Context, s *scope) error {
 	s.result, s.computed = rules.Compute(s.input), true
 	s.cluster.Status.Brokers = rules.SettleAll(s.orig.Status.Brokers, s.result)
 	s.cluster.Status.Counts = s.result.Counts
+	s.cluster.Status.Groups = s.result.Groups
 	return nil
 }
 
@@ -221,19 +223,19 @@ func (r *Reconciler) syncRegistered(ctx context.Context, s *scope) error {
 	return errors.Join(errs...)
 }
 
-// writeClusterStatus writes status.brokers and status.counts with one merge patch, only when
+// writeClusterStatus writes status.brokers, status.counts and status.groups with one merge patch, only when
 // they changed. The patch carries only those fields: the kafkacluster reconciler owns the
 // rest.
 func (r *Reconciler) writeClusterStatus(ctx context.Context, s *scope) error {
 	c := s.cluster
 	if equality.Semantic.DeepEqual(s.orig.Status.Brokers, c.Status.Brokers) &&
-		s.orig.Status.Counts == c.Status.Counts {
+		s.orig.Status.Counts == c.Status.Counts && slices.Equal(s.orig.Status.Groups, c.Status.Groups) {
 		return nil
 	}
 	// The patch spells out both owned fields whole (a patch diffed from the cached object would
 	// leave out zero counts the stored object may not have), and nothing else, so it can
 	// never revert a field the kafkacluster reconciler wrote in between.
-	patch, err := statusPatch(map[string]any{"brokers": c.Status.Brokers, "counts": c.Status.Counts})
+	patch, err := statusPatch(map[string]any{"brokers": c.Status.Brokers, "counts": c.Status.Counts, "groups": c.Status.Groups})
 	if err == nil {
 		err = r.Status().Patch(ctx, c, patch)
 	}

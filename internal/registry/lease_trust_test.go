@@ -178,3 +178,35 @@ func TestTheRegistryCopiesAStorageAnnouncementOnlyWhenItReadsStrictly(t *testing
 		})
 	}
 }
+
+// What a broker says of the groups it coordinates reaches its row only when it reads
+// strictly; the cluster's counts are the rows' sum, and a dead broker's last announcement is
+// not counted (its groups are claimed by another broker, which counts them).
+func TestTheClustersGroupCountsSumWhatTheLivingBrokersSayStrictly(t *testing.T) {
+	beat := func(id int32, age time.Duration, groups string) coordinationv1.Lease {
+		l := lease{id: id, age: age}.build()
+		l.Annotations[v1alpha1.AnnotationGroups] = groups
+		return l
+	}
+	res := compute(Input{Cluster: "c", Replicas: 4, PortName: "kafka", SessionTimeout: leaseSeconds * time.Second, Now: t0,
+		Slices: []discoveryv1.EndpointSlice{slice("s1", serving(0), serving(1), serving(2), serving(3))},
+		Leases: []coordinationv1.Lease{
+			beat(0, time.Second, "classic/Stable=2,consumer/Reconciling=1"),
+			beat(1, time.Second, "classic/Stable=1"),
+			beat(2, time.Second, "classic/Stable=1000"+"0000"),      // past the bound: not believed
+			beat(3, 2*leaseSeconds*time.Second, "classic/Stable=7"), // dead
+		}})
+	want := []v1alpha1.GroupCount{{Protocol: "classic", State: "Stable", Count: 3}, {Protocol: "consumer", State: "Reconciling", Count: 1}}
+	if !slices.Equal(res.Groups, want) || res.Counts.Groups != 4 {
+		t.Fatalf("groups %+v total %d, want %+v total 4", res.Groups, res.Counts.Groups, want)
+	}
+	if !slices.Equal(res.Rows[1].Groups, []v1alpha1.GroupCount{{Protocol: "classic", State: "Stable", Count: 1}}) {
+		t.Errorf("broker 1's row groups %+v, want its announcement", res.Rows[1].Groups)
+	}
+	if res.Rows[2].Groups != nil || len(res.Refused) != 1 || res.Refused[0].Broker != 2 || !strings.Contains(res.Refused[0].Problem, "no group is counted") {
+		t.Errorf("broker 2's row groups %+v, refused %+v; want none and one refusal saying so", res.Rows[2].Groups, res.Refused)
+	}
+	if res.Rows[3].Health != v1alpha1.BrokerDead || res.Rows[3].Groups != nil {
+		t.Errorf("broker 3's row health %s groups %+v, want Dead with none", res.Rows[3].Health, res.Rows[3].Groups)
+	}
+}

@@ -67,6 +67,9 @@ type Result struct {
 	Reasons []Reasons
 	// Counts sums Rows.
 	Counts v1alpha1.BrokerCounts
+	// Groups sums the rows' group counts (v1alpha1.SumGroupCounts); Counts.Groups is their
+	// total.
+	Groups []v1alpha1.GroupCount
 	// Alive is the ids whose health is Alive, sorted. It may be empty: the caller must then
 	// keep the current assignment (docs/assignment.md, "The rules", rule 1).
 	Alive []int32
@@ -152,6 +155,8 @@ type heartbeat struct {
 	// failures and mountRefused are what the Lease says of the broker's storage.
 	failures     []v1alpha1.PartitionFailure
 	mountRefused string
+	// groups is what the Lease says of the consumer groups the broker coordinates.
+	groups []v1alpha1.GroupCount
 }
 
 // Compute applies the registry rules (docs/registry.md) to in. It does not modify in.
@@ -208,6 +213,11 @@ func Compute(in Input) Result {
 			soonest(hb.expiry)
 		}
 	}
+	perBroker := make([][]v1alpha1.GroupCount, len(res.Rows))
+	for i := range res.Rows {
+		perBroker[i] = res.Rows[i].Groups
+	}
+	res.Groups, res.Counts.Groups = v1alpha1.SumGroupCounts(perBroker...)
 	return res
 }
 
@@ -324,7 +334,7 @@ func heartbeats(in Input) (map[int32]heartbeat, []Refusal) {
 		}
 		w := written[id]
 		hb := heartbeat{healthy: said.healthy, draining: said.draining, epoch: said.epoch, listeners: said.listeners,
-			failures: said.failures, mountRefused: said.mountRefused}
+			failures: said.failures, mountRefused: said.mountRefused, groups: said.groups}
 		if said.listenersRefused && w != nil {
 			hb.listeners = slices.Clone(w.Listeners) // the addresses last believed stand
 		}
@@ -360,6 +370,8 @@ type leaseSays struct {
 	// failures and mountRefused as announced (none when not announced or refused).
 	failures     []v1alpha1.PartitionFailure
 	mountRefused string
+	// groups as announced (none when not announced or refused).
+	groups []v1alpha1.GroupCount
 	// duration is how long a renewal keeps the Lease fresh, capped at the session timeout;
 	// hasDuration is false when the Lease has no renewTime or duration (never fresh).
 	duration    time.Duration
@@ -400,6 +412,13 @@ func readLease(l *coordinationv1.Lease, known []string, sessionTimeout time.Dura
 			refuse("annotation %s is not believed (%v): no partition counts as failed", v1alpha1.AnnotationFailed, err)
 		}
 		says.failures = fs
+	}
+	if v := l.Annotations[v1alpha1.AnnotationGroups]; v != "" {
+		gs, err := v1alpha1.ReadGroupCounts(v)
+		if err != nil {
+			refuse("annotation %s is not believed (%v): no group is counted for the broker", v1alpha1.AnnotationGroups, err)
+		}
+		says.groups = gs
 	}
 	if v := l.Annotations[v1alpha1.AnnotationMountRefused]; v != "" {
 		m, err := v1alpha1.ReadMountRefused(v)
@@ -471,13 +490,18 @@ func makeRow(in Input, id int32, ep endpoint, listed bool, hb heartbeat, hasLeas
 		Node: ep.node, Host: ep.host, Port: ep.port, Rack: ep.rack,
 		Listeners: advertised(in.PortName, ep, listed, hb),
 		State:     v1alpha1.BrokerFenced, Epoch: hb.epoch, LastSeen: hb.seen,
-		FailedPartitions: hb.failures, MountRefused: hb.mountRefused,
+		FailedPartitions: hb.failures, MountRefused: hb.mountRefused, Groups: hb.groups,
 	}
 	if !listed {
 		row.Pod = v1alpha1.BrokerPodName(in.Cluster, id)
 	}
 	var why Reasons
 	row.Health, why.Health = health(hb, hasLease, starting)
+	if row.Health == v1alpha1.BrokerDead {
+		// A dead broker coordinates nothing: its groups are claimed elsewhere, and its last
+		// announcement would count them twice.
+		row.Groups = nil
+	}
 	switch {
 	case starting && (!listed || ep.terminating || !ep.serving || row.Health == v1alpha1.BrokerDead):
 		why.State = v1alpha1.ReasonStarting
