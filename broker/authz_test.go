@@ -200,11 +200,19 @@ func (ab *aclBroker) kafkaUser(t *testing.T, name string) *v1alpha1.KafkaUser {
 // ensureUser makes KafkaUser name of cluster c in the fake API server have exactly rules.
 func (ab *aclBroker) ensureUser(t *testing.T, name string, rules ...v1alpha1.ACLRule) {
 	t.Helper()
+	ab.ensureUserOf(t, name, "c", rules...)
+}
+
+// ensureUserOf is ensureUser for a KafkaUser of cluster.
+func (ab *aclBroker) ensureUserOf(t *testing.T, name, cluster string, rules ...v1alpha1.ACLRule) {
+	t.Helper()
 	u := ab.kafkaUser(t, name)
 	if u == nil {
 		u = &v1alpha1.KafkaUser{}
-		u.Name, u.Namespace, u.Spec.Cluster = name, "kafka", "c"
-		u.Spec.Authorization = &v1alpha1.UserAuthorization{ACLs: rules}
+		u.Name, u.Namespace, u.Spec.Cluster = name, "kafka", cluster
+		if rules != nil {
+			u.Spec.Authorization = &v1alpha1.UserAuthorization{ACLs: rules}
+		}
 		if err := ab.kube.Create(context.Background(), u); err != nil {
 			t.Fatal(err)
 		}
