@@ -571,6 +571,15 @@ func aclMatrix() []aclCase {
 				}
 				return resp.ErrorCode
 			}},
+		{name: "AlterUserScramCredentials needs ALTER on the cluster", key: 51, needs: clusterRule(acl.OpAlter), refused: clusterAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 {
+				return alterScram(t, ab, "sam", "sam-password", 4096).Results[0].ErrorCode
+			},
+			unchanged: func(t *testing.T, ab *aclBroker) {
+				if u := ab.kafkaUser(t, "sam"); u != nil {
+					t.Errorf("the refused AlterUserScramCredentials wrote KafkaUser sam: %+v", u.Spec)
+				}
+			}},
 		{name: "CreatePartitions needs ALTER on the topic", key: 37, needs: topicRule(acl.OpAlter), refused: topicAuth,
 			send: func(t *testing.T, ab *aclBroker) int16 {
 				req := latest(kmsg.NewPtrCreatePartitionsRequest())
