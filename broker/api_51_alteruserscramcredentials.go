@@ -146,8 +146,11 @@ func checkScramTarget(name string, mechanism int8) (int16, string) {
 	return 0, ""
 }
 
-// errNoCredential answers RESOURCE_NOT_FOUND for deleting a credential the user lacks.
-var errNoCredential = errors.New("Attempt to delete a user credential that does not exist")
+// errNoCredential answers RESOURCE_NOT_FOUND (msgNoCredential, Apache's words) for deleting
+// a credential the user lacks.
+var errNoCredential = errors.New("no such credential")
+
+const msgNoCredential = "Attempt to delete a user credential that does not exist"
 
 // alterScram applies c to KafkaUser name's set credentials.
 func (rc *requestContext) alterScram(write context.Context, name string, c *scramChange) (int16, string) {
@@ -196,7 +199,7 @@ func (rc *requestContext) alterScram(write context.Context, name string, c *scra
 	case err == nil:
 		return 0, ""
 	case errors.Is(err, errNoCredential):
-		return kerr.ResourceNotFound.Code, err.Error()
+		return kerr.ResourceNotFound.Code, msgNoCredential
 	}
 	code, msg := userWriteError(err)
 	if code == kerr.InvalidRequest.Code {
