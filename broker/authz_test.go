@@ -563,6 +563,17 @@ func aclMatrix() []aclCase {
 			send: func(t *testing.T, ab *aclBroker) int16 {
 				return ab.request(t, latest(kmsg.NewPtrDescribeClientQuotasRequest())).(*kmsg.DescribeClientQuotasResponse).ErrorCode
 			}},
+		{name: "AlterClientQuotas needs ALTER_CONFIGS on the cluster", key: 49, needs: clusterRule(acl.OpAlterConfigs), refused: clusterAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 {
+				req := latest(kmsg.NewPtrAlterClientQuotasRequest())
+				req.Entries = append(req.Entries, quotaEntry(userEntity("quser"), quotaOp("producer_byte_rate", 1024, false)))
+				return ab.request(t, req).(*kmsg.AlterClientQuotasResponse).Entries[0].ErrorCode
+			},
+			unchanged: func(t *testing.T, ab *aclBroker) {
+				if u := ab.kafkaUser(t, "quser"); u != nil {
+					t.Errorf("the refused AlterClientQuotas wrote KafkaUser quser: %+v", u.Spec)
+				}
+			}},
 		{name: "DescribeUserScramCredentials needs DESCRIBE on the cluster", key: 50, needs: clusterRule(acl.OpDescribe), refused: clusterAuth,
 			send: func(t *testing.T, ab *aclBroker) int16 {
 				resp := ab.request(t, latest(kmsg.NewPtrDescribeUserSCRAMCredentialsRequest())).(*kmsg.DescribeUserSCRAMCredentialsResponse)
