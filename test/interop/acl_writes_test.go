@@ -160,8 +160,8 @@ func TestCreateAndDeleteAclsThroughKadmChangeTheKafkaUsers(t *testing.T) {
 	}
 }
 
-// TestSaramaClusterAdminCreatesAndDeletesAcls: sarama's ClusterAdmin (CreateAcls v2,
-// DescribeAcls, DeleteAcls v2) grants erin (no KafkaUser) DESCRIBE on a group prefix, lists
+// TestSaramaClusterAdminCreatesAndDeletesAcls: sarama's ClusterAdmin (CreateACLs: CreateAcls
+// v1; ListAcls and DeleteACL: DescribeAcls and DeleteAcls v2) grants erin (no KafkaUser) DESCRIBE on a group prefix, lists
 // it, and deletes it, which DescribeAcls then no longer lists.
 func TestSaramaClusterAdminCreatesAndDeletesAcls(t *testing.T) {
 	c, admin := aclCluster(t, "interop-aclws")
@@ -169,11 +169,11 @@ func TestSaramaClusterAdminCreatesAndDeletesAcls(t *testing.T) {
 	if err != nil {
 		t.Fatalf("sarama cluster admin: %v", err)
 	}
-	defer ca.Close()
+	t.Cleanup(func() { _ = ca.Close() })
 	res := sarama.Resource{ResourceType: sarama.AclResourceGroup, ResourceName: "erins-", ResourcePatternType: sarama.AclPatternPrefixed}
 	acl := sarama.Acl{Principal: "User:erin", Host: "*", Operation: sarama.AclOperationDescribe, PermissionType: sarama.AclPermissionAllow}
-	if err := ca.CreateACL(res, acl); err != nil {
-		t.Fatalf("CreateACL: %v", err)
+	if err := ca.CreateACLs([]*sarama.ResourceAcls{{Resource: res, Acls: []*sarama.Acl{&acl}}}); err != nil {
+		t.Fatalf("CreateACLs: %v", err)
 	}
 	filter := sarama.AclFilter{ResourceType: sarama.AclResourceAny, ResourcePatternTypeFilter: sarama.AclPatternAny,
 		Principal: strptr("User:erin"), Operation: sarama.AclOperationAny, PermissionType: sarama.AclPermissionAny}
