@@ -80,6 +80,8 @@ func TestAlterClientQuotasSetsKafkaUserQuotasAndRefusesWhatAUserCannotHold(t *te
 		says  string
 	}{
 		{"an empty entity", quotaEntry(nil, quotaOp("producer_byte_rate", 1, false)), "Invalid empty client quota entity"},
+		{"an entity type twice", quotaEntry([][2]*string{{strptr("user"), strptr("bob")}, {strptr("user"), strptr("al")}}, quotaOp("producer_byte_rate", 1, false)), "duplicate entity entry user"},
+		{"an empty user name", quotaEntry(userEntity(""), quotaOp("producer_byte_rate", 1, false)), "Empty user not supported"},
 		{"an unknown entity type", quotaEntry([][2]*string{{strptr("group"), strptr("g")}}, quotaOp("producer_byte_rate", 1, false)), "Unhandled client quota entity type: group"},
 		{"a client-id entity", quotaEntry([][2]*string{{strptr("client-id"), strptr("app")}}, quotaOp("producer_byte_rate", 1, false)), "client-id quotas are not supported"},
 		{"a user with a client-id", quotaEntry([][2]*string{{strptr("user"), strptr("bob")}, {strptr("client-id"), strptr("app")}}, quotaOp("producer_byte_rate", 1, false)), "client-id quotas are not supported"},

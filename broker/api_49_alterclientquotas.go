@@ -26,8 +26,9 @@ import (
 //     resourceVersion read, retried on a conflict), one per entry; the entry's result is its
 //     write's. ValidateOnly runs every check that needs no read of the user (not the
 //     principal's match with an existing KafkaUser) and writes nothing.
-//   - Errors per entry, INVALID_REQUEST: Apache's for an empty entity, an entity type named
-//     twice, an unknown entity type ("Unhandled client quota entity type"), an unknown key
+//   - Errors per entry, INVALID_REQUEST: Apache's (ClientQuotaControlManager) for an empty
+//     entity, an entity type named twice, an unknown entity type ("Unhandled client quota
+//     entity type"), an empty name ("Empty user not supported"), an unknown key
 //     ("Invalid configuration key"), a byte rate that is not a whole number ("must be a Long
 //     value"); paddock's for what a KafkaUser cannot hold, each saying so: client-id and ip
 //     entities (alone or with a user), the default user (no name), controller_mutation_rate,
@@ -146,17 +147,24 @@ func quotaUser(entity []kmsg.AlterClientQuotasRequestEntryEntity) (string, strin
 	hasUser := false
 	for _, ent := range entity {
 		if seen[ent.Type] {
-			return "", "Invalid empty client quota entity" // Apache's words for a type named twice
+			return "", "Invalid client quota entity, duplicate entity entry " + ent.Type
 		}
 		seen[ent.Type] = true
 		switch ent.Type {
-		case quotaEntityUser:
-			user, hasUser = ent.Name, true
-		case quotaEntityClientID, quotaEntityIP:
-			return "", "paddock keeps quotas on KafkaUsers only (spec.quotas): " + ent.Type + " quotas are not supported; alter a user entity alone"
+		case quotaEntityUser, quotaEntityClientID, quotaEntityIP:
 		default:
 			return "", "Unhandled client quota entity type: " + ent.Type
 		}
+		if ent.Name != nil && *ent.Name == "" {
+			return "", "Empty " + ent.Type + " not supported"
+		}
+	}
+	for _, ent := range entity {
+		if ent.Type == quotaEntityUser {
+			user, hasUser = ent.Name, true
+			continue
+		}
+		return "", "paddock keeps quotas on KafkaUsers only (spec.quotas): " + ent.Type + " quotas are not supported; alter a user entity alone"
 	}
 	switch {
 	case !hasUser:
@@ -180,13 +188,16 @@ func quotaChange(ops []kmsg.AlterClientQuotasRequestEntryOp) (change func(*v1alp
 		v := op.Value
 		switch op.Key {
 		case "producer_byte_rate", "consumer_byte_rate":
-			if !op.Remove && (v != math.Trunc(v) || math.IsInf(v, 0)) {
+			// Apache's whole-number test (ClientQuotaControlManager.validateQuotaKeyValue): within
+			// 1e-6 of the integer below v + 1e-6.
+			whole := math.Floor(v + 1e-6)
+			if !op.Remove && (math.Abs(whole-v) > 1e-6 || math.IsInf(v, 0) || math.IsNaN(v)) {
 				return nil, false, "Configuration " + op.Key + " must be a Long value"
 			}
-			if !op.Remove && v < 1 {
+			if !op.Remove && (whole < 1 || whole > math.MaxInt64/2) {
 				return nil, false, "paddock's " + op.Key + " is at least 1 (a KafkaUser's bound); remove the quota instead"
 			}
-			rate := int64(v)
+			rate := int64(whole)
 			produce := op.Key == "producer_byte_rate"
 			steps = append(steps, func(q *v1alpha1.UserQuotas) {
 				p := &q.ConsumerByteRate
