@@ -106,11 +106,12 @@ func TestCreateAclsAnswersEachACLWithApachesErrorOrItsUsersWrite(t *testing.T) {
 	}
 }
 
-// TestDeleteAclsListsEachDeletedACLUnderTheFirstFilterSelectingIt: filters are matched as
+// TestDeleteAclsListsEachDeletedACLUnderEveryFilterSelectingIt: filters are matched as
 // DescribeAcls' (a MATCH filter selects the prefix rule applying to a name); an ACL two
-// filters select is listed once, under the first; the selected operations leave the rules
-// and the others stay; a filter with an UNKNOWN element answers INVALID_REQUEST.
-func TestDeleteAclsListsEachDeletedACLUnderTheFirstFilterSelectingIt(t *testing.T) {
+// filters select is listed under both, as Apache's AclControlManager does; the selected
+// operations leave the rules and the others stay; a filter with an UNKNOWN element answers
+// INVALID_REQUEST in Apache's words.
+func TestDeleteAclsListsEachDeletedACLUnderEveryFilterSelectingIt(t *testing.T) {
 	ab := startACLBroker(t, true)
 	ab.grant(allow(v1alpha1.ACLCluster, "", acl.OpAlter))
 	ab.ensureUser(t, "alice", allow(v1alpha1.ACLTopic, "orders", acl.OpRead, acl.OpWrite),
@@ -141,13 +142,13 @@ func TestDeleteAclsListsEachDeletedACLUnderTheFirstFilterSelectingIt(t *testing.
 		slices.Sort(out)
 		return out
 	}
-	for i, want := range [][]string{{"User:alice orders READ"}, {"User:bob orders READ"}, {"User:alice team- READ"}, nil} {
+	for i, want := range [][]string{{"User:alice orders READ"}, {"User:alice orders READ", "User:bob orders READ"}, {"User:alice team- READ"}, nil} {
 		if got := listed(i); !slices.Equal(got, want) {
 			t.Errorf("filter %d deleted %v, want %v", i, got, want)
 		}
 	}
-	if resp.Results[3].ErrorCode != kerr.InvalidRequest.Code {
-		t.Errorf("the UNKNOWN filter: code %d, want INVALID_REQUEST", resp.Results[3].ErrorCode)
+	if r := resp.Results[3]; r.ErrorCode != kerr.InvalidRequest.Code || r.ErrorMessage == nil || *r.ErrorMessage != "Unknown patternFilter." {
+		t.Errorf("the UNKNOWN filter: code %d %v, want INVALID_REQUEST Unknown patternFilter.", r.ErrorCode, r.ErrorMessage)
 	}
 	alice := ab.kafkaUser(t, "alice")
 	if a := alice.Spec.Authorization.ACLs; len(a) != 1 || !slices.Equal(a[0].Operations, []v1alpha1.ACLOperation{acl.OpWrite}) {

@@ -24,10 +24,12 @@ import (
 //     deleted only if it is selected. A KafkaUser is never deleted (it keeps its
 //     authentication and quotas; one the brokers created keeps no ACLs).
 //   - The answer has one result per filter, in order, listing the ACLs deleted that it
-//     selected; an ACL two filters select is listed under the first, as Apache's
+//     selected; an ACL two filters select is listed under each (deleted once), as Apache's
 //     AclControlManager.deleteAcls. The ACLs of a user whose write failed are listed with
 //     the write's error (userWriteError) on each matching ACL, and stay.
-//   - A filter with an UNKNOWN (or undefined) element → INVALID_REQUEST for that filter.
+//   - A filter with an UNKNOWN (or undefined) element → INVALID_REQUEST for that filter, in
+//     Apache's words ("Unknown patternFilter." for the resource type or pattern, "Unknown
+//     entryFilter." for the operation or permission).
 //   - Authorization (Apache's AclApis.handleDeleteAcls): ALTER on the cluster, else every
 //     filter CLUSTER_AUTHORIZATION_FAILED and nothing deleted. Without spec.authorization →
 //     SECURITY_DISABLED (no authorizer), as Apache.
@@ -68,21 +70,26 @@ func handleDeleteACLs(rc *requestContext, kreq kmsg.Request) (kmsg.Response, err
 			af.PatternType = acl.PatternLiteral
 		}
 		if !af.Valid() {
-			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.InvalidRequest.Code, strptr("The filter contain UNKNOWN elements")
+			msg := "Unknown entryFilter."
+			patternOnly := af
+			patternOnly.Operation, patternOnly.Permission = 1, 1 // ANY: valid
+			if !patternOnly.Valid() {
+				msg = "Unknown patternFilter."
+			}
+			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.InvalidRequest.Code, strptr(msg)
 			continue
 		}
 		filters[i] = &af
 	}
-	// first is the index of the first filter selecting b, or -1.
-	first := func(b acl.Binding) int {
-		for i, f := range filters {
+	// selected reports whether some filter selects b.
+	selected := func(b acl.Binding) bool {
+		for _, f := range filters {
 			if f != nil && f.Matches(b) {
-				return i
+				return true
 			}
 		}
-		return -1
+		return false
 	}
-	selected := func(b acl.Binding) bool { return first(b) >= 0 }
 	write, cancel := context.WithTimeout(rc.ctx, maxAdminWait)
 	defer cancel()
 	users, err := rc.h.Admin.Users(write)
@@ -118,12 +125,16 @@ func handleDeleteACLs(rc *requestContext, kreq kmsg.Request) (kmsg.Response, err
 			_, removed = acl.Remove(listed.Principal(), rulesOf(listed), selected)
 		}
 		for _, b := range removed {
-			r := &resp.Results[first(b)]
-			m := kmsg.NewDeleteACLsResponseResultMatchingACL()
-			m.ErrorCode, m.ErrorMessage = code, msg
-			m.ResourceType, m.ResourceName, m.ResourcePatternType = kmsg.ACLResourceType(b.ResourceType), b.ResourceName, kmsg.ACLResourcePatternType(b.PatternType)
-			m.Principal, m.Host, m.Operation, m.PermissionType = b.Principal, b.Host, kmsg.ACLOperation(b.Operation), kmsg.ACLPermissionType(b.Permission)
-			r.MatchingACLs = append(r.MatchingACLs, m)
+			for i, f := range filters {
+				if f == nil || !f.Matches(b) {
+					continue
+				}
+				m := kmsg.NewDeleteACLsResponseResultMatchingACL()
+				m.ErrorCode, m.ErrorMessage = code, msg
+				m.ResourceType, m.ResourceName, m.ResourcePatternType = kmsg.ACLResourceType(b.ResourceType), b.ResourceName, kmsg.ACLResourcePatternType(b.PatternType)
+				m.Principal, m.Host, m.Operation, m.PermissionType = b.Principal, b.Host, kmsg.ACLOperation(b.Operation), kmsg.ACLPermissionType(b.Permission)
+				resp.Results[i].MatchingACLs = append(resp.Results[i].MatchingACLs, m)
+			}
 		}
 	}
 	return resp, nil

@@ -25,26 +25,19 @@ const declareOnAKafkaUser = "declare the ACL on a KafkaUser (spec.authorization.
 // principal is not looked at (UserOf).
 func RuleOf(b Binding) (v1alpha1.ACLRule, string) {
 	var r v1alpha1.ACLRule
-	switch b.ResourceType {
-	case codeUnknown, codeAny:
-		return r, fmt.Sprintf("Invalid resourceType %d", b.ResourceType)
+	switch {
+	case b.ResourceType <= codeAny || b.ResourceType > 7: // an undefined code is UNKNOWN to Apache
+		return r, "Invalid resourceType " + enumName(b.ResourceType, 7)
+	case b.PatternType != PatternLiteral && b.PatternType != PatternPrefixed:
+		return r, "Invalid patternType " + patternName(b.PatternType)
+	case b.Operation <= codeAny || b.Operation > 14:
+		return r, "Invalid operation " + enumName(b.Operation, 14)
+	case b.Permission != PermissionAllow && b.Permission != PermissionDeny:
+		return r, "Invalid permissionType " + enumName(b.Permission, PermissionAllow)
 	}
-	switch b.PatternType {
-	case PatternLiteral, PatternPrefixed:
-	default:
-		return r, fmt.Sprintf("Invalid patternType %d", b.PatternType)
-	}
-	switch b.Operation {
-	case codeUnknown, codeAny:
-		return r, fmt.Sprintf("Invalid operation %d", b.Operation)
-	}
-	switch b.Permission {
-	case PermissionAllow:
-		r.Type = v1alpha1.ACLAllow
-	case PermissionDeny:
+	r.Type = v1alpha1.ACLAllow
+	if b.Permission == PermissionDeny {
 		r.Type = v1alpha1.ACLDeny
-	default:
-		return r, fmt.Sprintf("Invalid permissionType %d", b.Permission)
 	}
 	if b.ResourceName == "" {
 		return r, "Resource name should not be empty"
@@ -200,4 +193,24 @@ func operationOf(code int8) (v1alpha1.ACLOperation, bool) {
 		}
 	}
 	return "", false
+}
+
+// enumName is how Apache prints an invalid code of an ACL enum whose codes go up to max: ANY
+// for 1, UNKNOWN for 0 and every undefined code (fromCode's answer), else the code.
+func enumName(code, max int8) string {
+	switch {
+	case code == codeAny:
+		return "ANY"
+	case code <= codeUnknown || code > max:
+		return "UNKNOWN"
+	}
+	return fmt.Sprint(code)
+}
+
+// patternName is how Apache prints an invalid pattern type.
+func patternName(code int8) string {
+	if code == patternMatch {
+		return "MATCH"
+	}
+	return enumName(code, PatternPrefixed)
 }
