@@ -195,7 +195,7 @@ func quotaChange(ops []kmsg.AlterClientQuotasRequestEntryOp) (change func(*v1alp
 				return nil, false, "Configuration " + op.Key + " must be a Long value"
 			}
 			if !op.Remove && (whole < 1 || whole > math.MaxInt64/2) {
-				return nil, false, "paddock's " + op.Key + " is at least 1 (a KafkaUser's bound); remove the quota instead"
+				return nil, false, "paddock's " + op.Key + " is from 1 to 2^62 (a KafkaUser's bounds); remove the quota instead of setting 0"
 			}
 			rate := int64(whole)
 			produce := op.Key == "producer_byte_rate"
