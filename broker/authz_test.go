@@ -187,6 +187,54 @@ func (ab *aclBroker) kafkaTopic(t *testing.T, name string) *v1alpha1.KafkaTopic 
 	return kt
 }
 
+// kafkaUser is KafkaUser name in the fake API server (nil: none).
+func (ab *aclBroker) kafkaUser(t *testing.T, name string) *v1alpha1.KafkaUser {
+	t.Helper()
+	u := &v1alpha1.KafkaUser{}
+	if err := ab.kube.Get(context.Background(), client.ObjectKey{Namespace: "kafka", Name: name}, u); err != nil {
+		return nil
+	}
+	return u
+}
+
+// ensureUser makes KafkaUser name of cluster c in the fake API server have exactly rules.
+func (ab *aclBroker) ensureUser(t *testing.T, name string, rules ...v1alpha1.ACLRule) {
+	t.Helper()
+	ab.ensureUserOf(t, name, "c", rules...)
+}
+
+// ensureUserOf is ensureUser for a KafkaUser of cluster.
+func (ab *aclBroker) ensureUserOf(t *testing.T, name, cluster string, rules ...v1alpha1.ACLRule) {
+	t.Helper()
+	u := ab.kafkaUser(t, name)
+	if u == nil {
+		u = &v1alpha1.KafkaUser{}
+		u.Name, u.Namespace, u.Spec.Cluster = name, "kafka", cluster
+		if rules != nil {
+			u.Spec.Authorization = &v1alpha1.UserAuthorization{ACLs: rules}
+		}
+		if err := ab.kube.Create(context.Background(), u); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	u.Spec.Authorization = &v1alpha1.UserAuthorization{ACLs: rules}
+	if err := ab.kube.Update(context.Background(), u); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// createACL asks CreateAcls for one literal ALLOW of op on the resource for principal, from
+// any host; the result's code.
+func createACL(t *testing.T, ab *aclBroker, principal string, typ kmsg.ACLResourceType, name string, op kmsg.ACLOperation) int16 {
+	req := latest(kmsg.NewPtrCreateACLsRequest())
+	c := kmsg.NewCreateACLsRequestCreation()
+	c.ResourceType, c.ResourceName, c.ResourcePatternType = typ, name, kmsg.ACLResourcePatternTypeLiteral
+	c.Principal, c.Host, c.Operation, c.PermissionType = principal, "*", op, kmsg.ACLPermissionTypeAllow
+	req.Creations = append(req.Creations, c)
+	return ab.request(t, req).(*kmsg.CreateACLsResponse).Results[0].ErrorCode
+}
+
 func allow(typ v1alpha1.ACLResourceType, name string, ops ...v1alpha1.ACLOperation) v1alpha1.ACLRule {
 	return v1alpha1.ACLRule{Type: v1alpha1.ACLAllow, Resource: v1alpha1.ACLResource{Type: typ, Name: name, PatternType: v1alpha1.ACLLiteral}, Operations: ops, Host: "*"}
 }
@@ -451,6 +499,30 @@ func aclMatrix() []aclCase {
 				req.ResourceType, req.ResourcePatternType, req.Operation, req.PermissionType = 1, 1, 1, 1
 				return ab.request(t, req).(*kmsg.DescribeACLsResponse).ErrorCode
 			}},
+		{name: "CreateAcls needs ALTER on the cluster", key: 30, needs: clusterRule(acl.OpAlter), refused: clusterAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 {
+				return createACL(t, ab, "User:alice", kmsg.ACLResourceTypeTopic, "t", kmsg.ACLOperationRead)
+			},
+			unchanged: func(t *testing.T, ab *aclBroker) {
+				if u := ab.kafkaUser(t, "alice"); u != nil {
+					t.Errorf("the refused CreateAcls wrote KafkaUser alice: %+v", u.Spec)
+				}
+			}},
+		{name: "DeleteAcls needs ALTER on the cluster", key: 31, needs: clusterRule(acl.OpAlter), refused: clusterAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 {
+				ab.ensureUser(t, "bob", allow(v1alpha1.ACLTopic, "t", acl.OpRead))
+				req := latest(kmsg.NewPtrDeleteACLsRequest())
+				f := kmsg.NewDeleteACLsRequestFilter()
+				f.ResourceType, f.ResourcePatternType, f.Operation, f.PermissionType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny, kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+				f.Principal = strptr("User:bob")
+				req.Filters = append(req.Filters, f)
+				return ab.request(t, req).(*kmsg.DeleteACLsResponse).Results[0].ErrorCode
+			},
+			unchanged: func(t *testing.T, ab *aclBroker) {
+				if u := ab.kafkaUser(t, "bob"); u == nil || u.Spec.Authorization == nil || len(u.Spec.Authorization.ACLs) != 1 {
+					t.Errorf("the refused DeleteAcls changed KafkaUser bob: %+v", u)
+				}
+			}},
 		{name: "DescribeConfigs of a topic needs DESCRIBE_CONFIGS on it", key: 32, needs: topicRule(acl.OpDescribeConfigs), refused: topicAuth,
 			send: func(t *testing.T, ab *aclBroker) int16 {
 				return describeConfigs(t, ab, kmsg.ConfigResourceTypeTopic, "t")
@@ -491,6 +563,17 @@ func aclMatrix() []aclCase {
 			send: func(t *testing.T, ab *aclBroker) int16 {
 				return ab.request(t, latest(kmsg.NewPtrDescribeClientQuotasRequest())).(*kmsg.DescribeClientQuotasResponse).ErrorCode
 			}},
+		{name: "AlterClientQuotas needs ALTER_CONFIGS on the cluster", key: 49, needs: clusterRule(acl.OpAlterConfigs), refused: clusterAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 {
+				req := latest(kmsg.NewPtrAlterClientQuotasRequest())
+				req.Entries = append(req.Entries, quotaEntry(userEntity("quser"), quotaOp("producer_byte_rate", 1024, false)))
+				return ab.request(t, req).(*kmsg.AlterClientQuotasResponse).Entries[0].ErrorCode
+			},
+			unchanged: func(t *testing.T, ab *aclBroker) {
+				if u := ab.kafkaUser(t, "quser"); u != nil {
+					t.Errorf("the refused AlterClientQuotas wrote KafkaUser quser: %+v", u.Spec)
+				}
+			}},
 		{name: "DescribeUserScramCredentials needs DESCRIBE on the cluster", key: 50, needs: clusterRule(acl.OpDescribe), refused: clusterAuth,
 			send: func(t *testing.T, ab *aclBroker) int16 {
 				resp := ab.request(t, latest(kmsg.NewPtrDescribeUserSCRAMCredentialsRequest())).(*kmsg.DescribeUserSCRAMCredentialsResponse)
@@ -498,6 +581,15 @@ func aclMatrix() []aclCase {
 					t.Errorf("refused answer lists %d users", len(resp.Results))
 				}
 				return resp.ErrorCode
+			}},
+		{name: "AlterUserScramCredentials needs ALTER on the cluster", key: 51, needs: clusterRule(acl.OpAlter), refused: clusterAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 {
+				return alterScram(t, ab, "sam", "sam-password", 4096).Results[0].ErrorCode
+			},
+			unchanged: func(t *testing.T, ab *aclBroker) {
+				if u := ab.kafkaUser(t, "sam"); u != nil {
+					t.Errorf("the refused AlterUserScramCredentials wrote KafkaUser sam: %+v", u.Spec)
+				}
 			}},
 		{name: "CreatePartitions needs ALTER on the topic", key: 37, needs: topicRule(acl.OpAlter), refused: topicAuth,
 			send: func(t *testing.T, ab *aclBroker) int16 {
@@ -724,16 +816,16 @@ func TestEveryAPIChecksApachesACL(t *testing.T) {
 }
 
 // TestWithoutAuthorizationEveryoneMayDoEverything runs the matrix's requests against a
-// cluster without spec.authorization and no ACL at all: none is refused, and DescribeAcls
-// answers SECURITY_DISABLED.
+// cluster without spec.authorization and no ACL at all: none is refused, and the ACL APIs
+// (DescribeAcls, CreateAcls, DeleteAcls) answer SECURITY_DISABLED.
 func TestWithoutAuthorizationEveryoneMayDoEverything(t *testing.T) {
 	ab := startACLBroker(t, false)
 	for _, c := range aclMatrix() {
 		t.Run(c.name, func(t *testing.T) {
 			got := c.send(t, ab)
-			if c.key == 29 {
+			if c.key == 29 || c.key == 30 || c.key == 31 { // the ACL APIs
 				if got != kerr.SecurityDisabled.Code {
-					t.Fatalf("DescribeAcls code %d, want SECURITY_DISABLED", got)
+					t.Fatalf("%s code %d, want SECURITY_DISABLED", kmsg.NameForKey(c.key), got)
 				}
 				return
 			}

@@ -37,7 +37,44 @@ type PasswordSource struct {
 	SecretKeyRef SecretKeyRef `json:"secretKeyRef"`
 }
 
+// ScramCredential is one mechanism's salted SCRAM credential (RFC 5802): what a broker checks
+// a client's proof against. It is not a password, nor enough to authenticate with.
+type ScramCredential struct {
+	// iterations of the salting.
+	// +required
+	// +kubebuilder:validation:Minimum=4096
+	// +kubebuilder:validation:Maximum=16384
+	Iterations int32 `json:"iterations"`
+	// salt the password was salted with.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	Salt []byte `json:"salt"`
+	// storedKey is H(HMAC(SaltedPassword, "Client Key")).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	StoredKey []byte `json:"storedKey"`
+	// serverKey is HMAC(SaltedPassword, "Server Key").
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	ServerKey []byte `json:"serverKey"`
+}
+
+// ScramCredentials are a scram user's salted credentials set through Kafka's
+// AlterUserScramCredentials, per mechanism; a mechanism left out has no credential.
+type ScramCredentials struct {
+	// scramSha256 is the SCRAM-SHA-256 credential.
+	// +optional
+	SHA256 *ScramCredential `json:"scramSha256,omitempty"`
+	// scramSha512 is the SCRAM-SHA-512 credential (PLAIN listeners check this one).
+	// +optional
+	SHA512 *ScramCredential `json:"scramSha512,omitempty"`
+}
+
 // UserAuthentication is how a KafkaUser proves who it is.
+// +kubebuilder:validation:XValidation:rule="!has(self.scramCredentials) || (self.type == 'scram-sha-512' && !has(self.password))",message="scramCredentials are for a scram-sha-512 user without a password Secret"
 type UserAuthentication struct {
 	// type is scram-sha-512 (a password) or tls (a client certificate).
 	// +required
@@ -46,6 +83,13 @@ type UserAuthentication struct {
 	// one.
 	// +optional
 	Password *PasswordSource `json:"password,omitempty"`
+	// scramCredentials, for scram-sha-512, are salted credentials set through Kafka's
+	// AlterUserScramCredentials (the brokers write them: the client salts its password, the
+	// broker derives the keys): when set, the user's SCRAM credentials are exactly these —
+	// no password is generated, read or kept in a Secret — and the operator copies them to
+	// the cluster's credentials Secret. Never a password.
+	// +optional
+	ScramCredentials *ScramCredentials `json:"scramCredentials,omitempty"`
 }
 
 // ACLResourceType is the kind of resource an ACL rule covers.

@@ -13,13 +13,15 @@ import (
 	"github.com/paddock-dev/paddock/internal/topicname"
 )
 
-// Admin is the broker's write access to its cluster's KafkaTopics, the only API writes a
-// broker makes besides its heartbeat Lease (docs/topics.md, "Admin APIs"): CreateTopics and
-// Metadata auto-creation create KafkaTopics, DeleteTopics deletes them, CreatePartitions and
-// the AlterConfigs APIs update their spec, and the broker removing a deleted topic's data
-// drops its finalizer. Its verbs are exactly the broker Role's on kafkatopics (get, list,
-// watch, create, update, delete). Reads on the request path come from the view, never from
-// here: a Get is made only inside a write, to update the current object.
+// Admin is the broker's write access to its cluster's KafkaTopics and KafkaUsers, the only API
+// writes a broker makes besides its heartbeat Lease (docs/topics.md, "Admin APIs";
+// docs/security.md, "Authorization"): CreateTopics and Metadata auto-creation create
+// KafkaTopics, DeleteTopics deletes them, CreatePartitions and the AlterConfigs APIs update
+// their spec, and the broker removing a deleted topic's data drops its finalizer; CreateAcls
+// and DeleteAcls change KafkaUsers (admin_users.go). Its verbs are exactly the broker Role's
+// on kafkatopics (get, list, watch, create, update, delete) and kafkausers (get, list, watch,
+// create, update). Reads on the request path come from the view, never from here: a Get (or
+// DeleteAcls' List) is made only inside a write, to change the current object.
 //
 // Its errors are the API server's (k8s.io/apimachinery/pkg/api/errors tells them apart).
 type Admin struct {

@@ -73,13 +73,21 @@ var _ = Describe("A broker's identity", Ordered, func() {
 		}
 		Expect(err.Error()).To(Or(says...))
 	}
-	// twoClusters makes clusters c and d of three brokers in a new namespace and waits for
-	// their broker RoleBindings.
-	twoClusters := func(ctx SpecContext) (c, d *kafkav1alpha1.KafkaCluster) {
+	user := func(ns, name, cluster string) *kafkav1alpha1.KafkaUser {
+		return &kafkav1alpha1.KafkaUser{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: kafkav1alpha1.ClusterLabels(cluster)},
+			Spec: kafkav1alpha1.KafkaUserSpec{Cluster: cluster}}
+	}
+	// twoClusters makes clusters c and d of three brokers in a new namespace (with
+	// spec.authorization when secured: their brokers then write KafkaUsers too) and waits
+	// for their broker RoleBindings.
+	twoClusters := func(ctx SpecContext, secured ...bool) (c, d *kafkav1alpha1.KafkaCluster) {
 		GinkgoHelper()
 		ns := newNamespace(ctx)
 		for _, name := range []string{"c", "d"} {
 			kc := &kafkav1alpha1.KafkaCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: kafkav1alpha1.KafkaClusterSpec{Replicas: 3}}
+			if len(secured) > 0 && secured[0] {
+				kc.Spec.Authorization = &kafkav1alpha1.Authorization{Type: kafkav1alpha1.AuthorizationSimple}
+			}
 			Expect(env.Client.Create(ctx, kc)).To(Succeed())
 			Eventually(func() error {
 				return env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: kafkav1alpha1.StatefulSetName(name)}, &rbacv1.RoleBinding{})
@@ -203,6 +211,51 @@ var _ = Describe("A broker's identity", Ordered, func() {
 		t.Spec.Partitions = 4
 		Expect(env.Client.Update(ctx, t)).To(Succeed())
 		Expect(env.Client.Create(ctx, topic(ns, "user-topic", "c"))).To(Succeed())
+	})
+
+	It("writes its own cluster's KafkaUsers (CreateAcls, DeleteAcls) and no other's, and never deletes one", func(ctx SpecContext) {
+		c, _ := twoClusters(ctx, true)
+		ns := c.Namespace
+		broker1 := as(ns, "c", kafkav1alpha1.BrokerPodName("c", 1))
+		bob := user(ns, "bob", "d")
+		Expect(env.Client.Create(ctx, bob)).To(Succeed())
+
+		By("creating a KafkaUser of another cluster: refused once the policy is loaded")
+		Eventually(func() error { return broker1.Create(ctx, user(ns, "mallory", "d")) }).
+			Should(MatchError(ContainSubstring("the brokers of cluster c may write only its KafkaUsers, not mallory of cluster d")))
+
+		By("its own cluster's users are its to create and change (ACLs only)")
+		alice := user(ns, "alice", "c")
+		Expect(broker1.Create(ctx, alice)).To(Succeed())
+		alice.Spec.Authorization = &kafkav1alpha1.UserAuthorization{ACLs: []kafkav1alpha1.ACLRule{{
+			Resource: kafkav1alpha1.ACLResource{Type: kafkav1alpha1.ACLTopic, Name: "orders"}, Operations: []kafkav1alpha1.ACLOperation{"Read"}}}}
+		Expect(broker1.Update(ctx, alice)).To(Succeed())
+
+		for _, tc := range []struct {
+			what  string
+			write func() error
+		}{
+			{"grant another cluster's user ACLs", func() error {
+				u := &kafkav1alpha1.KafkaUser{}
+				Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(bob), u)).To(Succeed())
+				u.Spec.Authorization = &kafkav1alpha1.UserAuthorization{ACLs: alice.Spec.Authorization.ACLs}
+				return broker1.Update(ctx, u)
+			}},
+			{"create a user of its cluster labelled as another's", func() error {
+				u := user(ns, "mislabelled", "c")
+				u.Labels[kafkav1alpha1.LabelCluster] = "d"
+				return broker1.Create(ctx, u)
+			}},
+		} {
+			By("refusing to " + tc.what)
+			refused(tc.write(), "the brokers of cluster c may write only its KafkaUsers")
+		}
+		By("deleting a user: its Role has no such verb, even for its own cluster's")
+		Expect(apierrors.IsForbidden(broker1.Delete(ctx, alice))).To(BeTrue())
+
+		By("cluster d's brokers write d's users; a user writes any")
+		Expect(as(ns, "d", kafkav1alpha1.BrokerPodName("d", 0)).Create(ctx, user(ns, "dave", "d"))).To(Succeed())
+		Expect(env.Client.Create(ctx, user(ns, "carol", "c"))).To(Succeed())
 	})
 
 	It("keeps everyone else off the heartbeat Leases and leaves their other writes to RBAC", func(ctx SpecContext) {

@@ -108,7 +108,9 @@ func desiredRole(cluster *kafkav1alpha1.KafkaCluster) *rbacv1.Role {
 		// Each broker reads its certificate Secret and the salted SCRAM credentials through
 		// informers whose field selector names the Secret (docs/security.md, "Secrets and
 		// who reads them"), and the cluster's KafkaUsers (principals, ACLs, quotas). The CA
-		// keys and the users' own Secrets are out of reach.
+		// keys and the users' own Secrets are out of reach. CreateAcls and DeleteAcls write
+		// KafkaUsers (create for a principal without one, update with the resourceVersion
+		// read; never delete or patch), which the admission policy limits to the cluster's.
 		secrets := make([]string, 0, cluster.Spec.Replicas+1)
 		for id := int32(0); id < cluster.Spec.Replicas; id++ {
 			secrets = append(secrets, kafkav1alpha1.BrokerCertSecretName(cluster.Name, id))
@@ -116,7 +118,7 @@ func desiredRole(cluster *kafkav1alpha1.KafkaCluster) *rbacv1.Role {
 		secrets = append(secrets, kafkav1alpha1.ScramCredentialsSecretName(cluster.Name))
 		rules = append(rules,
 			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: secrets, Verbs: []string{"get", "list", "watch"}},
-			rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{"kafkausers"}, Verbs: []string{"get", "list", "watch"}},
+			rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{"kafkausers"}, Verbs: []string{"get", "list", "watch", "create", "update"}},
 		)
 	}
 	if exposure(cluster) != corev1.ServiceTypeClusterIP {

@@ -30,6 +30,7 @@ import (
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/internal/pki"
+	"github.com/paddock-dev/paddock/internal/scram"
 )
 
 // Reconciler keeps every KafkaUser's credentials (doc.go).
@@ -61,6 +62,7 @@ const (
 	ReasonNoClientsCA        = "NoClientsCA"
 	reasonCertificateIssued  = "CertificateIssued"
 	reasonPasswordSalted     = "PasswordSalted"
+	reasonCredentialsSet     = "CredentialsSet"
 	actionIssue              = "Issue"
 	// recheckReferencedPassword is how often a password taken from a user's Secret is read
 	// again: that Secret carries no paddock label, so no watch sees it change.
@@ -147,6 +149,9 @@ func (r *Reconciler) keep(ctx context.Context, user *kafkav1alpha1.KafkaUser) (o
 // keepScram keeps the user's password in its Secret and its salted credentials in the
 // cluster's credentials Secret.
 func (r *Reconciler) keepScram(ctx context.Context, cluster *kafkav1alpha1.KafkaCluster, user *kafkav1alpha1.KafkaUser) (outcome, error) {
+	if set := user.Spec.Authentication.ScramCredentials; set != nil {
+		return r.keepSetCredentials(ctx, cluster, user, set)
+	}
 	own, err := r.ownSecret(ctx, cluster, user)
 	if err != nil {
 		return outcome{}, err
@@ -192,6 +197,51 @@ func (r *Reconciler) keepScram(ctx context.Context, cluster *kafkav1alpha1.Kafka
 			"Salted the password of Secret %s into %s (SCRAM-SHA-256, SCRAM-SHA-512)", user.Name, kafkav1alpha1.ScramCredentialsSecretName(cluster.Name))
 	}
 	return out, nil
+}
+
+// keepSetCredentials keeps the salted credentials set through AlterUserScramCredentials
+// (spec.authentication.scramCredentials) as the user's entry of the cluster's credentials
+// Secret, and removes the user's own Secret: no password of the operator's works any more, so
+// none is kept where an application would take it for the user's.
+func (r *Reconciler) keepSetCredentials(ctx context.Context, cluster *kafkav1alpha1.KafkaCluster, user *kafkav1alpha1.KafkaUser, set *kafkav1alpha1.ScramCredentials) (outcome, error) {
+	stored, mechanisms := storedOf(set)
+	current, err := r.credentialsEntry(ctx, cluster, user.Name)
+	if err != nil {
+		return outcome{}, err
+	}
+	var text []byte
+	if len(stored) > 0 {
+		text = stored.Encode()
+	}
+	if !bytes.Equal(current, text) {
+		if err := r.setCredentials(ctx, cluster, user.Name, text); err != nil {
+			return outcome{}, err
+		}
+		r.Recorder.Eventf(user, nil, corev1.EventTypeNormal, reasonCredentialsSet, actionIssue,
+			"Wrote the salted credentials set through AlterUserScramCredentials into %s (%v)", kafkav1alpha1.ScramCredentialsSecretName(cluster.Name), mechanisms)
+	}
+	if err := r.deleteOwnSecret(ctx, user); err != nil {
+		return outcome{}, err
+	}
+	return outcome{reason: ReasonCredentialsIssued,
+		message: fmt.Sprintf("salted credentials set through AlterUserScramCredentials (%v) are what the brokers check; no password is kept", mechanisms)}, nil
+}
+
+// storedOf is set as the credentials Secret stores them, and the mechanisms it has.
+func storedOf(set *kafkav1alpha1.ScramCredentials) (scram.Stored, []string) {
+	stored := scram.Stored{}
+	var mechanisms []string
+	for _, m := range []struct {
+		mech scram.Mechanism
+		cred *kafkav1alpha1.ScramCredential
+	}{{scram.SHA256, set.SHA256}, {scram.SHA512, set.SHA512}} {
+		if m.cred == nil {
+			continue
+		}
+		stored[m.mech.Name] = scram.Credential{Salt: m.cred.Salt, Iterations: int(m.cred.Iterations), StoredKey: m.cred.StoredKey, ServerKey: m.cred.ServerKey}
+		mechanisms = append(mechanisms, m.mech.Name)
+	}
+	return stored, mechanisms
 }
 
 // referencedPassword reads the password a scram user names.

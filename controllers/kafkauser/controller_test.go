@@ -388,3 +388,67 @@ func TestAUserOfAMissingClusterSaysSo(t *testing.T) {
 		t.Errorf("Ready = %+v, want False %s naming the cluster", c, ReasonClusterNotFound)
 	}
 }
+
+func TestSetCredentialsReplaceThePasswordAndItsSecret(t *testing.T) {
+	f := newFixture(t, nil)
+	f.user("alice", kafkav1alpha1.UserScramSHA512)
+	f.reconcile("alice")
+	old := string(f.secret("alice").Data[kafkav1alpha1.SecretKeyPassword])
+
+	// What AlterUserScramCredentials hands over: the client's salting of its new password.
+	salt := []byte("0123456789abcdef")
+	set, err := scram.SHA512.Salt("new-password", salt, 8192)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &kafkav1alpha1.KafkaUser{}
+	if err := f.c.Get(context.Background(), client.ObjectKey{Namespace: f.cluster.Namespace, Name: "alice"}, u); err != nil {
+		t.Fatal(err)
+	}
+	u.Spec.Authentication.ScramCredentials = &kafkav1alpha1.ScramCredentials{SHA512: &kafkav1alpha1.ScramCredential{
+		Iterations: 8192, Salt: set.Salt, StoredKey: set.StoredKey, ServerKey: set.ServerKey}}
+	if err := f.c.Update(context.Background(), u); err != nil {
+		t.Fatal(err)
+	}
+	u, _ = f.reconcile("alice")
+	if c := ready(t, u); c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "AlterUserScramCredentials") {
+		t.Fatalf("Ready = %+v, want True saying the credentials were set through AlterUserScramCredentials", c)
+	}
+	stored := f.entry("alice")
+	if len(stored) != 1 || !scram.SHA512.Verify(stored[scram.SHA512.Name], "new-password") || stored[scram.SHA512.Name].Iterations != 8192 {
+		t.Fatalf("stored %v, want the set SCRAM-SHA-512 credential of the new password alone", stored)
+	}
+	if scram.SHA512.Verify(stored[scram.SHA512.Name], old) {
+		t.Fatal("the old password still verifies")
+	}
+	if err := f.c.Get(context.Background(), client.ObjectKey{Namespace: f.cluster.Namespace, Name: "alice"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the user's password Secret is still there (%v): its password no longer works", err)
+	}
+	version := f.secret(kafkav1alpha1.ScramCredentialsSecretName("c")).ResourceVersion
+	f.reconcile("alice")
+	if now := f.secret(kafkav1alpha1.ScramCredentialsSecretName("c")).ResourceVersion; now != version {
+		t.Errorf("unchanged set credentials were written again (resourceVersion %s → %s)", version, now)
+	}
+
+	// Deleting the last set credential leaves the user with none.
+	if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(u), u); err != nil {
+		t.Fatal(err)
+	}
+	u.Spec.Authentication.ScramCredentials = &kafkav1alpha1.ScramCredentials{}
+	if err := f.c.Update(context.Background(), u); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcile("alice")
+	if stored := f.entry("alice"); stored != nil {
+		t.Fatalf("with no set credential left: stored %v, want none", stored)
+	}
+}
+
+func TestSetCredentialsAreRefusedBesideAPasswordSecret(t *testing.T) {
+	f := newFixture(t, nil)
+	u := &kafkav1alpha1.KafkaUser{ObjectMeta: metav1.ObjectMeta{Name: "bob", Namespace: f.cluster.Namespace}, Spec: kafkav1alpha1.KafkaUserSpec{Cluster: "c",
+		Authentication: &kafkav1alpha1.UserAuthentication{Type: kafkav1alpha1.UserTLS, ScramCredentials: &kafkav1alpha1.ScramCredentials{}}}}
+	if err := f.c.Create(context.Background(), u); err == nil || !strings.Contains(err.Error(), "scramCredentials are for a scram-sha-512 user") {
+		t.Fatalf("a tls user with scramCredentials: %v, want refused by the CRD", err)
+	}
+}
