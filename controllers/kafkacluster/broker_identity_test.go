@@ -250,6 +250,23 @@ var _ = Describe("A broker's identity", Ordered, func() {
 			By("refusing to " + tc.what)
 			refused(tc.write(), "the brokers of cluster c may write only its KafkaUsers")
 		}
+		By("naming a Secret as a user's password: refused, on create and on update")
+		withPassword := func(u *kafkav1alpha1.KafkaUser) *kafkav1alpha1.KafkaUser {
+			u.Spec.Authentication = &kafkav1alpha1.UserAuthentication{Type: kafkav1alpha1.UserScramSHA512,
+				Password: &kafkav1alpha1.PasswordSource{SecretKeyRef: kafkav1alpha1.SecretKeyRef{Name: "manager-token", Key: "token"}}}
+			return u
+		}
+		refused(broker1.Create(ctx, withPassword(user(ns, "eve", "c"))), "may not make KafkaUser eve take its password from a Secret")
+		u := &kafkav1alpha1.KafkaUser{}
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(alice), u)).To(Succeed())
+		refused(broker1.Update(ctx, withPassword(u)), "may not make KafkaUser alice take its password from a Secret")
+		By("a user's own password Secret stays when a broker changes the user's ACLs")
+		carolPw := withPassword(user(ns, "carol-pw", "c"))
+		Expect(env.Client.Create(ctx, carolPw)).To(Succeed())
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(carolPw), u)).To(Succeed())
+		u.Spec.Authorization = alice.Spec.Authorization
+		Expect(broker1.Update(ctx, u)).To(Succeed())
+
 		By("deleting a user: its Role has no such verb, even for its own cluster's")
 		Expect(apierrors.IsForbidden(broker1.Delete(ctx, alice))).To(BeTrue())
 
