@@ -433,8 +433,11 @@ func TestDeposedCoordinatorAcknowledgesNothing(t *testing.T) {
 	for name, code := range map[string]int16{
 		"AddPartitions": c1.AddPartitions("tx", p, []TopicPartition{{"b", 0}}),
 		"EndTxn":        c1.EndTxn("tx", p, true),
-		"Init":          func() int16 { _, _, c := c1.InitProducerID("tx", InitInput{TimeoutMs: 1000, ProducerID: -1, ProducerEpoch: -1}); return c }(),
-		"Describe":      func() int16 { _, c := c1.Describe("tx"); return c }(),
+		"Init": func() int16 {
+			_, _, c := c1.InitProducerID("tx", InitInput{TimeoutMs: 1000, ProducerID: -1, ProducerEpoch: -1})
+			return c
+		}(),
+		"Describe": func() int16 { _, c := c1.Describe("tx"); return c }(),
 	} {
 		if code != kerr.NotCoordinator.Code {
 			t.Fatalf("deposed %s: %v", name, kerr.ErrorForCode(code))
