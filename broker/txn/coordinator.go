@@ -583,3 +583,27 @@ func (c *Coordinator) drive(id string, e *entry, t Txn) {
 	}
 	c.persist(id, e, Complete(e.t, c.now()))
 }
+
+// LoadOwned claims every id on the volume that owns says is this coordinator's (the
+// coordinator rule at this epoch), so decisions an earlier coordinator left in Prepare* are
+// finished and ListTransactions sees them without waiting for a request. It returns how
+// many it claimed; an id it cannot claim is skipped (a newer coordinator holds it).
+func (c *Coordinator) LoadOwned(owns func(id string) bool) (int, error) {
+	ids, err := listIDs(c.cfg.FS, c.cfg.Root)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, id := range ids {
+		if !owns(id) {
+			continue
+		}
+		e, code := c.get(id, false)
+		if code != 0 || e == nil {
+			continue
+		}
+		e.mu.Unlock()
+		n++
+	}
+	return n, nil
+}

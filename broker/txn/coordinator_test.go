@@ -451,3 +451,71 @@ func TestDeposedCoordinatorAcknowledgesNothing(t *testing.T) {
 		t.Fatal("a deposed coordinator sent markers")
 	}
 }
+
+// A takeover that loads its ids finishes a dead coordinator's decision with no request for
+// the id, and lists what it loaded; ids it does not own stay unclaimed.
+func TestLoadOwnedFinishesPrepareWithoutARequest(t *testing.T) {
+	h := newHarness(t)
+	c1 := New(Config{FS: h.fs, Root: h.root, Epoch: 1, Clock: h.clock, ProducerIDs: h.pids,
+		Markers: h.markers, Leader: leaderOf, Log: logr.Discard(), MarkerRetryBackoff: time.Millisecond})
+	h.markers.setAnswer(func(ctx context.Context, _ int32, _ []Marker) ([]int16, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	long := string(make([]byte, 300)) // a hashed directory name
+	for _, id := range []string{"mine", "other", "with/slash", long} {
+		p := initTxn(t, c1, id)
+		if code := c1.AddPartitions(id, p, []TopicPartition{{"a", 0}}); code != 0 {
+			t.Fatal(kerr.ErrorForCode(code))
+		}
+		if code := c1.EndTxn(id, p, false); code != 0 {
+			t.Fatal(kerr.ErrorForCode(code))
+		}
+	}
+	c1.Close()
+	h.markers.setAnswer(nil)
+	c2 := h.coordinator(t, 2)
+	n, err := c2.LoadOwned(func(id string) bool { return id != "other" })
+	if err != nil || n != 3 {
+		t.Fatalf("LoadOwned: %d, %v", n, err)
+	}
+	for _, id := range []string{"mine", "with/slash", long} {
+		for {
+			txns, _ := c2.List([]string{"CompleteAbort"}, nil)
+			found := false
+			for _, x := range txns {
+				found = found || x.ID == id
+			}
+			if found {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	if txns, _ := c2.List(nil, nil); len(txns) != 3 {
+		t.Fatalf("listed %d ids, want the 3 owned", len(txns))
+	}
+	if holds(c2, "other") {
+		t.Fatal("claimed an id it does not own")
+	}
+	_, unknown := c2.List([]string{"Ongoing", "Bogus"}, nil)
+	if len(unknown) != 1 || unknown[0] != "Bogus" {
+		t.Fatalf("unknown state filters %v", unknown)
+	}
+}
+
+func TestDirNameRoundTrips(t *testing.T) {
+	for _, id := range []string{"", "a", "tx-1.b_c", "with/slash", "%41", "ünï", string(make([]byte, 300))} {
+		name := dirName(id)
+		got, hashed, ok := parseDirName(name)
+		if !ok || (!hashed && got != id) || hashed != (len(id) > 100) {
+			t.Fatalf("%q → %q → %q hashed=%v ok=%v", id, name, got, hashed, ok)
+		}
+	}
+	if _, _, ok := parseDirName("t-%4"); ok {
+		t.Fatal("parsed a torn escape")
+	}
+	if _, _, ok := parseDirName("t-%61"); ok {
+		t.Fatal("parsed a non-canonical escape")
+	}
+}

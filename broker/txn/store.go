@@ -197,3 +197,76 @@ func storageErr(op string, err error) error {
 	}
 	return &storage.StorageError{Op: op, Err: err}
 }
+
+// parseDirName inverts dirName for "t-" names; a hashed "h-" name reports hashed=true and
+// no id (the id is read from its state file). Other names are not ids' directories.
+func parseDirName(name string) (id string, hashed, ok bool) {
+	if strings.HasPrefix(name, "h-") {
+		return "", true, len(name) == 2+32
+	}
+	if !strings.HasPrefix(name, "t-") {
+		return "", false, false
+	}
+	var b strings.Builder
+	for i := 2; i < len(name); i++ {
+		if name[i] != '%' {
+			b.WriteByte(name[i])
+			continue
+		}
+		if i+2 >= len(name) {
+			return "", false, false
+		}
+		v, err := strconv.ParseUint(name[i+1:i+3], 16, 8)
+		if err != nil {
+			return "", false, false
+		}
+		b.WriteByte(byte(v))
+		i += 2
+	}
+	id = b.String()
+	return id, false, dirName(id) == name
+}
+
+// listIDs returns the ids with a directory under root. A hashed directory's id is read from
+// its newest-numbered state file (a read to learn a name, not a load: the claim reloads).
+func listIDs(fsys storage.FS, root string) ([]string, error) {
+	names, err := fsys.ReadDirNames(root)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, storageErr("list txn ids", err)
+	}
+	var ids []string
+	for _, name := range names {
+		id, hashed, ok := parseDirName(name)
+		if !ok {
+			continue
+		}
+		if hashed {
+			files, err := fsys.ReadDirNames(filepath.Join(root, name))
+			if err != nil {
+				return nil, storageErr("list txn ids", err)
+			}
+			best := int32(-1)
+			for _, f := range files {
+				if n, err := strconv.ParseInt(strings.TrimSuffix(f, stateSuffix), 10, 32); err == nil && strings.HasSuffix(f, stateSuffix) && int32(n) > best {
+					best = int32(n)
+				}
+			}
+			if best < 0 {
+				continue // claimed but never written: nothing to serve
+			}
+			t, found, err := (&store{fs: fsys, dir: filepath.Join(root, name)}).read(best)
+			if err != nil {
+				return nil, err
+			}
+			if !found {
+				continue
+			}
+			id = t.ID
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
