@@ -2,7 +2,7 @@
 // (Apache 3.7's TransactionMetadata state machine: Empty, Ongoing, PrepareCommit,
 // PrepareAbort, CompleteCommit, CompleteAbort, Dead, PrepareEpochFence), the rules of
 // InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, DescribeTransactions and
-// ListTransactions (PROTOCOL-2.md §1.3–1.11), transaction timeouts and transactional-id
+// ListTransactions (docs/transactions.md "The coordinator"), transaction timeouts and transactional-id
 // expiry, and the driving of commit/abort markers to the partitions' leaders.
 //
 // The rules are pure functions of a Txn and decoded inputs (state.go, table-tested with no

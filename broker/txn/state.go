@@ -285,7 +285,7 @@ type EndOutcome struct {
 	Write bool
 }
 
-// End is the rule of EndTxn (Apache endTransaction, the table of PROTOCOL-2.md §1.7).
+// End is the rule of EndTxn (Apache endTransaction; the table in docs/transactions.md "The coordinator").
 func End(cur Txn, exists bool, p Producer, commit bool, now int64) EndOutcome {
 	if c := checkProducer(cur, exists, p); c != 0 {
 		return EndOutcome{Code: c}
