@@ -162,8 +162,7 @@ func Init(cur Txn, exists bool, in InitInput, lim Limits, now int64) InitOutcome
 		return InitOutcome{Next: n, NeedsPID: true}
 	}
 	fenced := fencedCode(in.Version, 4)
-	if expected && !(cur.ProducerEpoch == NoEpoch || in.ProducerID == cur.ProducerID ||
-		(in.ProducerID == cur.LastPID && epochExhausted(in.ProducerEpoch))) {
+	if expected && !validProducer(cur, in) {
 		return InitOutcome{Code: fenced}
 	}
 	switch cur.State {
@@ -206,6 +205,14 @@ func Init(cur Txn, exists bool, in InitInput, lim Limits, now int64) InitOutcome
 		return InitOutcome{Code: fenced}
 	}
 	return InitOutcome{Next: n}
+}
+
+// validProducer is Apache's isValidProducerId for a supplied PID/epoch: the stored epoch is
+// −1 (the id was just created), or the PID is the current one (its epoch is checked by the
+// bump), or it is the previous PID with an exhausted epoch (a retry of a rotation).
+func validProducer(cur Txn, in InitInput) bool {
+	return cur.ProducerEpoch == NoEpoch || in.ProducerID == cur.ProducerID ||
+		(in.ProducerID == cur.LastPID && epochExhausted(in.ProducerEpoch))
 }
 
 // Producer is the (transactional id, producer id, epoch) a transactional call names, with the

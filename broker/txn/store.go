@@ -136,7 +136,7 @@ func (s *store) read(epoch int32) (Txn, bool, error) {
 		}
 		return Txn{}, false, storageErr("read txn", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only: a close error loses nothing
 	b, err := io.ReadAll(io.NewSectionReader(f, 0, 64<<20))
 	if err != nil {
 		return Txn{}, false, storageErr("read txn", err)
