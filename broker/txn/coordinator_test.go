@@ -65,7 +65,7 @@ type harness struct {
 	markers *memMarkers
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t testing.TB) *harness {
 	t.Helper()
 	dir := t.TempDir()
 	pids, err := storage.OpenProducerIDs(storage.OSFS{}, filepath.Join(dir, "pids"), 1000)

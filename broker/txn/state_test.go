@@ -264,3 +264,18 @@ func TestParseStateInvertsString(t *testing.T) {
 		t.Fatal("parsed a bogus state")
 	}
 }
+
+// Fencing an Ongoing transaction at the last usable epoch spends the final epoch; the
+// producer's retry then rotates to a new producer id instead of failing.
+func TestFencingAtTheLastEpochThenRetryRotates(t *testing.T) {
+	cur := txn(Ongoing, 5, 32766)
+	out := Init(cur, true, InitInput{TimeoutMs: 1000, ProducerID: NoProducerID, ProducerEpoch: NoEpoch, Version: 4}, lim, 0)
+	if out.Code != 0 || !out.Fence || out.Next.ProducerEpoch != 32767 {
+		t.Fatalf("fence: %+v", out)
+	}
+	done := Complete(out.Next, 1)
+	retry := Init(done, true, InitInput{TimeoutMs: 1000, ProducerID: NoProducerID, ProducerEpoch: NoEpoch, Version: 4}, lim, 2)
+	if retry.Code != 0 || !retry.NeedsPID || retry.Next.ProducerEpoch != 0 || retry.Next.LastPID != 5 {
+		t.Fatalf("retry: %+v", retry)
+	}
+}
