@@ -17,12 +17,12 @@ import (
 
 // Apache 3.7's defaults.
 const (
-	DefaultMaxTimeoutMs        = 900000    // transaction.max.timeout.ms
-	DefaultExpirationMs        = 604800000 // transactional.id.expiration.ms
-	DefaultAbortScanInterval   = 10 * time.Second
-	DefaultExpiryScanInterval  = time.Hour
-	DefaultMarkerRetryBackoff  = 100 * time.Millisecond
-	DefaultMarkerRequestTimout = 30 * time.Second
+	DefaultMaxTimeoutMs         = 900000    // transaction.max.timeout.ms
+	DefaultExpirationMs         = 604800000 // transactional.id.expiration.ms
+	DefaultAbortScanInterval    = 10 * time.Second
+	DefaultExpiryScanInterval   = time.Hour
+	DefaultMarkerRetryBackoff   = 100 * time.Millisecond
+	DefaultMarkerRequestTimeout = 30 * time.Second
 	// OffsetsTopic is the topic AddOffsetsToTxn adds a partition of.
 	OffsetsTopic = "__consumer_offsets"
 )
@@ -102,7 +102,7 @@ func (c *Config) defaults() {
 		c.MarkerRetryBackoff = DefaultMarkerRetryBackoff
 	}
 	if c.MarkerRequestTimeout <= 0 {
-		c.MarkerRequestTimeout = DefaultMarkerRequestTimout
+		c.MarkerRequestTimeout = DefaultMarkerRequestTimeout
 	}
 }
 

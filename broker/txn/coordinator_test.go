@@ -2,6 +2,7 @@ package txn
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -517,5 +518,30 @@ func TestDirNameRoundTrips(t *testing.T) {
 	}
 	if _, _, ok := parseDirName("t-%61"); ok {
 		t.Fatal("parsed a non-canonical escape")
+	}
+}
+
+// A corrupt state file is never taken for "no state" (which would hand out a new producer
+// id and forget a decision): the claim fails and the id answers COORDINATOR_NOT_AVAILABLE.
+func TestCorruptStateFileIsNotTakenForNoState(t *testing.T) {
+	h := newHarness(t)
+	c1 := h.coordinator(t, 1)
+	initTxn(t, c1, "tx")
+	c1.Close()
+	path := filepath.Join(h.root, dirName("tx"), stateName(1))
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)-2] ^= 0xff
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c2 := h.coordinator(t, 2)
+	if _, _, code := c2.InitProducerID("tx", InitInput{TimeoutMs: 1000, ProducerID: -1, ProducerEpoch: -1, Version: 4}); code != kerr.CoordinatorNotAvailable.Code {
+		t.Fatalf("init over a corrupt state: %v", kerr.ErrorForCode(code))
+	}
+	if _, err := os.Stat(filepath.Join(h.root, dirName("tx"), stateName(2))); !os.IsNotExist(err) {
+		t.Fatalf("a state was written over the corrupt one: %v", err)
 	}
 }
