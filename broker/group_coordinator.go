@@ -11,6 +11,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/broker/cluster"
 	"github.com/paddock-dev/paddock/broker/groups"
 	"github.com/paddock-dev/paddock/broker/storage"
@@ -90,6 +91,25 @@ func (g *Groups) Owned() int {
 		return c.Owned()
 	}
 	return 0
+}
+
+// Counts is how many groups this broker holds and serves, by protocol and state
+// (groups.Coordinator.GroupCounts), as its heartbeat announces them; none before the
+// coordinator exists or without one (no --data-dir).
+func (g *Groups) Counts() []v1alpha1.GroupCount {
+	var c *groups.Coordinator
+	if g != nil {
+		c = g.Coordinator()
+	}
+	if c == nil {
+		return nil
+	}
+	counts := c.GroupCounts()
+	out := make([]v1alpha1.GroupCount, len(counts))
+	for i, n := range counts {
+		out[i] = v1alpha1.GroupCount{Protocol: n.Type, State: n.State, Count: int32(min(n.Count, math.MaxInt32))}
+	}
+	return out
 }
 
 // Run follows the view until ctx ends, then closes the coordinator (its waiting requests
