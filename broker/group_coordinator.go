@@ -94,25 +94,6 @@ func (g *Groups) Owned() int {
 	return 0
 }
 
-// Counts is how many groups this broker holds and serves, by protocol and state
-// (groups.Coordinator.GroupCounts), as its heartbeat announces them; none before the
-// coordinator exists or without one (no --data-dir).
-func (g *Groups) Counts() []v1alpha1.GroupCount {
-	var c *groups.Coordinator
-	if g != nil {
-		c = g.Coordinator()
-	}
-	if c == nil {
-		return nil
-	}
-	counts := c.GroupCounts()
-	out := make([]v1alpha1.GroupCount, len(counts))
-	for i, n := range counts {
-		out[i] = v1alpha1.GroupCount{Protocol: n.Type, State: n.State, Count: int32(min(n.Count, math.MaxInt32))}
-	}
-	return out
-}
-
 // Run follows the view until ctx ends, then closes the coordinator (its waiting requests
 // are answered NOT_COORDINATOR). It returns when the coordinator is closed.
 func (g *Groups) Run(ctx context.Context) {

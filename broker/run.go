@@ -289,7 +289,6 @@ func (b *Broker) startBackground(r *running) {
 		b.Heartbeat.Claims = b.Claims
 		b.Heartbeat.Failed = b.Failed
 		b.Heartbeat.MountRefused = b.MountRefused
-		b.Heartbeat.Groups = b.groups.Counts
 		wg.Go(func() { b.Heartbeat.Run(bg) })
 	}
 	if b.Admin != nil {

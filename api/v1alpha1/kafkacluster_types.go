@@ -777,15 +777,6 @@ type KafkaClusterStatus struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Broker Counts"
 	Counts BrokerCounts `json:"counts,omitempty"`
 
-	// groups counts the consumer groups the Serving, Alive brokers coordinate, as their
-	// heartbeat Leases announce them (each broker counts only the groups it holds and serves,
-	// so a group is counted once), by protocol and state. It lags the groups by up to a
-	// heartbeat interval and a reconcile; a group whose coordinator is dead, draining or
-	// fenced is not counted until another broker takes it over.
-	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Consumer Groups"
-	Groups GroupCounts `json:"groups,omitempty"`
-
 	// coordinatorEpoch fences group coordinators as a leader epoch fences a partition. The
 	// assignment reconciler bumps it, and never lowers it, whenever the registered or the
 	// alive set of brokers changes — whenever a group's coordinator may have moved — and
@@ -836,7 +827,6 @@ type KafkaClusterStatus struct {
 // +kubebuilder:printcolumn:name="Alive",type=integer,JSONPath=`.status.counts.alive`
 // +kubebuilder:printcolumn:name="Partitions",type=integer,JSONPath=`.status.partitions`
 // +kubebuilder:printcolumn:name="Topics",type=integer,JSONPath=`.status.topics`,priority=1
-// +kubebuilder:printcolumn:name="Groups",type=integer,JSONPath=`.status.groups.total`,priority=1
 // +kubebuilder:printcolumn:name="Cluster-ID",type=string,JSONPath=`.status.clusterID`,priority=1
 // +kubebuilder:printcolumn:name="Secured",type=string,JSONPath=`.status.conditions[?(@.type=="Secured")].status`,priority=1
 // +kubebuilder:printcolumn:name="Storage-Verified",type=string,JSONPath=`.status.conditions[?(@.type=="StorageVerified")].status`,priority=1

@@ -54,12 +54,6 @@ type Heartbeat struct {
 	// announced on the Lease (AnnotationMountRefused) for the KafkaCluster's Degraded
 	// condition. Nil announces nothing.
 	MountRefused func() []string
-	// Groups returns how many groups the broker holds and serves, by protocol and state,
-	// announced on the Lease (AnnotationGroups, as FormatGroupCounts writes them) for the
-	// KafkaCluster's status.groups. It is read at each beat only: a group changing state
-	// costs no write of its own, and the count is at most one Interval old. Nil announces
-	// nothing.
-	Groups func() []v1alpha1.GroupCount
 
 	mu    sync.Mutex
 	lease *coordinationv1.Lease // last lease written; nil forces a fresh read. Guarded by mu.
@@ -296,8 +290,6 @@ func (h *Heartbeat) renew(l *coordinationv1.Lease) {
 	// broker whose storage is fine carries neither.
 	setOrDelete(l.Annotations, v1alpha1.AnnotationFailed, h.Failed, v1alpha1.FormatFailures)
 	setOrDelete(l.Annotations, v1alpha1.AnnotationMountRefused, h.MountRefused, formatMountRefused)
-	// So are the group counts: a broker that holds no group carries none.
-	setOrDelete(l.Annotations, v1alpha1.AnnotationGroups, h.Groups, v1alpha1.FormatGroupCounts)
 }
 
 // setOrDelete sets annotation key to format(get()), or deletes it when that is empty. A nil

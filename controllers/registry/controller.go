@@ -35,8 +35,8 @@ import (
 // EndpointSlices, the brokers' heartbeat Leases and the broker StatefulSet's replicas from the
 // cache, applies the rules of internal/registry, and writes the result as one Broker object
 // per registered broker (created on registration, deleted on deregistration, owned by the
-// cluster) and as the cluster's status.brokers, status.counts and status.groups — the only
-// KafkaCluster status fields it owns (docs/architecture.md, "Who writes what").
+// cluster) and as the cluster's status.brokers and status.counts — the only KafkaCluster
+// status fields it owns (docs/architecture.md, "Who writes what").
 //
 // Writes happen only on change, and a heartbeat alone is not a change: lastSeen, which is
 // the Lease's renewTime and so moves every beat, is written with a row's other changes and
@@ -174,7 +174,6 @@ func (r *Reconciler) computeRows(_ context.Context, s *scope) error {
 	s.result, s.computed = rules.Compute(s.input), true
 	s.cluster.Status.Brokers = rules.SettleAll(s.orig.Status.Brokers, s.result)
 	s.cluster.Status.Counts = s.result.Counts
-	s.cluster.Status.Groups = s.result.Groups
 	return nil
 }
 
@@ -222,19 +221,19 @@ func (r *Reconciler) syncRegistered(ctx context.Context, s *scope) error {
 	return errors.Join(errs...)
 }
 
-// writeClusterStatus writes status.brokers, status.counts and status.groups with one merge
-// patch, only when they changed. The patch carries only those fields: the kafkacluster
-// reconciler owns the rest.
+// writeClusterStatus writes status.brokers and status.counts with one merge patch, only when
+// they changed. The patch carries only those fields: the kafkacluster reconciler owns the
+// rest.
 func (r *Reconciler) writeClusterStatus(ctx context.Context, s *scope) error {
 	c := s.cluster
 	if equality.Semantic.DeepEqual(s.orig.Status.Brokers, c.Status.Brokers) &&
-		s.orig.Status.Counts == c.Status.Counts && equality.Semantic.DeepEqual(s.orig.Status.Groups, c.Status.Groups) {
+		s.orig.Status.Counts == c.Status.Counts {
 		return nil
 	}
-	// The patch spells out the owned fields whole (a patch diffed from the cached object would
+	// The patch spells out both owned fields whole (a patch diffed from the cached object would
 	// leave out zero counts the stored object may not have), and nothing else, so it can
 	// never revert a field the kafkacluster reconciler wrote in between.
-	patch, err := statusPatch(map[string]any{"brokers": c.Status.Brokers, "counts": c.Status.Counts, "groups": c.Status.Groups})
+	patch, err := statusPatch(map[string]any{"brokers": c.Status.Brokers, "counts": c.Status.Counts})
 	if err == nil {
 		err = r.Status().Patch(ctx, c, patch)
 	}
@@ -242,8 +241,7 @@ func (r *Reconciler) writeClusterStatus(ctx context.Context, s *scope) error {
 		return fmt.Errorf("patch registry status of kafkacluster %s: %w", c.Name, err)
 	}
 	log.FromContext(ctx).V(1).Info("Wrote registry status", "registered", c.Status.Counts.Registered,
-		"serving", c.Status.Counts.Serving, "alive", c.Status.Counts.Alive, "dead", c.Status.Counts.Dead,
-		"groups", c.Status.Groups.Total)
+		"serving", c.Status.Counts.Serving, "alive", c.Status.Counts.Alive, "dead", c.Status.Counts.Dead)
 	return nil
 }
 

@@ -2,7 +2,6 @@ package registry
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,9 +67,6 @@ type Result struct {
 	Reasons []Reasons
 	// Counts sums Rows.
 	Counts v1alpha1.BrokerCounts
-	// Groups sums the group counts the Leases of the Serving, Alive brokers announce
-	// (SumGroups).
-	Groups v1alpha1.GroupCounts
 	// Alive is the ids whose health is Alive, sorted. It may be empty: the caller must then
 	// keep the current assignment (docs/assignment.md, "The rules", rule 1).
 	Alive []int32
@@ -156,9 +152,6 @@ type heartbeat struct {
 	// failures and mountRefused are what the Lease says of the broker's storage.
 	failures     []v1alpha1.PartitionFailure
 	mountRefused string
-	// groups is what the Lease counts of the groups the broker coordinates (none when not
-	// announced or refused).
-	groups []v1alpha1.GroupCount
 }
 
 // Compute applies the registry rules (docs/registry.md) to in. It does not modify in.
@@ -194,7 +187,6 @@ func Compute(in Input) Result {
 			res.NextExpiry = t
 		}
 	}
-	var counted [][]v1alpha1.GroupCount // the group counts of the Serving, Alive brokers
 	for _, id := range ids {
 		ep, isListed := listed[id]
 		hb, hasLease := beats[id]
@@ -207,9 +199,6 @@ func Compute(in Input) Result {
 		if row.Health == v1alpha1.BrokerAlive {
 			res.Alive = append(res.Alive, id)
 		}
-		if row.Health == v1alpha1.BrokerAlive && row.State == v1alpha1.BrokerServing {
-			counted = append(counted, hb.groups)
-		}
 		if starting {
 			soonest(graceEnd)
 		}
@@ -219,43 +208,7 @@ func Compute(in Input) Result {
 			soonest(hb.expiry)
 		}
 	}
-	res.Groups = SumGroups(counted)
 	return res
-}
-
-// SumGroups sums the group counts of the brokers that count (docs/registry.md, "Group
-// counts"): the Serving, Alive ones. Each broker counts only the groups it holds and serves,
-// so a group is counted once; a dead, draining or fenced broker's Lease is stale or about to
-// be, and its groups are counted again once another broker serves them. Every sum, and the
-// total, saturates at the int32 maximum rather than wrap. The result is sorted by protocol
-// and state and leaves out a protocol and state without groups.
-func SumGroups(brokers [][]v1alpha1.GroupCount) v1alpha1.GroupCounts {
-	sums := map[[2]string]int64{}
-	var total int64
-	for _, cs := range brokers {
-		for _, c := range cs {
-			if c.Count > 0 {
-				sums[[2]string{c.Protocol, c.State}] += int64(c.Count)
-				total += int64(c.Count)
-			}
-		}
-	}
-	out := v1alpha1.GroupCounts{Total: saturate(total)}
-	for k, n := range sums {
-		out.ByState = append(out.ByState, v1alpha1.GroupCount{Protocol: k[0], State: k[1], Count: saturate(n)})
-	}
-	slices.SortFunc(out.ByState, func(a, b v1alpha1.GroupCount) int {
-		if c := strings.Compare(a.Protocol, b.Protocol); c != 0 {
-			return c
-		}
-		return strings.Compare(a.State, b.State)
-	})
-	return out
-}
-
-// saturate is n capped at the int32 maximum.
-func saturate(n int64) int32 {
-	return int32(min(n, math.MaxInt32))
 }
 
 // listedEndpoints is the union of every slice's brokers. A broker listed twice (slices are
@@ -371,7 +324,7 @@ func heartbeats(in Input) (map[int32]heartbeat, []Refusal) {
 		}
 		w := written[id]
 		hb := heartbeat{healthy: said.healthy, draining: said.draining, epoch: said.epoch, listeners: said.listeners,
-			failures: said.failures, mountRefused: said.mountRefused, groups: said.groups}
+			failures: said.failures, mountRefused: said.mountRefused}
 		if said.listenersRefused && w != nil {
 			hb.listeners = slices.Clone(w.Listeners) // the addresses last believed stand
 		}
@@ -407,8 +360,6 @@ type leaseSays struct {
 	// failures and mountRefused as announced (none when not announced or refused).
 	failures     []v1alpha1.PartitionFailure
 	mountRefused string
-	// groups as announced (none when not announced or refused).
-	groups []v1alpha1.GroupCount
 	// duration is how long a renewal keeps the Lease fresh, capped at the session timeout;
 	// hasDuration is false when the Lease has no renewTime or duration (never fresh).
 	duration    time.Duration
@@ -421,11 +372,10 @@ type leaseSays struct {
 // broker's protocol. The listeners announcement must read by v1alpha1.ReadListeners over the
 // cluster's listener names known; healthy and draining are "true" or "false" (absent: healthy,
 // not draining, as a broker older than the annotation); the duration is capped at
-// sessionTimeout; the epoch is not negative; the failed partitions, the mount refusal and the
-// group counts read by v1alpha1.ReadFailures, ReadMountRefused and ReadGroupCounts. What is
-// refused gets a problem and the conservative reading: unhealthy, draining, the capped
-// duration, epoch 0, no announcement (no failed partition: a failure not believed moves
-// nothing; no group counted).
+// sessionTimeout; the epoch is not negative; the failed partitions and the mount refusal read
+// by v1alpha1.ReadFailures and ReadMountRefused. What is refused gets a problem and the
+// conservative reading: unhealthy, draining, the capped duration, epoch 0, no announcement
+// (no failed partition: a failure not believed moves nothing).
 func readLease(l *coordinationv1.Lease, known []string, sessionTimeout time.Duration) leaseSays {
 	var says leaseSays
 	refuse := func(format string, args ...any) { says.problems = append(says.problems, fmt.Sprintf(format, args...)) }
@@ -457,13 +407,6 @@ func readLease(l *coordinationv1.Lease, known []string, sessionTimeout time.Dura
 			refuse("annotation %s is not believed (%v): the mount counts as accepted", v1alpha1.AnnotationMountRefused, err)
 		}
 		says.mountRefused = m
-	}
-	if v := l.Annotations[v1alpha1.AnnotationGroups]; v != "" {
-		gs, err := v1alpha1.ReadGroupCounts(v)
-		if err != nil {
-			refuse("annotation %s is not believed (%v): none of its groups is counted", v1alpha1.AnnotationGroups, err)
-		}
-		says.groups = gs
 	}
 	says.duration, says.hasDuration = FreshFor(l)
 	switch {
