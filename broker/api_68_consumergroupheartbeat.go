@@ -22,7 +22,10 @@ import (
 //   - It never waits for other clients, so it is answered in place.
 //   - Authorization (Apache 4.0's handleConsumerGroupHeartbeat): READ on the group, else
 //     GROUP_AUTHORIZATION_FAILED; then DESCRIBE on every subscribed topic name, else
-//     TOPIC_AUTHORIZATION_FAILED; the coordinator never sees a refused heartbeat.
+//     TOPIC_AUTHORIZATION_FAILED; the coordinator never sees a refused heartbeat. A
+//     SubscribedTopicRegex resolves only over the topics the member's principal may
+//     DESCRIBE (groups.Client.MayDescribeTopic, set by groupClient; per member, where
+//     Apache 4.0 uses the principal of the heartbeat that triggered the resolution).
 func init() { registerGroupAPI(68, handleConsumerGroupHeartbeat) }
 
 func handleConsumerGroupHeartbeat(rc *requestContext, kreq kmsg.Request) (kmsg.Response, error) {

@@ -839,3 +839,57 @@ func TestWithoutAuthorizationEveryoneMayDoEverything(t *testing.T) {
 func isAuthorizationError(code int16) bool {
 	return code == topicAuth || code == groupAuth || code == clusterAuth || code == txnAuth
 }
+
+// regexHeartbeat sends a consumer member's full heartbeat subscribing to regex in group and
+// returns its code and the topic ids of its assignment (nil when the answer carries none).
+func regexHeartbeat(t *testing.T, ab *aclBroker, group, member string, epoch int32, regex string) (int16, [][16]byte) {
+	t.Helper()
+	req := latest(kmsg.NewPtrConsumerGroupHeartbeatRequest())
+	req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = group, member, epoch, 10000
+	req.SubscribedTopicRegex = &regex
+	req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	resp := ab.request(t, req).(*kmsg.ConsumerGroupHeartbeatResponse)
+	if resp.Assignment == nil {
+		return resp.ErrorCode, nil
+	}
+	ids := [][16]byte{}
+	for _, tp := range resp.Assignment.Topics {
+		ids = append(ids, tp.TopicID)
+	}
+	return resp.ErrorCode, ids
+}
+
+// regexAssignment heartbeats a new member of group subscribing to regex until its answer
+// carries an assignment that is not empty, and returns that assignment's topic ids, sorted.
+func regexAssignment(t *testing.T, ab *aclBroker, group, regex string) [][16]byte {
+	t.Helper()
+	member := "m-" + group + "-000000000000000"
+	code, ids := regexHeartbeat(t, ab, group, member, 0, regex)
+	if code != 0 {
+		t.Fatalf("joining %s: code %d", group, code)
+	}
+	testkit.Eventually(t, "an assignment for "+group, func() bool {
+		if len(ids) > 0 {
+			return true
+		}
+		code, ids = regexHeartbeat(t, ab, group, member, 1, regex)
+		return code == 0 && len(ids) > 0
+	})
+	slices.SortFunc(ids, func(a, b [16]byte) int { return slices.Compare(a[:], b[:]) })
+	return ids
+}
+
+// With authorization on, a KIP-848 member's regular expression resolves only over the topics
+// its principal may DESCRIBE (Apache 4.0, KAFKA-18813): "d" matches but is not described to
+// it, so it is not assigned; the same expression with DESCRIBE on both assigns both.
+func TestARegexSubscriptionResolvesOnlyOverTopicsThePrincipalMayDescribe(t *testing.T) {
+	ab := startACLBroker(t, true)
+	ab.grant(allow(v1alpha1.ACLGroup, "*", acl.OpRead), allow(v1alpha1.ACLTopic, "t", acl.OpDescribe))
+	if got := regexAssignment(t, ab, "rx-some", "[dt]"); !slices.Equal(got, [][16]byte{aclTopicT.ID}) {
+		t.Fatalf("assigned topics %v, want only t's %v", got, aclTopicT.ID)
+	}
+	ab.grant(allow(v1alpha1.ACLGroup, "*", acl.OpRead), allow(v1alpha1.ACLTopic, "*", acl.OpDescribe))
+	if got := regexAssignment(t, ab, "rx-all", "[dt]"); !slices.Equal(got, [][16]byte{aclTopicT.ID, aclTopicD.ID}) {
+		t.Fatalf("assigned topics %v, want t's and d's", got)
+	}
+}

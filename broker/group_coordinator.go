@@ -15,6 +15,7 @@ import (
 	"github.com/paddock-dev/paddock/broker/cluster"
 	"github.com/paddock-dev/paddock/broker/groups"
 	"github.com/paddock-dev/paddock/broker/storage"
+	"github.com/paddock-dev/paddock/internal/acl"
 	"github.com/paddock-dev/paddock/internal/coordinator"
 )
 
@@ -295,6 +296,14 @@ func (rc *requestContext) groupClient() groups.Client {
 			host = h
 		}
 		cl.Host = "/" + host
+	}
+	if rc.enforcing() {
+		// The principal's DESCRIBE on a topic, by the ACLs as of this request: a consumer
+		// member's regular expression resolves only over the topics it may describe.
+		z, principal, addr := rc.z(), rc.principal(), rc.host()
+		cl.MayDescribeTopic = func(topic string) bool {
+			return z.Allowed(acl.Action{Principal: principal, Host: addr, Type: v1alpha1.ACLTopic, Name: topic, Operation: acl.OpDescribe})
+		}
 	}
 	return cl
 }

@@ -43,6 +43,7 @@ func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, cl Client, req
 		names:            slices.Clone(req.SubscribedTopicNames),
 		clientID:         cl.ID,
 		clientHost:       cl.Host,
+		mayDescribe:      cl.MayDescribeTopic,
 	}
 	if req.SubscribedTopicNames != nil && a.names == nil {
 		a.names = []string{}

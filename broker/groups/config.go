@@ -169,4 +169,9 @@ type Client struct {
 	ID string
 	// Host is the client's address as Apache shows it: "/" followed by the IP.
 	Host string
+	// MayDescribeTopic reports whether the client's principal may DESCRIBE the topic: a
+	// consumer member's regular expression resolves only over the topics it may (Apache 4.0's
+	// KAFKA-18813). Nil: every topic (authorization off). The coordinator keeps the one of a
+	// member's latest heartbeat and calls it from the group's goroutine.
+	MayDescribeTopic func(topic string) bool
 }

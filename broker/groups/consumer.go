@@ -52,7 +52,14 @@ type cmember struct {
 	rebalanceTimeout     time.Duration
 	names                []string // subscribed topic names, sorted
 	regex                string   // subscribed regular expression ("" none), as sent
-	assignor             string   // the server assignor it asks for ("" none)
+	// mayDescribe is the DESCRIBE check of its latest heartbeat's principal (nil: every
+	// topic); regexMatch is what its expression resolves to for it: the group's matches of
+	// regex (regexTopics) that mayDescribe allows, computed for regexFor at regexGen.
+	mayDescribe          func(topic string) bool
+	regexMatch           []string
+	regexFor             string
+	regexGen             uint64
+	assignor             string // the server assignor it asks for ("" none)
 	epoch, previousEpoch int32
 	// leftEpoch is a static member's epoch before it left (epoch is then leftStaticEpoch).
 	leftEpoch int32
@@ -79,6 +86,7 @@ type consumerState struct {
 	// regexAt (refreshed every Config.RegexRefresh, and when a new expression arrives).
 	regexTopics map[string][]string
 	regexAt     time.Time
+	regexGen    uint64 // bumped at each resolution of regexTopics
 	assignor    string // the assignor of the current target assignment
 }
 
@@ -121,7 +129,8 @@ type cgHeartbeat struct {
 	owned                pset     // nil: unchanged (not sent)
 	unresolvedOwned      bool     // owned named a topic id we do not know
 	clientID, clientHost string
-	full                 bool // every non-optional field set: the answer carries the assignment
+	mayDescribe          func(topic string) bool // Client.MayDescribeTopic
+	full                 bool                    // every non-optional field set: the answer carries the assignment
 }
 
 type cgResult struct {
@@ -341,7 +350,7 @@ func (g *group) replaceStaticConsumer(old *cmember, newID string) *cmember {
 // updateConsumerMember applies what the heartbeat says of the member and reports whether its
 // subscription changed (which bumps the group epoch).
 func (g *group) updateConsumerMember(m *cmember, a cgHeartbeat) bool {
-	m.clientID, m.clientHost = a.clientID, a.clientHost
+	m.clientID, m.clientHost, m.mayDescribe = a.clientID, a.clientHost, a.mayDescribe
 	if a.rackID != nil {
 		m.rackID = strp(*a.rackID)
 	}
@@ -430,13 +439,17 @@ func (g *group) removeConsumer(m *cmember, why string) {
 func (g *group) bumpConsumerEpoch() { g.cg.epoch++ }
 
 // refreshSubscriptions re-reads the subscribed topics (and, every RegexRefresh, the regular
-// expressions' matches) and reports whether they changed since the target assignment was
-// computed: a topic created, deleted, re-created or grown.
+// expressions' matches and what each member may DESCRIBE of them) and reports whether they
+// changed since the target assignment was computed: a topic created, deleted, re-created or
+// grown, or a member's expression resolving to other topics for it.
 func (g *group) refreshSubscriptions(now time.Time) bool {
 	cs := g.cg
 	if now.Sub(cs.regexAt) >= g.c.cfg.RegexRefresh || cs.regexAt.After(now) {
 		g.resolveRegexes()
 		cs.regexAt = now
+	}
+	if g.filterRegexMatches() {
+		return true
 	}
 	cur := g.subscribedTopics()
 	if len(cur) != len(cs.subscribed) {
@@ -480,6 +493,35 @@ func (g *group) resolveRegexes() {
 		res[m.regex] = match
 	}
 	cs.regexTopics = res
+	cs.regexGen++
+}
+
+// filterRegexMatches resolves each member's expression for it: the group's matches it may
+// DESCRIBE (Apache 4.0 resolves a group's expression with the principal of the heartbeat
+// that triggered the resolution; each member's own principal is stricter: a member never
+// gets a topic it may not describe because another member may). Only a member whose
+// expression or the group's matches changed since its last resolution is looked at, so an
+// ACL change takes effect at the next RegexRefresh. It reports whether any member's
+// resolution changed.
+func (g *group) filterRegexMatches() bool {
+	cs := g.cg
+	changed := false
+	for _, m := range cs.members {
+		if m.regex == "" {
+			m.regexMatch, m.regexFor = nil, ""
+			continue
+		}
+		if m.regexFor == m.regex && m.regexGen == cs.regexGen {
+			continue
+		}
+		match := cs.regexTopics[m.regex]
+		if m.mayDescribe != nil {
+			match = slices.DeleteFunc(slices.Clone(match), func(t string) bool { return !m.mayDescribe(t) })
+		}
+		changed = changed || !slices.Equal(match, m.regexMatch)
+		m.regexMatch, m.regexFor, m.regexGen = match, m.regex, cs.regexGen
+	}
+	return changed
 }
 
 // compileSubscription compiles a subscribed regular expression to match whole topic names.
@@ -487,12 +529,13 @@ func compileSubscription(expr string) (*regexp.Regexp, error) {
 	return regexp.Compile(`^(?:` + expr + `)$`)
 }
 
-// memberTopics is the topic names m subscribes to: its names and its expression's matches.
+// memberTopics is the topic names m subscribes to: its names and its expression's matches
+// that it may DESCRIBE (filterRegexMatches).
 func (g *group) memberTopics(m *cmember) []string {
-	if m.regex == "" {
+	if m.regex == "" || m.regexFor != m.regex {
 		return m.names
 	}
-	return append(slices.Clone(m.names), g.cg.regexTopics[m.regex]...)
+	return append(slices.Clone(m.names), m.regexMatch...)
 }
 
 // subscribedTopics is every topic some member subscribes to that exists with an id.

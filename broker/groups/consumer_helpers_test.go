@@ -29,6 +29,9 @@ type cm struct {
 	// keepalives that do not say what it owns. revoked is what it still holds that way.
 	slow    bool
 	revoked pset
+	// mayDescribe is the DESCRIBE check its heartbeats carry (Client.MayDescribeTopic); nil:
+	// every topic.
+	mayDescribe func(topic string) bool
 }
 
 func (e *env) member(c *Coordinator, group, id string, names ...string) *cm {
@@ -61,7 +64,7 @@ func (m *cm) request() *kmsg.ConsumerGroupHeartbeatRequest {
 // send sends r and applies a successful answer.
 func (m *cm) send(r *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
 	m.e.t.Helper()
-	resp, err := m.c.ConsumerGroupHeartbeat(ctxT(m.e.t), Client{ID: "client-" + m.id, Host: "/127.0.0.1"}, r)
+	resp, err := m.c.ConsumerGroupHeartbeat(ctxT(m.e.t), Client{ID: "client-" + m.id, Host: "/127.0.0.1", MayDescribeTopic: m.mayDescribe}, r)
 	if err != nil {
 		m.e.t.Fatal(err)
 	}

@@ -576,3 +576,62 @@ func TestNoPartitionEverHasTwoOwnersOnRandomWalks(t *testing.T) {
 		})
 	}
 }
+
+// uID is topic "u"'s id (helpers_test.go: 2 partitions).
+var uID = [16]byte{2}
+
+// Each member's regular expression resolves over the topics its own principal may DESCRIBE:
+// a member that may not describe "u" is never given a partition of it, though another member
+// of the group with the same expression may describe it (stricter than Apache 4.0, which
+// resolves a group's expression with whichever member's principal triggered it). A change of
+// what it may describe takes effect at the next regex refresh.
+func TestAMemberIsNeverAssignedARegexTopicItMayNotDescribe(t *testing.T) {
+	e := newEnv(t)
+	mayU := false
+	a, b := e.member(e.c, "g", "a"), e.member(e.c, "g", "b")
+	a.regex, b.regex = strp("t|u"), strp("t|u")
+	a.mayDescribe = func(topic string) bool { return topic != "u" || mayU }
+	holdsU := func(m *cm) int {
+		n := 0
+		for p := range m.held {
+			if p.id == uID {
+				n++
+			}
+		}
+		return n
+	}
+	a.mustBeat()
+	b.mustBeat()
+	for range 6 {
+		a.mustBeat()
+		b.mustBeat()
+		if n := holdsU(a); n != 0 {
+			t.Fatalf("a holds %d partitions of u, which it may not describe", n)
+		}
+	}
+	if holdsU(b) != 2 || a.count()+b.count() != 6 {
+		t.Fatalf("a holds %d, b %d (%d of u); want every partition assigned, u's both to b", a.count(), b.count(), holdsU(b))
+	}
+	// Without b, u has no member that may describe it: it stays unassigned.
+	if code := b.leave(-1); code != 0 {
+		t.Fatalf("b leaving: %s", codeName(code))
+	}
+	for range 4 {
+		a.mustBeat()
+	}
+	if a.count() != 4 || holdsU(a) != 0 {
+		t.Fatalf("alone, a holds %d (%d of u); want t's 4 and none of u", a.count(), holdsU(a))
+	}
+	mayU = true
+	a.mustBeat()
+	if n := holdsU(a); n != 0 {
+		t.Fatalf("a holds %d partitions of u before the regex refresh", n)
+	}
+	e.step(11 * time.Second)
+	for range 4 {
+		a.mustBeat()
+	}
+	if a.count() != 6 || holdsU(a) != 2 {
+		t.Fatalf("after the refresh a holds %d (%d of u); want all 6 once it may describe u", a.count(), holdsU(a))
+	}
+}
