@@ -220,16 +220,16 @@ func buildMarker(m Marker) []byte {
 		typ = controlTypeCommit
 	}
 	b = binary.AppendVarint(b, markerRecordSize)
-	b = append(b, 0)                          // record attributes
-	b = binary.AppendVarint(b, 0)             // timestamp delta
-	b = binary.AppendVarint(b, 0)             // offset delta
-	b = binary.AppendVarint(b, 4)             // key length
-	b = be.AppendUint16(b, 0)                 // key version
-	b = be.AppendUint16(b, typ)               // control type
-	b = binary.AppendVarint(b, 6)             // value length
-	b = be.AppendUint16(b, 0)                 // value version
+	b = append(b, 0)              // record attributes
+	b = binary.AppendVarint(b, 0) // timestamp delta
+	b = binary.AppendVarint(b, 0) // offset delta
+	b = binary.AppendVarint(b, 4) // key length
+	b = be.AppendUint16(b, 0)     // key version
+	b = be.AppendUint16(b, typ)   // control type
+	b = binary.AppendVarint(b, 6) // value length
+	b = be.AppendUint16(b, 0)     // value version
 	b = be.AppendUint32(b, uint32(m.CoordinatorEpoch))
-	b = binary.AppendVarint(b, 0)             // no headers
+	b = binary.AppendVarint(b, 0) // no headers
 	be.PutUint32(b[offCRC:], batchCRC(b))
 	return b
 }

@@ -147,6 +147,7 @@ type Log struct {
 	rollQueue   []chan struct{} // appends waiting for the roll, in arrival order (awaitRollLocked)
 	stopWanted  bool
 	producers   *producerState
+	decided     []decidedTxn // transactions whose markers are written but not below hw yet
 	epochs      []epochStart
 
 	kick    chan struct{} // wakes the flusher; capacity 1
@@ -349,7 +350,13 @@ func (l *Log) writeLocked(batch []byte, h batchHeader, acks Acks, now time.Time,
 	}
 	l.activeIdx.add(h, pos)
 	l.leo = h.nextOffset()
-	if h.idempotent() && h.Attributes&attrControl == 0 {
+	if h.idempotent() {
+		if e := l.producers.m[h.ProducerID]; e != nil && e.txnFirst >= 0 && h.Attributes&attrControl != 0 {
+			// Decided, but readable as decided only once the marker is durable and
+			// fence-checked (Apache's unreplicatedTxns): until the high watermark passes the
+			// marker the transaction still holds the last stable offset.
+			l.decided = append(l.decided, decidedTxn{first: e.txnFirst, marker: h.BaseOffset})
+		}
 		l.producers.apply(h)
 	}
 	l.writes++
@@ -415,11 +422,34 @@ func (l *Log) LastStableOffset() (int64, <-chan struct{}) {
 }
 
 func (l *Log) lastStableLocked() int64 {
-	if first := l.producers.oldestOpenTxn(); first >= 0 && first < l.hw {
-		return first
+	lso := l.hw
+	if first := l.producers.oldestOpenTxn(); first >= 0 {
+		lso = min(lso, first)
 	}
-	return l.hw
+	l.pruneDecidedLocked()
+	for _, t := range l.decided {
+		lso = min(lso, t.first)
+	}
+	return lso
 }
+
+// pruneDecidedLocked forgets the decided transactions whose markers are below the high
+// watermark (called as the high watermark moves, so the list stays bounded by the writes
+// not yet durable).
+func (l *Log) pruneDecidedLocked() {
+	keep := l.decided[:0]
+	for _, t := range l.decided {
+		if t.marker >= l.hw {
+			keep = append(keep, t)
+		}
+	}
+	clear(l.decided[len(keep):])
+	l.decided = keep
+}
+
+// decidedTxn is a transaction whose marker (at offset marker) is written; first is its first
+// offset on this partition.
+type decidedTxn struct{ first, marker int64 }
 
 // awaitRollLocked waits, mu released meanwhile, until the roll completes (or the log stops).
 // Appends waiting for a roll are released one at a time in the order they came — the flusher
