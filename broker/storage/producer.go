@@ -53,7 +53,7 @@ func newProducerState() *producerState { return &producerState{m: map[int64]*pro
 // check applies the table of docs/dataplane.md "Idempotence: the sequence rules" to an
 // incoming idempotent batch. It returns the
 // original batch for a duplicate (nothing must be appended then), nil to append, or
-// ErrInvalidProducerEpoch / ErrOutOfOrderSequence.
+// ErrInvalidProducerEpoch / ErrOutOfOrderSequence / ErrInvalidTxnState.
 func (s *producerState) check(h batchHeader) (*batchMeta, error) {
 	e := s.m[h.ProducerID]
 	if e == nil {
@@ -63,8 +63,9 @@ func (s *producerState) check(h batchHeader) (*batchMeta, error) {
 	if dup != nil || err != nil {
 		return dup, err
 	}
-	// Apache's ProducerAppendInfo.appendDataBatch: once a transaction is open on the
-	// partition, only the producer's transactional batches may follow until its marker.
+	// Apache's ProducerAppendInfo.appendDataBatch, after the duplicate, epoch and sequence
+	// checks: once a transaction is open on the partition, only the producer's
+	// transactional batches may follow until its marker ("Expected transactional write").
 	if e.txnFirst >= 0 && h.Attributes&attrTransactional == 0 {
 		return nil, fmt.Errorf("%w: producer %d has a transaction open at offset %d and sent a non-transactional batch", ErrInvalidTxnState, h.ProducerID, e.txnFirst)
 	}
@@ -76,9 +77,6 @@ func (e *producerEntry) checkSequence(h batchHeader) (*batchMeta, error) {
 	switch {
 	case h.ProducerEpoch < e.epoch:
 		return nil, fmt.Errorf("%w: producer %d epoch %d, partition has seen %d", ErrInvalidProducerEpoch, h.ProducerID, h.ProducerEpoch, e.epoch)
-	case h.Attributes&attrTransactional == 0 && e.txnFirst >= 0:
-		// Apache's ProducerAppendInfo: "Expected transactional write from producer".
-		return nil, fmt.Errorf("%w: producer %d has a transaction open at offset %d", ErrInvalidTxnState, h.ProducerID, e.txnFirst)
 	case h.ProducerEpoch > e.epoch:
 		if firstSeq != 0 {
 			return nil, fmt.Errorf("%w: producer %d new epoch %d must start at sequence 0, not %d", ErrOutOfOrderSequence, h.ProducerID, h.ProducerEpoch, firstSeq)
