@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -355,5 +356,40 @@ func TestDeposedLeadersMarkerIsNeverAcknowledged(t *testing.T) {
 			t.Fatalf("LSO %d above HW %d", got, o.HighWatermark)
 		}
 		_ = l2.Relinquish(context.Background())
+	}
+}
+
+// TestDecidedTransactionHoldsTheLSOUntilItsMarkerIsDurable: a marker written but not yet
+// fsynced and fence-checked may still be lost (a crash, a newer leader), and then the
+// transaction is open again; until the high watermark passes the marker the LSO stays at
+// the transaction's first offset (Apache's unreplicated transactions).
+func TestDecidedTransactionHoldsTheLSOUntilItsMarkerIsDurable(t *testing.T) {
+	var block atomic.Bool
+	release := make(chan struct{})
+	fsys := FaultFS{FS: OSFS{}, Fault: func(op Op, path string) error {
+		if op == OpSync && strings.HasSuffix(path, segmentSuffix) && block.Load() {
+			<-release
+		}
+		return nil
+	}}
+	l := openLog(t, partitionDir(t), 1, testConfig(), Options{FS: fsys})
+	mustAppend(t, l, makeBatch(plain(2, 1)), AcksAll)
+	first := mustAppend(t, l, makeBatch(txnal(1, 0, 0, 2)), AcksAll).BaseOffset
+	block.Store(true)
+	res, err := l.AppendMarker(context.Background(), Marker{ProducerID: 1, ProducerEpoch: 0, Commit: true, CoordinatorEpoch: 1, TimestampMs: testNow}, AcksNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := lso(l); got != first {
+		t.Fatalf("marker at %d not durable: LSO %d, want %d", res.BaseOffset, got, first)
+	}
+	block.Store(false)
+	close(release)
+	for {
+		o, ch := l.LastStableOffset()
+		if o == res.BaseOffset+1 {
+			break
+		}
+		<-ch
 	}
 }
