@@ -411,8 +411,9 @@ func (l *Log) AppendMarker(ctx context.Context, m Marker, acks Acks) (AppendResu
 }
 
 // LastStableOffset is the offset below which every transaction is decided: the first
-// offset of the oldest open transaction if that is below the high watermark, else the high
-// watermark. A READ_COMMITTED fetch reads only below it. The channel is HighWatermark's
+// offset of the oldest transaction still open — or decided with its marker not yet below the
+// high watermark — if that is below the high watermark, else the high watermark; never below
+// the log start. A READ_COMMITTED fetch reads only below it. The channel is HighWatermark's
 // (closed when the high watermark next moves or the log stops): a marker moves the last
 // stable offset only once the high watermark covers it, so the channel serves both.
 func (l *Log) LastStableOffset() (int64, <-chan struct{}) {
@@ -430,7 +431,9 @@ func (l *Log) lastStableLocked() int64 {
 	for _, t := range l.decided {
 		lso = min(lso, t.first)
 	}
-	return lso
+	// Retention or DeleteRecords may move the log start past an open transaction's first
+	// offset (Apache's onLogStartOffsetIncremented): nothing below the log start is readable.
+	return max(lso, l.logStart)
 }
 
 // pruneDecidedLocked forgets the decided transactions whose markers are below the high

@@ -393,3 +393,20 @@ func TestDecidedTransactionHoldsTheLSOUntilItsMarkerIsDurable(t *testing.T) {
 		<-ch
 	}
 }
+
+// TestLSONeverBelowTheLogStart: DeleteRecords past an open transaction's first offset moves
+// the LSO with the log start.
+func TestLSONeverBelowTheLogStart(t *testing.T) {
+	l := openLog(t, partitionDir(t), 1, testConfig(), Options{})
+	mustAppend(t, l, makeBatch(txnal(1, 0, 0, 2)), AcksAll) // 0-1, open
+	mustAppend(t, l, makeBatch(plain(3, 1)), AcksAll)       // 2-4
+	if got := lso(l); got != 0 {
+		t.Fatalf("LSO %d, want 0", got)
+	}
+	if _, err := l.DeleteRecords(context.Background(), 3); err != nil {
+		t.Fatal(err)
+	}
+	if got := lso(l); got != 3 {
+		t.Fatalf("after DeleteRecords to 3: LSO %d, want 3", got)
+	}
+}
