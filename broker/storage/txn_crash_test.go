@@ -19,7 +19,9 @@ func init() { childRoles["txn"] = childTxn }
 
 // childTxn takes over $DIR at $EPOCH and runs transactions from four producers (one to four
 // transactional batches, then a COMMIT or ABORT marker, acks=all) until it is killed,
-// printing "mark <offset>" for every acknowledged marker.
+// printing "mark <offset>" for every acknowledged marker. Markers carry the current time: an
+// old timestamp would let producer.id.expiration.ms forget the producer (and its coordinator
+// epoch) at the next roll or takeover, as Apache does.
 func childTxn() error {
 	epoch, _ := strconv.Atoi(os.Getenv("EPOCH"))
 	l, err := Open(os.Getenv("DIR"), crashConfig(), Options{})
@@ -44,7 +46,7 @@ func childTxn() error {
 						return
 					}
 				}
-				res, err := l.AppendMarker(context.Background(), Marker{ProducerID: pid, Commit: n%2 == 0, CoordinatorEpoch: int32(n), TimestampMs: 1_700_000_000_000}, AcksAll)
+				res, err := l.AppendMarker(context.Background(), Marker{ProducerID: pid, Commit: n%2 == 0, CoordinatorEpoch: int32(n), TimestampMs: time.Now().UnixMilli()}, AcksAll)
 				if err != nil {
 					errs <- err
 					return
