@@ -55,6 +55,15 @@ type batchHeader struct {
 	ProducerEpoch   int16
 	BaseSequence    int32
 	RecordCount     int32
+
+	// ctl is a control batch's marker, set by parseControl (not part of the 61 bytes).
+	ctl controlMarker
+}
+
+// controlMarker is the one record of a transaction-marker control batch.
+type controlMarker struct {
+	commit     bool
+	coordEpoch int32
 }
 
 // parseHeader decodes the header; b must hold at least batchHeaderSize bytes.
@@ -149,6 +158,9 @@ func validateClientBatch(b []byte, cfg *Config) (batchHeader, error) {
 	if h.Attributes&attrControl != 0 {
 		return h, fmt.Errorf("%w: control batches are written by the broker, not producers", ErrInvalidRecord)
 	}
+	if h.Attributes&attrTransactional != 0 && h.ProducerID < 0 {
+		return h, fmt.Errorf("%w: a transactional batch without a producer id", ErrInvalidRecord)
+	}
 	if h.ProducerID >= 0 && h.BaseSequence < 0 {
 		return h, fmt.Errorf("%w: producer id %d without a base sequence", ErrInvalidRecord, h.ProducerID)
 	}
@@ -172,4 +184,88 @@ func stampBatch(b []byte, h batchHeader, base int64, epoch int32, logAppendTime 
 		be.PutUint32(b[offCRC:], h.CRC)
 	}
 	return h
+}
+
+// Transaction-marker control batches (docs/transactions.md "Markers"), as Apache's
+// MemoryRecords.withEndTransactionMarker writes them: magic 2, attributes 0x30
+// (transactional | control), base sequence -1, one record whose key is int16 version 0 +
+// int16 type (0 ABORT, 1 COMMIT) and whose value is int16 version 0 + int32 coordinator epoch.
+const (
+	controlTypeAbort  = 0
+	controlTypeCommit = 1
+	// markerRecordSize is the record after its length varint: attributes, timestamp delta,
+	// offset delta, key length + 4 key bytes, value length + 6 value bytes, header count.
+	markerRecordSize = 1 + 1 + 1 + 1 + 4 + 1 + 6 + 1
+	markerBatchSize  = batchHeaderSize + 1 + markerRecordSize
+)
+
+// buildMarker returns m's control batch as a producer-side batch (base offset 0, leader
+// epoch -1), ready for stampBatch.
+func buildMarker(m Marker) []byte {
+	be := binary.BigEndian
+	b := make([]byte, batchHeaderSize, markerBatchSize)
+	be.PutUint32(b[offLength:], uint32(markerBatchSize-batchLogOverhead))
+	be.PutUint32(b[offLeaderEpoch:], 0xffffffff)
+	b[offMagic] = magicV2
+	be.PutUint16(b[offAttributes:], attrTransactional|attrControl)
+	be.PutUint32(b[offLastOffsetDelta:], 0)
+	be.PutUint64(b[offBaseTimestamp:], uint64(m.TimestampMs))
+	be.PutUint64(b[offMaxTimestamp:], uint64(m.TimestampMs))
+	be.PutUint64(b[offProducerID:], uint64(m.ProducerID))
+	be.PutUint16(b[offProducerEpoch:], uint16(m.ProducerEpoch))
+	be.PutUint32(b[offBaseSequence:], 0xffffffff)
+	be.PutUint32(b[offRecordCount:], 1)
+	typ := uint16(controlTypeAbort)
+	if m.Commit {
+		typ = controlTypeCommit
+	}
+	b = binary.AppendVarint(b, markerRecordSize)
+	b = append(b, 0)              // record attributes
+	b = binary.AppendVarint(b, 0) // timestamp delta
+	b = binary.AppendVarint(b, 0) // offset delta
+	b = binary.AppendVarint(b, 4) // key length
+	b = be.AppendUint16(b, 0)     // key version
+	b = be.AppendUint16(b, typ)   // control type
+	b = binary.AppendVarint(b, 6) // value length
+	b = be.AppendUint16(b, 0)     // value version
+	b = be.AppendUint32(b, uint32(m.CoordinatorEpoch))
+	b = binary.AppendVarint(b, 0) // no headers
+	be.PutUint32(b[offCRC:], batchCRC(b))
+	return b
+}
+
+// parseControl decodes the marker record of a control batch whose body (the bytes after the
+// 61-byte header, at least its first record) is body. Only uncompressed transaction markers
+// are accepted: that is all this log ever writes.
+func parseControl(h *batchHeader, body []byte) error {
+	bad := func(why string) error {
+		return fmt.Errorf("%w: control batch at offset %d: %s", ErrCorruptMessage, h.BaseOffset, why)
+	}
+	if h.Attributes&attrCodecMask != 0 || h.RecordCount != 1 {
+		return bad("not one uncompressed record")
+	}
+	n, k := binary.Varint(body)
+	if k <= 0 || n != markerRecordSize || len(body) < k+markerRecordSize {
+		return bad("record length")
+	}
+	r := body[k : k+markerRecordSize]
+	// attributes, ts delta, offset delta (any single-byte varints), key len 4 (varint 8), value len 6 (varint 12)
+	if r[3] != 8 || r[8] != 12 {
+		return bad("key or value length")
+	}
+	be := binary.BigEndian
+	key, val := r[4:8], r[9:15]
+	if be.Uint16(key) != 0 || be.Uint16(val) != 0 {
+		return bad("key or value version")
+	}
+	switch be.Uint16(key[2:]) {
+	case controlTypeAbort:
+		h.ctl.commit = false
+	case controlTypeCommit:
+		h.ctl.commit = true
+	default:
+		return bad("unknown control type")
+	}
+	h.ctl.coordEpoch = int32(be.Uint32(val[2:]))
+	return nil
 }

@@ -45,6 +45,12 @@ var (
 	// (a gap, a duplicate older than the last five batches, or a new epoch not starting at
 	// 0). OUT_OF_ORDER_SEQUENCE_NUMBER (45).
 	ErrOutOfOrderSequence = errors.New("out of order sequence number")
+	// ErrInvalidTxnState: a producer with a transaction open on the partition sent a
+	// non-transactional batch. INVALID_TXN_STATE (48).
+	ErrInvalidTxnState = errors.New("non-transactional batch inside an open transaction")
+	// ErrTransactionCoordinatorFenced: a transaction marker from a coordinator epoch older
+	// than the one the partition last saw for the producer. TRANSACTION_COORDINATOR_FENCED (52).
+	ErrTransactionCoordinatorFenced = errors.New("transaction coordinator epoch is stale")
 	// ErrOffsetOutOfRange: a read or DeleteRecords below the log-start offset or past the
 	// log end (Read) / high watermark (DeleteRecords). OFFSET_OUT_OF_RANGE (1).
 	ErrOffsetOutOfRange = errors.New("offset out of range")

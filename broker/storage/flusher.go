@@ -73,6 +73,7 @@ func (l *Log) flush() {
 		}
 		if target > l.hw {
 			l.hw, l.hwPos = target, targetPos
+			l.pruneDecidedLocked()
 			close(l.hwCh)
 			l.hwCh = make(chan struct{})
 		}

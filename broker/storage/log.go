@@ -147,6 +147,7 @@ type Log struct {
 	rollQueue   []chan struct{} // appends waiting for the roll, in arrival order (awaitRollLocked)
 	stopWanted  bool
 	producers   *producerState
+	decided     []decidedTxn // transactions whose markers are written but not below hw yet
 	epochs      []epochStart
 
 	kick    chan struct{} // wakes the flusher; capacity 1
@@ -268,7 +269,7 @@ func (l *Log) Begin(batch []byte, acks Acks) (*PendingAppend, error) {
 		return nil, fmt.Errorf("%w: acks=%d", ErrInvalidRequiredAcks, acks)
 	}
 	l.mu.Lock()
-	p, woken, err := l.beginLocked(batch, acks)
+	p, woken, err := l.beginLocked(batch, acks, nil)
 	if woken {
 		l.wakeRollWaiterLocked()
 	}
@@ -285,12 +286,19 @@ func (l *Log) Begin(batch []byte, acks Acks) (*PendingAppend, error) {
 
 // beginLocked is Begin under mu. woken reports that it waited for a roll and was released: it
 // then holds the turn of the appends waiting behind the roll and must pass it on.
-func (l *Log) beginLocked(batch []byte, acks Acks) (p *PendingAppend, woken bool, err error) {
+// A marker (AppendMarker) passes its control batch in batch and itself in marker: it skips
+// the producer-batch checks and gets the marker's.
+func (l *Log) beginLocked(batch []byte, acks Acks, marker *Marker) (p *PendingAppend, woken bool, err error) {
 	if err := l.servingLocked(); err != nil {
 		return nil, false, err
 	}
-	h, err := validateClientBatch(batch, &l.cfg)
-	if err != nil {
+	var h batchHeader
+	if marker != nil {
+		h = parseHeader(batch)
+		if err := parseControl(&h, batch[batchHeaderSize:]); err != nil {
+			return nil, false, err
+		}
+	} else if h, err = validateClientBatch(batch, &l.cfg); err != nil {
 		return nil, false, err
 	}
 	now := l.opts.Now()
@@ -303,7 +311,11 @@ func (l *Log) beginLocked(batch []byte, acks Acks) (p *PendingAppend, woken bool
 			return nil, woken, err
 		}
 	}
-	if h.idempotent() {
+	if marker != nil {
+		if err := l.producers.checkMarker(*marker); err != nil {
+			return nil, woken, err
+		}
+	} else if h.idempotent() {
 		dup, err := l.producers.check(h)
 		if err != nil {
 			return nil, woken, err
@@ -316,12 +328,22 @@ func (l *Log) beginLocked(batch []byte, acks Acks) (p *PendingAppend, woken bool
 	if l.cfg.LogAppendTime {
 		appendTime = now.UnixMilli()
 	}
+	p, err = l.writeLocked(batch, h, acks, now, appendTime)
+	return p, woken, err
+}
+
+// writeLocked stamps batch with the next offset and this log's epoch (and appendTime when it
+// is not -1), writes it at the end of the active segment and applies it to the producer
+// state. On a write error the log is broken (sticky) and the error returned.
+func (l *Log) writeLocked(batch []byte, h batchHeader, acks Acks, now time.Time, appendTime int64) (*PendingAppend, error) {
 	base := l.leo
+	ctl := h.ctl
 	h = stampBatch(batch, h, base, l.epoch, appendTime)
+	h.ctl = ctl
 	pos := l.activeIdx.size
 	if _, err := l.activeFile.f.WriteAt(batch, pos); err != nil {
 		l.broken = storageErr("append", err)
-		return nil, woken, l.broken
+		return nil, l.broken
 	}
 	if l.activeIdx.batches == 0 {
 		l.activeSince = now
@@ -329,16 +351,108 @@ func (l *Log) beginLocked(batch []byte, acks Acks) (p *PendingAppend, woken bool
 	l.activeIdx.add(h, pos)
 	l.leo = h.nextOffset()
 	if h.idempotent() {
+		if e := l.producers.m[h.ProducerID]; e != nil && e.txnFirst >= 0 && h.Attributes&attrControl != 0 {
+			// Decided, but readable as decided only once the marker is durable and
+			// fence-checked (Apache's unreplicatedTxns): until the high watermark passes the
+			// marker the transaction still holds the last stable offset.
+			l.decided = append(l.decided, decidedTxn{first: e.txnFirst, marker: h.BaseOffset})
+		}
 		l.producers.apply(h)
 	}
 	l.writes++
-	p = &PendingAppend{
+	p := &PendingAppend{
 		Result: AppendResult{BaseOffset: base, LastOffset: h.lastOffset(), LogAppendTime: appendTime, LogStartOffset: l.logStart},
 		l:      l, acks: acks, r: l.pending, seq: l.writes,
 	}
 	l.kickFlusher()
-	return p, woken, nil
+	return p, nil
 }
+
+// Marker is a transaction's end on this partition, as the transaction coordinator's
+// WriteTxnMarkers asks for it.
+type Marker struct {
+	ProducerID       int64
+	ProducerEpoch    int16
+	Commit           bool // COMMIT, else ABORT
+	CoordinatorEpoch int32
+	TimestampMs      int64 // the control batch's timestamp
+}
+
+// AppendMarker writes m as a control batch (docs/transactions.md "Markers"), under the fence
+// and with Append's durability and acks rules, closing the producer's open transaction on
+// this partition. A marker for a producer with no open transaction (or unknown here) is
+// written all the same and records its epochs, as Apache's appendEndTxnMarker. Errors are
+// Append's, plus ErrInvalidProducerEpoch (m's epoch is below the producer's) and
+// ErrTransactionCoordinatorFenced (m's coordinator epoch is below the one the partition
+// last saw for the producer); nothing is written then.
+func (l *Log) AppendMarker(ctx context.Context, m Marker, acks Acks) (AppendResult, error) {
+	if acks != AcksNone && acks != AcksLeader && acks != AcksAll {
+		return AppendResult{}, fmt.Errorf("%w: acks=%d", ErrInvalidRequiredAcks, acks)
+	}
+	if m.ProducerID < 0 || m.ProducerEpoch < 0 {
+		return AppendResult{}, fmt.Errorf("%w: marker for producer %d epoch %d", ErrInvalidRecord, m.ProducerID, m.ProducerEpoch)
+	}
+	batch := buildMarker(m)
+	l.mu.Lock()
+	p, woken, err := l.beginLocked(batch, acks, &m)
+	if woken {
+		l.wakeRollWaiterLocked()
+	}
+	broken := l.broken
+	l.mu.Unlock()
+	if err != nil && err == broken {
+		l.fail(broken)
+		return AppendResult{}, l.Err()
+	}
+	if err != nil {
+		return AppendResult{}, err
+	}
+	return p.Result, p.Wait(ctx)
+}
+
+// LastStableOffset is the offset below which every transaction is decided: the first
+// offset of the oldest transaction still open — or decided with its marker not yet below the
+// high watermark — if that is below the high watermark, else the high watermark; never below
+// the log start. A READ_COMMITTED fetch reads only below it. The channel is HighWatermark's
+// (closed when the high watermark next moves or the log stops): a marker moves the last
+// stable offset only once the high watermark covers it, so the channel serves both.
+func (l *Log) LastStableOffset() (int64, <-chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lastStableLocked(), l.hwCh
+}
+
+func (l *Log) lastStableLocked() int64 {
+	lso := l.hw
+	if first := l.producers.oldestOpenTxn(); first >= 0 {
+		lso = min(lso, first)
+	}
+	l.pruneDecidedLocked()
+	for _, t := range l.decided {
+		lso = min(lso, t.first)
+	}
+	// Retention or DeleteRecords may move the log start past an open transaction's first
+	// offset (Apache's onLogStartOffsetIncremented): nothing below the log start is readable.
+	return max(lso, l.logStart)
+}
+
+// pruneDecidedLocked forgets the decided transactions whose markers are below the high
+// watermark (called as the high watermark moves, so the list stays bounded by the writes
+// not yet durable).
+func (l *Log) pruneDecidedLocked() {
+	keep := l.decided[:0]
+	for _, t := range l.decided {
+		if t.marker >= l.hw {
+			keep = append(keep, t)
+		}
+	}
+	clear(l.decided[len(keep):])
+	l.decided = keep
+}
+
+// decidedTxn is a transaction whose marker (at offset marker) is written; first is its first
+// offset on this partition.
+type decidedTxn struct{ first, marker int64 }
 
 // awaitRollLocked waits, mu released meanwhile, until the roll completes (or the log stops).
 // Appends waiting for a roll are released one at a time in the order they came — the flusher

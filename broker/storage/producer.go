@@ -26,14 +26,20 @@ type batchMeta struct {
 type producerEntry struct {
 	epoch   int16
 	batches []batchMeta // oldest first, at most producerBatchesRetained
+	// txnFirst is the first offset of the producer's open transaction on this partition
+	// (its first transactional batch since its last marker), -1 when none is open.
+	txnFirst int64
+	// coordEpoch is the coordinator epoch of the producer's last marker, -1 before any.
+	coordEpoch int32
+	// lastTs is the timestamp of the producer's last batch or marker (expiration).
+	lastTs int64
 }
 
-func (e *producerEntry) lastTimestamp() int64 {
-	if len(e.batches) == 0 {
-		return -1
-	}
-	return e.batches[len(e.batches)-1].timestamp
+func newProducerEntry(epoch int16) *producerEntry {
+	return &producerEntry{epoch: epoch, txnFirst: -1, coordEpoch: -1, lastTs: -1}
 }
+
+func (e *producerEntry) lastTimestamp() int64 { return e.lastTs }
 
 // producerState is the idempotent-producer table of one partition (docs/dataplane.md
 // "Idempotence: the sequence rules"). It is
@@ -47,12 +53,26 @@ func newProducerState() *producerState { return &producerState{m: map[int64]*pro
 // check applies the table of docs/dataplane.md "Idempotence: the sequence rules" to an
 // incoming idempotent batch. It returns the
 // original batch for a duplicate (nothing must be appended then), nil to append, or
-// ErrInvalidProducerEpoch / ErrOutOfOrderSequence.
+// ErrInvalidProducerEpoch / ErrOutOfOrderSequence / ErrInvalidTxnState.
 func (s *producerState) check(h batchHeader) (*batchMeta, error) {
 	e := s.m[h.ProducerID]
 	if e == nil {
 		return nil, nil // unknown producer: any sequence
 	}
+	dup, err := e.checkSequence(h)
+	if dup != nil || err != nil {
+		return dup, err
+	}
+	// Apache's ProducerAppendInfo.appendDataBatch, after the duplicate, epoch and sequence
+	// checks: once a transaction is open on the partition, only the producer's
+	// transactional batches may follow until its marker ("Expected transactional write").
+	if e.txnFirst >= 0 && h.Attributes&attrTransactional == 0 {
+		return nil, fmt.Errorf("%w: producer %d has a transaction open at offset %d and sent a non-transactional batch", ErrInvalidTxnState, h.ProducerID, e.txnFirst)
+	}
+	return nil, nil
+}
+
+func (e *producerEntry) checkSequence(h batchHeader) (*batchMeta, error) {
 	firstSeq, lastSeq := h.BaseSequence, h.lastSequence()
 	switch {
 	case h.ProducerEpoch < e.epoch:
@@ -78,20 +98,59 @@ func (s *producerState) check(h batchHeader) (*batchMeta, error) {
 	return nil, nil
 }
 
+// checkMarker applies Apache's ProducerAppendInfo.appendEndTxnMarker checks to a marker for
+// producer pid: a stale producer epoch is ErrInvalidProducerEpoch, a coordinator epoch below
+// the one the partition last saw for the producer is ErrTransactionCoordinatorFenced. A
+// marker for a producer with no open transaction (or none known) is still written.
+func (s *producerState) checkMarker(m Marker) error {
+	e := s.m[m.ProducerID]
+	switch {
+	case e == nil:
+		return nil
+	case m.ProducerEpoch < e.epoch:
+		return fmt.Errorf("%w: marker for producer %d at epoch %d, partition has seen %d", ErrInvalidProducerEpoch, m.ProducerID, m.ProducerEpoch, e.epoch)
+	case m.CoordinatorEpoch < e.coordEpoch:
+		return fmt.Errorf("%w: marker for producer %d from coordinator epoch %d, partition has seen %d", ErrTransactionCoordinatorFenced, m.ProducerID, m.CoordinatorEpoch, e.coordEpoch)
+	}
+	return nil
+}
+
+// oldestOpenTxn is the smallest first offset of an open transaction, -1 when none is open.
+func (s *producerState) oldestOpenTxn() int64 {
+	oldest := int64(-1)
+	for _, e := range s.m {
+		if e.txnFirst >= 0 && (oldest < 0 || e.txnFirst < oldest) {
+			oldest = e.txnFirst
+		}
+	}
+	return oldest
+}
+
 func inSequence(last, next int32) bool {
 	return next == last+1 || (last == math.MaxInt32 && next == 0)
 }
 
-// apply records a stored idempotent batch (at append, and for every batch a recovery scan
-// passes over).
+// apply records a stored idempotent batch or transaction marker (at append, and for every
+// batch a recovery scan passes over). A control batch's header must carry its parsed marker
+// (h.ctl, set by parseControl).
 func (s *producerState) apply(h batchHeader) {
 	e := s.m[h.ProducerID]
 	if e == nil {
-		e = &producerEntry{epoch: h.ProducerEpoch}
+		e = newProducerEntry(h.ProducerEpoch)
 		s.m[h.ProducerID] = e
 	}
 	if h.ProducerEpoch != e.epoch {
 		e.epoch, e.batches = h.ProducerEpoch, e.batches[:0]
+	}
+	e.lastTs = h.MaxTimestamp
+	if h.Attributes&attrControl != 0 {
+		// Apache's ProducerStateEntry.update: the marker closes the transaction (if one is
+		// open) and records the coordinator epoch; it is not a batch a retry can match.
+		e.txnFirst, e.coordEpoch = -1, h.ctl.coordEpoch
+		return
+	}
+	if h.Attributes&attrTransactional != 0 && e.txnFirst < 0 {
+		e.txnFirst = h.BaseOffset
 	}
 	e.batches = append(e.batches, batchMeta{
 		firstSeq: h.BaseSequence, lastSeq: h.lastSequence(),
@@ -106,7 +165,9 @@ func (s *producerState) apply(h batchHeader) {
 // producer.id.expiration.ms, judged by the batch timestamp as Apache does).
 func (s *producerState) expire(nowMs, expirationMs int64) {
 	for pid, e := range s.m {
-		if nowMs-e.lastTimestamp() >= expirationMs {
+		// A producer with an open transaction is kept (Apache's isProducerExpired): its
+		// first offset holds the last stable offset until its marker comes.
+		if e.txnFirst < 0 && nowMs-e.lastTimestamp() >= expirationMs {
 			delete(s.m, pid)
 		}
 	}
@@ -122,8 +183,13 @@ type checkpoint struct {
 }
 
 // The .snapshot file: magic, the checkpoint, the producers, a CRC-32C of all before it.
+// Version 02 (written since transactions) adds to each producer, after its batches, the
+// coordinator epoch (int32), the open transaction's first offset (int64, -1 none) and the
+// last timestamp (int64); version 01 files are still read (no open transactions then).
 const (
-	snapshotMagic      = "PDKPSN01"
+	snapshotMagicV1    = "PDKPSN01"
+	snapshotMagic      = "PDKPSN02"
+	snapshotTxnSize    = 4 + 8 + 8
 	snapshotHeaderSize = 8 + 8 + 8 + 4 + 8 + 4
 	snapshotBatchSize  = 4 + 4 + 8 + 8 + 8
 )
@@ -137,7 +203,7 @@ func encodeSnapshot(cp checkpoint, s *producerState) []byte {
 		pids = append(pids, pid)
 	}
 	slices.Sort(pids) // deterministic bytes
-	b := make([]byte, 0, snapshotHeaderSize+len(pids)*(11+producerBatchesRetained*snapshotBatchSize)+4)
+	b := make([]byte, 0, snapshotHeaderSize+len(pids)*(11+producerBatchesRetained*snapshotBatchSize+snapshotTxnSize)+4)
 	b = append(b, snapshotMagic...)
 	b = be.AppendUint64(b, uint64(cp.offset))
 	b = be.AppendUint64(b, uint64(cp.segBase))
@@ -156,6 +222,9 @@ func encodeSnapshot(cp checkpoint, s *producerState) []byte {
 			b = be.AppendUint64(b, uint64(m.lastOffset))
 			b = be.AppendUint64(b, uint64(m.timestamp))
 		}
+		b = be.AppendUint32(b, uint32(e.coordEpoch))
+		b = be.AppendUint64(b, uint64(e.txnFirst))
+		b = be.AppendUint64(b, uint64(e.lastTs))
 	}
 	return be.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }
@@ -164,7 +233,7 @@ func encodeSnapshot(cp checkpoint, s *producerState) []byte {
 // before the checkpoint offset, so a damaged file is skipped rather than believed.
 func decodeSnapshot(b []byte) (checkpoint, *producerState, error) {
 	be := binary.BigEndian
-	if len(b) < snapshotHeaderSize+4 || string(b[:8]) != snapshotMagic {
+	if len(b) < snapshotHeaderSize+4 || (string(b[:8]) != snapshotMagic && string(b[:8]) != snapshotMagicV1) {
 		return checkpoint{}, nil, fmt.Errorf("%w: too short or wrong magic", errBadSnapshot)
 	}
 	body := b[:len(b)-4]
@@ -180,6 +249,7 @@ func decodeSnapshot(b []byte) (checkpoint, *producerState, error) {
 	if cp.offset < 0 || cp.segBase < 0 || cp.segBase > cp.offset || cp.segEpoch < 0 || cp.pos < 0 {
 		return checkpoint{}, nil, fmt.Errorf("%w: checkpoint out of range", errBadSnapshot)
 	}
+	v2 := string(b[:8]) == snapshotMagic
 	count := be.Uint32(b[36:])
 	p := body[snapshotHeaderSize:]
 	s := newProducerState()
@@ -192,7 +262,8 @@ func decodeSnapshot(b []byte) (checkpoint, *producerState, error) {
 		if pid < 0 || n > producerBatchesRetained || len(p) < n*snapshotBatchSize || s.m[pid] != nil {
 			return checkpoint{}, nil, fmt.Errorf("%w: bad producer %d", errBadSnapshot, pid)
 		}
-		e := &producerEntry{epoch: epoch, batches: make([]batchMeta, n)}
+		e := newProducerEntry(epoch)
+		e.batches = make([]batchMeta, n)
 		for i := range e.batches {
 			m := batchMeta{
 				firstSeq: int32(be.Uint32(p)), lastSeq: int32(be.Uint32(p[4:])),
@@ -203,6 +274,17 @@ func decodeSnapshot(b []byte) (checkpoint, *producerState, error) {
 				return checkpoint{}, nil, fmt.Errorf("%w: producer %d batch outside the log", errBadSnapshot, pid)
 			}
 			e.batches[i] = m
+			e.lastTs = m.timestamp
+		}
+		if v2 {
+			if len(p) < snapshotTxnSize {
+				return checkpoint{}, nil, fmt.Errorf("%w: truncated producer %d", errBadSnapshot, pid)
+			}
+			e.coordEpoch, e.txnFirst, e.lastTs = int32(be.Uint32(p)), int64(be.Uint64(p[4:])), int64(be.Uint64(p[12:]))
+			p = p[snapshotTxnSize:]
+			if e.txnFirst < -1 || e.txnFirst >= cp.offset {
+				return checkpoint{}, nil, fmt.Errorf("%w: producer %d transaction outside the log", errBadSnapshot, pid)
+			}
 		}
 		s.m[pid] = e
 	}

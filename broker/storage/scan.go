@@ -79,10 +79,14 @@ func scanBatches(ctx context.Context, r io.ReaderAt, pos, size, next, bound int6
 				scratch = make([]byte, 64<<10)
 			}
 			crc := crc32.Update(0, castagnoli, hdr[offAttributes:])
+			var first []byte // the body's first chunk: a control batch's marker is in it
 			for body > 0 {
 				chunk := scratch[:min(body, int64(len(scratch)))]
 				if _, err := io.ReadFull(br, chunk); err != nil {
 					return end, shortRead(&end, err)
+				}
+				if first == nil {
+					first = chunk
 				}
 				crc = crc32.Update(crc, castagnoli, chunk)
 				body -= int64(len(chunk))
@@ -90,6 +94,12 @@ func scanBatches(ctx context.Context, r io.ReaderAt, pos, size, next, bound int6
 			if crc != h.CRC {
 				end.refused = fmt.Errorf("%w: CRC-32C mismatch in batch at %d (offset %d)", ErrCorruptMessage, end.pos, h.BaseOffset)
 				return end, nil
+			}
+			if h.Attributes&attrControl != 0 {
+				if err := parseControl(&h, first); err != nil {
+					end.refused = err
+					return end, nil
+				}
 			}
 		} else if _, err := br.Discard(int(body)); err != nil {
 			return end, shortRead(&end, err)
