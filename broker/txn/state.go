@@ -267,12 +267,18 @@ func Add(cur Txn, exists bool, p Producer, tps []TopicPartition, now int64) AddO
 	return AddOutcome{Next: n, Write: true}
 }
 
-// Verify is AddPartitionsToTxn v4's VerifyOnly (KIP-890 part 1): the producer check, then per
-// partition NONE if it is in the transaction, else INVALID_TXN_STATE. A non-zero code is for
-// every partition.
+// Verify is AddPartitionsToTxn v4's VerifyOnly (KIP-890 part 1): the producer check; a
+// transaction being decided (Prepare*) is CONCURRENT_TRANSACTIONS, as Apache's
+// handleVerifyPartitionsInTransaction answers; then per partition NONE if it is in the
+// transaction, else INVALID_TXN_STATE (3.7's code; 3.8 answers TRANSACTION_ABORTABLE). A
+// non-zero code is for every partition. A pending write is not looked at: the append's own
+// check is final, as in Apache.
 func Verify(cur Txn, exists bool, p Producer, tps []TopicPartition) (code int16, per []int16) {
 	if c := checkProducer(cur, exists, p); c != 0 {
 		return c, nil
+	}
+	if cur.State.preparing() {
+		return kerr.ConcurrentTransactions.Code, nil
 	}
 	per = make([]int16, len(tps))
 	for i, tp := range tps {

@@ -169,6 +169,11 @@ func TestVerifyRules(t *testing.T) {
 	if code, _ := Verify(Txn{}, false, Producer{5, 3, 4}, nil); code != kerr.InvalidProducerIDMapping.Code {
 		t.Fatalf("unknown: %d", code)
 	}
+	for _, s := range []State{PrepareCommit, PrepareAbort} {
+		if code, per := Verify(txn(s, 5, 3), true, Producer{5, 3, 4}, []TopicPartition{{"a", 0}}); code != kerr.ConcurrentTransactions.Code || per != nil {
+			t.Fatalf("%v: got %d %v, want CONCURRENT_TRANSACTIONS for every partition (Apache)", s, code, per)
+		}
+	}
 	_, per = Verify(txn(CompleteCommit, 5, 3), true, Producer{5, 3, 4}, []TopicPartition{{"a", 0}})
 	if per[0] != kerr.InvalidTxnState.Code {
 		t.Fatalf("completed txn verified a partition: %v", per)
