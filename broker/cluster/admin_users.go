@@ -12,7 +12,9 @@ import (
 )
 
 // The broker's KafkaUser writes (docs/security.md, "Authorization"): CreateAcls and
-// DeleteAcls change a user's spec.authorization.acls. The broker Role's verbs on kafkausers
+// DeleteAcls change a user's spec.authorization.acls, AlterClientQuotas its spec.quotas and
+// AlterUserScramCredentials its salted credentials (never a password Secret reference: the
+// admission policy refuses that from a broker). The broker Role's verbs on kafkausers
 // are exactly what these need: get, list, watch, create, update. Every write carries the
 // resourceVersion it read (an update, never a blind overwrite) and is retried a few times on a
 // conflict, so a user's own edit or another broker's is never undone.
