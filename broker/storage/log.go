@@ -268,8 +268,14 @@ func (l *Log) Begin(batch []byte, acks Acks) (*PendingAppend, error) {
 	if acks != AcksNone && acks != AcksLeader && acks != AcksAll {
 		return nil, fmt.Errorf("%w: acks=%d", ErrInvalidRequiredAcks, acks)
 	}
+	return l.begin(batch, acks, nil)
+}
+
+// begin writes batch (a marker's control batch when m is set) under mu, as Begin and
+// AppendMarker do once their arguments are checked.
+func (l *Log) begin(batch []byte, acks Acks, m *Marker) (*PendingAppend, error) {
 	l.mu.Lock()
-	p, woken, err := l.beginLocked(batch, acks, nil)
+	p, woken, err := l.beginLocked(batch, acks, m)
 	if woken {
 		l.wakeRollWaiterLocked()
 	}
@@ -392,18 +398,7 @@ func (l *Log) AppendMarker(ctx context.Context, m Marker, acks Acks) (AppendResu
 	if m.ProducerID < 0 || m.ProducerEpoch < 0 {
 		return AppendResult{}, fmt.Errorf("%w: marker for producer %d epoch %d", ErrInvalidRecord, m.ProducerID, m.ProducerEpoch)
 	}
-	batch := buildMarker(m)
-	l.mu.Lock()
-	p, woken, err := l.beginLocked(batch, acks, &m)
-	if woken {
-		l.wakeRollWaiterLocked()
-	}
-	broken := l.broken
-	l.mu.Unlock()
-	if err != nil && err == broken {
-		l.fail(broken)
-		return AppendResult{}, l.Err()
-	}
+	p, err := l.begin(buildMarker(m), acks, &m)
 	if err != nil {
 		return AppendResult{}, err
 	}
