@@ -12,9 +12,14 @@ package testkit
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -70,11 +75,17 @@ func Within(t testing.TB, what string, bound time.Duration, cond func() (ok bool
 }
 
 // Listen listens on a free loopback port below 32768 (the ephemeral range above it is where
-// clients' outgoing ports come from).
+// clients' outgoing ports come from). The port is also reserved for the rest of this test
+// process (see reserve), so no other test process on the machine picks it for a process of
+// its own while this one still uses it.
 func Listen(t testing.TB) net.Listener {
 	t.Helper()
 	for range 200 {
-		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(20000+rand.IntN(12000))))
+		port := 20000 + rand.IntN(12000)
+		if !reserve(t, port) {
+			continue
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err == nil {
 			return ln
 		}
@@ -84,10 +95,54 @@ func Listen(t testing.TB) net.Listener {
 }
 
 // FreePort is a loopback port below 32768 that was free a moment ago: for a process that
-// binds it itself.
+// binds it itself. Between the moment it is handed out and the moment the process binds it,
+// only a program that does not use testkit can take it: every test process reserves the
+// ports it hands out (reserve).
 func FreePort(t testing.TB) int {
 	t.Helper()
 	ln := Listen(t)
 	_ = ln.Close() // only the port was wanted
 	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// portLocks is where test processes reserve ports: one file per port, held under an
+// exclusive flock by the process that handed the port out.
+var portLocks = filepath.Join(os.TempDir(), "paddock-test-ports")
+
+// reservedPorts keeps the reservations' files open (and so their locks held) until the
+// process exits; the kernel drops the locks then, however the process ends.
+var reservedPorts struct {
+	sync.Mutex
+	files []*os.File
+}
+
+// reserve takes port for this process across every test process on the machine, so that
+// FreePort's gap (the port is closed, then a broker process binds it) cannot be filled by a
+// port another package's test handed to its own broker: `go test ./...` runs packages in
+// parallel, and each picks ports at random from the same range. It answers false when
+// another process (or this one) holds the port already. A reservation lasts until the
+// process exits: a test's cleanups may stop the process that binds the port after the test
+// itself is done, and a package uses a few hundred ports of the twelve thousand.
+func reserve(t testing.TB, port int) bool {
+	t.Helper()
+	if err := os.MkdirAll(portLocks, 0o777); err != nil {
+		t.Fatalf("reserving test ports: %v", err)
+	}
+	f, err := os.OpenFile(filepath.Join(portLocks, strconv.Itoa(port)), os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		t.Fatalf("reserving test port %d: %v", port, err)
+	}
+	// flock locks belong to the open file, so a second open of the same file by this
+	// process conflicts too: no port is handed out twice within a process either.
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return false
+		}
+		t.Fatalf("reserving test port %d: %v", port, err)
+	}
+	reservedPorts.Lock()
+	reservedPorts.files = append(reservedPorts.files, f)
+	reservedPorts.Unlock()
+	return true
 }

@@ -25,3 +25,18 @@ func TestContextOutlivesTheTestsOwnContext(t *testing.T) {
 		}
 	})
 }
+
+func TestAReservedPortIsNotHandedOutAgain(t *testing.T) {
+	port := FreePort(t)
+	if reserve(t, port) {
+		t.Fatalf("port %d was reserved twice", port)
+	}
+	seen := map[int]bool{port: true}
+	for range 50 {
+		p := FreePort(t)
+		if seen[p] {
+			t.Fatalf("port %d handed out twice", p)
+		}
+		seen[p] = true
+	}
+}
