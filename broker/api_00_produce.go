@@ -336,7 +336,8 @@ const (
 )
 
 // checkProduceRecords is ProduceRequest.validateRecords for v3+: exactly one batch, magic 2,
-// no zstd before v7; and no transactional batch (there is no transaction to be part of).
+// no zstd before v7. A transactional batch is checked by storage (the producer's open
+// transaction on the partition, docs/transactions.md).
 // It returns the batch without any trailing partial bytes. Storage checks the rest (CRC,
 // counts, sizes, sequences).
 func checkProduceRecords(version int16, b []byte) ([]byte, int16, string) {
@@ -358,9 +359,6 @@ func checkProduceRecords(version int16, b []byte) ([]byte, int16, string) {
 		if next := batchOverhead + int64(int32(binary.BigEndian.Uint32(rest[batchLengthOffset:]))); next >= batchOverhead && next <= int64(len(rest)) {
 			return nil, kerr.InvalidRecord.Code, fmt.Sprintf("Produce requests with version %d are only allowed to contain exactly one record batch per partition", version)
 		}
-	}
-	if attrs&attrTransactional != 0 {
-		return nil, kerr.InvalidTxnState.Code, "paddock does not support transactions yet: a transactional batch cannot be part of an ongoing transaction"
 	}
 	return b[:size], 0, ""
 }

@@ -21,8 +21,10 @@ import (
 //     row's, or this connection's when it is the answering broker).
 //   - Nothing alive, or a chosen broker with no address on this listener →
 //     COORDINATOR_NOT_AVAILABLE.
-//   - Transaction keys (type 1) → COORDINATOR_NOT_AVAILABLE until transactions exist; any
-//     other key type → INVALID_REQUEST.
+//   - Transaction keys (type 1) follow the same rule over the transactional id: a
+//     transaction coordinator is the broker that coordinates the groups of the id's
+//     partition (txn_coordinator.go). An empty transactional id → INVALID_REQUEST. Any other
+//     key type → INVALID_REQUEST.
 //   - Authorization (Apache's handleFindCoordinatorRequest), per key: a group needs DESCRIBE
 //     on it, else GROUP_AUTHORIZATION_FAILED; a transactional id DESCRIBE on it, else
 //     TRANSACTIONAL_ID_AUTHORIZATION_FAILED (node -1, empty host, port -1).
@@ -74,7 +76,9 @@ func (rc *requestContext) findCoordinator(key string, keyType int8) kmsg.FindCoo
 		if !rc.allowed(v1alpha1.ACLTransactionalID, key, acl.OpDescribe) {
 			return fail(kerr.TransactionalIDAuthorizationFailed, msgTxnAuthorizationFailed)
 		}
-		return fail(kerr.CoordinatorNotAvailable, "transactions are not served yet")
+		if key == "" {
+			return fail(kerr.InvalidRequest, "the transactional id is empty")
+		}
 	default:
 		return fail(kerr.InvalidRequest, "unknown coordinator key type")
 	}

@@ -10,6 +10,7 @@ import (
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/broker/storage"
+	"github.com/paddock-dev/paddock/broker/txn"
 	"github.com/paddock-dev/paddock/internal/acl"
 )
 
@@ -30,12 +31,12 @@ import (
 //     -1 → INVALID_REQUEST; a null transactional id → a new id; an empty one →
 //     INVALID_REQUEST; transaction_timeout_ms ≤ 0 or above transaction.max.timeout.ms
 //     (900000) → INVALID_TRANSACTION_TIMEOUT.
-//   - Transactions are not supported yet: any other transactional id is answered at once
-//     with UNSUPPORTED_FOR_MESSAGE_FORMAT (43, not retriable: "the broker does not support
-//     the request"), which clients surface as a fatal error instead of retrying; the broker
-//     logs why. (FindCoordinator for a transaction key answers COORDINATOR_NOT_AVAILABLE, so
-//     a client that asks for its transaction coordinator first retries until its own
-//     timeout.)
+//   - A transactional id is served by its transaction coordinator (txn_coordinator.go; the
+//     broker FindCoordinator names for it, else NOT_COORDINATOR): broker/txn's Init rule —
+//     a new id gets a new producer id at epoch 0, a known one its epoch bumped (an Ongoing
+//     transaction is aborted first: CONCURRENT_TRANSACTIONS until that is done), a zombie
+//     PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before v4). Before the coordinator epoch is
+//     known → COORDINATOR_NOT_AVAILABLE.
 //   - Authorization (Apache's handleInitProducerIdRequest), before every other check: a
 //     transactional id needs WRITE on it, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED; a null
 //     one IDEMPOTENT_WRITE on the cluster or WRITE on some topic (authorizeByResourceType:
@@ -75,8 +76,17 @@ func handleInitProducerID(rc *requestContext, kreq kmsg.Request) (kmsg.Response,
 	case req.TransactionTimeoutMillis <= 0 || req.TransactionTimeoutMillis > transactionMaxTimeoutMs:
 		resp.ErrorCode = kerr.InvalidTransactionTimeout.Code
 	default:
-		rc.h.Log.Info("InitProducerId for a transactional id refused: paddock does not support transactions yet", "transactionalID", *req.TransactionalID)
-		resp.ErrorCode = kerr.UnsupportedForMessageFormat.Code
+		id := *req.TransactionalID
+		in := txn.InitInput{TimeoutMs: req.TransactionTimeoutMillis, ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch, Version: req.Version}
+		rc.answerLater(func() (kmsg.Response, error) {
+			c, code := rc.h.Txns.Coordinator(id)
+			if code == 0 {
+				resp.ProducerID, resp.ProducerEpoch, code = c.InitProducerID(id, in)
+			}
+			resp.ErrorCode = code
+			return resp, nil
+		})
+		return nil, nil
 	}
 	return resp, nil
 }

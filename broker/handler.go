@@ -64,6 +64,10 @@ type Handler struct {
 	// reach; without it, or before it runs, they answer as broker/groups does before its
 	// first view (COORDINATOR_NOT_AVAILABLE).
 	Groups *Groups
+	// Txns, when not nil, is the transaction coordinator (txn_coordinator.go) the
+	// transactional APIs reach; without it, or before its first coordinator epoch, they
+	// answer COORDINATOR_NOT_AVAILABLE.
+	Txns *Transactions
 	// AnswerBudget bounds, broker-wide, the bytes of Fetch records read into memory and held
 	// until their answer is written (fetch_data.go); nil: unbounded. Records sent from their
 	// segment file take none of it.

@@ -117,7 +117,7 @@ func TestProduceRefusals(t *testing.T) {
 	badCRC[len(badCRC)-1] ^= 0xff
 	v1Message := brokertest.Batch{Values: [][]byte{[]byte("v")}, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, Magic: 1}.Bytes()
 	zstdBatch := brokertest.Batch{Values: [][]byte{[]byte("zzz")}, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, Zstd: true}.Bytes()
-	transactional := brokertest.Batch{Values: [][]byte{[]byte("v")}, ProducerID: 7, ProducerEpoch: 0, BaseSequence: 0, Attributes: 0x10}.Bytes()
+	transactional := brokertest.Batch{Values: [][]byte{[]byte("v")}, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, Attributes: 0x10}.Bytes()
 	control := brokertest.Batch{Values: [][]byte{[]byte("v")}, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, Attributes: 0x20}.Bytes()
 	pidNoSeq := brokertest.Plain([]byte("v")).Idempotent(5, 0, -1).Bytes()
 	large := brokertest.Plain(bytes.Repeat([]byte("x"), 2000)).Bytes()
@@ -137,7 +137,7 @@ func TestProduceRefusals(t *testing.T) {
 		{"an old message format (magic 1)", 10, -1, "t", 0, v1Message, kerr.InvalidRecord},
 		{"two batches for one partition", 10, -1, "t", 0, twoBatches, kerr.InvalidRecord},
 		{"zstd before Produce v7", 6, -1, "t", 0, zstdBatch, kerr.UnsupportedCompressionType},
-		{"a transactional batch (no transactions yet)", 10, -1, "t", 0, transactional, kerr.InvalidTxnState},
+		{"a transactional batch without a producer id", 10, -1, "t", 0, transactional, kerr.InvalidRecord},
 		{"a control batch from a client", 10, -1, "t", 0, control, kerr.InvalidRecord},
 		{"a producer id without a sequence", 10, -1, "t", 0, pidNoSeq, kerr.InvalidRecord},
 		{"a bad CRC", 10, -1, "t", 0, badCRC, kerr.CorruptMessage},
@@ -397,7 +397,6 @@ func TestInitProducerID(t *testing.T) {
 		{"an empty transactional id", str(""), 60000, -1, -1, kerr.InvalidRequest},
 		{"a transaction timeout of 0", str("tx"), 0, -1, -1, kerr.InvalidTransactionTimeout},
 		{"a transaction timeout above 15 minutes", str("tx"), 900001, -1, -1, kerr.InvalidTransactionTimeout},
-		{"a transactional id: not supported yet", str("tx"), 60000, -1, -1, kerr.UnsupportedForMessageFormat},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			req := kmsg.NewPtrInitProducerIDRequest()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/paddock-dev/paddock/broker/cluster"
 	"github.com/paddock-dev/paddock/broker/groups"
+	"github.com/paddock-dev/paddock/broker/txn"
 	"github.com/paddock-dev/paddock/broker/storage"
 	"github.com/paddock-dev/paddock/broker/wire"
 )
@@ -65,6 +66,9 @@ type Broker struct {
 	// GroupConfig, when set, adjusts the group coordinator's configuration
 	// (groups.DefaultConfig) before it starts: tests shorten the initial rebalance delay.
 	GroupConfig func(*groups.Config)
+	// TxnConfig, when set, adjusts each transaction coordinator's configuration before it
+	// is created: tests shorten the timeout scan.
+	TxnConfig func(*txn.Config)
 	// IOTimeout bounds every file-system call on the data volume — the partition logs', the
 	// producer-id allocator's and the group store's (storage.WatchdogFS): one that has not
 	// returned by then (a hung fsync on an NFS hard mount) fails as a storage error.
@@ -200,6 +204,9 @@ type running struct {
 	// stopGroups closes the group coordinator (its waiting requests answered NOT_COORDINATOR)
 	// and waits for it; nil without one.
 	stopGroups func()
+	// stopTxns closes the transaction coordinator (its marker drivers stop; their decisions
+	// are durable) and the marker sender's connections; nil without one.
+	stopTxns func()
 	// tlsPorts are the bound ports of the TLS listeners (the idle probe speaks TLS there).
 	tlsPorts map[int]bool
 }
@@ -234,6 +241,7 @@ func (b *Broker) start(lns *bound) *running {
 	if b.checkMount() {
 		b.startPartitions(r)
 		b.startGroups(r)
+		b.startTxns(r)
 	}
 	addrs := b.serveKafka(r, lns.kafka)
 	go func() {
@@ -319,6 +327,7 @@ func (b *Broker) closeNow(r *running) {
 	_ = r.wire.Close() // always nil
 	r.handler.Close()
 	_ = r.health.Close() // the probes' connections carry nothing worth keeping
+	b.stopTxns(r)
 	b.stopGroups(r)
 	b.stopPartitions(r)
 }
@@ -331,7 +340,10 @@ func (b *Broker) shutdown(r *running) {
 	defer cancel()
 	// The coordinator first: a JoinGroup still waiting (a drain that timed out) is answered
 	// NOT_COORDINATOR now, so the client looks for the new coordinator instead of holding
-	// its connection until the grace ends.
+	// its connection until the grace ends. The transaction coordinator with it: its marker
+	// drivers stop while the partitions are still served (a decision left unfinished is
+	// durable and finished by the next coordinator).
+	b.stopTxns(r)
 	b.stopGroups(r)
 	if err := r.wire.Shutdown(ctx); err != nil {
 		b.Log.Info("Connections closed hard after the shutdown grace", "reason", err.Error())

@@ -184,3 +184,42 @@ func (b *Broker) CoordinatesGroups() int { return b.groups.Owned() }
 // GroupCounts counts the groups this broker coordinates and serves, by protocol and state:
 // what its heartbeat announces (v1alpha1.AnnotationGroups) for the KafkaCluster's status.
 func (b *Broker) GroupCounts() []v1alpha1.GroupCount { return b.groups.Counts() }
+
+// startTxns starts the transaction coordinator that follows the view (txn_coordinator.go)
+// and its marker sender, and plugs it into the Handler. Without --data-dir every
+// transactional request answers COORDINATOR_NOT_AVAILABLE.
+func (b *Broker) startTxns(r *running) {
+	if b.Config.DataDir == "" {
+		return
+	}
+	fsys := b.StorageFS
+	if fsys == nil {
+		fsys = storage.OSFS{}
+	}
+	sender := newMarkerSender(r.handler, b.View, b.Config.Listeners, b.Security, b.Log.WithName("txn-markers"))
+	t := &Transactions{
+		Self: b.Config.Identity.ID, DataDir: b.Config.DataDir, View: b.View, FS: storage.WatchdogFS(fsys, b.ioTimeout()),
+		ProducerIDs: r.handler.ProducerIDs, Markers: sender, Configure: b.TxnConfig, Log: b.Log.WithName("txn"),
+	}
+	r.handler.Txns = t
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t.Run(ctx)
+	}()
+	r.stopTxns = func() {
+		cancel()
+		<-done
+		sender.Close()
+	}
+}
+
+// stopTxns closes the transaction coordinator, once.
+func (b *Broker) stopTxns(r *running) {
+	if r.stopTxns == nil {
+		return
+	}
+	r.stopTxns()
+	r.stopTxns = nil
+}

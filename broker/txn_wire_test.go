@@ -1,0 +1,172 @@
+package broker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/paddock-dev/paddock/broker/brokertest"
+	"github.com/paddock-dev/paddock/internal/testkit"
+)
+
+// transact runs one kgo transaction of n records (values prefix-0 … prefix-(n-1), spread
+// over the topic's partitions) and ends it with commit.
+func transact(ctx context.Context, t *testing.T, cl *kgo.Client, topic, prefix string, n int, commit bool) {
+	t.Helper()
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatalf("begin %s: %v", prefix, err)
+	}
+	var recs []*kgo.Record
+	for i := range n {
+		recs = append(recs, &kgo.Record{Topic: topic, Value: fmt.Appendf(nil, "%s-%d", prefix, i), Partition: int32(i % 3)})
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("produce %s: %v", prefix, err)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+		t.Fatalf("end %s (commit %v): %v", prefix, commit, err)
+	}
+}
+
+// readAll reads every record of topic's partitions from the start up to each partition's
+// end offset (ListOffsets LATEST at the isolation level), with kgo at level.
+func readAll(ctx context.Context, t *testing.T, c *brokertest.Cluster, topic string, level kgo.IsolationLevel, want int) []string {
+	t.Helper()
+	cl := c.Client(kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(level), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(100*time.Millisecond))
+	var got []string
+	for len(got) < want {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("read %d of %d records: %v (got %v)", len(got), want, err, got)
+		}
+		fs.EachError(func(topic string, p int32, err error) { t.Logf("fetch %s/%d: %v", topic, p, err) })
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	slices.Sort(got)
+	return got
+}
+
+func values(prefix string, n int) []string {
+	var out []string
+	for i := range n {
+		out = append(out, fmt.Sprintf("%s-%d", prefix, i))
+	}
+	return out
+}
+
+// TestKgoTransactionsCommitAndAbortAcrossBrokers: a kgo transactional producer on three
+// brokers commits, aborts and commits again over a topic whose partitions are led by all
+// three, so the coordinator writes markers on itself and sends WriteTxnMarkers to the other
+// two. Every transaction completes (DescribeTransactions: CompleteCommit at the end), every
+// partition holds the control batches, and a second producer with the same transactional id
+// fences the first.
+func TestKgoTransactionsCommitAndAbortAcrossBrokers(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
+	c.CreateTopic("tx", 3, nil)
+	leaders := map[int32]bool{}
+	for p := range int32(3) {
+		id, _ := c.Leader("tx", p)
+		leaders[id] = true
+	}
+	if len(leaders) != 3 {
+		t.Fatalf("the topic's partitions are led by %v: want all three brokers", leaders)
+	}
+	ctx := testkit.Context(t)
+	producer := c.Client(kgo.TransactionalID("tx-wire"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	transact(ctx, t, producer, "tx", "first", 12, true)
+	transact(ctx, t, producer, "tx", "aborted", 12, false)
+	transact(ctx, t, producer, "tx", "second", 12, true)
+
+	adm := kadm.NewClient(c.Client())
+	testkit.EventuallyDetail(t, "the last transaction completes", func() (bool, string) {
+		d, err := adm.DescribeTransactions(ctx, "tx-wire")
+		if err != nil {
+			return false, err.Error()
+		}
+		s, ok := d["tx-wire"]
+		return ok && s.Err == nil && s.State == "CompleteCommit" && len(s.Topics) == 0, fmt.Sprintf("%+v", s)
+	})
+	listed, err := adm.ListTransactions(ctx, nil, nil)
+	if err != nil || len(listed) != 1 || listed["tx-wire"].State != "CompleteCommit" {
+		t.Fatalf("ListTransactions %v (%v): want tx-wire CompleteCommit", listed, err)
+	}
+
+	// Read uncommitted, every record of the three transactions is there (control batches are
+	// not records), and each partition's end is past its three markers.
+	want := append(append(values("aborted", 12), values("first", 12)...), values("second", 12)...)
+	slices.Sort(want)
+	if got := readAll(ctx, t, c, "tx", kgo.ReadUncommitted(), len(want)); !slices.Equal(got, want) {
+		t.Fatalf("read uncommitted %v, want %v", got, want)
+	}
+	ends, err := adm.ListEndOffsets(ctx, "tx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends.Each(func(o kadm.ListedOffset) {
+		// 4 records and one marker per transaction.
+		if o.Err != nil || o.Offset != 15 {
+			t.Errorf("partition %d ends at %d (%v), want 15: three transactions of four records and a marker each", o.Partition, o.Offset, o.Err)
+		}
+	})
+
+	// A new producer with the same id fences the old one: its next transaction fails.
+	successor := c.Client(kgo.TransactionalID("tx-wire"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	transact(ctx, t, successor, "tx", "successor", 3, true)
+	if err := producer.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	err = producer.ProduceSync(ctx, &kgo.Record{Topic: "tx", Value: []byte("zombie")}).FirstErr()
+	if err == nil {
+		err = producer.EndTransaction(ctx, kgo.TryCommit)
+	}
+	if !errors.Is(err, kerr.ProducerFenced) && !errors.Is(err, kerr.InvalidProducerEpoch) {
+		t.Fatalf("the fenced producer's transaction: %v, want PRODUCER_FENCED or INVALID_PRODUCER_EPOCH", err)
+	}
+}
+
+// TestTransactionalAPIsRouteToTheCoordinator: FindCoordinator names one broker for a
+// transactional id; the others answer its requests NOT_COORDINATOR, and an empty id is
+// INVALID_REQUEST.
+func TestTransactionalAPIsRouteToTheCoordinator(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 2})
+	conn := brokertest.Dial(t, c.Addrs()[0])
+	find := kmsg.NewPtrFindCoordinatorRequest()
+	find.Version, find.CoordinatorType, find.CoordinatorKeys = 4, 1, []string{"route-me", ""}
+	fr := conn.Request(find).(*kmsg.FindCoordinatorResponse)
+	if len(fr.Coordinators) != 2 || fr.Coordinators[0].ErrorCode != 0 || fr.Coordinators[1].ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("FindCoordinator %+v: want a coordinator for route-me and INVALID_REQUEST for the empty id", fr.Coordinators)
+	}
+	owner := fr.Coordinators[0].NodeID
+	other := 1 - owner
+	init := func(addr string) *kmsg.InitProducerIDResponse {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.Version = 4
+		id := "route-me"
+		req.TransactionalID, req.TransactionTimeoutMillis = &id, 60000
+		return brokertest.Dial(t, addr).Request(req).(*kmsg.InitProducerIDResponse)
+	}
+	if r := init(c.Addrs()[other]); r.ErrorCode != kerr.NotCoordinator.Code {
+		t.Fatalf("InitProducerId on broker %d (not the coordinator): %+v, want NOT_COORDINATOR", other, r)
+	}
+	first := init(c.Addrs()[owner])
+	if first.ErrorCode != 0 || first.ProducerID < 0 || first.ProducerEpoch != 0 {
+		t.Fatalf("InitProducerId on the coordinator: %+v, want a producer id at epoch 0", first)
+	}
+	if again := init(c.Addrs()[owner]); again.ErrorCode != 0 || again.ProducerID != first.ProducerID || again.ProducerEpoch != 1 {
+		t.Fatalf("InitProducerId again: %+v, want producer id %d at epoch 1", again, first.ProducerID)
+	}
+	end := kmsg.NewPtrEndTxnRequest()
+	end.Version, end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = 3, "", 1, 0, true
+	if r := brokertest.Dial(t, c.Addrs()[owner]).Request(end).(*kmsg.EndTxnResponse); r.ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("EndTxn with an empty id: %+v, want INVALID_REQUEST", r)
+	}
+}
