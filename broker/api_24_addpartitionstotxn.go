@@ -183,4 +183,3 @@ func fillCodes(codes []int16, code int16) {
 		codes[i] = code
 	}
 }
-

@@ -50,4 +50,3 @@ func handleAddOffsetsToTxn(rc *requestContext, kreq kmsg.Request) (kmsg.Response
 	})
 	return nil, nil
 }
-

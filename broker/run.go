@@ -17,8 +17,8 @@ import (
 
 	"github.com/paddock-dev/paddock/broker/cluster"
 	"github.com/paddock-dev/paddock/broker/groups"
-	"github.com/paddock-dev/paddock/broker/txn"
 	"github.com/paddock-dev/paddock/broker/storage"
+	"github.com/paddock-dev/paddock/broker/txn"
 	"github.com/paddock-dev/paddock/broker/wire"
 )
 

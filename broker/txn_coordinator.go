@@ -121,8 +121,10 @@ func (t *Transactions) follow(ctx context.Context, wg *sync.WaitGroup, s *cluste
 		Epoch:       epoch,
 		ProducerIDs: producerIDsOf{t.ProducerIDs, clusterID},
 		Markers:     t.Markers,
-		Leader:      func(topic string, partition int32) (int32, bool) { return markerLeader(t.View.Snapshot(), topic, partition) },
-		Log:         t.Log.WithValues("coordinatorEpoch", epoch),
+		Leader: func(topic string, partition int32) (int32, bool) {
+			return markerLeader(t.View.Snapshot(), topic, partition)
+		},
+		Log: t.Log.WithValues("coordinatorEpoch", epoch),
 
 		OffsetsPartitions: s.Config.OffsetsTopicPartitions,
 	}
