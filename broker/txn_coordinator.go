@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -42,7 +43,12 @@ type Transactions struct {
 	cur   *txn.Coordinator     // guarded by mu; nil before the first coordinator epoch
 	epoch int32                // guarded by mu: cur's epoch
 	owns  func(id string) bool // guarded by mu: the rule at epoch
+	stop  func()               // guarded by mu: ends cur's Run and loadOwned, and waits for loadOwned
 }
+
+// reloadInterval is how often a coordinator lists the ids on the volume again to claim the
+// ones the rule gives it (loadOwned).
+const reloadInterval = 30 * time.Second
 
 // TxnDir is where a cluster's transactional ids live on the shared volume.
 func TxnDir(dataDir, clusterID string) string {
@@ -86,8 +92,10 @@ func (t *Transactions) Run(ctx context.Context) {
 		t.mu.Lock()
 		c := t.cur
 		t.cur = nil
+		stop := t.stop
 		t.mu.Unlock()
 		if c != nil {
+			stop()
 			c.Close()
 		}
 		wg.Wait()
@@ -132,31 +140,52 @@ func (t *Transactions) follow(ctx context.Context, wg *sync.WaitGroup, s *cluste
 		t.Configure(&cfg)
 	}
 	c := txn.New(cfg)
-	old := t.cur
-	t.cur, t.epoch, t.owns = c, epoch, owns
+	cctx, cancel := context.WithCancel(ctx)
+	loaded := make(chan struct{})
+	// Close must not race a claim LoadOwned is making: stop waits for loadOwned first.
+	stop := func() { cancel(); <-loaded }
+	old, stopOld := t.cur, t.stop
+	t.cur, t.epoch, t.owns, t.stop = c, epoch, owns, stop
 	t.mu.Unlock()
 	if old != nil {
+		stopOld()
 		old.Close() // its drivers stop; what they were finishing is durable and c finishes it
 	}
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		c.Run(ctx)
+		c.Run(cctx)
 	}()
 	go func() {
 		defer wg.Done()
-		// Claim every id the rule gives this broker now, so decisions an earlier coordinator
-		// left in Prepare* are finished without waiting for their producer.
-		n, err := c.LoadOwned(owns)
-		if err != nil {
-			t.Log.Error(err, "Listing the transactional ids failed; they are claimed on their next request", "coordinatorEpoch", epoch)
-			return
-		}
-		if n > 0 {
-			t.Log.Info("Transaction coordinator claimed its ids", "coordinatorEpoch", epoch, "ids", n)
-		}
+		defer close(loaded)
+		t.loadOwned(cctx, c, epoch, owns)
 	}()
 	t.Log.Info("Transaction coordinator started", "coordinatorEpoch", epoch, "dir", cfg.Root)
+}
+
+// loadOwned claims every id the rule gives this broker at the coordinator's start, so
+// decisions an earlier coordinator left in Prepare* are finished without waiting for their
+// producer and its Ongoing transactions time out here; then again every reloadInterval, for
+// an id a stale directory listing (a network file system's) did not show the first time.
+// Claiming an id already held costs nothing.
+func (t *Transactions) loadOwned(ctx context.Context, c *txn.Coordinator, epoch int32, owns func(string) bool) {
+	for {
+		n, err := c.LoadOwned(owns)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			t.Log.Error(err, "Listing the transactional ids failed; they are claimed on their next request or the next listing", "coordinatorEpoch", epoch)
+		case n > 0:
+			t.Log.V(1).Info("Transaction coordinator holds its ids", "coordinatorEpoch", epoch, "ids", n)
+		}
+		timer := time.NewTimer(reloadInterval)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-timer.C:
+		}
+	}
 }
 
 // markerLeader is who writes a marker for topic/partition: the partition's leader as the

@@ -170,3 +170,75 @@ func TestTransactionalAPIsRouteToTheCoordinator(t *testing.T) {
 		t.Fatalf("EndTxn with an empty id: %+v, want INVALID_REQUEST", r)
 	}
 }
+
+// txnCoordinator is the broker FindCoordinator names for the transactional id.
+func txnCoordinator(t *testing.T, c *brokertest.Cluster, addr, id string) int32 {
+	t.Helper()
+	var node int32 = -1
+	testkit.EventuallyDetail(t, "a transaction coordinator for "+id, func() (bool, string) {
+		find := kmsg.NewPtrFindCoordinatorRequest()
+		find.Version, find.CoordinatorType, find.CoordinatorKeys = 4, 1, []string{id}
+		fr := brokertest.Dial(t, addr).Request(find).(*kmsg.FindCoordinatorResponse)
+		node = fr.Coordinators[0].NodeID
+		return fr.Coordinators[0].ErrorCode == 0, fmt.Sprintf("%+v", fr.Coordinators[0])
+	})
+	return node
+}
+
+// TestATransactionSurvivesItsCoordinatorsDrain: a transaction is Ongoing when its
+// coordinator's broker drains (SIGTERM: it leaves the alive set, the coordinator epoch
+// moves on). The producer's EndTxn reaches the new coordinator, which loaded the
+// transaction's partitions from the shared volume, and the commit completes with a marker on
+// every partition, including those that moved with the drain.
+func TestATransactionSurvivesItsCoordinatorsDrain(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3})
+	c.CreateTopic("tx", 3, nil)
+	ctx := testkit.Context(t)
+	const id = "tx-drain"
+	old := txnCoordinator(t, c, c.Addrs()[0], id)
+	survivor := c.Addrs()[(old+1)%3]
+	producer, err := kgo.NewClient(kgo.SeedBrokers(survivor), kgo.TransactionalID(id), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer producer.Close()
+	if err := producer.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	var recs []*kgo.Record
+	for i := range 9 {
+		recs = append(recs, &kgo.Record{Topic: "tx", Value: fmt.Appendf(nil, "drained-%d", i), Partition: int32(i % 3)})
+	}
+	if err := producer.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	c.Drain(old)
+	if _, ok := c.Broker(old).Wait(testkit.Deadline); !ok {
+		t.Fatalf("broker %d did not exit after its drain", old)
+	}
+	now := txnCoordinator(t, c, survivor, id)
+	if now == old {
+		t.Fatalf("the coordinator is still broker %d after its drain", old)
+	}
+	if err := producer.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatalf("commit after the coordinator moved from %d to %d: %v", old, now, err)
+	}
+	adm := kadm.NewClient(c.Client(kgo.SeedBrokers(survivor)))
+	testkit.EventuallyDetail(t, "the transaction completes on the new coordinator", func() (bool, string) {
+		d, err := adm.DescribeTransactions(ctx, id)
+		if err != nil {
+			return false, err.Error()
+		}
+		s := d[id]
+		return s.Err == nil && s.State == "CompleteCommit", fmt.Sprintf("%+v", s)
+	})
+	ends, err := adm.ListEndOffsets(ctx, "tx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil || o.Offset != 4 {
+			t.Errorf("partition %d ends at %d (%v), want 4: three records and the commit marker", o.Partition, o.Offset, o.Err)
+		}
+	})
+}
