@@ -88,6 +88,7 @@ type Broker struct {
 	// groups is the group coordinator (nil without --data-dir); set by start.
 	groups       *Groups
 	groupMetrics *groups.Metrics
+	txnMetrics   *txn.Metrics
 	started      time.Time // when start ran: the self-fence clock before the first beat
 	// mountRefused says why the data volume's mount cannot keep the storage rules (empty
 	// when it can, or without --data-dir); set by start, before anything serves.
@@ -107,6 +108,10 @@ func NewBroker(cfg Config, view cluster.View, log logr.Logger) *Broker {
 	b.groupMetrics = groups.NewMetrics()
 	if err := b.groupMetrics.Register(b.metrics.Registry); err != nil {
 		panic(fmt.Sprintf("broker: register the group coordinator's metrics: %v", err)) // a fresh registry: a name clash is a bug
+	}
+	b.txnMetrics = txn.NewMetrics()
+	if err := b.txnMetrics.Register(b.metrics.Registry); err != nil {
+		panic(fmt.Sprintf("broker: register the transaction coordinator's metrics: %v", err))
 	}
 	b.metrics.Registry.MustRegister(stateCollector{b})
 	return b

@@ -199,7 +199,7 @@ func (b *Broker) startTxns(r *running) {
 	sender := newMarkerSender(r.handler, b.View, b.Config.Listeners, b.Security, b.Log.WithName("txn-markers"))
 	t := &Transactions{
 		Self: b.Config.Identity.ID, DataDir: b.Config.DataDir, View: b.View, FS: storage.WatchdogFS(fsys, b.ioTimeout()),
-		ProducerIDs: r.handler.ProducerIDs, Markers: sender, Configure: b.TxnConfig, Log: b.Log.WithName("txn"),
+		ProducerIDs: r.handler.ProducerIDs, Markers: sender, Metrics: b.txnMetrics, Configure: b.TxnConfig, Log: b.Log.WithName("txn"),
 	}
 	r.handler.Txns = t
 	ctx, cancel := context.WithCancel(context.Background())

@@ -34,6 +34,8 @@ type Transactions struct {
 	ProducerIDs *ProducerIDSource
 	// Markers gets the coordinator's markers written by each partition's leader.
 	Markers txn.MarkerWriter
+	// Metrics are the coordinators' series (they follow the current one).
+	Metrics *txn.Metrics
 	// Configure, when set, adjusts each coordinator's configuration before it is created:
 	// tests shorten the abort scan.
 	Configure func(*txn.Config)
@@ -94,6 +96,7 @@ func (t *Transactions) Run(ctx context.Context) {
 		t.cur = nil
 		stop := t.stop
 		t.mu.Unlock()
+		t.Metrics.Follow(nil)
 		if c != nil {
 			stop()
 			c.Close()
@@ -132,7 +135,8 @@ func (t *Transactions) follow(ctx context.Context, wg *sync.WaitGroup, s *cluste
 		Leader: func(topic string, partition int32) (int32, bool) {
 			return markerLeader(t.View.Snapshot(), topic, partition)
 		},
-		Log: t.Log.WithValues("coordinatorEpoch", epoch),
+		Log:     t.Log.WithValues("coordinatorEpoch", epoch),
+		Metrics: t.Metrics,
 
 		OffsetsPartitions: s.Config.OffsetsTopicPartitions,
 	}
@@ -147,6 +151,7 @@ func (t *Transactions) follow(ctx context.Context, wg *sync.WaitGroup, s *cluste
 	old, stopOld := t.cur, t.stop
 	t.cur, t.epoch, t.owns, t.stop = c, epoch, owns, stop
 	t.mu.Unlock()
+	t.Metrics.Follow(c)
 	if old != nil {
 		stopOld()
 		old.Close() // its drivers stop; what they were finishing is durable and c finishes it

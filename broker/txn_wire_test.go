@@ -99,6 +99,21 @@ func TestKgoTransactionsCommitAndAbortAcrossBrokers(t *testing.T) {
 	if err != nil || len(listed) != 1 || listed["tx-wire"].State != "CompleteCommit" {
 		t.Fatalf("ListTransactions %v (%v): want tx-wire CompleteCommit", listed, err)
 	}
+	// The coordinator's series: three transactions over three partitions each, one of them
+	// aborted by the client.
+	coord := c.Broker(txnCoordinator(t, c, c.Addrs()[0], "tx-wire"))
+	for series, want := range map[string]float64{
+		`paddock_txn_aborts_total{reason="client"}`:              1,
+		`paddock_txn_markers_total{outcome="written"}`:           9,
+		`paddock_txn_transaction_seconds_count{result="commit"}`: 2,
+		`paddock_txn_transaction_seconds_count{result="abort"}`:  1,
+		`paddock_txn_transactional_ids{state="CompleteCommit"}`:  1,
+		`paddock_txn_transactional_ids{state="Ongoing"}`:         0,
+	} {
+		if got := metric(t, coord, series); got != want {
+			t.Errorf("%s = %v, want %v", series, got, want)
+		}
+	}
 
 	// Read uncommitted, every record of the three transactions is there (control batches are
 	// not records), and each partition's end is past its three markers.

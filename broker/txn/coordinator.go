@@ -63,6 +63,8 @@ type Config struct {
 	Markers     MarkerWriter
 	Leader      LeaderFunc
 	Log         logr.Logger
+	// Metrics, when not nil, counts decisions, markers and durations.
+	Metrics *Metrics
 
 	MaxTimeoutMs      int32
 	ExpirationMs      int64
@@ -275,6 +277,7 @@ func (c *Coordinator) InitProducerID(id string, in InitInput) (pid int64, epoch 
 		return NoProducerID, NoEpoch, code
 	}
 	if out.Fence {
+		c.cfg.Metrics.abort("fenced")
 		c.startMarkers(id, e)
 		return NoProducerID, NoEpoch, kerr.ConcurrentTransactions.Code
 	}
@@ -351,6 +354,9 @@ func (c *Coordinator) EndTxn(id string, p Producer, commit bool) int16 {
 	if code := c.persist(id, e, out.Next); code != 0 {
 		return code
 	}
+	if !commit {
+		c.cfg.Metrics.abort("client")
+	}
 	c.startMarkers(id, e)
 	return 0
 }
@@ -404,6 +410,20 @@ func (c *Coordinator) List(stateFilters []string, pidFilters []int64) (txns []Tx
 	return txns, unknownStates
 }
 
+// StateCounts counts the ids this coordinator holds by state (Dead and unusable ones left
+// out): the per-state gauge and the broker's heartbeat read it.
+func (c *Coordinator) StateCounts() map[State]int {
+	counts := map[State]int{}
+	for _, e := range c.entries() {
+		e.mu.Lock()
+		if e.found && !e.gone && !e.failed && e.t.State != Dead {
+			counts[e.t.State]++
+		}
+		e.mu.Unlock()
+	}
+	return counts
+}
+
 func (c *Coordinator) entries() map[string]*entry {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -422,6 +442,7 @@ func (c *Coordinator) AbortTimedOut() int {
 		e.mu.Lock()
 		if !e.gone && !e.failed && !e.sending && TimedOut(e.t, c.now()) {
 			if c.persist(id, e, AbortTimedOut(e.t, c.now())) == 0 {
+				c.cfg.Metrics.abort("timeout")
 				c.startMarkers(id, e)
 				n++
 			}
@@ -543,16 +564,22 @@ func (c *Coordinator) drive(id string, e *entry, t Txn) {
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil || len(codes) != len(ms) {
+					c.cfg.Metrics.marker("retried", len(tps))
 					next = append(next, tps...)
 					return
 				}
 				for i, code := range codes {
 					done, retry := markerOutcome(code)
 					switch {
+					case done && code == 0:
+						c.cfg.Metrics.marker("written", 1)
 					case done:
+						c.cfg.Metrics.marker("dropped", 1)
 					case retry:
+						c.cfg.Metrics.marker("retried", 1)
 						next = append(next, tps[i])
 					default:
+						c.cfg.Metrics.marker("refused", 1)
 						c.cfg.Log.Info("Transaction marker refused; not sending more", "transactionalID", id,
 							"topic", tps[i].Topic, "partition", tps[i].Partition, "code", code)
 						fatal = true
@@ -581,7 +608,10 @@ func (c *Coordinator) drive(id string, e *entry, t Txn) {
 	if e.gone || e.failed {
 		return
 	}
-	c.persist(id, e, Complete(e.t, c.now()))
+	decided := e.t
+	if c.persist(id, e, Complete(e.t, c.now())) == 0 {
+		c.cfg.Metrics.completed(decided, c.now())
+	}
 }
 
 // LoadOwned claims every id on the volume that owns says is this coordinator's (the
