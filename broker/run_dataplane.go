@@ -2,10 +2,12 @@ package broker
 
 import (
 	"context"
+	"math"
 	"time"
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/broker/storage"
+	"github.com/paddock-dev/paddock/broker/txn"
 )
 
 // startPartitions starts the partition manager that follows the view (partitions.go) and
@@ -202,6 +204,7 @@ func (b *Broker) startTxns(r *running) {
 		ProducerIDs: r.handler.ProducerIDs, Markers: sender, Metrics: b.txnMetrics, Configure: b.TxnConfig, Log: b.Log.WithName("txn"),
 	}
 	r.handler.Txns = t
+	b.txns.Store(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -222,4 +225,16 @@ func (b *Broker) stopTxns(r *running) {
 	}
 	r.stopTxns()
 	r.stopTxns = nil
+}
+
+// OngoingTransactions counts the transactions this broker's transaction coordinator holds
+// open — Ongoing, or decided (PrepareCommit, PrepareAbort) with markers still to write — for
+// its heartbeat and the KafkaCluster's status; 0 before the coordinator runs.
+func (b *Broker) OngoingTransactions() int32 {
+	c := b.txns.Load().Current()
+	if c == nil {
+		return 0
+	}
+	counts := c.StateCounts()
+	return int32(min(counts[txn.Ongoing]+counts[txn.PrepareCommit]+counts[txn.PrepareAbort], math.MaxInt32))
 }

@@ -227,6 +227,9 @@ func TestATransactionSurvivesItsCoordinatorsDrain(t *testing.T) {
 	if err := producer.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatalf("produce: %v", err)
 	}
+	if n := c.Broker(old).B.OngoingTransactions(); n != 1 {
+		t.Fatalf("broker %d counts %d ongoing transactions, want 1", old, n)
+	}
 	c.Drain(old)
 	if _, ok := c.Broker(old).Wait(testkit.Deadline); !ok {
 		t.Fatalf("broker %d did not exit after its drain", old)
@@ -247,6 +250,9 @@ func TestATransactionSurvivesItsCoordinatorsDrain(t *testing.T) {
 		s := d[id]
 		return s.Err == nil && s.State == "CompleteCommit", fmt.Sprintf("%+v", s)
 	})
+	if n := c.Broker(now).B.OngoingTransactions(); n != 0 {
+		t.Errorf("broker %d counts %d ongoing transactions once the commit completed, want 0", now, n)
+	}
 	ends, err := adm.ListEndOffsets(ctx, "tx")
 	if err != nil {
 		t.Fatal(err)
