@@ -214,6 +214,10 @@ bench-dataplane: ## Benchmark kgo produce (acks=all, 1 KiB records; pipelined an
 bench-groups: ## Benchmark a group coordinator's load of a 1,000-partition group after an hour, a day and 30 days of 5-second commits (time, peak heap, state, file size).
 	go test -run='^$$' -bench='^BenchmarkGroupLoad$$' -benchtime=5x ./broker/groups/
 
+.PHONY: bench-txn
+bench-txn: ## Benchmark transactional produce (kgo, acks=all, 1 KiB, 16 partitions; a commit every 100 ms and every 10,000 records) against idempotent produce in one run: MB/s, the ratios, commit latency p50/p99.
+	go test -run='^$$' -bench='^BenchmarkTransactions$$' -benchtime=100000x ./broker/
+
 .PHONY: bench
 bench: ## In one run: the plain write+fdatasync loop (the disk bound), kgo produce (acks=all, 1 KiB, 16 partitions) and consume (sendfile and the vectored write) through one broker and through franz-go's kfake, produce and consume over a TLS + SCRAM-SHA-512 listener, what a new connection costs (plaintext, TLS, TLS + SCRAM), then the bounds (idle connections, fetch storm); prints the figures and ratios (hack/benchreport).
 	{ go test -run='^$$' -bench='^BenchmarkSyncLoop$$' -benchtime=$(BENCHTIME) -count=$(BENCH_COUNT) ./broker/storage/ && \
@@ -221,6 +225,7 @@ bench: ## In one run: the plain write+fdatasync loop (the disk bound), kgo produ
 	  go test -run='^$$' -bench='^BenchmarkConnect$$' -benchtime=50x -count=$(BENCH_COUNT) ./broker/ && \
 	  go test -run='^$$' -bench='^(BenchmarkIdleConnections|BenchmarkFetchStorm)$$' -benchtime=1x ./broker/; } | tee /dev/stderr | go run ./hack/benchreport
 	$(MAKE) --no-print-directory bench-groups
+	$(MAKE) --no-print-directory bench-txn
 
 .PHONY: bench-bounds
 bench-bounds: ## The resource bounds alone (docs/bounds.md): RSS per idle connection at 15,000 connections, and broker RSS under a fetch storm (from the files and through memory).
