@@ -18,7 +18,10 @@
 // idempotent producer through kill -9, pod delete, `kubectl rollout restart` and an operator
 // restart; every acknowledged record read back exactly once, in order), 12 group coordinator
 // moves (a group of three consumers through a kill -9 and a drain of its coordinator; offsets
-// never go back, every acknowledged record consumed), 5 rolling restart, 6 node loss,
+// never go back, every acknowledged record consumed), 19 exactly once under faults (a kgo
+// GroupTransactSession copies a produced topic through a kill -9 of its transaction
+// coordinator, a drain of an output leader and a rollout restart; read committed, each output
+// partition is its input partition exactly; no transaction left open), 5 rolling restart, 6 node loss,
 // 15 node frozen and back, 14 node never returns and 4 scale-down (which ends with two
 // brokers, so it comes last).
 //

@@ -71,7 +71,7 @@ func TestFencingScenarios(t *testing.T) {
 	if _, err := exec.LookPath("kcat"); err != nil {
 		t.Fatal("kcat is not installed: run `make kcat` (hack/install-kcat.sh); the e2e suite does not run without it")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 16*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	env := startEnv(ctx, t, devConfig(t), "environment", "start (control plane, nodes, operator Deployment Available)")
 
@@ -106,6 +106,7 @@ func TestFencingScenarios(t *testing.T) {
 		{"7 operator down", operatorDown},
 		{"11 no acknowledged record lost", noLoss},
 		{"12 group coordinator moves", groupCoordinatorMoves},
+		{"19 exactly once under faults", exactlyOnce},
 		{"5 rolling restart", rollingRestart},
 		{"6 node loss", nodeLoss},
 		{"15 node frozen and back", nodeFrozenAndBack},
