@@ -67,6 +67,11 @@ type session struct {
 	// clusterCAOnly is true on mutual TLS when the client certificate chains to the cluster
 	// CA only: then only the brokers' own principal is admitted.
 	clusterCAOnly bool
+	// byBrokerCertificate is true on a SASL listener over TLS when the client presented a
+	// broker's certificate (the cluster CA's, the brokers' principal): another broker,
+	// admitted without SASL as the brokers' own identity (a broker holds no password), until
+	// the certificate expires.
+	byBrokerCertificate bool
 	// handshake is set by a SaslHandshake and cleared when its authentication ends:
 	// the mechanism chosen and the handshake's version (0: raw token frames follow).
 	handshake *handshake
@@ -119,6 +124,11 @@ func (h *Handler) gate(r *wire.Request, ls listenerSource) (*session, *wire.Answ
 			return refuse(why)
 		}
 		return sess, nil
+	case sess.byBrokerCertificate:
+		if !h.now().Before(sess.expires) {
+			return refuse("the broker certificate expired")
+		}
+		return sess, nil
 	case r.Raw:
 		return sess, nil // a token after a v0 SaslHandshake: handled by serveRawToken
 	case sess.handshake != nil && r.Key != saslAuthenticateKey:
@@ -155,6 +165,15 @@ func (h *Handler) newSession(c *wire.Conn, ls listenerSource) *session {
 			// brokers' own identity may come that way (a user-supplied cluster CA may sign
 			// other certificates).
 			s.clusterCAOnly = !verifiedBy(st, h.security().ClientCAs)
+		}
+	default:
+		// A SASL listener over TLS asks for a client certificate without requiring one
+		// (tlsConfig): only another broker's, verified here against the cluster CA, counts.
+		if st := c.TLS(); st != nil && len(st.PeerCertificates) > 0 {
+			leaf := st.PeerCertificates[0]
+			if pki.Principal(leaf) == h.brokerPrincipal() && verifiedBy(st, h.security().ClusterCAs) && h.now().Before(leaf.NotAfter) {
+				s.principal, s.expires, s.byBrokerCertificate = h.brokerPrincipal(), leaf.NotAfter, true
+			}
 		}
 	}
 	return s
@@ -435,7 +454,8 @@ var errNoCertificate = errors.New("no certificate for this broker yet")
 // handshake (a renewed one is presented from the next handshake on, no restart and no
 // connection dropped), TLS 1.2 or newer, and on a mutual-TLS listener a client certificate
 // verified against the clients CA bundle as it is now — and the cluster CA's, whose only
-// certificates are the brokers' own (their identity, a super user).
+// certificates are the brokers' own (their identity, a super user). A SASL listener over TLS
+// asks for (does not require) a client certificate: another broker's admits it without SASL.
 func (b *Broker) tlsConfig(l cluster.ListenerSpec) *tls.Config {
 	current := func() *cluster.SecuritySnapshot {
 		if b.Security == nil {
@@ -452,7 +472,14 @@ func (b *Broker) tlsConfig(l cluster.ListenerSpec) *tls.Config {
 			return nil, errNoCertificate
 		},
 	}
+	if l.Authentication == "" {
+		return base
+	}
 	if l.Authentication != v1alpha1.AuthenticationTLS {
+		// SASL over TLS: a client certificate is asked for, never required nor verified by
+		// the handshake; a broker's (the cluster CA's) admits another broker without SASL
+		// (newSession), any other is ignored and the client authenticates with SASL.
+		base.ClientAuth = tls.RequestClientCert
 		return base
 	}
 	base.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {

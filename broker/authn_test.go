@@ -335,6 +335,43 @@ func TestSCRAMAndPlainAuthenticateKafkaUsersOnly(t *testing.T) {
 	})
 }
 
+// A broker holds no password, so on a SASL listener over TLS another broker's certificate
+// (the cluster CA's, the brokers' principal) admits it without SASL — how a transaction
+// coordinator reaches a leader to write markers on a cluster whose listeners all use SCRAM.
+// Nothing else a certificate says counts there.
+func TestABrokersCertificateAdmitsItOnASASLListenerOverTLS(t *testing.T) {
+	f := newPKI(t)
+	state := secureState(f, map[string]scram.Stored{"alice": credentials(t, "s3cret")})
+	state.Certificate = f.brokerCert(t)
+	sb := startSecuredBroker(t, state, cluster.ListenerSpec{Name: "s512", TLS: true, Authentication: v1alpha1.AuthenticationScramSHA512})
+	withCert := func(c *tls.Certificate) kgo.Opt {
+		return kgo.DialTLSConfig(&tls.Config{RootCAs: pool(f.clusterCA), Certificates: []tls.Certificate{*c}})
+	}
+	t.Run("a broker's certificate, no SASL", func(t *testing.T) {
+		if err := produceAndRead(t, sb.client(t, "s512", withCert(f.brokerCert(t))), "from a broker"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	for name, cert := range map[string]*tls.Certificate{
+		"the brokers' name from the clients CA": issue(t, f.clientsCA, pki.Leaf{Subject: pkix.Name{CommonName: "c-broker", Organization: []string{"paddock.dev"}}, Client: true}, time.Hour),
+		"the brokers' name from another CA":     issue(t, newPKI(t).clusterCA, pki.Leaf{Subject: pkix.Name{CommonName: "c-broker", Organization: []string{"paddock.dev"}}, Client: true}, time.Hour),
+		"another name from the cluster CA":      issue(t, f.clusterCA, pki.Leaf{Subject: pkix.Name{CommonName: "alice"}, Client: true}, time.Hour),
+	} {
+		t.Run(name+", no SASL: refused", func(t *testing.T) {
+			if err := produceAndRead(t, sb.client(t, "s512", withCert(cert)), "never"); err == nil {
+				t.Fatal("a connection without SASL was served")
+			}
+		})
+	}
+	t.Run("a user's certificate does not stand in the way of its SASL", func(t *testing.T) {
+		cl := sb.client(t, "s512", withCert(clientCert(t, f.clientsCA, "alice", time.Hour)),
+			kgo.SASL(kscram.Auth{User: "alice", Pass: "s3cret"}.AsSha512Mechanism()))
+		if err := produceAndRead(t, cl, "alice with a certificate"); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
 func TestMutualTLSAdmitsTLSUsersOfTheClientsCA(t *testing.T) {
 	f := newPKI(t)
 	state := secureState(f, nil)

@@ -172,30 +172,39 @@ type markerSender struct {
 	closed  bool                   // guarded by mu
 }
 
-// brokerListener is the listener brokers send each other requests on: the first internal
-// listener a broker can authenticate on with what it has — no client authentication, or
-// mutual TLS with its own certificate (SCRAM and PLAIN need a password no broker holds).
+// brokerListener is the listener brokers send each other requests on: an internal listener
+// a broker can authenticate on with what it has — its own certificate. In order of
+// preference: no client authentication; mutual TLS; SASL over TLS (a broker's certificate
+// admits it without SASL: authn.go). A SASL listener without TLS cannot be used: SCRAM and
+// PLAIN need a password no broker holds.
 func brokerListener(ls []cluster.ListenerSpec) (cluster.ListenerSpec, bool) {
-	for _, l := range ls {
-		if l.Type != "" && l.Type != v1alpha1.ListenerInternal {
-			continue
+	rank := func(l cluster.ListenerSpec) int {
+		switch {
+		case l.Type != "" && l.Type != v1alpha1.ListenerInternal:
+			return 0
+		case l.Authentication == "":
+			return 3
+		case l.Authentication == v1alpha1.AuthenticationTLS && l.TLS:
+			return 2
+		case l.TLS:
+			return 1
 		}
-		switch l.Authentication {
-		case "":
-			return l, true
-		case v1alpha1.AuthenticationTLS:
-			if l.TLS {
-				return l, true
-			}
+		return 0
+	}
+	var best cluster.ListenerSpec
+	bestRank := 0
+	for _, l := range ls {
+		if r := rank(l); r > bestRank {
+			best, bestRank = l, r
 		}
 	}
-	return cluster.ListenerSpec{}, false
+	return best, bestRank > 0
 }
 
 func newMarkerSender(h *Handler, view cluster.View, listeners []cluster.ListenerSpec, sec cluster.Security, log logr.Logger) *markerSender {
 	l, ok := brokerListener(listeners)
 	if !ok {
-		log.Info("No internal listener without password authentication: transaction markers for partitions led by other brokers cannot be sent")
+		log.Info("No internal listener a broker can authenticate on (SASL without TLS needs a password no broker holds): transaction markers for partitions led by other brokers cannot be sent")
 	}
 	return &markerSender{h: h, view: view, listener: l, security: sec, log: log, clients: map[string]*kgo.Client{}}
 }

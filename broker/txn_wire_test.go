@@ -12,7 +12,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	kscram "github.com/twmb/franz-go/pkg/sasl/scram"
 
+	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/broker/brokertest"
 	"github.com/paddock-dev/paddock/internal/testkit"
 )
@@ -260,6 +262,37 @@ func TestATransactionSurvivesItsCoordinatorsDrain(t *testing.T) {
 	ends.Each(func(o kadm.ListedOffset) {
 		if o.Err != nil || o.Offset != 4 {
 			t.Errorf("partition %d ends at %d (%v), want 4: three records and the commit marker", o.Partition, o.Offset, o.Err)
+		}
+	})
+}
+
+// TestTransactionsOnASCRAMClusterMarkEveryBrokersPartitions: on a cluster whose only
+// listener is SCRAM-SHA-512 over TLS, the coordinator reaches the other leaders with its own
+// certificate (no broker holds a password) and the commit's markers land on every partition.
+func TestTransactionsOnASCRAMClusterMarkEveryBrokersPartitions(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3,
+		Secured: &brokertest.Secured{Authentication: v1alpha1.AuthenticationScramSHA512, User: "app", Password: "app-password"}})
+	c.CreateTopic("tx", 3, nil)
+	ctx := testkit.Context(t)
+	auth := []kgo.Opt{kgo.DialTLSConfig(c.ClientTLS), kgo.SASL(kscram.Auth{User: "app", Pass: "app-password"}.AsSha512Mechanism())}
+	producer := c.Client(append(auth, kgo.TransactionalID("tx-scram"), kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
+	transact(ctx, t, producer, "tx", "secured", 12, true)
+	adm := kadm.NewClient(c.Client(auth...))
+	testkit.EventuallyDetail(t, "the commit completes", func() (bool, string) {
+		d, err := adm.DescribeTransactions(ctx, "tx-scram")
+		if err != nil {
+			return false, err.Error()
+		}
+		s := d["tx-scram"]
+		return s.Err == nil && s.State == "CompleteCommit", fmt.Sprintf("%+v", s)
+	})
+	ends, err := adm.ListEndOffsets(ctx, "tx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil || o.Offset != 5 {
+			t.Errorf("partition %d ends at %d (%v), want 5: four records and the commit marker", o.Partition, o.Offset, o.Err)
 		}
 	})
 }
