@@ -90,8 +90,8 @@ type Broker struct {
 	groupMetrics *groups.Metrics
 	txnMetrics   *txn.Metrics
 	// txns is the transaction coordinator once started (startTxns).
-	txns atomic.Pointer[Transactions]
-	started      time.Time // when start ran: the self-fence clock before the first beat
+	txns    atomic.Pointer[Transactions]
+	started time.Time // when start ran: the self-fence clock before the first beat
 	// mountRefused says why the data volume's mount cannot keep the storage rules (empty
 	// when it can, or without --data-dir); set by start, before anything serves.
 	mountRefused atomic.Pointer[[]string]
