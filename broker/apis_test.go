@@ -421,7 +421,6 @@ func TestFindCoordinatorErrors(t *testing.T) {
 		keyType  int8
 		wantCode int16
 	}{
-		{"transaction keys are COORDINATOR_NOT_AVAILABLE", 1, kerr.CoordinatorNotAvailable.Code},
 		{"unknown key types are INVALID_REQUEST", 5, kerr.InvalidRequest.Code},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

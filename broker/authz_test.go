@@ -662,7 +662,96 @@ func aclMatrix() []aclCase {
 				req.Topics = append(req.Topics, rt)
 				return ab.request(t, req).(*kmsg.DescribeTopicPartitionsResponse).Topics[0].ErrorCode
 			}},
+		{name: "AddPartitionsToTxn v0-3 needs WRITE on the transactional id", key: 24, base: topicRule(acl.OpWrite),
+			needs: []v1alpha1.ACLRule{allow(v1alpha1.ACLTransactionalID, "tx", acl.OpWrite)}, refused: txnAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 { return addPartitionsToTxn(t, ab, 3) }},
+		{name: "AddPartitionsToTxn v0-3 needs WRITE on the topic", key: 24, base: []v1alpha1.ACLRule{allow(v1alpha1.ACLTransactionalID, "tx", acl.OpWrite)},
+			needs: topicRule(acl.OpWrite), refused: topicAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 { return addPartitionsToTxn(t, ab, 3) }},
+		{name: "AddPartitionsToTxn v4 needs CLUSTER_ACTION", key: 24, needs: clusterRule(acl.OpClusterAction), refused: clusterAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 { return addPartitionsToTxn(t, ab, 4) }},
+		{name: "AddOffsetsToTxn needs WRITE on the transactional id", key: 25, base: groupRule("g", acl.OpRead),
+			needs: []v1alpha1.ACLRule{allow(v1alpha1.ACLTransactionalID, "tx", acl.OpWrite)}, refused: txnAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 { return addOffsetsToTxn(t, ab) }},
+		{name: "AddOffsetsToTxn needs READ on the group", key: 25, base: []v1alpha1.ACLRule{allow(v1alpha1.ACLTransactionalID, "tx", acl.OpWrite)},
+			needs: groupRule("g", acl.OpRead), refused: groupAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 { return addOffsetsToTxn(t, ab) }},
+		{name: "EndTxn needs WRITE on the transactional id", key: 26, needs: []v1alpha1.ACLRule{allow(v1alpha1.ACLTransactionalID, "tx", acl.OpWrite)}, refused: txnAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 {
+				req := latest(kmsg.NewPtrEndTxnRequest())
+				req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = "tx", 1, 0, true
+				return ab.request(t, req).(*kmsg.EndTxnResponse).ErrorCode
+			}},
+		{name: "WriteTxnMarkers needs CLUSTER_ACTION", key: 27, needs: clusterRule(acl.OpClusterAction), refused: clusterAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 {
+				_, markerEndBefore = ab.endOffsets(t)
+				req := latest(kmsg.NewPtrWriteTxnMarkersRequest())
+				m := kmsg.NewWriteTxnMarkersRequestMarker()
+				m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch = 424242, 0, false, 1
+				mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+				mt.Topic, mt.Partitions = "t", []int32{0}
+				m.Topics = append(m.Topics, mt)
+				req.Markers = append(req.Markers, m)
+				return ab.request(t, req).(*kmsg.WriteTxnMarkersResponse).Markers[0].Topics[0].Partitions[0].ErrorCode
+			},
+			unchanged: func(t *testing.T, ab *aclBroker) {
+				if _, end := ab.endOffsets(t); end != markerEndBefore {
+					t.Errorf("the refused marker was written: t/0 ends at %d, was %d", end, markerEndBefore)
+				}
+			}},
+		{name: "DescribeTransactions needs DESCRIBE on the transactional id", key: 65, needs: []v1alpha1.ACLRule{allow(v1alpha1.ACLTransactionalID, "tx", acl.OpDescribe)}, refused: txnAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 {
+				req := latest(kmsg.NewPtrDescribeTransactionsRequest())
+				req.TransactionalIDs = []string{"tx"}
+				return ab.request(t, req).(*kmsg.DescribeTransactionsResponse).TransactionStates[0].ErrorCode
+			}},
+		{name: "ListTransactions lists only ids with DESCRIBE", key: 66, needs: []v1alpha1.ACLRule{allow(v1alpha1.ACLTransactionalID, "listed", acl.OpDescribe)}, refused: txnAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 {
+				ab.asSuper(func() {
+					if code := initProducerID(t, ab, strptr("listed")); code != 0 {
+						t.Fatalf("InitProducerId for listed: %d", code)
+					}
+				})
+				req := latest(kmsg.NewPtrListTransactionsRequest())
+				resp := ab.request(t, req).(*kmsg.ListTransactionsResponse)
+				for _, st := range resp.TransactionStates {
+					if st.TransactionalID == "listed" {
+						return resp.ErrorCode
+					}
+				}
+				return txnAuth // left out: what the row reads as refused
+			}},
 	}
+}
+
+// markerEndBefore is t/0's end offset before the WriteTxnMarkers row sends its marker.
+var markerEndBefore int64
+
+// addPartitionsToTxn asks to add t/0 to transactional id "tx" (producer 1 epoch 0) at
+// version v (4: the brokers' batched form); the partition's code.
+func addPartitionsToTxn(t *testing.T, ab *aclBroker, v int16) int16 {
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.Version = v
+	if v < 4 {
+		req.TransactionalID, req.ProducerID, req.ProducerEpoch = "tx", 1, 0
+		rt := kmsg.NewAddPartitionsToTxnRequestTopic()
+		rt.Topic, rt.Partitions = "t", []int32{0}
+		req.Topics = append(req.Topics, rt)
+		return ab.request(t, req).(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode
+	}
+	tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
+	tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = "tx", 1, 0, true
+	tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+	tt.Topic, tt.Partitions = "t", []int32{0}
+	tx.Topics = append(tx.Topics, tt)
+	req.Transactions = append(req.Transactions, tx)
+	return ab.request(t, req).(*kmsg.AddPartitionsToTxnResponse).ErrorCode
+}
+
+func addOffsetsToTxn(t *testing.T, ab *aclBroker) int16 {
+	req := latest(kmsg.NewPtrAddOffsetsToTxnRequest())
+	req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = "tx", 1, 0, "g"
+	return ab.request(t, req).(*kmsg.AddOffsetsToTxnResponse).ErrorCode
 }
 
 // needNothing are the keys Apache serves to any principal; the matrix test asks each with no
