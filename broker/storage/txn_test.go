@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -366,6 +367,20 @@ func TestDeposedLeadersMarkerIsNeverAcknowledged(t *testing.T) {
 		}
 		if got := lso(l2); got > o.HighWatermark {
 			t.Fatalf("LSO %d above HW %d", got, o.HighWatermark)
+		}
+		// The deposed leader's late writes never enter the new leader's aborted-transaction
+		// index: it is the one its own log says, and the next leader recovers the same.
+		want := walkIndex(t, l2)
+		if len(want) == 0 {
+			t.Fatalf("seed %d: no aborted transaction to compare", seed) // the new leader alone aborts ~15 of 30
+		}
+		if got := abortedIndex(l2); !slices.Equal(got, want) {
+			t.Fatalf("seed %d: the new leader's aborted index\n%+v\nits log says\n%+v", seed, got, want)
+		}
+		relinquish(t, l2)
+		l3 := openLog(t, dir, 3, testConfig(), Options{})
+		if got := abortedIndex(l3); !slices.Equal(got, want) {
+			t.Fatalf("seed %d: the next leader's aborted index\n%+v\nwant\n%+v", seed, got, want)
 		}
 		_ = l2.Relinquish(context.Background())
 	}

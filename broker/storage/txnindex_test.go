@@ -19,6 +19,26 @@ func abortedIndex(l *Log) []AbortedTxn {
 	return slices.Clone(l.producers.aborted)
 }
 
+// walkIndex is the aborted-transaction index a walk of every batch l serves builds (from
+// the log start: equal to the log's own only while nothing was deleted).
+func walkIndex(t testing.TB, l *Log) []AbortedTxn {
+	t.Helper()
+	walk := newProducerState()
+	b := readAll(t, l)
+	for _, h := range headersOf(t, b) {
+		if h.Attributes&attrControl != 0 {
+			if err := parseControl(&h, b[batchHeaderSize:h.size()]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if h.idempotent() {
+			walk.apply(h)
+		}
+		b = b[h.size():]
+	}
+	return walk.aborted
+}
+
 func mustReadCommitted(t testing.TB, l *Log, offset int64, maxBytes int) ReadResult {
 	t.Helper()
 	res, err := l.ReadCommitted(offset, maxBytes, true)
