@@ -35,9 +35,11 @@ import (
 //   - Records are whole stored batches below the high watermark only (a consumer never reads
 //     a record a takeover could lose), passed from the log file into the answer as bytes,
 //     never decoded, and written around the encoded answer (codec.go, encodeFetchFrame).
-//   - The last stable offset is the high watermark at both isolation levels (no
-//     transactions yet); aborted transactions are an empty list under READ_COMMITTED and
-//     null otherwise.
+//   - Isolation (docs/transactions.md, "Reading committed data"): READ_COMMITTED
+//     (isolation_level 1) reads only below the last stable offset and answers the aborted
+//     transactions overlapping the returned batches (storage.Log.ReadSectionCommitted,
+//     Apache's collectAbortedTxns) — an empty list when there are none, null under
+//     READ_UNCOMMITTED. Both levels answer LastStableOffset = the log's LSO, as Apache does.
 //   - Sizes: at most min(max_bytes, fetch.max.bytes = 55 MiB) of records, each partition at
 //     most its partition_max_bytes, except that the first partition with data returns its
 //     first batch whole even when it is larger than both (a consumer always makes progress);
@@ -46,8 +48,9 @@ import (
 //     when an error above ends the wait, or when min_bytes (capped by the size limit) are
 //     there; otherwise it waits on the high-watermark channels of the partitions that had no
 //     data (storage closes them when a durable append moves the high watermark, or the log
-//     stops), re-reads those that moved, and answers at min_bytes or max_wait_ms — never
-//     polling. A broker shutting down ends every wait at once.
+//     stops — the last stable offset moves only with the high watermark or the log start, so
+//     they wake a READ_COMMITTED wait too), re-reads those that moved, and answers at
+//     min_bytes or max_wait_ms — never polling. A broker shutting down ends every wait at once.
 //   - __consumer_offsets is read from the offsets topic view (offsets_topic.go,
 //     docs/groups.md "The offsets topic view") under the same size and waiting rules.
 //   - Sessions (KIP-227) are not kept: a full fetch (session epoch 0 or -1) is answered with
@@ -77,7 +80,9 @@ type fetchPart struct {
 	log      *storage.Log
 	offset   int64
 	maxBytes int32
-	out      *kmsg.FetchResponseTopicPartition
+	// isolation is the request's isolation level: ReadCommitted reads below the LSO only.
+	isolation storage.Isolation
+	out       *kmsg.FetchResponseTopicPartition
 	// pending: served but without data so far; read again when hw (the channel taken before
 	// its last read) is closed.
 	pending bool
@@ -208,6 +213,7 @@ func (f *fetchState) resolve(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) [
 			}
 			p := &fetchPart{topic: t.Name, log: sp.log, offset: rp.FetchOffset, maxBytes: rp.PartitionMaxBytes, out: op, pending: true}
 			if req.IsolationLevel == 1 {
+				p.isolation = storage.ReadCommitted
 				op.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 			}
 			if req.Version >= 12 && rp.LastFetchedEpoch >= 0 && f.diverged(p, rp.LastFetchedEpoch) {
@@ -238,7 +244,8 @@ func (f *fetchState) diverged(p *fetchPart, lastFetched int32) bool {
 	}
 	p.out.DivergingEpoch.Epoch, p.out.DivergingEpoch.EndOffset = epoch, end
 	if o, err := p.log.Offsets(); err == nil {
-		p.out.HighWatermark, p.out.LastStableOffset, p.out.LogStartOffset = o.HighWatermark, o.HighWatermark, o.LogStart
+		lso, _ := p.log.LastStableOffset()
+		p.out.HighWatermark, p.out.LastStableOffset, p.out.LogStartOffset = o.HighWatermark, lso, o.LogStart
 	}
 	p.pending, f.ended = false, true
 	return true
@@ -251,13 +258,18 @@ func (f *fetchState) read(p *fetchPart) {
 		f.readOffsetsTopic(p)
 		return
 	}
-	_, p.hw = p.log.HighWatermark()
-	res, sec, err := p.log.ReadSection(p.offset, f.partitionLimit(p), !f.anyData)
+	if p.isolation == storage.ReadCommitted {
+		_, p.hw = p.log.LastStableOffset() // the high watermark's channel: the LSO moves with it
+	} else {
+		_, p.hw = p.log.HighWatermark()
+	}
+	res, sec, err := readSection(p, f.partitionLimit(p), !f.anyData)
 	if err != nil {
 		f.readError(p, err)
 		return
 	}
-	p.out.HighWatermark, p.out.LastStableOffset, p.out.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
+	p.out.HighWatermark, p.out.LastStableOffset, p.out.LogStartOffset = res.HighWatermark, res.LastStableOffset, res.LogStartOffset
+	setAborted(p, res.Aborted)
 	if sec.Len == 0 {
 		sec.Release()
 		return
@@ -271,13 +283,38 @@ func (f *fetchState) read(p *fetchPart) {
 	}
 	n := f.keepRecords(p, sec, !f.anyData)
 	if n == 0 {
-		return // the answer budget had no room: this partition waits for the next fetch
+		setAborted(p, nil) // no records: no aborted transactions either
+		return             // the answer budget had no room: this partition waits for the next fetch
 	}
 	p.pending = false
 	f.anyData = true
 	f.total += int(n)
 	f.remaining -= int(n)
 	f.rc.h.Metrics.bytesOut(p.topic, int(n))
+}
+
+// readSection reads p's batches at its isolation level (ReadSection, or ReadSectionCommitted
+// for READ_COMMITTED).
+func readSection(p *fetchPart, maxBytes int, atLeastOne bool) (storage.ReadResult, *storage.Section, error) {
+	if p.isolation == storage.ReadCommitted {
+		return p.log.ReadSectionCommitted(p.offset, maxBytes, atLeastOne)
+	}
+	return p.log.ReadSection(p.offset, maxBytes, atLeastOne)
+}
+
+// setAborted answers a READ_COMMITTED partition's aborted transactions (those overlapping
+// the batches read), keeping the empty, non-null list when there are none. A
+// READ_UNCOMMITTED read has none (aborted is nil) and its list stays null.
+func setAborted(p *fetchPart, aborted []storage.AbortedTxn) {
+	if p.isolation != storage.ReadCommitted {
+		return
+	}
+	out := make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, len(aborted))
+	for i, a := range aborted {
+		out[i] = kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+		out[i].ProducerID, out[i].FirstOffset = a.ProducerID, a.FirstOffset
+	}
+	p.out.AbortedTransactions = out
 }
 
 // partitionLimit is how many record bytes p may return: its partition_max_bytes, within what

@@ -13,8 +13,8 @@ import (
 // OffsetForLeaderEpoch, InitProducerId").
 //
 // Behaviour, per partition, answered from the partition's log on its leader:
-//   - timestamp -1 (latest): the high watermark (= the last stable offset at both isolation
-//     levels: no transactions), timestamp -1, the leader's epoch.
+//   - timestamp -1 (latest): the high watermark, timestamp -1, the leader's epoch; under
+//     READ_COMMITTED (isolation_level 1, v2+) the last stable offset instead.
 //   - timestamp -2 (earliest): the log-start offset, timestamp -1, the epoch it was written
 //     at.
 //   - timestamp -3 (max timestamp): the largest batch maxTimestamp and, as Apache 3.7, the
@@ -22,6 +22,9 @@ import (
 //   - timestamp -4 (earliest local): the log-start offset, as -2: there is no tiered storage.
 //   - any other timestamp t: the first record at or after t below the high watermark (Apache
 //     searches with t as given, so another negative t finds the first record).
+//   - READ_COMMITTED: a timestamp lookup (and -3) whose answer is at or past the last stable
+//     offset finds nothing, as Apache's Partition.fetchOffsetForTimestamp filters it by the
+//     last fetchable offset.
 //   - A lookup that finds nothing (an empty log, no timestamp ≥ t) answers NONE with offset,
 //     timestamp and epoch -1.
 //   - __consumer_offsets is answered from the offsets topic view (offsets_topic.go): earliest
@@ -42,6 +45,7 @@ import (
 //     modification time; paddock never dates data by file times (a deviation listed at the
 //     end of docs/dataplane.md).
 //   - v1: one offset per partition; a partition named twice is refused from here.
+//   - v2: IsolationLevel.
 //   - v4: CurrentLeaderEpoch.
 //   - v7: timestamp -3; v8: timestamp -4.
 func init() { register(2, 0, 8, handleListOffsets) }
@@ -94,7 +98,7 @@ func handleListOffsets(rc *requestContext, kreq kmsg.Request) (kmsg.Response, er
 					if req.Version == 0 {
 						listOffsetsV0(op, sp.log, rp)
 					} else {
-						listOffset(op, sp.log, rp.Timestamp)
+						listOffset(op, sp.log, rp.Timestamp, storage.Isolation(req.IsolationLevel))
 					}
 				}
 			}
@@ -103,8 +107,9 @@ func handleListOffsets(rc *requestContext, kreq kmsg.Request) (kmsg.Response, er
 	return resp, nil
 }
 
-// listOffset answers one v1+ partition from its log.
-func listOffset(op *kmsg.ListOffsetsResponseTopicPartition, l *storage.Log, ts int64) {
+// listOffset answers one v1+ partition from its log at isolation iso (v1 has none: its
+// IsolationLevel is 0, READ_UNCOMMITTED).
+func listOffset(op *kmsg.ListOffsetsResponseTopicPartition, l *storage.Log, ts int64, iso storage.Isolation) {
 	var (
 		found storage.TimestampOffset
 		ok    bool
@@ -114,7 +119,11 @@ func listOffset(op *kmsg.ListOffsetsResponseTopicPartition, l *storage.Log, ts i
 	case listLatest:
 		var o storage.Offsets
 		if o, err = l.Offsets(); err == nil {
-			found, ok = storage.TimestampOffset{Timestamp: -1, Offset: o.HighWatermark, LeaderEpoch: l.Epoch()}, true
+			latest := o.HighWatermark
+			if iso == storage.ReadCommitted {
+				latest, _ = l.LastStableOffset()
+			}
+			found, ok = storage.TimestampOffset{Timestamp: -1, Offset: latest, LeaderEpoch: l.Epoch()}, true
 		}
 	case listEarliest, listEarliestLocal:
 		var o storage.Offsets
@@ -128,6 +137,11 @@ func listOffset(op *kmsg.ListOffsetsResponseTopicPartition, l *storage.Log, ts i
 	}
 	if op.ErrorCode = storageCode(err); err != nil || !ok {
 		return
+	}
+	if iso == storage.ReadCommitted && ts != listLatest && ts != listEarliest && ts != listEarliestLocal {
+		if lso, _ := l.LastStableOffset(); found.Offset >= lso {
+			return // not committed yet: not found
+		}
 	}
 	op.Timestamp, op.Offset, op.LeaderEpoch = found.Timestamp, found.Offset, found.LeaderEpoch
 }

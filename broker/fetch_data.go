@@ -170,9 +170,11 @@ func (f *fetchState) keepRecords(p *fetchPart, sec *storage.Section, first bool)
 // the read shrunk to what the answer budget has room for. An error is answered on p.
 func (f *fetchState) reread(p *fetchPart, room int64, first bool) (*storage.Section, error) {
 	limit := min(int64(f.partitionLimit(p)), room)
-	_, sec, err := p.log.ReadSection(p.offset, int(max(limit, 0)), first)
+	res, sec, err := readSection(p, int(max(limit, 0)), first)
 	if err != nil {
 		f.readError(p, err)
+		return sec, err
 	}
-	return sec, err
+	setAborted(p, res.Aborted) // the aborted transactions of the shrunk read
+	return sec, nil
 }

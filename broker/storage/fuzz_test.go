@@ -133,13 +133,24 @@ func FuzzDecodeProducerSnapshot(f *testing.F) {
 	s.apply(hdr(2, 0, 4, 1, 12))
 	f.Add(encodeSnapshot(checkpoint{offset: 13, segBase: 10, segEpoch: 2, pos: 99}, s))
 	f.Add(encodeSnapshot(checkpoint{}, newProducerState()))
+	// With transactions: one open, one aborted (an aborted-transaction index entry).
+	th := hdr(3, 0, 0, 1, 14)
+	th.Attributes = attrTransactional
+	s.apply(th)
+	th = hdr(4, 0, 0, 1, 15)
+	th.Attributes = attrTransactional
+	s.apply(th)
+	mk := hdr(4, 0, -1, 1, 16)
+	mk.Attributes = attrTransactional | attrControl
+	s.apply(mk)
+	f.Add(encodeSnapshot(checkpoint{offset: 17, segBase: 10, segEpoch: 2, pos: 300}, s))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cp, st, err := decodeSnapshot(data)
 		if err != nil {
 			return
 		}
 		cp2, st2, err := decodeSnapshot(encodeSnapshot(cp, st))
-		if err != nil || cp2 != cp || !reflect.DeepEqual(st2.m, st.m) {
+		if err != nil || cp2 != cp || !reflect.DeepEqual(st2.m, st.m) || !reflect.DeepEqual(st2.open, st.open) || !slices.Equal(st2.aborted, st.aborted) {
 			t.Fatalf("accepted snapshot does not round-trip: %v", err)
 		}
 	})

@@ -41,12 +41,30 @@ type AppendResult struct {
 // ReadResult is a Read's batches and the offsets a Fetch response reports with them.
 type ReadResult struct {
 	// Records holds whole record batches exactly as stored (base offsets and leader epochs
-	// assigned), all below HighWatermark. Empty when there is nothing to read yet.
-	Records        []byte
-	HighWatermark  int64
-	LogStartOffset int64
-	LogEndOffset   int64
+	// assigned), all below HighWatermark (below LastStableOffset for a READ_COMMITTED read).
+	// Empty when there is nothing to read yet.
+	Records          []byte
+	HighWatermark    int64
+	LastStableOffset int64
+	LogStartOffset   int64
+	LogEndOffset     int64
+	// Aborted is, for a READ_COMMITTED read (ReadCommitted, ReadSectionCommitted), the
+	// aborted transactions overlapping the returned batches — Apache's collectAbortedTxns:
+	// every ABORT marker at or after the read offset whose transaction began before the
+	// offset after the last returned batch — in log order; non-nil and empty when none (or
+	// no batch) is returned. Nil for a READ_UNCOMMITTED read.
+	Aborted []AbortedTxn
 }
+
+// Isolation is a Fetch's isolation level.
+type Isolation int8
+
+const (
+	// ReadUncommitted reads up to the high watermark.
+	ReadUncommitted Isolation = 0
+	// ReadCommitted reads up to the last stable offset, with the aborted transactions.
+	ReadCommitted Isolation = 1
+)
 
 // Offsets are the log's current bounds.
 type Offsets struct {
@@ -637,40 +655,60 @@ func (l *Log) Offsets() (Offsets, error) {
 	return Offsets{LogStart: l.logStart, HighWatermark: l.hw, LogEnd: l.leo}, nil
 }
 
-// read (Read, ReadSection) returns whole batches starting with the one holding offset, up to maxBytes, all
-// below the high watermark and from one segment. With atLeastOne the first batch is
-// returned whole even if larger than maxBytes (Fetch v3+'s rule for the first partition);
-// without it such a batch is left out. An offset below the log start or past the log end is
-// ErrOffsetOutOfRange; one between the high watermark and the log end reads nothing.
+// read (Read, ReadSection and their READ_COMMITTED forms) returns whole batches starting
+// with the one holding offset, up to maxBytes, all below the high watermark — below the last
+// stable offset when iso is ReadCommitted — and from one segment. With atLeastOne the first
+// batch is returned whole even if larger than maxBytes (Fetch v3+'s rule for the first
+// partition); without it such a batch is left out. An offset below the log start or past the
+// log end is ErrOffsetOutOfRange; one between the readable end (the high watermark, or the
+// last stable offset) and the log end reads nothing.
 // The bytes are a fresh copy read from the segment file; Read never decodes records.
 // With sec set (ReadSection) the batches are cut into it instead of copied.
-func (l *Log) read(offset int64, maxBytes int, atLeastOne bool, sec *Section) (ReadResult, error) {
+//
+// The last stable offset is a batch boundary (a transaction's first batch, or the high
+// watermark) unless the log start moved past it, and then nothing below it is readable: so
+// the batches below it are exactly those whose base offset is below it.
+func (l *Log) read(offset int64, maxBytes int, atLeastOne bool, sec *Section, iso Isolation) (ReadResult, error) {
 	l.mu.Lock()
 	if err := l.servingLocked(); err != nil {
 		l.mu.Unlock()
 		return ReadResult{}, err
 	}
-	res := ReadResult{HighWatermark: l.hw, LogStartOffset: l.logStart, LogEndOffset: l.leo}
+	lso := l.lastStableLocked()
+	res := ReadResult{HighWatermark: l.hw, LastStableOffset: lso, LogStartOffset: l.logStart, LogEndOffset: l.leo}
+	readable := l.hw
+	var aborted []AbortedTxn
+	if iso == ReadCommitted {
+		readable = lso
+		res.Aborted = []AbortedTxn{}
+		// The index as of now, read after mu is released: appends only add entries past its
+		// length and a log-start move replaces the slice, so this view never changes. Taken
+		// with the bounds, so a log-start move racing with the read cannot drop an entry
+		// covering batches the read returns.
+		aborted = l.producers.aborted
+	}
 	if offset < l.logStart || offset > l.leo {
 		l.mu.Unlock()
 		return res, fmt.Errorf("%w: offset %d outside [%d, %d]", ErrOffsetOutOfRange, offset, l.logStart, l.leo)
 	}
-	if offset >= l.hw {
+	if offset >= readable {
 		l.mu.Unlock()
 		return res, nil
 	}
+	cut := batchCut{limitOffset: readable, maxBytes: maxBytes, atLeastOne: atLeastOne}
 	if offset >= l.activeIdx.base {
 		_, pos := l.activeIdx.floorOffset(offset)
 		limit, e := l.hwPos, l.activeFile
 		l.cache.ref(e)
 		l.mu.Unlock()
 		defer l.cache.release(e)
-		recs, err := sec.readBatches(l.cache, e, pos, limit, offset, maxBytes, atLeastOne)
+		recs, next, err := sec.readBatches(l.cache, e, pos, limit, offset, cut)
 		if err != nil {
 			return res, l.readFailed(err) // the active segment is this log's own: no one else removes it
 		}
 		sec.from(l, nil, 0, offset)
 		res.Records = recs
+		collectAborted(&res, aborted, iso, offset, next)
 		return res, nil
 	}
 	i := sort.Search(len(l.closed), func(i int) bool { return l.closed[i].end > offset })
@@ -682,13 +720,32 @@ func (l *Log) read(offset int64, maxBytes int, atLeastOne bool, sec *Section) (R
 	}
 	defer l.cache.release(e)
 	_, pos := e.idx.floorOffset(offset)
-	recs, err := sec.readBatches(l.cache, e, pos, seg.size, offset, maxBytes, atLeastOne)
+	recs, next, err := sec.readBatches(l.cache, e, pos, seg.size, offset, cut)
 	if err != nil {
 		return l.resultAfterVanish(res, offset, l.segmentReadFailed(seg, logStart, err))
 	}
 	sec.from(l, seg, logStart, offset)
 	res.Records = recs
+	collectAborted(&res, aborted, iso, offset, next)
 	return res, nil
+}
+
+// collectAborted fills a READ_COMMITTED result's aborted transactions from index: those
+// overlapping [offset, next), next being the offset after the last returned batch (offset
+// when none was returned, which selects nothing). Every transaction that overlaps returned
+// batches has its marker in index: the batches are below the last stable offset, which does
+// not pass a transaction's first offset before its marker is durable.
+func collectAborted(res *ReadResult, index []AbortedTxn, iso Isolation, offset, next int64) {
+	if iso != ReadCommitted || next <= offset {
+		return
+	}
+	res.Aborted = abortedOverlapping(index, offset, next)
+}
+
+// ReadCommitted is Read for a READ_COMMITTED fetch: the batches stop before the last stable
+// offset, and the result carries the aborted transactions overlapping them (ReadResult.Aborted).
+func (l *Log) ReadCommitted(offset int64, maxBytes int, atLeastOne bool) (ReadResult, error) {
+	return l.read(offset, maxBytes, atLeastOne, nil, ReadCommitted)
 }
 
 // resultAfterVanish answers a read whose closed segment vanished and so moved the log start
@@ -744,6 +801,7 @@ func (l *Log) vanishedSegment(seg *segment, seen int64, cause error) error {
 	moved := recorded > l.logStart
 	if moved {
 		l.logStart = min(recorded, l.hw)
+		l.producers.dropAbortedBelow(l.logStart)
 	}
 	start = l.logStart
 	l.mu.Unlock()

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -42,13 +43,38 @@ func newProducerEntry(epoch int16) *producerEntry {
 func (e *producerEntry) lastTimestamp() int64 { return e.lastTs }
 
 // producerState is the idempotent-producer table of one partition (docs/dataplane.md
-// "Idempotence: the sequence rules"). It is
-// owned by the Log and guarded by its mu.
+// "Idempotence: the sequence rules"), with the partition's open transactions and its
+// aborted-transaction index. It is owned by the Log and guarded by its mu. All of it is a
+// function of the log before the offset it has applied batches up to, which is why it is
+// the recovery checkpoint's content (the .snapshot file).
 type producerState struct {
 	m map[int64]*producerEntry
+	// open is every open transaction's first offset by producer id: the producers of m
+	// whose txnFirst is ≥ 0, kept apart so the last stable offset costs O(open
+	// transactions), not O(producers).
+	open map[int64]int64
+	// aborted is the aborted-transaction index (Apache's .txnindex), one entry per ABORT
+	// marker at or above the log start, in log order (so by LastOffset, strictly growing).
+	aborted []AbortedTxn
 }
 
-func newProducerState() *producerState { return &producerState{m: map[int64]*producerEntry{}} }
+func newProducerState() *producerState {
+	return &producerState{m: map[int64]*producerEntry{}, open: map[int64]int64{}}
+}
+
+// AbortedTxn is one entry of the aborted-transaction index: the transaction producer
+// ProducerID ended with the ABORT marker at LastOffset, whose first batch on this partition
+// was at FirstOffset (the marker's own offset when none was open, as Apache records it);
+// LastStableOffset is the partition's last stable offset right after the marker, ignoring the
+// high watermark — the first offset of the oldest other transaction still open then, else
+// LastOffset+1 (Apache's ProducerStateManager.lastStableOffset). No later entry's FirstOffset
+// is below it.
+type AbortedTxn struct {
+	ProducerID       int64
+	FirstOffset      int64
+	LastOffset       int64
+	LastStableOffset int64
+}
 
 // check applies the table of docs/dataplane.md "Idempotence: the sequence rules" to an
 // incoming idempotent batch. It returns the
@@ -116,11 +142,14 @@ func (s *producerState) checkMarker(m Marker) error {
 }
 
 // oldestOpenTxn is the smallest first offset of an open transaction, -1 when none is open.
-func (s *producerState) oldestOpenTxn() int64 {
+func (s *producerState) oldestOpenTxn() int64 { return s.oldestOpenTxnBut(-1) }
+
+// oldestOpenTxnBut is oldestOpenTxn ignoring producer pid's transaction.
+func (s *producerState) oldestOpenTxnBut(pid int64) int64 {
 	oldest := int64(-1)
-	for _, e := range s.m {
-		if e.txnFirst >= 0 && (oldest < 0 || e.txnFirst < oldest) {
-			oldest = e.txnFirst
+	for p, first := range s.open {
+		if p != pid && (oldest < 0 || first < oldest) {
+			oldest = first
 		}
 	}
 	return oldest
@@ -146,11 +175,16 @@ func (s *producerState) apply(h batchHeader) {
 	if h.Attributes&attrControl != 0 {
 		// Apache's ProducerStateEntry.update: the marker closes the transaction (if one is
 		// open) and records the coordinator epoch; it is not a batch a retry can match.
+		if !h.ctl.commit {
+			s.addAborted(h.ProducerID, e.txnFirst, h.BaseOffset)
+		}
 		e.txnFirst, e.coordEpoch = -1, h.ctl.coordEpoch
+		delete(s.open, h.ProducerID)
 		return
 	}
 	if h.Attributes&attrTransactional != 0 && e.txnFirst < 0 {
 		e.txnFirst = h.BaseOffset
+		s.open[h.ProducerID] = h.BaseOffset
 	}
 	e.batches = append(e.batches, batchMeta{
 		firstSeq: h.BaseSequence, lastSeq: h.lastSequence(),
@@ -159,6 +193,49 @@ func (s *producerState) apply(h batchHeader) {
 	if n := len(e.batches); n > producerBatchesRetained {
 		e.batches = slices.Delete(e.batches, 0, n-producerBatchesRetained)
 	}
+}
+
+// addAborted indexes the ABORT marker at offset marker for producer pid, whose open
+// transaction began at first (-1: none open, the entry then covers the marker alone), as
+// Apache's UnifiedLog.append does for each completed transaction before completing it.
+func (s *producerState) addAborted(pid, first, marker int64) {
+	if first < 0 {
+		first = marker
+	}
+	lso := s.oldestOpenTxnBut(pid)
+	if lso < 0 {
+		lso = marker + 1
+	}
+	s.aborted = append(s.aborted, AbortedTxn{ProducerID: pid, FirstOffset: first, LastOffset: marker, LastStableOffset: lso})
+}
+
+// dropAbortedBelow forgets the aborted transactions whose markers are below start (the log
+// start moved past them: nothing of them is readable). The rest are copied, so the memory of
+// the dropped ones goes too.
+func (s *producerState) dropAbortedBelow(start int64) {
+	i, _ := slices.BinarySearchFunc(s.aborted, start, func(a AbortedTxn, off int64) int { return cmp.Compare(a.LastOffset, off) })
+	if i > 0 {
+		s.aborted = slices.Clone(s.aborted[i:])
+	}
+}
+
+// abortedOverlapping is Apache's collectAbortedTxns over an aborted-transaction index (in
+// log order): the aborted transactions with LastOffset ≥ from and FirstOffset < upper (upper
+// is the offset after the fetched data), in log order. The walk starts at the first marker at
+// or after from and stops at the first entry whose LastStableOffset reaches upper, since no
+// later entry's FirstOffset is below that. It returns a fresh, non-nil slice.
+func abortedOverlapping(index []AbortedTxn, from, upper int64) []AbortedTxn {
+	out := []AbortedTxn{}
+	i, _ := slices.BinarySearchFunc(index, from, func(a AbortedTxn, off int64) int { return cmp.Compare(a.LastOffset, off) })
+	for _, a := range index[i:] {
+		if a.FirstOffset < upper {
+			out = append(out, a)
+		}
+		if a.LastStableOffset >= upper {
+			break
+		}
+	}
+	return out
 }
 
 // expire forgets producers whose last batch is older than expirationMs at nowMs (Apache's
@@ -185,13 +262,19 @@ type checkpoint struct {
 // The .snapshot file: magic, the checkpoint, the producers, a CRC-32C of all before it.
 // Version 02 (written since transactions) adds to each producer, after its batches, the
 // coordinator epoch (int32), the open transaction's first offset (int64, -1 none) and the
-// last timestamp (int64); version 01 files are still read (no open transactions then).
+// last timestamp (int64). Version 03 (since the aborted-transaction index) adds after the
+// producers the index: int32 count, then per entry producer id, first offset, last offset
+// and last stable offset (int64 each). Versions 01 and 02 are still read, with no aborted
+// transactions before their offset: no broker that wrote them could append an ABORT marker
+// (a v01 writer refused control batches; a v02 writer's broker never called AppendMarker).
 const (
-	snapshotMagicV1    = "PDKPSN01"
-	snapshotMagic      = "PDKPSN02"
-	snapshotTxnSize    = 4 + 8 + 8
-	snapshotHeaderSize = 8 + 8 + 8 + 4 + 8 + 4
-	snapshotBatchSize  = 4 + 4 + 8 + 8 + 8
+	snapshotMagicV1     = "PDKPSN01"
+	snapshotMagicV2     = "PDKPSN02"
+	snapshotMagic       = "PDKPSN03"
+	snapshotTxnSize     = 4 + 8 + 8
+	snapshotHeaderSize  = 8 + 8 + 8 + 4 + 8 + 4
+	snapshotBatchSize   = 4 + 4 + 8 + 8 + 8
+	snapshotAbortedSize = 8 + 8 + 8 + 8
 )
 
 var errBadSnapshot = errors.New("invalid producer snapshot")
@@ -203,7 +286,7 @@ func encodeSnapshot(cp checkpoint, s *producerState) []byte {
 		pids = append(pids, pid)
 	}
 	slices.Sort(pids) // deterministic bytes
-	b := make([]byte, 0, snapshotHeaderSize+len(pids)*(11+producerBatchesRetained*snapshotBatchSize+snapshotTxnSize)+4)
+	b := make([]byte, 0, snapshotHeaderSize+len(pids)*(11+producerBatchesRetained*snapshotBatchSize+snapshotTxnSize)+4+len(s.aborted)*snapshotAbortedSize+4)
 	b = append(b, snapshotMagic...)
 	b = be.AppendUint64(b, uint64(cp.offset))
 	b = be.AppendUint64(b, uint64(cp.segBase))
@@ -226,6 +309,13 @@ func encodeSnapshot(cp checkpoint, s *producerState) []byte {
 		b = be.AppendUint64(b, uint64(e.txnFirst))
 		b = be.AppendUint64(b, uint64(e.lastTs))
 	}
+	b = be.AppendUint32(b, uint32(len(s.aborted)))
+	for _, a := range s.aborted {
+		b = be.AppendUint64(b, uint64(a.ProducerID))
+		b = be.AppendUint64(b, uint64(a.FirstOffset))
+		b = be.AppendUint64(b, uint64(a.LastOffset))
+		b = be.AppendUint64(b, uint64(a.LastStableOffset))
+	}
 	return be.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }
 
@@ -233,7 +323,11 @@ func encodeSnapshot(cp checkpoint, s *producerState) []byte {
 // before the checkpoint offset, so a damaged file is skipped rather than believed.
 func decodeSnapshot(b []byte) (checkpoint, *producerState, error) {
 	be := binary.BigEndian
-	if len(b) < snapshotHeaderSize+4 || (string(b[:8]) != snapshotMagic && string(b[:8]) != snapshotMagicV1) {
+	version := 0
+	if len(b) >= 8 {
+		version = map[string]int{snapshotMagicV1: 1, snapshotMagicV2: 2, snapshotMagic: 3}[string(b[:8])]
+	}
+	if len(b) < snapshotHeaderSize+4 || version == 0 {
 		return checkpoint{}, nil, fmt.Errorf("%w: too short or wrong magic", errBadSnapshot)
 	}
 	body := b[:len(b)-4]
@@ -249,7 +343,6 @@ func decodeSnapshot(b []byte) (checkpoint, *producerState, error) {
 	if cp.offset < 0 || cp.segBase < 0 || cp.segBase > cp.offset || cp.segEpoch < 0 || cp.pos < 0 {
 		return checkpoint{}, nil, fmt.Errorf("%w: checkpoint out of range", errBadSnapshot)
 	}
-	v2 := string(b[:8]) == snapshotMagic
 	count := be.Uint32(b[36:])
 	p := body[snapshotHeaderSize:]
 	s := newProducerState()
@@ -276,7 +369,7 @@ func decodeSnapshot(b []byte) (checkpoint, *producerState, error) {
 			e.batches[i] = m
 			e.lastTs = m.timestamp
 		}
-		if v2 {
+		if version >= 2 {
 			if len(p) < snapshotTxnSize {
 				return checkpoint{}, nil, fmt.Errorf("%w: truncated producer %d", errBadSnapshot, pid)
 			}
@@ -285,11 +378,51 @@ func decodeSnapshot(b []byte) (checkpoint, *producerState, error) {
 			if e.txnFirst < -1 || e.txnFirst >= cp.offset {
 				return checkpoint{}, nil, fmt.Errorf("%w: producer %d transaction outside the log", errBadSnapshot, pid)
 			}
+			if e.txnFirst >= 0 {
+				s.open[pid] = e.txnFirst
+			}
 		}
 		s.m[pid] = e
+	}
+	if version >= 3 {
+		var err error
+		if p, err = decodeAborted(p, cp.offset, s); err != nil {
+			return checkpoint{}, nil, err
+		}
 	}
 	if len(p) != 0 {
 		return checkpoint{}, nil, fmt.Errorf("%w: %d trailing bytes", errBadSnapshot, len(p))
 	}
 	return cp, s, nil
+}
+
+// decodeAborted reads a version 03 snapshot's aborted-transaction index from p into s and
+// returns what follows it. Every entry must lie before the checkpoint offset, cover at least
+// its marker, and follow the one before it in log order; otherwise the snapshot is refused.
+func decodeAborted(p []byte, offset int64, s *producerState) ([]byte, error) {
+	be := binary.BigEndian
+	if len(p) < 4 {
+		return nil, fmt.Errorf("%w: truncated aborted transactions", errBadSnapshot)
+	}
+	n := uint64(be.Uint32(p))
+	p = p[4:]
+	if uint64(len(p)) < n*snapshotAbortedSize {
+		return nil, fmt.Errorf("%w: %d aborted transactions do not fit %d bytes", errBadSnapshot, n, len(p))
+	}
+	s.aborted = make([]AbortedTxn, n)
+	prev := int64(-1)
+	for i := range s.aborted {
+		a := AbortedTxn{
+			ProducerID: int64(be.Uint64(p)), FirstOffset: int64(be.Uint64(p[8:])),
+			LastOffset: int64(be.Uint64(p[16:])), LastStableOffset: int64(be.Uint64(p[24:])),
+		}
+		p = p[snapshotAbortedSize:]
+		if a.ProducerID < 0 || a.FirstOffset < 0 || a.FirstOffset > a.LastOffset || a.LastOffset <= prev ||
+			a.LastOffset >= offset || a.LastStableOffset < 0 || a.LastStableOffset > a.LastOffset+1 {
+			return nil, fmt.Errorf("%w: aborted transaction %d out of order or outside the log", errBadSnapshot, i)
+		}
+		s.aborted[i] = a
+		prev = a.LastOffset
+	}
+	return p, nil
 }

@@ -43,37 +43,42 @@ func locateBatch(f io.ReaderAt, pos, limit, offset int64) (int64, batchHeader, b
 }
 
 // readBatches returns the batches of f from the one holding offset, searching from pos (a
-// batch boundary at or before it), within limit bytes, as a fresh copy: as many whole batches
-// as fit in maxBytes, or with atLeastOne the first one whatever its size.
-func readBatches(f io.ReaderAt, pos, limit, offset int64, maxBytes int, atLeastOne bool) ([]byte, error) {
+// batch boundary at or before it), within limit bytes, as a fresh copy: those cut allows
+// (batchCut), and the offset after the last of them (offset when none).
+func readBatches(f io.ReaderAt, pos, limit, offset int64, c batchCut) ([]byte, int64, error) {
 	pos, h, found, err := locateBatch(f, pos, limit, offset)
 	if !found || err != nil {
-		return nil, err
+		return nil, offset, err
 	}
-	n := min(int64(max(maxBytes, 0)), limit-pos)
+	n := min(int64(max(c.maxBytes, 0)), limit-pos)
 	if h.size() > n {
-		if !atLeastOne {
-			return nil, nil
+		if !c.atLeastOne {
+			return nil, offset, nil
 		}
 		n = h.size()
 	}
 	buf := make([]byte, n)
 	if _, err := f.ReadAt(buf, pos); err != nil && !(errors.Is(err, io.EOF)) {
-		return nil, err
+		return nil, offset, err
 	}
-	cut := 0
+	cut, next := 0, offset
 	for cut+batchLogOverhead <= len(buf) {
 		length := int32(binary.BigEndian.Uint32(buf[cut+offLength:]))
 		if length < minBatchLength {
-			return nil, fmt.Errorf("%w: batch at %d has length %d", ErrCorruptLog, pos+int64(cut), length)
+			return nil, offset, fmt.Errorf("%w: batch at %d has length %d", ErrCorruptLog, pos+int64(cut), length)
 		}
 		size := int(length) + batchLogOverhead
 		if cut+size > len(buf) {
 			break
 		}
+		base := int64(binary.BigEndian.Uint64(buf[cut:]))
+		if base >= c.limitOffset {
+			break
+		}
+		next = base + int64(int32(binary.BigEndian.Uint32(buf[cut+offLastOffsetDelta:]))) + 1
 		cut += size
 	}
-	return buf[:cut], nil
+	return buf[:cut], next, nil
 }
 
 // OffsetForTimestamp answers ListOffsets for a timestamp ts ≥ 0: the first record at or

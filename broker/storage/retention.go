@@ -96,6 +96,7 @@ func (l *Log) deleteFront(count int, minStart int64) error {
 	l.mu.Lock()
 	l.closed = slices.Clone(l.closed[count:])
 	l.logStart = start
+	l.producers.dropAbortedBelow(start)
 	l.mu.Unlock()
 	for _, s := range gone {
 		l.cache.forget(l.cacheKey(s))

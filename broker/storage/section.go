@@ -32,15 +32,24 @@ type Section struct {
 // Read returns whole batches starting with the one holding offset, up to maxBytes, all below
 // the high watermark and from one segment, as a fresh copy (the rules are read's).
 func (l *Log) Read(offset int64, maxBytes int, atLeastOne bool) (ReadResult, error) {
-	return l.read(offset, maxBytes, atLeastOne, nil)
+	return l.read(offset, maxBytes, atLeastOne, nil, ReadUncommitted)
 }
 
 // ReadSection is Read without the copy: the same batches (res.Records stays empty), as a
 // Section of their segment file, which the caller must Release. sec.Len is 0 when there is
 // nothing to read yet.
 func (l *Log) ReadSection(offset int64, maxBytes int, atLeastOne bool) (ReadResult, *Section, error) {
+	return l.readSection(offset, maxBytes, atLeastOne, ReadUncommitted)
+}
+
+// ReadSectionCommitted is ReadCommitted without the copy, as ReadSection is Read's.
+func (l *Log) ReadSectionCommitted(offset int64, maxBytes int, atLeastOne bool) (ReadResult, *Section, error) {
+	return l.readSection(offset, maxBytes, atLeastOne, ReadCommitted)
+}
+
+func (l *Log) readSection(offset int64, maxBytes int, atLeastOne bool, iso Isolation) (ReadResult, *Section, error) {
 	sec := &Section{}
-	res, err := l.read(offset, maxBytes, atLeastOne, sec)
+	res, err := l.read(offset, maxBytes, atLeastOne, sec, iso)
 	if err != nil {
 		sec.Release()
 		return res, nil, err
@@ -125,60 +134,72 @@ func (s *Section) Release() {
 	s.e = nil
 }
 
+// batchCut is how much a read takes from the batch holding its offset on: whole batches
+// within maxBytes (with atLeastOne the first whatever its size), none with a base offset at
+// or past limitOffset (the readable end: the high watermark or the last stable offset).
+type batchCut struct {
+	limitOffset int64
+	maxBytes    int
+	atLeastOne  bool
+}
+
 // readBatches is read's last step: on a nil section the batches are copied out
 // (readBatches); otherwise they are only found, by their headers, and the section takes its
-// own reference on e.
-func (s *Section) readBatches(cache *FileCache, e *cachedSegment, pos, limit, offset int64, maxBytes int, atLeastOne bool) ([]byte, error) {
+// own reference on e. next is the offset after the last batch returned.
+func (s *Section) readBatches(cache *FileCache, e *cachedSegment, pos, limit, offset int64, cut batchCut) ([]byte, int64, error) {
 	if s == nil {
-		return readBatches(e.f, pos, limit, offset, maxBytes, atLeastOne)
+		return readBatches(e.f, pos, limit, offset, cut)
 	}
-	start, n, codecs, err := cutBatches(e.f, pos, limit, offset, maxBytes, atLeastOne)
+	start, n, next, codecs, err := cutBatches(e.f, pos, limit, offset, cut)
 	if err != nil || n == 0 {
-		return nil, err
+		return nil, offset, err
 	}
 	cache.ref(e)
 	s.cache, s.e, s.Pos, s.Len, s.codecs = cache, e, start, n, codecs
-	return nil, nil
+	return nil, next, nil
 }
 
 // headerWindow is how much cutBatches reads at a time to look at batch headers: several
 // small batches' headers per read, one read per large batch.
 const headerWindow = 16 << 10
 
-// cutBatches finds what readBatches would return — from the batch holding offset, as many
-// whole batches as fit in maxBytes, or with atLeastOne the first whatever its size — by
-// reading batch headers only: their start and total size, and the codecs they use.
-func cutBatches(f io.ReaderAt, pos, limit, offset int64, maxBytes int, atLeastOne bool) (start, n int64, codecs uint8, err error) {
+// cutBatches finds what readBatches would return — from the batch holding offset, the
+// batches cut allows — by reading batch headers only: their start and total size, the offset
+// after the last, and the codecs they use.
+func cutBatches(f io.ReaderAt, pos, limit, offset int64, cut batchCut) (start, n, next int64, codecs uint8, err error) {
 	start, h, found, err := locateBatch(f, pos, limit, offset)
 	if !found || err != nil {
-		return 0, 0, 0, err
+		return 0, 0, offset, 0, err
 	}
-	room := min(int64(max(maxBytes, 0)), limit-start)
+	room := min(int64(max(cut.maxBytes, 0)), limit-start)
 	if h.size() > room {
-		if !atLeastOne {
-			return 0, 0, 0, nil
+		if !cut.atLeastOne {
+			return 0, 0, offset, 0, nil
 		}
-		return start, h.size(), 1 << (h.Attributes & attrCodecMask), nil
+		return start, h.size(), h.nextOffset(), 1 << (h.Attributes & attrCodecMask), nil
 	}
+	next = offset
 	w := headerReader{f: f, limit: limit}
 	for p := start; p < limit; {
 		hdr, err := w.at(p)
 		if err != nil {
-			return 0, 0, 0, err
+			return 0, 0, offset, 0, err
 		}
 		length := int32(binary.BigEndian.Uint32(hdr[offLength:]))
 		size := int64(length) + batchLogOverhead
 		if length < minBatchLength || size > limit-p {
-			return 0, 0, 0, fmt.Errorf("%w: batch at %d claims %d bytes, %d readable", ErrCorruptLog, p, size, limit-p)
+			return 0, 0, offset, 0, fmt.Errorf("%w: batch at %d claims %d bytes, %d readable", ErrCorruptLog, p, size, limit-p)
 		}
-		if n+size > room {
+		base := int64(binary.BigEndian.Uint64(hdr))
+		if n+size > room || base >= cut.limitOffset {
 			break
 		}
 		codecs |= 1 << (binary.BigEndian.Uint16(hdr[offAttributes:]) & attrCodecMask)
 		n += size
 		p += size
+		next = base + int64(int32(binary.BigEndian.Uint32(hdr[offLastOffsetDelta:]))) + 1
 	}
-	return start, n, codecs, nil
+	return start, n, next, codecs, nil
 }
 
 // headerReader reads batch headers through a window of headerWindow bytes.

@@ -332,6 +332,7 @@ func (l *Log) recoverLog(ctx context.Context, known *knownLog) (*recovered, erro
 	out.logStart = min(out.logStart, out.leo)
 	out.history = epochHistory(rec.closed, l.epoch, out.leo)
 	out.producers.expire(l.opts.Now().UnixMilli(), cfg.ProducerIDExpirationMs)
+	out.producers.dropAbortedBelow(out.logStart)
 	return out, nil
 }
 

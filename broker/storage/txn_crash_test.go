@@ -66,9 +66,9 @@ func childTxn() error {
 
 // TestOpenTransactionsSurviveSIGKILL SIGKILLs a process running transactions at random
 // moments (mid-append, mid-marker, mid-roll and its snapshot) many times; after every
-// recovery the producer state's open transactions and coordinator epochs, and the LSO, must
-// be exactly what the recovered log itself says (a full walk of its batches), and every
-// acknowledged marker must be in it.
+// recovery the producer state's open transactions and coordinator epochs, the LSO and the
+// aborted-transaction index must be exactly what the recovered log itself says (a full walk
+// of its batches), and every acknowledged marker must be in it.
 func TestOpenTransactionsSurviveSIGKILL(t *testing.T) {
 	iterations := 12
 	if testing.Short() {
@@ -80,7 +80,7 @@ func TestOpenTransactionsSurviveSIGKILL(t *testing.T) {
 	dir := partitionDir(t)
 	var acked []int64
 	epoch := int32(1)
-	checked := 0
+	checked, aborts := 0, 0
 	for i := range iterations {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), childEnv+"=txn", "DIR="+dir, "EPOCH="+strconv.Itoa(int(epoch)))
@@ -125,8 +125,17 @@ func TestOpenTransactionsSurviveSIGKILL(t *testing.T) {
 			}
 		})
 		open, coord := map[int64]int64{}, map[int64]int32{}
+		walk := newProducerState() // the index a full scan of the recovered log builds
 		for _, o := range offs {
 			h := parseHeader(got[o])
+			if h.Attributes&attrControl != 0 {
+				if err := parseControl(&h, got[o][batchHeaderSize:]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if h.idempotent() {
+				walk.apply(h)
+			}
 			switch {
 			case h.Attributes&attrControl != 0:
 				if err := parseControl(&h, got[o][batchHeaderSize:]); err != nil {
@@ -163,6 +172,10 @@ func TestOpenTransactionsSurviveSIGKILL(t *testing.T) {
 				t.Errorf("producer %d with an open transaction was not recovered (seed %d)", pid, seed)
 			}
 		}
+		if !slices.Equal(l.producers.aborted, walk.aborted) {
+			t.Errorf("recovered aborted-transaction index\n%+v\nthe log says\n%+v (seed %d)", l.producers.aborted, walk.aborted, seed)
+		}
+		aborts += len(walk.aborted)
 		l.mu.Unlock()
 		o, _ := l.Offsets()
 		wantLSO := o.HighWatermark
@@ -179,8 +192,8 @@ func TestOpenTransactionsSurviveSIGKILL(t *testing.T) {
 			crash(t, l)
 		}
 	}
-	if len(acked) == 0 || checked == 0 {
-		t.Fatalf("nothing checked: %d markers acknowledged, %d open transactions recovered", len(acked), checked)
+	if len(acked) == 0 || checked == 0 || aborts == 0 {
+		t.Fatalf("nothing checked: %d markers acknowledged, %d open transactions recovered, %d aborted-index entries compared", len(acked), checked, aborts)
 	}
 	t.Logf("%d markers acknowledged and found, %d open transactions recovered", len(acked), checked)
 }

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -218,17 +219,22 @@ func TestOpenTransactionSurvivesTakeover(t *testing.T) {
 }
 
 // TestSnapshotV1StillReads: a snapshot written before transactions decodes, with no
-// transaction open; a v2 snapshot round-trips the transaction fields.
+// transaction open; a v2 snapshot (before the aborted-transaction index) decodes with no
+// aborted transaction; the current version round-trips the transaction fields.
 func TestSnapshotV1StillReads(t *testing.T) {
 	s := newProducerState()
 	s.apply(hdr(1, 3, 0, 2, 10))
 	s.apply(hdr(1, 3, 2, 1, 12))
 	cp := checkpoint{offset: 20, segBase: 0, segEpoch: 1, pos: 500}
-	v2 := encodeSnapshot(cp, s)
-	// Version 01: the same without the 20 transaction bytes per producer.
-	v1 := append([]byte(nil), v2[:len(v2)-4-snapshotTxnSize]...)
+	v3 := encodeSnapshot(cp, s)
+	// Version 02: the same without the aborted-transaction count (no entries here).
+	v2 := append([]byte(nil), v3[:len(v3)-4-4]...)
+	copy(v2, snapshotMagicV2)
+	// Version 01: also without the 20 transaction bytes per producer.
+	v1 := append([]byte(nil), v2[:len(v2)-snapshotTxnSize]...)
 	copy(v1, snapshotMagicV1)
 	v1 = binary.BigEndian.AppendUint32(v1, crc32.Checksum(v1, castagnoli))
+	v2 = binary.BigEndian.AppendUint32(v2, crc32.Checksum(v2, castagnoli))
 	gotCP, got, err := decodeSnapshot(v1)
 	if err != nil {
 		t.Fatal(err)
@@ -236,6 +242,13 @@ func TestSnapshotV1StillReads(t *testing.T) {
 	e := got.m[1]
 	if gotCP != cp || e == nil || e.epoch != 3 || len(e.batches) != 2 || e.txnFirst != -1 || e.coordEpoch != -1 || e.lastTs != testNow {
 		t.Fatalf("v1 decoded %+v %+v", gotCP, e)
+	}
+	gotCP, got, err = decodeSnapshot(v2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := got.m[1]; gotCP != cp || e == nil || len(e.batches) != 2 || e.txnFirst != -1 || e.lastTs != testNow || len(got.aborted) != 0 {
+		t.Fatalf("v2 decoded %+v %+v %v", gotCP, e, got.aborted)
 	}
 
 	th := hdr(2, 1, 0, 1, 15)
@@ -354,6 +367,20 @@ func TestDeposedLeadersMarkerIsNeverAcknowledged(t *testing.T) {
 		}
 		if got := lso(l2); got > o.HighWatermark {
 			t.Fatalf("LSO %d above HW %d", got, o.HighWatermark)
+		}
+		// The deposed leader's late writes never enter the new leader's aborted-transaction
+		// index: it is the one its own log says, and the next leader recovers the same.
+		want := walkIndex(t, l2)
+		if len(want) == 0 {
+			t.Fatalf("seed %d: no aborted transaction to compare", seed) // the new leader alone aborts ~15 of 30
+		}
+		if got := abortedIndex(l2); !slices.Equal(got, want) {
+			t.Fatalf("seed %d: the new leader's aborted index\n%+v\nits log says\n%+v", seed, got, want)
+		}
+		relinquish(t, l2)
+		l3 := openLog(t, dir, 3, testConfig(), Options{})
+		if got := abortedIndex(l3); !slices.Equal(got, want) {
+			t.Fatalf("seed %d: the next leader's aborted index\n%+v\nwant\n%+v", seed, got, want)
 		}
 		_ = l2.Relinquish(context.Background())
 	}
