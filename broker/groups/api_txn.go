@@ -2,10 +2,12 @@ package groups
 
 import (
 	"context"
+	"errors"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/paddock-dev/paddock/broker/storage"
 	"github.com/paddock-dev/paddock/internal/coordinator"
 )
 
@@ -168,6 +170,16 @@ func (c *Coordinator) CompleteTransaction(ctx context.Context, offsetsPartition 
 			}
 			break
 		}
+	}
+	// Still the partition's owner after the groups completed: no coordinator claimed it
+	// since ours, so none can have listed a group this index does not show.
+	if err := part.fence.Check(part.epoch); err != nil {
+		if errors.Is(err, storage.ErrFenced) {
+			part.fencedAt, part.epoch = part.epoch, -1
+		}
+		part.dropProducers()
+		c.storageFailed(err)
+		return kerr.NotLeaderForPartition.Code
 	}
 	c.forget(part, producerID)
 	return 0

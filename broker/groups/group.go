@@ -317,6 +317,7 @@ func (g *group) takeover(st *store) error {
 	c.recordClaim(g.id, epoch)
 	d, err := st.load(epoch, -1, start.UnixMilli())
 	if err != nil {
+		c.log.V(1).Info("Group load failed", "group", g.id, "epoch", epoch, "err", err.Error())
 		if errors.Is(err, storage.ErrFenced) {
 			c.dropClaim(g.id, epoch)
 			c.noteFenced(g.id, epoch)

@@ -486,13 +486,19 @@ func readSnapshot(fr *frameReader, dec *decoder) (*parsedFile, error) {
 	var total, pending uint64
 	if version == 1 {
 		total = uint64(r.count(minOffsetEntry)) // the offsets are in this frame
-	} else if total = r.uvarint(); r.err == nil && total > uint64(fr.size/minOffsetEntry) {
-		r.fail("offset count") // more offsets than the file could hold
+	} else {
+		total = r.uvarint()
 	}
 	if version >= 4 {
-		if pending = r.uvarint(); r.err == nil && (pending == 0 || pending > uint64(fr.size/minPendingEntry)) {
+		if pending = r.uvarint(); r.err == nil && pending == 0 {
 			r.fail("pending offset count") // version 4 is written only with pending offsets
 		}
+	}
+	if r.err == nil && version >= 2 && (total > uint64(fr.size/minOffsetEntry) || pending > uint64(fr.size/minPendingEntry)) {
+		// More offsets than the file could hold: the header checks, so a writer wrote it, and
+		// died (or its write was torn) before the parts — an incomplete file, which never
+		// served, not a corrupt one (which would make the group unloadable for good).
+		return nil, errIncomplete
 	}
 	dec.d = &durable{protocolType: protocolType, consumer: consumer, emptySinceMs: emptySince,
 		offsets: make(map[tp]committed, int(min(total, 1<<20))), txn: map[int64]*pendingTxn{}}

@@ -1,10 +1,12 @@
 package groups
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -445,5 +447,40 @@ func TestTheTransactionIndexLivesOutsideTheGroupDirectories(t *testing.T) {
 	e.marker(e.c, "g", 10, 0, true)
 	if names, _ := (storage.OSFS{}).ReadDirNames(filepath.Join(e.dir, txnDirName, fmt.Sprint("p-", p))); len(names) != 1 {
 		t.Fatalf("after the marker: %v, want the fence only", names)
+	}
+}
+
+// A deposed coordinator that recorded a new group in the transaction index and is about to
+// create the group when the next coordinator completes the transaction must find the
+// group's fence taken: otherwise it would acknowledge pending offsets that no index lists
+// any more, which no marker would ever complete. The marker claims the group though it has
+// no files.
+func TestAMarkerFencesAGroupADeposedCoordinatorIsStillCreating(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once atomic.Bool
+	blocking := storage.FaultFS{FS: storage.OSFS{}, Fault: func(op storage.Op, path string) error {
+		if op == storage.OpMkdir && strings.Contains(path, dirName("fresh")) && once.CompareAndSwap(false, true) {
+			close(entered)
+			<-release
+		}
+		return nil
+	}}
+	e := newEnv(t, func(c *Config) { c.OffsetsPartitions = 1 })
+	a := e.start(2, func(c *Config) { c.FS = blocking })
+	done := async(t, func(ctx context.Context) (*kmsg.TxnOffsetCommitResponse, error) {
+		return a.TxnOffsetCommit(ctx, txnReq("fresh", 10, 0, -1, "", map[int32]int64{0: 4}))
+	})
+	<-entered // a's index entry is durable and fenced-in; the group does not exist yet
+	b := e.start(3)
+	if code := e.marker(b, "fresh", 10, 0, true); code != 0 {
+		t.Fatalf("marker: %s", codeName(code))
+	}
+	close(release)
+	resp := await(t, done)
+	acked := resp.Topics[0].Partitions[0].ErrorCode == 0
+	_, codes := e.stableFetch(e.start(4), "fresh", 0)
+	if acked || codes[0] == kerr.UnstableOffsetCommit.Code {
+		t.Fatalf("the deposed coordinator's TxnOffsetCommit answered %s and left the offset pending (%s) after the marker",
+			codeName(resp.Topics[0].Partitions[0].ErrorCode), codeName(codes[0]))
 	}
 }
