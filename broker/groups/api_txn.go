@@ -26,7 +26,7 @@ import (
 //     refuses them in a group with members). In a consumer-protocol group the member epoch
 //     is the generation, checked as OffsetCommit checks it (UNKNOWN_MEMBER_ID,
 //     STALE_MEMBER_EPOCH; no member and epoch −1 only while the group has no members).
-//   - A producer epoch below one this partition recorded for the producer:
+//   - A producer epoch below one this partition recorded for the producer's pending offsets:
 //     INVALID_PRODUCER_EPOCH (Apache's log refuses the transactional batch).
 //   - Metadata over offset.metadata.max.bytes: OFFSET_METADATA_TOO_LARGE for the partition;
 //     a frame over 64 MiB: INVALID_COMMIT_OFFSET_SIZE.
