@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -482,5 +483,35 @@ func TestAMarkerFencesAGroupADeposedCoordinatorIsStillCreating(t *testing.T) {
 	if acked || codes[0] == kerr.UnstableOffsetCommit.Code {
 		t.Fatalf("the deposed coordinator's TxnOffsetCommit answered %s and left the offset pending (%s) after the marker",
 			codeName(resp.Topics[0].Partitions[0].ErrorCode), codeName(codes[0]))
+	}
+}
+
+// Pending offsets, with what makes them stale, survive the owner's compactions and a
+// takeover of the compacted file: the marker at the next coordinator applies exactly what
+// Apache's order says.
+func TestPendingOffsetsSurviveCompactionAndTakeover(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.compactMin = 1 })
+	e.txnCommit(e.c, "g", 10, map[int32]int64{0: 100, 1: 100})
+	for i := range 20 {
+		e.commit(e.c, "g", "", -1, map[int32]int64{2: int64(i)})
+	}
+	e.commit(e.c, "g", "", -1, map[int32]int64{1: 50}) // after the pending offset: wins
+	for i := range 20 {
+		e.commit(e.c, "g", "", -1, map[int32]int64{3: int64(i)})
+	}
+	_ = e.c.Close()
+	b, err := os.ReadFile(filepath.Join(groupDir(e, "g"), logName(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) < frameHeaderSize+2 || b[frameHeaderSize+1] != snapshotVersion {
+		t.Fatal("the file was not compacted into a version-4 snapshot")
+	}
+	c := e.start(2)
+	if code := e.marker(c, "g", 10, 0, true); code != 0 {
+		t.Fatal(codeName(code))
+	}
+	if got, _ := e.fetch(e.start(3), "g", 0, 1); got[0] != 100 || got[1] != 50 {
+		t.Fatalf("offsets %v, want t/0 = 100 (the transaction's), t/1 = 50 (the later commit)", got)
 	}
 }
