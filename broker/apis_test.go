@@ -466,12 +466,12 @@ func TestApiVersionsAdvertisesExactlyTheHandlerTable(t *testing.T) {
 	// DescribeCluster goes to v2 and Metadata to 13 (Apache 4.0's), DescribeTopicPartitions
 	// is Apache 3.8's, Produce starts at 3 and Fetch at 4 (record batches v2 only:
 	// docs/dataplane.md, "Record batch v2").
-	// The group APIs (8, 9, 11–16, 42, 47, 68, 69) are broker/groups' ranges, Apache 3.7's
+	// The group APIs (8, 9, 11–16, 28, 42, 47, 68, 69) are broker/groups' ranges, Apache 3.7's
 	// but for Apache 4.0's consumer protocol (68, 69) and ListGroups v5; ApiVersions is 4.0's.
 	// The SASL keys (17, 36) are served on every listener (a listener without SASL answers
 	// SaslHandshake with ILLEGAL_SASL_STATE).
 	want := []kr{{0, 3, 10}, {1, 4, 16}, {2, 0, 8}, {3, 0, 13}, {8, 0, 9}, {9, 0, 9}, {10, 0, 4}, {11, 0, 9}, {12, 0, 4}, {13, 0, 5},
-		{14, 0, 5}, {15, 0, 5}, {16, 0, 5}, {17, 0, 1}, {18, 0, 4}, {19, 0, 7}, {20, 0, 6}, {21, 0, 2}, {22, 0, 4}, {23, 0, 4}, {24, 0, 4}, {25, 0, 3}, {26, 0, 3}, {27, 0, 1}, {29, 0, 3}, {30, 0, 3}, {31, 0, 3}, {32, 0, 4}, {33, 0, 2},
+		{14, 0, 5}, {15, 0, 5}, {16, 0, 5}, {17, 0, 1}, {18, 0, 4}, {19, 0, 7}, {20, 0, 6}, {21, 0, 2}, {22, 0, 4}, {23, 0, 4}, {24, 0, 4}, {25, 0, 3}, {26, 0, 3}, {27, 0, 1}, {28, 0, 3}, {29, 0, 3}, {30, 0, 3}, {31, 0, 3}, {32, 0, 4}, {33, 0, 2},
 		{35, 0, 4}, {36, 0, 2}, {37, 0, 3}, {42, 0, 2}, {44, 0, 1}, {47, 0, 0}, {48, 0, 1}, {49, 0, 1}, {50, 0, 0}, {51, 0, 0}, {60, 0, 2}, {65, 0, 0}, {66, 0, 0}, {68, 0, 1}, {69, 0, 1}, {75, 0, 0}}
 	if !slices.Equal(got, want) || resp.ErrorCode != 0 {
 		t.Fatalf("api keys %v (error %d), want %v", got, resp.ErrorCode, want)

@@ -137,6 +137,37 @@ func (ab *aclBroker) commit(t *testing.T, group string) int16 {
 	return ab.request(t, req).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
 }
 
+// txnCommit sends a TxnOffsetCommit of t/0 for group under transactional id "tx"; its
+// partition's code.
+func (ab *aclBroker) txnCommit(t *testing.T, group string) int16 {
+	req := latest(kmsg.NewPtrTxnOffsetCommitRequest())
+	req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch, req.Generation = "tx", group, 7, 0, -1
+	rt := kmsg.NewTxnOffsetCommitRequestTopic()
+	rt.Topic = "t"
+	rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+	rp.Partition, rp.Offset = 0, 1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return ab.request(t, req).(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
+}
+
+// noPendingOffset fails t when group has a pending transactional offset of t/0 (an
+// OffsetFetch with require_stable, as a super user).
+func (ab *aclBroker) noPendingOffset(t *testing.T, group string) {
+	ab.asSuper(func() {
+		req := latest(kmsg.NewPtrOffsetFetchRequest())
+		req.RequireStable = true
+		g := kmsg.NewOffsetFetchRequestGroup()
+		g.Group = group
+		g.Topics = []kmsg.OffsetFetchRequestGroupTopic{{Topic: "t", Partitions: []int32{0}}}
+		req.Groups = append(req.Groups, g)
+		resp := ab.request(t, req).(*kmsg.OffsetFetchResponse)
+		if code := resp.Groups[0].Topics[0].Partitions[0].ErrorCode; code != 0 {
+			t.Errorf("the refused TxnOffsetCommit left a pending offset: %s", kerr.ErrorForCode(code))
+		}
+	})
+}
+
 // committed is group's committed offset of t/0 (-1: none), read as a super user.
 func (ab *aclBroker) committed(t *testing.T, group string) int64 {
 	var off int64 = -1
@@ -359,6 +390,18 @@ func aclMatrix() []aclCase {
 					t.Errorf("the refused commit was committed: offset %d", off)
 				}
 			}},
+		{name: "TxnOffsetCommit needs WRITE on the transactional id", key: 28,
+			base: append(topicRule(acl.OpRead), groupRule("tg1", acl.OpRead)...), needs: []v1alpha1.ACLRule{allow(v1alpha1.ACLTransactionalID, "tx", acl.OpWrite)},
+			refused: txnAuth, send: func(t *testing.T, ab *aclBroker) int16 { return ab.txnCommit(t, "tg1") },
+			unchanged: func(t *testing.T, ab *aclBroker) { ab.noPendingOffset(t, "tg1") }},
+		{name: "TxnOffsetCommit needs READ on the group", key: 28,
+			base: append(topicRule(acl.OpRead), allow(v1alpha1.ACLTransactionalID, "tx", acl.OpWrite)), needs: groupRule("tg2", acl.OpRead),
+			refused: groupAuth, send: func(t *testing.T, ab *aclBroker) int16 { return ab.txnCommit(t, "tg2") },
+			unchanged: func(t *testing.T, ab *aclBroker) { ab.noPendingOffset(t, "tg2") }},
+		{name: "TxnOffsetCommit needs READ on the topic", key: 28,
+			base: append(groupRule("tg3", acl.OpRead), allow(v1alpha1.ACLTransactionalID, "tx", acl.OpWrite)), needs: topicRule(acl.OpRead),
+			refused: topicAuth, send: func(t *testing.T, ab *aclBroker) int16 { return ab.txnCommit(t, "tg3") },
+			unchanged: func(t *testing.T, ab *aclBroker) { ab.noPendingOffset(t, "tg3") }},
 		{name: "OffsetFetch needs DESCRIBE on the group", key: 9, base: topicRule(acl.OpDescribe), needs: groupRule("warmup", acl.OpDescribe), refused: groupAuth,
 			send: func(t *testing.T, ab *aclBroker) int16 { return offsetFetch(t, ab, "warmup", true) }},
 		{name: "OffsetFetch needs DESCRIBE on the topic", key: 9, base: groupRule("warmup", acl.OpDescribe), needs: topicRule(acl.OpDescribe), refused: topicAuth,

@@ -159,6 +159,9 @@ func (g *Groups) start(s *cluster.Snapshot) (*groups.Coordinator, error) {
 	cfg.MaxGroupSize = int(s.Config.GroupMaxSize)
 	cfg.MaxMetadataSize = int(s.Config.OffsetMetadataMaxBytes)
 	cfg.OffsetsRetention = s.Config.OffsetsRetention
+	if n := s.Config.OffsetsTopicPartitions; n > 0 {
+		cfg.OffsetsPartitions = n
+	}
 	cfg.ConsumerProtocol = s.Config.ConsumerProtocol
 	cfg.ConsumerHeartbeatInterval, cfg.ConsumerSessionTimeout = s.Config.ConsumerHeartbeatInterval, s.Config.ConsumerSessionTimeout
 	cfg.ConsumerMaxSize = int(s.Config.ConsumerMaxSize)

@@ -318,3 +318,41 @@ func BenchmarkOffsetCommitThroughTheWire(b *testing.B) {
 		}
 	}
 }
+
+// TestTxnOffsetCommitThroughTheWire: key 28 at v3 stores pending offsets that OffsetFetch
+// with require_stable answers UNSTABLE_OFFSET_COMMIT (and without it the last committed
+// offset); an unknown topic is UNKNOWN_TOPIC_OR_PARTITION.
+func TestTxnOffsetCommitThroughTheWire(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 1, GroupConfig: fastGroups})
+	c.CreateTopic("tw", 2, nil)
+	conn := brokertest.Dial(t, c.Addrs()[0])
+	waitGroupsServed(t, conn)
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Version, commit.Group, commit.Generation = 8, "txg", -1
+	commit.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "tw", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 3}}}}
+	if code := conn.Request(commit).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatalf("OffsetCommit: %v", kerr.ErrorForCode(code))
+	}
+	req := kmsg.NewPtrTxnOffsetCommitRequest()
+	req.Version, req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch, req.Generation = 3, "tx", "txg", 42, 0, -1
+	req.Topics = []kmsg.TxnOffsetCommitRequestTopic{
+		{Topic: "tw", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: 7, LeaderEpoch: -1}}},
+		{Topic: "nope", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1}}},
+	}
+	resp := conn.Request(req).(*kmsg.TxnOffsetCommitResponse)
+	if len(resp.Topics) != 2 || resp.Topics[0].Partitions[0].ErrorCode != 0 || resp.Topics[1].Partitions[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("TxnOffsetCommit answered %+v", resp.Topics)
+	}
+	fetch := func(stable bool) kmsg.OffsetFetchResponseTopicPartition {
+		f := kmsg.NewPtrOffsetFetchRequest()
+		f.Version, f.Group, f.RequireStable = 7, "txg", stable
+		f.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "tw", Partitions: []int32{0}}}
+		return conn.Request(f).(*kmsg.OffsetFetchResponse).Topics[0].Partitions[0]
+	}
+	if p := fetch(true); p.ErrorCode != kerr.UnstableOffsetCommit.Code {
+		t.Fatalf("require_stable: %v offset %d, want UNSTABLE_OFFSET_COMMIT", kerr.ErrorForCode(p.ErrorCode), p.Offset)
+	}
+	if p := fetch(false); p.ErrorCode != 0 || p.Offset != 3 {
+		t.Fatalf("without require_stable: %v offset %d, want the committed 3", kerr.ErrorForCode(p.ErrorCode), p.Offset)
+	}
+}

@@ -62,12 +62,16 @@ func (h *Handler) writeMarker(ctx context.Context, view *cluster.Snapshot, m txn
 }
 
 // completeTxnOffsets is writeMarker for a partition of __consumer_offsets: the group
-// coordinator applies (commit) or drops (abort) the producer's pending offsets of the
-// groups of that partition. Until the group coordinator can do it, the marker is answered
-// NOT_LEADER_OR_FOLLOWER, which the transaction coordinator retries: the decision stays
-// durable and is never reported done.
-func (h *Handler) completeTxnOffsets(_ context.Context, _ *cluster.Snapshot, _ txn.Marker) int16 {
-	return kerr.NotLeaderForPartition.Code
+// coordinator applies (commit) or drops (abort) the producer's pending offsets of the groups
+// of that partition, durably, before NONE (groups.Coordinator.CompleteTransaction). Without
+// a running group coordinator the marker is answered NOT_LEADER_OR_FOLLOWER, which the
+// transaction coordinator resends: the decision stays durable and is never reported done.
+func (h *Handler) completeTxnOffsets(ctx context.Context, _ *cluster.Snapshot, m txn.Marker) int16 {
+	c := h.Groups.Coordinator()
+	if c == nil {
+		return kerr.NotLeaderForPartition.Code
+	}
+	return c.CompleteTransaction(ctx, m.Partition, m.ProducerID, m.ProducerEpoch, m.Commit)
 }
 
 // writeMarkers writes ms on this broker, in parallel, and returns their codes in order.

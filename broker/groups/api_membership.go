@@ -34,6 +34,7 @@ var versionRanges = map[int16][2]int16{
 	14: {0, 5}, // SyncGroup
 	15: {0, 5}, // DescribeGroups
 	16: {0, 5}, // ListGroups (v5: Apache 4.0, the group type)
+	28: {0, 3}, // TxnOffsetCommit
 	42: {0, 2}, // DeleteGroups
 	47: {0, 0}, // OffsetDelete
 	68: {0, 1}, // ConsumerGroupHeartbeat (Apache 4.0)

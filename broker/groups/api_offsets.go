@@ -1,6 +1,7 @@
 package groups
 
 import (
+	"cmp"
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -138,8 +139,9 @@ func javaLength(s string) int {
 // OffsetFetch (key 9) v0–9. An unknown group or partition answers offset -1 with no error;
 // v2+ null Topics means every partition the group committed; v0–1 have no top-level error,
 // so a group error is copied into each requested partition; v2–7 answer it at the top; v5+
-// carry the committed leader epoch; v7+ RequireStable is always satisfied (nothing pending
-// is ever visible, and there are no transactional commits yet); v8+ fetch several groups,
+// carry the committed leader epoch; v7+ RequireStable answers UNSTABLE_OFFSET_COMMIT for a
+// partition with pending transactional offsets (without it, the last committed offset is
+// answered, as always); v8+ fetch several groups,
 // each answered on its own; v9+ may name a consumer-protocol member and its epoch, checked
 // (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH) in a consumer group. v0 answers UNSUPPORTED_VERSION,
 // as KRaft Apache does. An empty group id is allowed.
@@ -150,7 +152,7 @@ func (c *Coordinator) OffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequ
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	if req.Version >= 8 {
 		for _, rg := range req.Groups {
-			a := fetchArgs{all: rg.Topics == nil, memberID: clonePtr(rg.MemberID), memberEpoch: -1}
+			a := fetchArgs{all: rg.Topics == nil, memberID: clonePtr(rg.MemberID), memberEpoch: -1, requireStable: req.RequireStable}
 			if req.Version >= 9 {
 				a.memberEpoch = rg.MemberEpoch
 			}
@@ -171,7 +173,7 @@ func (c *Coordinator) OffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequ
 					gt.Topic = t[0].topic
 					for _, p := range t {
 						gp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
-						gp.Partition, gp.Offset, gp.LeaderEpoch, gp.Metadata = p.partition, p.offset, p.leaderEpoch, strp(p.metadata)
+						gp.Partition, gp.Offset, gp.LeaderEpoch, gp.Metadata, gp.ErrorCode = p.partition, p.offset, p.leaderEpoch, strp(p.metadata), p.code
 						gt.Partitions = append(gt.Partitions, gp)
 					}
 					g.Topics = append(g.Topics, gt)
@@ -181,7 +183,7 @@ func (c *Coordinator) OffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequ
 		}
 		return resp, nil
 	}
-	a := fetchArgs{all: req.Version >= 2 && req.Topics == nil, memberEpoch: -1}
+	a := fetchArgs{all: req.Version >= 2 && req.Topics == nil, memberEpoch: -1, requireStable: req.Version >= 7 && req.RequireStable}
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
 			a.parts = append(a.parts, tp{topic: t.Topic, partition: p})
@@ -212,7 +214,7 @@ func (c *Coordinator) OffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequ
 		rt.Topic = t[0].topic
 		for _, p := range t {
 			rp := kmsg.NewOffsetFetchResponseTopicPartition()
-			rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = p.partition, p.offset, p.leaderEpoch, strp(p.metadata), code
+			rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = p.partition, p.offset, p.leaderEpoch, strp(p.metadata), cmp.Or(code, p.code)
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)

@@ -83,6 +83,11 @@ type Config struct {
 	// the topics (Apache 4.0's 10 s).
 	RegexRefresh time.Duration
 
+	// OffsetsPartitions is offsets.topic.num.partitions (50): a group's __consumer_offsets
+	// partition is internal/coordinator.Partition(group, OffsetsPartitions), the partition a
+	// transaction's marker for its offsets names (CompleteTransaction).
+	OffsetsPartitions int32
+
 	// compactMin is the smallest offsets file that is compacted (defaultCompactMin when 0);
 	// tests lower it to compact often.
 	compactMin int64
@@ -102,6 +107,7 @@ func DefaultConfig() Config {
 		CleanupInterval:       10 * time.Minute,
 		LoadWait:              time.Second,
 		LoadConcurrency:       8,
+		OffsetsPartitions:     50,
 
 		ConsumerProtocol:          true,
 		ConsumerHeartbeatInterval: 5 * time.Second,
@@ -137,6 +143,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("groups: consumer heartbeat interval %v must be positive and below the session timeout %v", c.ConsumerHeartbeatInterval, c.ConsumerSessionTimeout)
 	case c.ConsumerMaxSize < 1:
 		return fmt.Errorf("groups: consumer group max size %d must be at least 1", c.ConsumerMaxSize)
+	case c.OffsetsPartitions < 1:
+		return fmt.Errorf("groups: OffsetsPartitions %d must be at least 1", c.OffsetsPartitions)
 	case c.RegexRefresh <= 0:
 		return errors.New("groups: RegexRefresh must be positive")
 	}

@@ -48,6 +48,10 @@ type Coordinator struct {
 	// NOT_COORDINATOR without touching the disk until the view's epoch moves. Guarded by mu.
 	fenced  map[string]int32
 	running int // group goroutines not yet exited; guarded by mu
+	// txnParts is the transaction index of each __consumer_offsets partition this process
+	// has served a transactional call of (txn_index.go). The map is guarded by mu; each
+	// partition's state by its own lock.
+	txnParts map[int32]*txnPartition
 	// ownedChanged wakes OwnedChanged's waiters whenever running changes (owned.go).
 	ownedChanged notify.Notifier
 }

@@ -23,6 +23,11 @@
 // still holds this coordinator's epoch; a coordinator taking a group claims its fence first,
 // then loads, then serves; a deposed one answers NOT_COORDINATOR and drops the group.
 //
+// Transactional offsets (TxnOffsetCommit) are pending per producer until the transaction's
+// marker reaches CompleteTransaction, which finds every group holding them through a durable,
+// fenced per-partition index reached by name, never by a directory listing
+// (docs/groups.md "Transactional offsets").
+//
 // It must never speak the wire (no framing, connections or ApiVersions), touch Kubernetes,
 // import the broker, acknowledge a commit that is not durable and fenced-in, or rewrite a file
 // another coordinator may own.

@@ -131,6 +131,10 @@ type group struct {
 	subscribedKnown bool                // false: not a consumer group, or a member's metadata did not parse
 
 	offsets map[tp]committed
+	// txn is the pending transactional offsets by producer id, txnSeq the next TxnOffsetCommit
+	// frame's order (txn_record.go); durable like offsets.
+	txn     map[int64]*pendingTxn
+	txnSeq  uint64
 	created bool // created by a JoinGroup or OffsetCommit and not yet forgotten
 	// gone: the group was deleted, or a retention check found it Empty without offsets: its
 	// files are removed as it exits. A group loaded from files that hold no offsets does not
@@ -161,6 +165,7 @@ func newGroup(c *Coordinator, id string) *group {
 		pending:   map[string]time.Time{},
 		supported: map[string]int{},
 		offsets:   map[tp]committed{},
+		txn:       map[int64]*pendingTxn{},
 	}
 }
 
@@ -312,6 +317,7 @@ func (g *group) takeover(st *store) error {
 	c.recordClaim(g.id, epoch)
 	d, err := st.load(epoch, -1, start.UnixMilli())
 	if err != nil {
+		c.log.V(1).Info("Group load failed", "group", g.id, "epoch", epoch, "err", err.Error())
 		if errors.Is(err, storage.ErrFenced) {
 			c.dropClaim(g.id, epoch)
 			c.noteFenced(g.id, epoch)
@@ -329,11 +335,15 @@ func (g *group) takeover(st *store) error {
 func (g *group) adopt(st *store, d *durable, start time.Time, how string) error {
 	g.st = st
 	g.offsets = d.offsets
+	g.txn, g.txnSeq = d.txn, d.txnSeq
+	if g.txn == nil {
+		g.txn = map[int64]*pendingTxn{}
+	}
 	g.protocolType = d.protocolType
 	if d.consumer {
 		g.becomeConsumer()
 	}
-	g.created = len(g.offsets) > 0
+	g.created = len(g.offsets) > 0 || len(g.txn) > 0
 	// A group loads Empty (membership does not move). A file that says it had members at
 	// its last record (a claim this process resumes) counts as Empty from now.
 	g.emptySince = start
@@ -432,7 +442,8 @@ func firstErr(errs ...error) error {
 // periodic cleanup. A group that does not exist answers as one that never did, and its
 // goroutine exits.
 func (g *group) exists() bool {
-	return g.created || len(g.members) > 0 || len(g.pending) > 0 || len(g.offsets) > 0 || g.cg != nil && len(g.cg.members) > 0
+	return g.created || len(g.members) > 0 || len(g.pending) > 0 || len(g.offsets) > 0 || len(g.txn) > 0 ||
+		g.cg != nil && len(g.cg.members) > 0
 }
 
 // isEmpty: the group has no members of either protocol (a classic group in state Empty, or a

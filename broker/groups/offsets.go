@@ -131,6 +131,7 @@ func (g *group) storeOffsets(entries []commitEntry, codes []int16) {
 		g.offsets[e.tp] = e.committed
 		keys[i] = e.tp
 	}
+	markStale(g.txn, keys)
 	g.publishOffsets(keys)
 	set(0)
 }
@@ -154,6 +155,9 @@ type fetchArgs struct {
 	// checked against its epoch (nil, -1: an admin client's).
 	memberID    *string
 	memberEpoch int32
+	// requireStable (v7+): a partition with pending transactional offsets answers
+	// UNSTABLE_OFFSET_COMMIT instead of its committed offset.
+	requireStable bool
 }
 
 type fetchPart struct {
@@ -161,6 +165,7 @@ type fetchPart struct {
 	offset      int64
 	leaderEpoch int32
 	metadata    string
+	code        int16 // UNSTABLE_OFFSET_COMMIT, else 0
 }
 
 type fetchResult struct {
@@ -171,9 +176,10 @@ type fetchResult struct {
 // handleFetch answers from memory, which holds exactly what this coordinator has acknowledged
 // (and what it inherited), after checking that the fence still holds its epoch — so a
 // coordinator that was deposed without noticing never serves offsets a newer one may have
-// moved on. require_stable never finds anything unstable: commits are applied only once
-// acknowledged, and transactional commits (the other source of pending offsets) do not
-// exist yet.
+// moved on. Plain commits are applied only once acknowledged, so the only unstable offsets
+// are pending transactional ones: with require_stable such a partition answers
+// UNSTABLE_OFFSET_COMMIT (offset -1), as Apache's getOffsets does; without it the last
+// committed offset.
 func (g *group) handleFetch(a fetchArgs) fetchResult {
 	if code := g.fenceCheck(); code != 0 {
 		return fetchResult{code: code}
@@ -187,7 +193,7 @@ func (g *group) handleFetch(a fetchArgs) fetchResult {
 	if a.all {
 		for k := range g.offsets {
 			if c, ok := g.visible(k); ok {
-				res.parts = append(res.parts, fetchPart{tp: k, offset: c.offset, leaderEpoch: c.leaderEpoch, metadata: c.metadata})
+				res.parts = append(res.parts, g.stable(a, fetchPart{tp: k, offset: c.offset, leaderEpoch: c.leaderEpoch, metadata: c.metadata}))
 			}
 		}
 		slices.SortFunc(res.parts, func(a, b fetchPart) int {
@@ -201,9 +207,18 @@ func (g *group) handleFetch(a fetchArgs) fetchResult {
 		if c, ok := g.visible(k); ok {
 			p.offset, p.leaderEpoch, p.metadata = c.offset, c.leaderEpoch, c.metadata
 		}
-		res.parts[i] = p
+		res.parts[i] = g.stable(a, p)
 	}
 	return res
+}
+
+// stable answers p UNSTABLE_OFFSET_COMMIT when the fetch requires stable offsets and a
+// transaction has a pending offset of the partition.
+func (g *group) stable(a fetchArgs, p fetchPart) fetchPart {
+	if a.requireStable && hasPending(g.txn, p.tp) {
+		return fetchPart{tp: p.tp, offset: -1, leaderEpoch: -1, code: kerr.UnstableOffsetCommit.Code}
+	}
+	return p
 }
 
 // visible: a committed offset is hidden when the broker's view knows the topic under another
@@ -248,7 +263,7 @@ func (g *group) handleOffsetDelete(parts []tp) (int16, []int16) {
 	}
 	var present []tp
 	for _, p := range eligible {
-		if _, ok := g.offsets[p]; ok {
+		if _, ok := g.offsets[p]; ok || hasPending(g.txn, p) {
 			present = append(present, p)
 		}
 	}
@@ -260,6 +275,7 @@ func (g *group) handleOffsetDelete(parts []tp) (int16, []int16) {
 		for _, p := range present {
 			delete(g.offsets, p)
 		}
+		dropPending(g.txn, present)
 		g.publishOffsets(present)
 	}
 	return 0, codes
@@ -281,6 +297,7 @@ func (g *group) handleDeleteGroup() int16 {
 		}
 	}
 	clear(g.offsets)
+	clear(g.txn) // Apache drops a deleted group's pending transactional offsets with it
 	if g.cg != nil {
 		g.dropConsumer()
 	}
@@ -295,7 +312,7 @@ func (g *group) handleDeleteGroup() int16 {
 // purgeTopic removes the offsets of a deleted topic's incarnation (Apache's
 // handleDeletedPartitions).
 func (g *group) purgeTopic(topic string, id [16]byte) error {
-	probe := &durable{offsets: map[tp]committed{}}
+	probe := &durable{offsets: map[tp]committed{}, txn: cloneTxn(g.txn)}
 	for k, c := range g.offsets {
 		if k.topic == topic {
 			probe.offsets[k] = c
@@ -308,7 +325,7 @@ func (g *group) purgeTopic(topic string, id [16]byte) error {
 		g.fail(err)
 		return err
 	}
-	d := &durable{offsets: g.offsets}
+	d := &durable{offsets: g.offsets, txn: g.txn}
 	d.purge(topic, id)
 	g.publishAll()
 	return nil

@@ -52,9 +52,17 @@ const (
 	kindCommit       byte = 7 // protocol type, offsets (set)
 	kindEmptySince   byte = 8 // when the group became Empty (Unix ms), 0 when it gained members
 	kindGroupType    byte = 9 // the group's protocol: 0 classic, 1 consumer (KIP-848)
+	// Transactional offsets (txn_record.go).
+	kindTxnCommit       byte = 10 // producer id and epoch, order, offsets (pending)
+	kindTxnComplete     byte = 11 // producer id, commit or abort: its pending offsets applied or dropped
+	kindSnapshotTxnPart byte = 12 // pending offsets of the snapshot (version 4)
 
-	// snapshotVersion 3 adds the group type to version 2's header.
-	snapshotVersion = 3
+	// snapshotVersion 4 adds, to version 3's header, the number of pending transactional
+	// offsets, which follow the committed ones in kindSnapshotTxnPart frames. A state without
+	// pending offsets is written as version 3 (snapshotVersionNoTxn), which coordinators that
+	// predate transactions read.
+	snapshotVersion      = 4
+	snapshotVersionNoTxn = 3
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -99,24 +107,46 @@ type durable struct {
 	// it had members (its retention then counts from when a coordinator loads it).
 	emptySinceMs int64
 	offsets      map[tp]committed
+	// txn holds the pending transactional offsets, by producer id (txn_record.go); txnSeq is
+	// above the order of every pending offset.
+	txn    map[int64]*pendingTxn
+	txnSeq uint64
 }
 
-func newDurable() *durable { return &durable{offsets: map[tp]committed{}} }
+func newDurable() *durable {
+	return &durable{offsets: map[tp]committed{}, txn: map[int64]*pendingTxn{}}
+}
 
 func (d *durable) clone() *durable {
 	c := *d
 	c.offsets = maps.Clone(d.offsets)
+	c.txn = cloneTxn(d.txn)
 	return &c
 }
 
 // purge removes the offsets of topic's incarnation id: those stored with that id, or with no
-// id. A zero id removes every offset of the topic name.
+// id — committed and pending alike. A zero id removes every offset of the topic name. It
+// returns how many it removed.
 func (d *durable) purge(topic string, id [16]byte) int {
+	match := func(k tp, c committed) bool {
+		return k.topic == topic && (id == [16]byte{} || c.topicID == [16]byte{} || c.topicID == id)
+	}
 	n := 0
 	for k, c := range d.offsets {
-		if k.topic == topic && (id == [16]byte{} || c.topicID == [16]byte{} || c.topicID == id) {
+		if match(k, c) {
 			delete(d.offsets, k)
 			n++
+		}
+	}
+	for pid, p := range d.txn {
+		for k, po := range p.offsets {
+			if match(k, po.committed) {
+				delete(p.offsets, k)
+				n++
+			}
+		}
+		if len(p.offsets) == 0 {
+			delete(d.txn, pid)
 		}
 	}
 	return n
@@ -179,20 +209,29 @@ func appendFrame(b, payload []byte) []byte {
 // writeSnapshot writes d's snapshot (header and parts) to w at offset 0 and returns its size.
 // It holds one part in memory at a time, whatever the state's size.
 func writeSnapshot(w io.WriterAt, groupID string, epoch int32, d *durable) (int64, error) {
-	h := []byte{kindSnapshot, snapshotVersion}
+	pending := pendingCount(d.txn)
+	version := byte(snapshotVersion)
+	if pending == 0 {
+		version = snapshotVersionNoTxn
+	}
+	h := []byte{kindSnapshot, version}
 	h = appendStr(h, groupID)
 	h = binary.AppendVarint(h, int64(epoch))
 	h = appendStr(h, d.protocolType)
 	h = binary.AppendVarint(h, d.emptySinceMs)
 	h = append(h, groupTypeByte(d.consumer))
 	h = binary.AppendUvarint(h, uint64(len(d.offsets)))
+	if version >= 4 {
+		h = binary.AppendUvarint(h, uint64(pending))
+	}
 	var off int64
 	out := appendFrame(nil, h)
 	var body []byte // offsets of the part being filled
 	n := 0
+	partKind := kindSnapshotPart
 	flush := func() error {
 		if n > 0 {
-			p := binary.AppendUvarint([]byte{kindSnapshotPart}, uint64(n))
+			p := binary.AppendUvarint([]byte{partKind}, uint64(n))
 			if len(p)+len(body) > maxFrame {
 				return fmt.Errorf("snapshot part of %d bytes exceeds the %d-byte frame limit", len(p)+len(body), maxFrame)
 			}
@@ -207,21 +246,37 @@ func writeSnapshot(w io.WriterAt, groupID string, epoch int32, d *durable) (int6
 		out, body, n = out[:0], body[:0], 0
 		return nil
 	}
-	for k, c := range d.offsets {
+	add := func(entry func([]byte) []byte) error {
 		before := len(body)
-		body = appendOffset(body, offsetEntry{k, c})
+		body = entry(body)
 		if n > 0 && len(body) > maxFrame-16 {
 			// This offset does not fit beside the others: it opens the next part.
 			entry := bytes.Clone(body[before:])
 			body = body[:before]
 			if err := flush(); err != nil {
-				return 0, err
+				return err
 			}
 			body = append(body, entry...)
 		}
 		n++
 		if len(body) >= snapshotPartBytes {
-			if err := flush(); err != nil {
+			return flush()
+		}
+		return nil
+	}
+	for k, c := range d.offsets {
+		if err := add(func(b []byte) []byte { return appendOffset(b, offsetEntry{k, c}) }); err != nil {
+			return 0, err
+		}
+	}
+	if err := flush(); err != nil {
+		return 0, err
+	}
+	// The pending offsets open parts of their own, after the committed ones.
+	partKind = kindSnapshotTxnPart
+	for pid, p := range d.txn {
+		for k, po := range p.offsets {
+			if err := add(func(b []byte) []byte { return appendPending(b, pid, p.epoch, k, po) }); err != nil {
 				return 0, err
 			}
 		}
@@ -428,13 +483,25 @@ func readSnapshot(fr *frameReader, dec *decoder) (*parsedFile, error) {
 	if version >= 3 {
 		consumer = r.groupType()
 	}
-	var total uint64
+	var total, pending uint64
 	if version == 1 {
 		total = uint64(r.count(minOffsetEntry)) // the offsets are in this frame
-	} else if total = r.uvarint(); r.err == nil && total > uint64(fr.size/minOffsetEntry) {
-		r.fail("offset count") // more offsets than the file could hold
+	} else {
+		total = r.uvarint()
 	}
-	dec.d = &durable{protocolType: protocolType, consumer: consumer, emptySinceMs: emptySince, offsets: make(map[tp]committed, int(min(total, 1<<20)))}
+	if version >= 4 {
+		if pending = r.uvarint(); r.err == nil && pending == 0 {
+			r.fail("pending offset count") // version 4 is written only with pending offsets
+		}
+	}
+	if r.err == nil && version >= 2 && (total > uint64(fr.size/minOffsetEntry) || pending > uint64(fr.size/minPendingEntry)) {
+		// More offsets than the file could hold: the header checks, so a writer wrote it, and
+		// died (or its write was torn) before the parts — an incomplete file, which never
+		// served, not a corrupt one (which would make the group unloadable for good).
+		return nil, errIncomplete
+	}
+	dec.d = &durable{protocolType: protocolType, consumer: consumer, emptySinceMs: emptySince,
+		offsets: make(map[tp]committed, int(min(total, 1<<20))), txn: map[int64]*pendingTxn{}}
 	pf.state = dec.d
 	if version == 1 {
 		dec.offsets(&r, int(total), false)
@@ -472,6 +539,29 @@ func readSnapshot(fr *frameReader, dec *decoder) (*parsedFile, error) {
 		}
 		have += uint64(n)
 	}
+	for have := uint64(0); have < pending; {
+		at := fr.off
+		payload, err := fr.next()
+		if errors.Is(err, errEnd) {
+			return nil, errIncomplete
+		}
+		if err != nil {
+			return nil, err
+		}
+		if payload[0] != kindSnapshotTxnPart {
+			return nil, fmt.Errorf("%w: frame at byte %d: kind %d inside a snapshot of %d pending offsets (%d read)", errCorrupt, at, payload[0], pending, have)
+		}
+		r := reader{b: payload[1:]}
+		n := r.count(minPendingEntry)
+		if r.err == nil && have+uint64(n) > pending {
+			r.fail("snapshot pending part count")
+		}
+		dec.pendingOffsets(&r, n)
+		if err := r.done(); err != nil {
+			return nil, fmt.Errorf("%w: snapshot pending part at byte %d: %w", errCorrupt, at, err)
+		}
+		have += uint64(n)
+	}
 	return pf, nil
 }
 
@@ -482,6 +572,9 @@ func readSnapshot(fr *frameReader, dec *decoder) (*parsedFile, error) {
 type decoder struct {
 	d      *durable
 	topics map[string]string
+	// track: offsets records the partitions it decodes in touched.
+	track   bool
+	touched []tp
 }
 
 func (dec *decoder) topic(b []byte) string {
@@ -516,6 +609,9 @@ func (dec *decoder) offsets(r *reader, n int, v2 bool) {
 			return
 		}
 		dec.d.offsets[e.tp] = e.committed
+		if dec.track {
+			dec.touched = append(dec.touched, e.tp)
+		}
 	}
 }
 
@@ -528,10 +624,14 @@ func (dec *decoder) apply(payload []byte) error {
 		if pt := r.str(); pt != "" {
 			d.protocolType = pt
 		}
+		dec.touched, dec.track = dec.touched[:0], len(d.txn) > 0
 		dec.offsets(&r, r.count(minOffsetEntry), payload[0] == kindCommit)
+		dec.track = false
 		if err := r.done(); err != nil {
 			return fmt.Errorf("commit frame: %w", err)
 		}
+		// A plain commit written after a pending transactional offset wins over it.
+		markStale(d.txn, dec.touched)
 	case kindDelete:
 		parts := r.partitions()
 		if err := r.done(); err != nil {
@@ -540,12 +640,14 @@ func (dec *decoder) apply(payload []byte) error {
 		for _, p := range parts {
 			delete(d.offsets, p)
 		}
+		dropPending(d.txn, parts)
 	case kindDeleteGroup:
 		if err := r.done(); err != nil {
 			return fmt.Errorf("delete-group frame: %w", err)
 		}
 		d.protocolType, d.consumer = "", false
 		clear(d.offsets)
+		clear(d.txn)
 	case kindPurgeTopic:
 		topic := r.str()
 		id := r.id()
@@ -565,6 +667,18 @@ func (dec *decoder) apply(payload []byte) error {
 			return fmt.Errorf("group-type frame: %w", err)
 		}
 		d.consumer = consumer
+	case kindTxnCommit:
+		pid, epoch, seq, entries := dec.txnCommit(&r)
+		if err := r.done(); err != nil {
+			return fmt.Errorf("transactional commit frame: %w", err)
+		}
+		d.txnSeq = applyTxnCommit(d.txn, d.txnSeq, pid, epoch, seq, entries)
+	case kindTxnComplete:
+		pid, commit := txnCompleteBody(&r)
+		if err := r.done(); err != nil {
+			return fmt.Errorf("transaction completion frame: %w", err)
+		}
+		completeTxn(d.offsets, d.txn, pid, commit)
 	default:
 		return fmt.Errorf("unknown frame kind %d", payload[0])
 	}

@@ -88,7 +88,69 @@ func sampleFile() ([]byte, *durable) {
 }
 
 func sameState(a, b *durable) bool {
-	return a.protocolType == b.protocolType && a.consumer == b.consumer && a.emptySinceMs == b.emptySinceMs && maps.Equal(a.offsets, b.offsets)
+	return a.protocolType == b.protocolType && a.consumer == b.consumer && a.emptySinceMs == b.emptySinceMs && maps.Equal(a.offsets, b.offsets) &&
+		maps.EqualFunc(a.txn, b.txn, func(x, y *pendingTxn) bool { return x.epoch == y.epoch && maps.Equal(x.offsets, y.offsets) })
+}
+
+// sampleTxnFile is a state with pending transactional offsets of two producers (one stale
+// after a plain commit), snapshotted as version 4, then a transactional commit, a plain
+// commit, a completion of each kind and a delete, and the state they make.
+func sampleTxnFile() ([]byte, *durable) {
+	d := sampleState()
+	d.txnSeq = applyTxnCommit(d.txn, d.txnSeq, 7, 2, 0, []offsetEntry{{tp: tp{"t", 0}, committed: committed{offset: 40, leaderEpoch: -1, metadata: "x", commitMs: 9}}})
+	d.txnSeq = applyTxnCommit(d.txn, d.txnSeq, 9, 0, 1, []offsetEntry{{tp: tp{"t", 0}, committed: committed{offset: 41, commitMs: 10}}, {tp: tp{"t", 5}, committed: committed{offset: 3}}})
+	markStale(d.txn, []tp{{"t", 5}})
+	b := encodeSnapshot("grp", 4, d)
+	dec := &decoder{d: d.clone(), topics: map[string]string{}}
+	changes := [][]byte{
+		txnCommitPayload(7, 3, 2, []offsetEntry{{tp: tp{"t", 1}, committed: committed{offset: 50, expireMs: 0}}}),
+		commitPayload("", []offsetEntry{{tp: tp{"t", 1}, committed: committed{offset: 12}}}),
+		txnCompletePayload(9, true),
+		txnCompletePayload(42, false),
+		txnCommitPayload(11, 0, 3, []offsetEntry{{tp: tp{"u", 0}, committed: committed{offset: 1}}, {tp: tp{"u", 1}, committed: committed{offset: 2}}}),
+		deletePayload([]tp{{"u", 1}}),
+	}
+	for _, c := range changes {
+		if err := dec.apply(c); err != nil {
+			panic(err)
+		}
+		b = append(b, frame(c)...)
+	}
+	return b, dec.d
+}
+
+// The transactional frames replay Apache's rules: a plain commit after a pending offset makes
+// it stale (not applied at commit), a commit applies a producer's fresh offsets and makes the
+// other producers' earlier ones stale, a delete drops pending offsets too.
+func TestTransactionalFramesReplayApachesOrder(t *testing.T) {
+	b, want := sampleTxnFile()
+	pf, err := parseFile(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameState(pf.state, want) {
+		t.Fatalf("parsed %+v, want %+v", pf.state, want)
+	}
+	st := pf.state
+	if c := st.offsets[tp{"t", 0}]; c.offset != 41 {
+		t.Fatalf("t/0 = %d, want 41 (producer 9's commit)", c.offset)
+	}
+	if _, ok := st.offsets[tp{"t", 5}]; ok {
+		t.Fatal("a stale pending offset was applied")
+	}
+	if st.txn[9] != nil || st.txn[7] == nil || !st.txn[7].offsets[tp{"t", 0}].stale || !st.txn[7].offsets[tp{"t", 1}].stale {
+		t.Fatalf("pending after replay: %+v", st.txn[7])
+	}
+	if p := st.txn[11]; p == nil || len(p.offsets) != 1 {
+		t.Fatalf("producer 11 pending %+v, want u/0 only", p)
+	}
+	again, err := parseFile(encodeSnapshot("grp", 4, st))
+	if err != nil || !sameState(again.state, st) {
+		t.Fatalf("version-4 snapshot round trip: %v", err)
+	}
+	if v := encodeSnapshot("grp", 4, newDurable())[frameHeaderSize+1]; v != snapshotVersionNoTxn {
+		t.Fatalf("a state without pending offsets is written as version %d, want %d", v, snapshotVersionNoTxn)
+	}
 }
 
 func TestFileRoundTrip(t *testing.T) {
@@ -218,6 +280,8 @@ func FuzzParseFile(f *testing.F) {
 	f.Add(encodeSnapshot("", 0, newDurable()))
 	f.Add(legacyFile())
 	f.Add(b[:len(b)/2])
+	tb, _ := sampleTxnFile()
+	f.Add(tb)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		pf, err := parseFile(b)
 		if err != nil {
@@ -290,19 +354,31 @@ func snapshotV3(group string, epoch int32) []byte {
 	return append(b, frame(commitPayload("", []offsetEntry{{tp: tp{"t", 1}, committed: committed{offset: 22, leaderEpoch: -1, commitMs: 7}}}))...)
 }
 
+// snapshotV4 is snapshotV3 with a pending transactional offset (which a plain commit of
+// t/1 then makes stale).
+func snapshotV4(group string, epoch int32) []byte {
+	d := newDurable()
+	d.protocolType, d.consumer, d.emptySinceMs = "consumer", true, 1700000000000
+	d.offsets[tp{"t", 0}] = committed{topicID: [16]byte{1}, offset: 20, leaderEpoch: 2, commitMs: 5}
+	d.offsets[tp{"t", 1}] = committed{offset: 21, leaderEpoch: -1, commitMs: 6}
+	d.txnSeq = applyTxnCommit(d.txn, 0, 5, 1, 0, []offsetEntry{{tp: tp{"t", 1}, committed: committed{offset: 99, leaderEpoch: -1}}})
+	b := append(encodeSnapshot(group, epoch, d), frame(groupTypePayload(true))...)
+	return append(b, frame(commitPayload("", []offsetEntry{{tp: tp{"t", 1}, committed: committed{offset: 22, leaderEpoch: -1, commitMs: 7}}}))...)
+}
+
 // A group file of every snapshot version this coordinator has written (1: the whole state in
 // one frame; 2: header and parts; 3: the group type in the header) is taken over by the next
 // coordinator with its offsets and type, and the file that coordinator writes (the current
 // version) is taken over again by the one after.
 func TestEverySnapshotVersionLoadsAtTheNextCoordinator(t *testing.T) {
-	if snapshotVersion != 3 {
+	if snapshotVersion != 4 {
 		t.Fatalf("snapshot version %d: add its file to this test", snapshotVersion)
 	}
 	for _, v := range []struct {
 		version  int
 		file     func(string, int32) []byte
 		consumer bool
-	}{{1, snapshotV1, false}, {2, snapshotV2, false}, {3, snapshotV3, true}} {
+	}{{1, snapshotV1, false}, {2, snapshotV2, false}, {3, snapshotV3, true}, {4, snapshotV4, true}} {
 		t.Run(fmt.Sprint("version ", v.version), func(t *testing.T) {
 			e := newEnv(t)
 			_ = e.c.Close()

@@ -32,7 +32,8 @@ func (g *group) onRetentionCheck() {
 		g.c.m.offsetsExpired(len(expired))
 		g.c.log.V(1).Info("Offsets expired", "group", g.id, "partitions", len(expired), "left", len(g.offsets))
 	}
-	if g.isEmpty() && len(g.offsets) == 0 && len(g.members) == 0 && len(g.pending) == 0 {
+	// Pending transactional offsets keep the group (Apache's hasOffsets counts them).
+	if g.isEmpty() && len(g.offsets) == 0 && len(g.txn) == 0 && len(g.members) == 0 && len(g.pending) == 0 {
 		g.created, g.gone = false, true
 	}
 }
@@ -80,6 +81,9 @@ func (g *group) expiredOffsets(now time.Time) []tp {
 	for k, c := range g.offsets {
 		switch {
 		case subscribed(k.topic):
+		case hasPending(g.txn, k):
+			// Kept while a transaction may still commit an offset of it: the delete frame
+			// would drop the pending offset too (docs/groups.md "Transactional offsets").
 		case c.expireMs != 0 && nowMs >= c.expireMs,
 			c.expireMs == 0 && nowMs-base(c) >= retention:
 			out = append(out, k)
@@ -114,7 +118,8 @@ func (g *group) recordEmptySince(ms int64) {
 // durableState is what the group has acknowledged, as a snapshot records it. It shares the
 // group's offsets map: it is for use on the goroutine only.
 func (g *group) durableState() *durable {
-	return &durable{protocolType: g.protocolType, consumer: g.cg != nil, emptySinceMs: g.emptySinceMs(), offsets: g.offsets}
+	return &durable{protocolType: g.protocolType, consumer: g.cg != nil, emptySinceMs: g.emptySinceMs(), offsets: g.offsets,
+		txn: g.txn, txnSeq: g.txnSeq}
 }
 
 // maybeCompact compacts the group's file once it has grown to twice its snapshot. A failure

@@ -70,6 +70,10 @@ func groupRequest(key, v int16) kmsg.Request {
 		r := kmsg.NewPtrDeleteGroupsRequest()
 		r.Groups, r.Version = []string{"g", "h"}, v
 		return r
+	case 28:
+		r := txnReq("g", 1, 0, 1, "m", map[int32]int64{0: 5})
+		r.Version = v
+		return r
 	case 47:
 		r := kmsg.NewPtrOffsetDeleteRequest()
 		r.Group, r.Version = "g", v
@@ -112,6 +116,8 @@ func callAPI(ctx context.Context, c *Coordinator, req kmsg.Request) (kmsg.Respon
 		return c.DeleteGroups(ctx, r)
 	case *kmsg.OffsetDeleteRequest:
 		return c.OffsetDelete(ctx, r)
+	case *kmsg.TxnOffsetCommitRequest:
+		return c.TxnOffsetCommit(ctx, r)
 	case *kmsg.ConsumerGroupHeartbeatRequest:
 		return c.ConsumerGroupHeartbeat(ctx, cl, r)
 	case *kmsg.ConsumerGroupDescribeRequest:
