@@ -296,3 +296,101 @@ func TestTransactionsOnASCRAMClusterMarkEveryBrokersPartitions(t *testing.T) {
 		}
 	})
 }
+
+// TestKgoGroupTransactSessionCopiesATopicExactlyOnce: a kgo GroupTransactSession (read
+// committed, offsets committed in the transaction through AddOffsetsToTxn and
+// TxnOffsetCommit) copies a topic to another over three brokers; one transaction is aborted
+// on purpose after producing its copies. Read committed, the output is the input, each
+// partition in order and once; the group's committed offsets are the input's ends; the
+// aborted copies are in the log (read uncommitted) but never read committed.
+func TestKgoGroupTransactSessionCopiesATopicExactlyOnce(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{Brokers: 3, GroupConfig: fastGroups})
+	c.CreateTopic("in", 3, nil)
+	c.CreateTopic("out", 3, nil)
+	ctx := testkit.Context(t)
+	var recs []*kgo.Record
+	for i := range 90 {
+		recs = append(recs, &kgo.Record{Topic: "in", Value: fmt.Appendf(nil, "r-%d", i), Partition: int32(i % 3)})
+	}
+	if err := c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner())).ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(c.Addrs()...), kgo.TransactionalID("copier"), kgo.ConsumerGroup("copier"),
+		kgo.ConsumeTopics("in"), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.FetchMaxPartitionBytes(200))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	copied, aborted := 0, 0
+	for copied < 90 {
+		fs := sess.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("copied %d of 90: %v", copied, ctx.Err())
+		}
+		if fs.Empty() {
+			continue
+		}
+		if err := sess.Begin(); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		fs.EachRecord(func(r *kgo.Record) {
+			n++
+			sess.Produce(ctx, &kgo.Record{Topic: "out", Partition: r.Partition, Value: r.Value}, nil)
+		})
+		end := kgo.TryCommit
+		if aborted == 0 && copied > 0 {
+			end = kgo.TryAbort // once: its copies must never be read committed, its input read again
+		}
+		committed, err := sess.End(ctx, end)
+		if err != nil {
+			t.Fatalf("end: %v", err)
+		}
+		if committed {
+			copied += n
+		} else {
+			aborted++
+		}
+	}
+	if aborted != 1 {
+		t.Fatalf("%d transactions aborted, want the one aborted on purpose", aborted)
+	}
+	want := make([][]string, 3)
+	for i := range 90 {
+		want[i%3] = append(want[i%3], fmt.Sprintf("r-%d", i))
+	}
+	got := make([][]string, 3)
+	reader := c.Client(kgo.ConsumeTopics("out"), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	for total := 0; total < 90; {
+		fs := reader.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d of 90 copies: %v", total, ctx.Err())
+		}
+		fs.EachRecord(func(r *kgo.Record) { got[r.Partition] = append(got[r.Partition], string(r.Value)); total++ })
+	}
+	for p := range 3 {
+		if !slices.Equal(got[p], want[p]) {
+			t.Errorf("out/%d read committed %v, want %v", p, got[p], want[p])
+		}
+	}
+	adm := kadm.NewClient(c.Client())
+	offs, err := adm.FetchOffsets(ctx, "copier")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(3) {
+		if o, ok := offs.Lookup("in", p); !ok || o.At != 30 {
+			t.Errorf("committed offset of in/%d = %+v, want 30", p, o)
+		}
+	}
+	ends, err := adm.ListEndOffsets(ctx, "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := int64(0)
+	ends.Each(func(o kadm.ListedOffset) { total += o.Offset })
+	if total <= 90 {
+		t.Errorf("out holds %d offsets, want more than the 90 committed copies: the aborted copies and the markers", total)
+	}
+}
