@@ -742,6 +742,14 @@ func aclMatrix() []aclCase {
 					t.Errorf("the refused marker was written: t/0 ends at %d, was %d", end, markerEndBefore)
 				}
 			}},
+		{name: "DescribeProducers needs READ on the topic", key: 61, needs: topicRule(acl.OpRead), refused: topicAuth,
+			send: func(t *testing.T, ab *aclBroker) int16 {
+				req := latest(kmsg.NewPtrDescribeProducersRequest())
+				rt := kmsg.NewDescribeProducersRequestTopic()
+				rt.Topic, rt.Partitions = "t", []int32{0}
+				req.Topics = append(req.Topics, rt)
+				return ab.request(t, req).(*kmsg.DescribeProducersResponse).Topics[0].Partitions[0].ErrorCode
+			}},
 		{name: "DescribeTransactions needs DESCRIBE on the transactional id", key: 65, needs: []v1alpha1.ACLRule{allow(v1alpha1.ACLTransactionalID, "tx", acl.OpDescribe)}, refused: txnAuth,
 			send: func(t *testing.T, ab *aclBroker) int16 {
 				req := latest(kmsg.NewPtrDescribeTransactionsRequest())

@@ -394,3 +394,46 @@ func TestKgoGroupTransactSessionCopiesATopicExactlyOnce(t *testing.T) {
 		t.Errorf("out holds %d offsets, want more than the 90 committed copies: the aborted copies and the markers", total)
 	}
 }
+
+// TestDescribeProducersShowsAnOpenTransactionUntilItsMarker: kadm's DescribeProducers (what
+// kafka-transactions.sh describe-producers sends) shows the transactional producer on the
+// partition with the first offset of its open transaction, and after the commit no open
+// transaction and the coordinator epoch of the marker.
+func TestDescribeProducersShowsAnOpenTransactionUntilItsMarker(t *testing.T) {
+	c := brokertest.Start(t, brokertest.Options{})
+	c.CreateTopic("tx", 1, nil)
+	ctx := testkit.Context(t)
+	producer := c.Client(kgo.TransactionalID("tx-described"), kgo.DefaultProduceTopic("tx"))
+	if err := producer.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := producer.ProduceSync(ctx, &kgo.Record{Value: []byte("open")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	adm := kadm.NewClient(c.Client())
+	describe := func() kadm.DescribedProducer {
+		t.Helper()
+		ds, err := adm.DescribeProducers(ctx, kadm.TopicsSet{"tx": {0: {}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, ok := ds["tx"].Partitions[0]
+		if !ok || p.Err != nil || len(p.ActiveProducers) != 1 {
+			t.Fatalf("DescribeProducers tx/0: %+v (%v), want one producer", p, ok)
+		}
+		for _, ap := range p.ActiveProducers {
+			return ap
+		}
+		return kadm.DescribedProducer{}
+	}
+	if ap := describe(); ap.CurrentTxnStartOffset != 0 || ap.LastSequence != 0 || ap.ProducerEpoch != 0 {
+		t.Fatalf("while open: %+v, want the transaction open at offset 0, last sequence 0, epoch 0", ap)
+	}
+	if err := producer.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	testkit.EventuallyDetail(t, "the marker closes the transaction", func() (bool, string) {
+		ap := describe()
+		return ap.CurrentTxnStartOffset == -1 && ap.CoordinatorEpoch >= 1, fmt.Sprintf("%+v", ap)
+	})
+}

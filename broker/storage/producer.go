@@ -426,3 +426,36 @@ func decodeAborted(p []byte, offset int64, s *producerState) ([]byte, error) {
 	}
 	return p, nil
 }
+
+// ActiveProducer is one producer's state on a partition, as DescribeProducers reports it
+// (Apache's ProducerStateManager.activeProducers).
+type ActiveProducer struct {
+	ProducerID    int64
+	ProducerEpoch int16
+	// LastSequence is the last sequence of its last batch (-1: none, a marker only).
+	LastSequence int32
+	// LastTimestamp is the timestamp of its last batch or marker (-1: none known).
+	LastTimestamp int64
+	// CoordinatorEpoch is the coordinator epoch of its last marker (-1: none).
+	CoordinatorEpoch int32
+	// CurrentTxnStartOffset is the first offset of its open transaction (-1: none).
+	CurrentTxnStartOffset int64
+}
+
+// ActiveProducers lists the producers this partition keeps state for (idempotent and
+// transactional, not yet expired), by producer id.
+func (l *Log) ActiveProducers() []ActiveProducer {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]ActiveProducer, 0, len(l.producers.m))
+	for pid, e := range l.producers.m {
+		last := int32(-1)
+		if n := len(e.batches); n > 0 {
+			last = e.batches[n-1].lastSeq
+		}
+		out = append(out, ActiveProducer{ProducerID: pid, ProducerEpoch: e.epoch, LastSequence: last,
+			LastTimestamp: e.lastTs, CoordinatorEpoch: e.coordEpoch, CurrentTxnStartOffset: e.txnFirst})
+	}
+	slices.SortFunc(out, func(a, b ActiveProducer) int { return cmp.Compare(a.ProducerID, b.ProducerID) })
+	return out
+}
