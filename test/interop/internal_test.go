@@ -56,10 +56,7 @@ func TestSaramaClusterAdminListsConsumerOffsetsAsInternal(t *testing.T) {
 // Metadata answer kafkajs decodes marks it internal (kafkajs's admin API does not surface
 // the flag, so the script reads it from kafkajs's own Metadata decoding).
 func TestKafkajsAdminListsConsumerOffsets(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node is not installed: run `make kafkajs` (hack/install-kafkajs.sh installs nodejs and npm, then kafkajs with npm ci)")
-	}
+	node := requireKafkajs(t)
 	addrs := newCluster(t)
 	cmd := exec.CommandContext(testCtx(t), node, filepath.Join("js", "internal.js"), strings.Join(addrs, ","))
 	var stderr bytes.Buffer

@@ -34,13 +34,7 @@ func TestKafkajsAdminProducerAndConsumer(t *testing.T) {
 // security is the script's INTEROP_SECURITY ("" for plaintext).
 func checkKafkajs(t *testing.T, addrs []string, topic, group, security string) {
 	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node is not installed: run `make kafkajs` (hack/install-kafkajs.sh installs nodejs and npm, then kafkajs with npm ci)")
-	}
-	if _, err := os.Stat(filepath.Join("js", "node_modules", "kafkajs", "package.json")); err != nil {
-		t.Fatal("kafkajs is not installed in test/interop/js: run `make kafkajs` (npm ci from the committed package-lock.json)")
-	}
+	node := requireKafkajs(t)
 	const partitions = 3
 	wrote := testRecords(topic, 120, true)
 	in := make([]jsRecord, len(wrote))
@@ -133,4 +127,18 @@ func parseOffset(t *testing.T, s string) int64 {
 		t.Fatalf("offset %q: %v", s, err)
 	}
 	return n
+}
+
+// requireKafkajs fails the test unless node and kafkajs (in js/node_modules) are installed,
+// and returns node's path.
+func requireKafkajs(t *testing.T) string {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal("node is not installed: run `make kafkajs` (hack/install-kafkajs.sh installs nodejs and npm, then kafkajs with npm ci)")
+	}
+	if _, err := os.Stat(filepath.Join("js", "node_modules", "kafkajs", "package.json")); err != nil {
+		t.Fatal("kafkajs is not installed in test/interop/js: run `make kafkajs` (npm ci from the committed package-lock.json)")
+	}
+	return node
 }

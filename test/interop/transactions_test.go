@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -224,13 +223,7 @@ func kcatReadCommitted(t *testing.T, addrs []string, topic string) []string {
 // read committed.
 func runKafkajsTransactions(t *testing.T, addrs []string, topic string) []string {
 	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node is not installed: run `make kafkajs` (hack/install-kafkajs.sh installs nodejs and npm, then kafkajs with npm ci)")
-	}
-	if _, err := os.Stat(filepath.Join("js", "node_modules", "kafkajs", "package.json")); err != nil {
-		t.Fatal("kafkajs is not installed in test/interop/js: run `make kafkajs` (npm ci from the committed package-lock.json)")
-	}
+	node := requireKafkajs(t)
 	cmd := exec.CommandContext(testCtx(t), node, filepath.Join("js", "transactions.js"), strings.Join(addrs, ","), topic, "3", "interop-kafkajs-txn")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
