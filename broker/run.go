@@ -90,8 +90,8 @@ type Broker struct {
 	groupMetrics *groups.Metrics
 	txnMetrics   *txn.Metrics
 	// txns is the transaction coordinator once started (startTxns).
-	txns atomic.Pointer[Transactions]
-	started      time.Time // when start ran: the self-fence clock before the first beat
+	txns    atomic.Pointer[Transactions]
+	started time.Time // when start ran: the self-fence clock before the first beat
 	// mountRefused says why the data volume's mount cannot keep the storage rules (empty
 	// when it can, or without --data-dir); set by start, before anything serves.
 	mountRefused atomic.Pointer[[]string]
@@ -305,6 +305,7 @@ func (b *Broker) startBackground(r *running) {
 		b.Heartbeat.Failed = b.Failed
 		b.Heartbeat.MountRefused = b.MountRefused
 		b.Heartbeat.Groups = b.GroupCounts
+		b.Heartbeat.OngoingTransactions = b.OngoingTransactions
 		wg.Go(func() { b.Heartbeat.Run(bg) })
 	}
 	if b.Admin != nil {
