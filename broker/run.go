@@ -305,6 +305,7 @@ func (b *Broker) startBackground(r *running) {
 		b.Heartbeat.Failed = b.Failed
 		b.Heartbeat.MountRefused = b.MountRefused
 		b.Heartbeat.Groups = b.GroupCounts
+		b.Heartbeat.OngoingTransactions = b.OngoingTransactions
 		wg.Go(func() { b.Heartbeat.Run(bg) })
 	}
 	if b.Admin != nil {

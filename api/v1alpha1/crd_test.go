@@ -216,7 +216,7 @@ var _ = Describe("CRDs", func() {
 			}
 			Expect(names[len(names)-1]).To(Equal("Age"), "Age comes last")
 		},
-		Entry("kafkaclusters", "kafkaclusters", []string{"Name", "Ready", "Brokers", "Fenced", "Alive", "Partitions", "Age"}, []string{"Topics", "Cluster-ID", "Secured"}),
+		Entry("kafkaclusters", "kafkaclusters", []string{"Name", "Ready", "Brokers", "Fenced", "Alive", "Partitions", "Age"}, []string{"Topics", "Groups", "Transactions", "Cluster-ID", "Secured"}),
 		Entry("brokers", "brokers", []string{"Name", "Cluster", "ID", "State", "Health", "Rack", "Last-Seen", "Age"}, []string{"Epoch", "Pod", "Node", "Recovery"}),
 		Entry("kafkatopics", "kafkatopics", []string{"Name", "Cluster", "Topic", "Partitions", "Ready", "Age"}, []string{"Topic-ID", "Reason"}),
 		Entry("kafkausers", "kafkausers", []string{"Name", "Cluster", "Authentication", "ACLs", "Ready", "Age"}, []string{"Principal"}),

@@ -655,6 +655,14 @@ type BrokerRow struct {
 	// +kubebuilder:validation:MaxItems=8
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Groups"
 	Groups []GroupCount `json:"groups,omitempty"`
+
+	// ongoingTransactions counts the transactions this broker's transaction coordinator holds
+	// open (Ongoing, PrepareCommit or PrepareAbort), as its heartbeat Lease announces them.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000000
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Ongoing Transactions"
+	OngoingTransactions int32 `json:"ongoingTransactions,omitempty"`
 }
 
 // ListenerAddress is where clients reach a broker on one listener.
@@ -708,6 +716,13 @@ type BrokerCounts struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Consumer Groups"
 	Groups int32 `json:"groups"`
+	// ongoingTransactions is the number of transactions the transaction coordinators of the
+	// brokers that are not dead hold open (status.brokers[].ongoingTransactions, summed).
+	// Written as 0, never left out, so the registry's merge patch of counts replaces an
+	// older total.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Ongoing Transactions"
+	OngoingTransactions int32 `json:"ongoingTransactions"`
 }
 
 // CoordinatorBrokers are the broker sets one coordinator epoch stands for.
@@ -850,6 +865,7 @@ type KafkaClusterStatus struct {
 // +kubebuilder:printcolumn:name="Partitions",type=integer,JSONPath=`.status.partitions`
 // +kubebuilder:printcolumn:name="Topics",type=integer,JSONPath=`.status.topics`,priority=1
 // +kubebuilder:printcolumn:name="Groups",type=integer,JSONPath=`.status.counts.groups`,priority=1
+// +kubebuilder:printcolumn:name="Transactions",type=integer,JSONPath=`.status.counts.ongoingTransactions`,priority=1
 // +kubebuilder:printcolumn:name="Cluster-ID",type=string,JSONPath=`.status.clusterID`,priority=1
 // +kubebuilder:printcolumn:name="Secured",type=string,JSONPath=`.status.conditions[?(@.type=="Secured")].status`,priority=1
 // +kubebuilder:printcolumn:name="Storage-Verified",type=string,JSONPath=`.status.conditions[?(@.type=="StorageVerified")].status`,priority=1

@@ -59,6 +59,11 @@ type Heartbeat struct {
 	// the KafkaCluster's status. Read at each beat, so a count is as fresh as the last beat.
 	// Nil announces nothing.
 	Groups func() []v1alpha1.GroupCount
+	// OngoingTransactions counts the transactions the broker's transaction coordinator holds
+	// open (Ongoing, PrepareCommit, PrepareAbort), announced on the Lease
+	// (AnnotationOngoingTransactions, as FormatOngoingTransactions writes it) for the
+	// KafkaCluster's status. Read at each beat, as Groups is. Nil announces nothing.
+	OngoingTransactions func() int32
 
 	mu    sync.Mutex
 	lease *coordinationv1.Lease // last lease written; nil forces a fresh read. Guarded by mu.
@@ -297,6 +302,8 @@ func (h *Heartbeat) renew(l *coordinationv1.Lease) {
 	setOrDelete(l.Annotations, v1alpha1.AnnotationMountRefused, h.MountRefused, formatMountRefused)
 	// Removed when the broker coordinates no group, as the storage announcements are.
 	setOrDelete(l.Annotations, v1alpha1.AnnotationGroups, h.Groups, v1alpha1.FormatGroupCounts)
+	// Removed when no transaction is open, likewise.
+	setOrDelete(l.Annotations, v1alpha1.AnnotationOngoingTransactions, h.OngoingTransactions, v1alpha1.FormatOngoingTransactions)
 }
 
 // setOrDelete sets annotation key to format(get()), or deletes it when that is empty. A nil

@@ -254,6 +254,27 @@ func TestHeartbeatLeaseFollowsTheContract(t *testing.T) {
 		}
 	})
 
+	t.Run("the ongoing transactions are written while some are open, and removed after", func(t *testing.T) {
+		open := int32(3)
+		hb.OngoingTransactions = func() int32 { return open }
+		defer func() { hb.OngoingTransactions = nil }()
+		if err := hb.Beat(ctx); err != nil {
+			t.Fatal(err)
+		}
+		l, _ := testenv.BrokerLease(c, ns, "c", 1)
+		if got, err := v1alpha1.ReadOngoingTransactions(l.Annotations[v1alpha1.AnnotationOngoingTransactions]); err != nil || got != 3 {
+			t.Fatalf("ongoing-transactions annotation %q reads %d, %v; want 3", l.Annotations[v1alpha1.AnnotationOngoingTransactions], got, err)
+		}
+		open = 0
+		if err := hb.Beat(ctx); err != nil {
+			t.Fatal(err)
+		}
+		l, _ = testenv.BrokerLease(c, ns, "c", 1)
+		if v, ok := l.Annotations[v1alpha1.AnnotationOngoingTransactions]; ok {
+			t.Fatalf("annotations %v: the ongoing transactions (%q) were not removed", l.Annotations, v)
+		}
+	})
+
 	t.Run("renewed on every beat, same incarnation keeps its epoch", func(t *testing.T) {
 		clock = clock.Add(time.Second)
 		healthy = false

@@ -210,3 +210,42 @@ func TestTheClustersGroupCountsSumWhatTheLivingBrokersSayStrictly(t *testing.T) 
 		t.Errorf("broker 3's row health %s groups %+v, want Dead with none", res.Rows[3].Health, res.Rows[3].Groups)
 	}
 }
+
+// What a broker says of the transactions its coordinator holds open reaches its row only when
+// it reads strictly; the cluster's count is the rows' sum, and a dead broker's last
+// announcement is not counted (its transactional ids are claimed by another broker's
+// coordinator, which counts them).
+func TestTheClustersOngoingTransactionsSumWhatTheLivingBrokersSayStrictly(t *testing.T) {
+	beat := func(id int32, age time.Duration, open string) coordinationv1.Lease {
+		l := lease{id: id, age: age}.build()
+		l.Annotations[v1alpha1.AnnotationOngoingTransactions] = open
+		return l
+	}
+	res := compute(Input{Cluster: "c", Replicas: 5, PortName: "kafka", SessionTimeout: leaseSeconds * time.Second, Now: t0,
+		Slices: []discoveryv1.EndpointSlice{slice("s1", serving(0), serving(1), serving(2), serving(3), serving(4))},
+		Leases: []coordinationv1.Lease{
+			beat(0, time.Second, "3"),
+			beat(1, time.Second, "2"),
+			beat(2, time.Second, "1000001"),          // past the bound: not believed
+			beat(3, 2*leaseSeconds*time.Second, "7"), // dead
+			beat(4, time.Second, "+1"),               // a sign: not believed
+		}})
+	if res.Counts.OngoingTransactions != 5 {
+		t.Fatalf("ongoing transactions %d, want 5 (brokers 0 and 1)", res.Counts.OngoingTransactions)
+	}
+	if res.Rows[0].OngoingTransactions != 3 || res.Rows[1].OngoingTransactions != 2 {
+		t.Errorf("rows 0 and 1 ongoing transactions %d, %d; want their announcements 3, 2", res.Rows[0].OngoingTransactions, res.Rows[1].OngoingTransactions)
+	}
+	if len(res.Refused) != 2 {
+		t.Fatalf("refused %+v, want brokers 2 and 4 refused", res.Refused)
+	}
+	for i, id := range []int32{2, 4} {
+		if row, r := res.Rows[id], res.Refused[i]; row.OngoingTransactions != 0 || r.Broker != id ||
+			!strings.Contains(r.Problem, v1alpha1.AnnotationOngoingTransactions) || !strings.Contains(r.Problem, "no transaction is counted") {
+			t.Errorf("broker %d's row ongoing transactions %d, refusal %+v; want none and a refusal saying so", id, row.OngoingTransactions, r)
+		}
+	}
+	if res.Rows[3].Health != v1alpha1.BrokerDead || res.Rows[3].OngoingTransactions != 0 {
+		t.Errorf("broker 3's row health %s ongoing transactions %d, want Dead with none", res.Rows[3].Health, res.Rows[3].OngoingTransactions)
+	}
+}

@@ -68,7 +68,7 @@ type Result struct {
 	// Counts sums Rows.
 	Counts v1alpha1.BrokerCounts
 	// Groups sums the rows' group counts (v1alpha1.SumGroupCounts); Counts.Groups is their
-	// total.
+	// total. Counts.OngoingTransactions sums the rows' (v1alpha1.SumOngoingTransactions).
 	Groups []v1alpha1.GroupCount
 	// Alive is the ids whose health is Alive, sorted. It may be empty: the caller must then
 	// keep the current assignment (docs/assignment.md, "The rules", rule 1).
@@ -157,6 +157,9 @@ type heartbeat struct {
 	mountRefused string
 	// groups is what the Lease says of the consumer groups the broker coordinates.
 	groups []v1alpha1.GroupCount
+	// ongoingTransactions is what the Lease says of the transactions its coordinator holds
+	// open.
+	ongoingTransactions int32
 }
 
 // Compute applies the registry rules (docs/registry.md) to in. It does not modify in.
@@ -218,6 +221,11 @@ func Compute(in Input) Result {
 		perBroker[i] = res.Rows[i].Groups
 	}
 	res.Groups, res.Counts.Groups = v1alpha1.SumGroupCounts(perBroker...)
+	transactions := make([]int32, len(res.Rows))
+	for i := range res.Rows {
+		transactions[i] = res.Rows[i].OngoingTransactions
+	}
+	res.Counts.OngoingTransactions = v1alpha1.SumOngoingTransactions(transactions...)
 	return res
 }
 
@@ -334,7 +342,8 @@ func heartbeats(in Input) (map[int32]heartbeat, []Refusal) {
 		}
 		w := written[id]
 		hb := heartbeat{healthy: said.healthy, draining: said.draining, epoch: said.epoch, listeners: said.listeners,
-			failures: said.failures, mountRefused: said.mountRefused, groups: said.groups}
+			failures: said.failures, mountRefused: said.mountRefused, groups: said.groups,
+			ongoingTransactions: said.ongoingTransactions}
 		if said.listenersRefused && w != nil {
 			hb.listeners = slices.Clone(w.Listeners) // the addresses last believed stand
 		}
@@ -372,6 +381,8 @@ type leaseSays struct {
 	mountRefused string
 	// groups as announced (none when not announced or refused).
 	groups []v1alpha1.GroupCount
+	// ongoingTransactions as announced (0 when not announced or refused).
+	ongoingTransactions int32
 	// duration is how long a renewal keeps the Lease fresh, capped at the session timeout;
 	// hasDuration is false when the Lease has no renewTime or duration (never fresh).
 	duration    time.Duration
@@ -385,7 +396,8 @@ type leaseSays struct {
 // cluster's listener names known; healthy and draining are "true" or "false" (absent: healthy,
 // not draining, as a broker older than the annotation); the duration is capped at
 // sessionTimeout; the epoch is not negative; the failed partitions and the mount refusal read
-// by v1alpha1.ReadFailures and ReadMountRefused. What is refused gets a problem and the
+// by v1alpha1.ReadFailures and ReadMountRefused, the group counts and the ongoing transactions
+// by v1alpha1.ReadGroupCounts and ReadOngoingTransactions. What is refused gets a problem and the
 // conservative reading: unhealthy, draining, the capped duration, epoch 0, no announcement
 // (no failed partition: a failure not believed moves nothing).
 func readLease(l *coordinationv1.Lease, known []string, sessionTimeout time.Duration) leaseSays {
@@ -419,6 +431,13 @@ func readLease(l *coordinationv1.Lease, known []string, sessionTimeout time.Dura
 			refuse("annotation %s is not believed (%v): no group is counted for the broker", v1alpha1.AnnotationGroups, err)
 		}
 		says.groups = gs
+	}
+	if v := l.Annotations[v1alpha1.AnnotationOngoingTransactions]; v != "" {
+		n, err := v1alpha1.ReadOngoingTransactions(v)
+		if err != nil {
+			refuse("annotation %s is not believed (%v): no transaction is counted for the broker", v1alpha1.AnnotationOngoingTransactions, err)
+		}
+		says.ongoingTransactions = n
 	}
 	if v := l.Annotations[v1alpha1.AnnotationMountRefused]; v != "" {
 		m, err := v1alpha1.ReadMountRefused(v)
@@ -491,6 +510,7 @@ func makeRow(in Input, id int32, ep endpoint, listed bool, hb heartbeat, hasLeas
 		Listeners: advertised(in.PortName, ep, listed, hb),
 		State:     v1alpha1.BrokerFenced, Epoch: hb.epoch, LastSeen: hb.seen,
 		FailedPartitions: hb.failures, MountRefused: hb.mountRefused, Groups: hb.groups,
+		OngoingTransactions: hb.ongoingTransactions,
 	}
 	if !listed {
 		row.Pod = v1alpha1.BrokerPodName(in.Cluster, id)
@@ -498,9 +518,10 @@ func makeRow(in Input, id int32, ep endpoint, listed bool, hb heartbeat, hasLeas
 	var why Reasons
 	row.Health, why.Health = health(hb, hasLease, starting)
 	if row.Health == v1alpha1.BrokerDead {
-		// A dead broker coordinates nothing: its groups are claimed elsewhere, and its last
-		// announcement would count them twice.
+		// A dead broker coordinates nothing: its groups and transactional ids are claimed
+		// elsewhere, and its last announcement would count them twice.
 		row.Groups = nil
+		row.OngoingTransactions = 0
 	}
 	switch {
 	case starting && (!listed || ep.terminating || !ep.serving || row.Health == v1alpha1.BrokerDead):
