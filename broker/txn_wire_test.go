@@ -316,7 +316,7 @@ func TestKgoGroupTransactSessionCopiesATopicExactlyOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(c.Addrs()...), kgo.TransactionalID("copier"), kgo.ConsumerGroup("copier"),
-		kgo.ConsumeTopics("in"), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
+		kgo.ConsumeTopics("in"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.FetchMaxPartitionBytes(200))
 	if err != nil {
 		t.Fatal(err)

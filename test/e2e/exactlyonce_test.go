@@ -86,7 +86,7 @@ func exactlyOnce(ctx context.Context, t *testing.T, s *suite) {
 	// The pipeline.
 	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(s.bootstrapName()), kgo.TransactionalID(eosTxnID),
 		kgo.TransactionTimeout(30*time.Second), kgo.ConsumerGroup(eosGroup), kgo.ConsumeTopics(eosIn),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.FetchMaxWait(200*time.Millisecond))
 	if err != nil {
