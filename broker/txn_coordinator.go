@@ -196,16 +196,26 @@ func (t *Transactions) loadOwned(ctx context.Context, c *txn.Coordinator, epoch 
 // markerLeader is who writes a marker for topic/partition: the partition's leader as the
 // view shows it; for a __consumer_offsets partition, the group coordinator of the groups
 // hashing to it (the broker the coordinator rule picks over the broker sets of the
-// coordinator epoch, as the group coordinator's own ownership is decided).
+// coordinator epoch, as the group coordinator's own ownership is decided). A partition the
+// view no longer has — its topic deleted (or being deleted), an index past its count — is
+// txn.PartitionGone: its marker is dropped. One without a leader now waits (ok false).
 func markerLeader(s *cluster.Snapshot, topic string, partition int32) (int32, bool) {
 	if topic == txn.OffsetsTopic {
-		if s.CoordinatorBrokers == nil || partition < 0 || partition >= s.Config.OffsetsTopicPartitions {
+		if partition < 0 || partition >= s.Config.OffsetsTopicPartitions {
+			return txn.PartitionGone, true
+		}
+		if s.CoordinatorBrokers == nil {
 			return -1, false
 		}
 		return coordinator.PickPartition(partition, s.CoordinatorBrokers.Registered, s.CoordinatorBrokers.Alive)
 	}
 	t, ok := s.Topic(topic)
-	if !ok || partition < 0 || int(partition) >= len(t.Partitions) || t.Partitions[partition].Leader < 0 {
+	switch {
+	case !s.Synced:
+		return -1, false
+	case !ok || partition < 0 || int(partition) >= len(t.Partitions):
+		return txn.PartitionGone, true
+	case t.Partitions[partition].Leader < 0:
 		return -1, false
 	}
 	return t.Partitions[partition].Leader, true

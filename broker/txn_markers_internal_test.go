@@ -69,3 +69,29 @@ func TestMarkersOfOneDecisionGoInOneEntryAndTheirAnswersComeBackByPartition(t *t
 		t.Fatalf("codes %v, want %v (the unanswered marker retried as NOT_LEADER_OR_FOLLOWER)", got, want)
 	}
 }
+
+func TestAMarkerGoesToThePartitionsLeaderAndNowhereForADeletedTopic(t *testing.T) {
+	view := cluster.NewMemoryView(cluster.Snapshot{
+		Topics:             []cluster.Topic{{Name: "t", Partitions: []cluster.Partition{{Index: 0, Leader: 2}, {Index: 1, Leader: -1}}}},
+		CoordinatorEpoch:   3,
+		CoordinatorBrokers: &v1alpha1.CoordinatorBrokers{Registered: []int32{0, 1, 2}, Alive: []int32{0, 1, 2}},
+	})
+	s := view.Snapshot()
+	for _, tt := range []struct {
+		topic     string
+		partition int32
+		leader    int32
+		ok        bool
+	}{
+		{"t", 0, 2, true},
+		{"t", 1, -1, false},                  // no leader now: wait
+		{"t", 2, txn.PartitionGone, true},    // past the partition count
+		{"gone", 0, txn.PartitionGone, true}, // deleted topic
+		{txn.OffsetsTopic, 4, 1, true},       // the coordinator rule: slot 4 % 3
+		{txn.OffsetsTopic, 50, txn.PartitionGone, true},
+	} {
+		if l, ok := markerLeader(s, tt.topic, tt.partition); l != tt.leader || ok != tt.ok {
+			t.Errorf("markerLeader(%s, %d) = %d, %v; want %d, %v", tt.topic, tt.partition, l, ok, tt.leader, tt.ok)
+		}
+	}
+}

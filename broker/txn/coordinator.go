@@ -47,8 +47,14 @@ type MarkerWriter interface {
 	WriteMarkers(ctx context.Context, leader int32, markers []Marker) ([]int16, error)
 }
 
-// LeaderFunc is the current leader of a partition; ok is false when there is none.
+// LeaderFunc is the current leader of a partition; ok is false when there is none now (the
+// marker waits and is resent). PartitionGone with ok says the partition no longer exists
+// (its topic was deleted): its marker is dropped, as Apache's marker channel drops a
+// partition whose topic is gone, so a deleted topic never leaves a transaction deciding.
 type LeaderFunc func(topic string, partition int32) (leader int32, ok bool)
+
+// PartitionGone is the leader a LeaderFunc answers for a partition that no longer exists.
+const PartitionGone int32 = -2
 
 // Config is what a Coordinator needs. Zero durations and limits take the defaults above.
 type Config struct {
@@ -539,9 +545,15 @@ func (c *Coordinator) drive(id string, e *entry, t Txn) {
 		byLeader := map[int32][]TopicPartition{}
 		var next []TopicPartition
 		for _, tp := range pending {
-			if l, ok := c.cfg.Leader(tp.Topic, tp.Partition); ok {
+			l, ok := c.cfg.Leader(tp.Topic, tp.Partition)
+			switch {
+			case ok && l == PartitionGone:
+				c.cfg.Log.Info("Transaction marker dropped: the partition no longer exists", "transactionalID", id,
+					"topic", tp.Topic, "partition", tp.Partition)
+				c.cfg.Metrics.marker("dropped", 1)
+			case ok:
 				byLeader[l] = append(byLeader[l], tp)
-			} else {
+			default:
 				next = append(next, tp)
 			}
 		}

@@ -545,3 +545,30 @@ func TestCorruptStateFileIsNotTakenForNoState(t *testing.T) {
 		t.Fatalf("a state was written over the corrupt one: %v", err)
 	}
 }
+
+// A partition whose topic was deleted during the transaction (the leader lookup answers
+// PartitionGone) gets no marker, and the decision completes: a deleted topic never leaves a
+// transaction deciding.
+func TestAMarkerForAGonePartitionIsDroppedAndTheDecisionCompletes(t *testing.T) {
+	h := newHarness(t)
+	c := New(Config{FS: h.fs, Root: h.root, Epoch: 1, Clock: h.clock, ProducerIDs: h.pids, Markers: h.markers,
+		Leader: func(topic string, p int32) (int32, bool) {
+			if topic == "deleted" {
+				return PartitionGone, true
+			}
+			return leaderOf(topic, p)
+		}, Log: logr.Discard(), MarkerRetryBackoff: time.Millisecond})
+	t.Cleanup(c.Close)
+	p := initTxn(t, c, "tx")
+	if code := c.AddPartitions("tx", p, []TopicPartition{{"deleted", 0}, {"kept", 1}}); code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	if code := c.EndTxn("tx", p, true); code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	waitState(t, c, "tx", CompleteCommit)
+	written := h.markers.writtenCopy()
+	if len(written) != 1 || written[0].Topic != "kept" {
+		t.Fatalf("markers written %+v, want only kept/1's", written)
+	}
+}
