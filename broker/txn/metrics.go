@@ -19,8 +19,23 @@ type Metrics struct {
 	cur atomic.Pointer[Coordinator]
 }
 
-// NewMetrics creates the series (not registered anywhere yet).
+// NewMetrics creates the series (not registered anywhere yet), each labelled series at zero
+// from the start, so an alert on a rate has something to read before the first transaction.
 func NewMetrics() *Metrics {
+	m := newMetrics()
+	for _, r := range []string{"commit", "abort"} {
+		m.durations.WithLabelValues(r)
+	}
+	for _, r := range []string{"client", "timeout", "fenced"} {
+		m.aborts.WithLabelValues(r)
+	}
+	for _, o := range []string{"written", "dropped", "retried", "refused"} {
+		m.markers.WithLabelValues(o)
+	}
+	return m
+}
+
+func newMetrics() *Metrics {
 	return &Metrics{
 		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "paddock_txn_transaction_seconds",
