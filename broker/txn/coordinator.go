@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -135,6 +136,19 @@ type entry struct {
 	gone    bool // the claim failed or was lost: answer NOT_COORDINATOR
 	failed  bool // a storage error: answer COORDINATOR_NOT_AVAILABLE until a new epoch
 	sending bool // a marker driver runs for t
+	// shown is what StateCounts reads without taking mu (a transition holds mu through its
+	// fsync, and the heartbeat must never wait on the volume): t.State+1 while the id is
+	// usable and not Dead, else 0. Set by publish, under mu.
+	shown atomic.Int32
+}
+
+// publish updates shown from the entry's fields (locked e).
+func (e *entry) publish() {
+	if e.found && !e.gone && !e.failed && e.t.State != Dead {
+		e.shown.Store(int32(e.t.State) + 1)
+	} else {
+		e.shown.Store(0)
+	}
 }
 
 // New returns a Coordinator; it claims ids lazily, on their first request (or LoadOwned).
@@ -188,6 +202,7 @@ func (c *Coordinator) get(id string, create bool) (*entry, int16) {
 		if !found {
 			e.t = Txn{ID: id}
 		}
+		e.publish()
 		if e.t.State.preparing() {
 			// A decision an earlier coordinator made: finish it.
 			c.startMarkers(id, e)
@@ -235,9 +250,11 @@ func (c *Coordinator) persist(id string, e *entry, next Txn) int16 {
 		} else {
 			e.failed = true
 		}
+		e.publish()
 		return code
 	}
 	e.t, e.found = next, true
+	e.publish()
 	return 0
 }
 
@@ -249,6 +266,7 @@ func (c *Coordinator) answer(id string, e *entry, code int16) int16 {
 		if c2 == kerr.NotCoordinator.Code {
 			e.gone = true
 			c.forget(id, e)
+			e.publish()
 		}
 		return c2
 	}
@@ -421,11 +439,11 @@ func (c *Coordinator) List(stateFilters []string, pidFilters []int64) (txns []Tx
 func (c *Coordinator) StateCounts() map[State]int {
 	counts := map[State]int{}
 	for _, e := range c.entries() {
-		e.mu.Lock()
-		if e.found && !e.gone && !e.failed && e.t.State != Dead {
-			counts[e.t.State]++
+		// Without e.mu: a transition holds it through its fsync (a hung volume would hold
+		// the heartbeat that reads this); shown is the last published state.
+		if v := e.shown.Load(); v > 0 {
+			counts[State(v-1)]++
 		}
-		e.mu.Unlock()
 	}
 	return counts
 }

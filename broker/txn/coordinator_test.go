@@ -572,3 +572,25 @@ func TestAMarkerForAGonePartitionIsDroppedAndTheDecisionCompletes(t *testing.T) 
 		t.Fatalf("markers written %+v, want only kept/1's", written)
 	}
 }
+
+// StateCounts reads the published states without the ids' locks: a transition that holds
+// one (through its fsync, on a hung volume for as long as that lasts) never holds the
+// heartbeat that counts.
+func TestStateCountsNeverWaitsForATransition(t *testing.T) {
+	h := newHarness(t)
+	c := h.coordinator(t, 1)
+	p := initTxn(t, c, "tx")
+	if code := c.AddPartitions("tx", p, []TopicPartition{{"a", 0}}); code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	e, code := c.get("tx", false)
+	if code != 0 || e == nil {
+		t.Fatalf("get: %d", code)
+	}
+	// e.mu is held here, as by a transition in the middle of its write.
+	counts := c.StateCounts()
+	e.mu.Unlock()
+	if counts[Ongoing] != 1 || len(counts) != 1 {
+		t.Fatalf("StateCounts %v, want one Ongoing", counts)
+	}
+}
