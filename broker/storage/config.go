@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -31,6 +32,24 @@ type Config struct {
 	// ProducerIDExpirationMs is producer.id.expiration.ms: a producer whose last batch is
 	// older is forgotten (its next batch is accepted with any sequence).
 	ProducerIDExpirationMs int64
+
+	// Compaction (docs/compaction.md). Compact is cleanup.policy containing compact: the
+	// log's cleaner keeps the latest record per key. NoDelete is cleanup.policy without
+	// delete: retention.ms and retention.bytes delete nothing (cleanup.policy=compact).
+	Compact  bool
+	NoDelete bool
+	// DeleteRetentionMs is delete.retention.ms: how long a tombstone (and a transaction
+	// marker) stays after the cleaning that first kept it.
+	DeleteRetentionMs int64
+	// MinCompactionLagMs is min.compaction.lag.ms: a segment whose newest record is younger
+	// is not cleaned.
+	MinCompactionLagMs int64
+	// MaxCompactionLagMs is max.compaction.lag.ms: dirty data older than this is cleaned
+	// whatever the dirty ratio, and the active segment rolls at least this often.
+	MaxCompactionLagMs int64
+	// MinCleanableDirtyRatio is min.cleanable.dirty.ratio: the log is cleaned once its dirty
+	// bytes are more than this share of its cleanable bytes.
+	MinCleanableDirtyRatio float64
 }
 
 // DefaultConfig is Apache Kafka 3.7's defaults.
@@ -43,6 +62,9 @@ func DefaultConfig() Config {
 		MaxMessageBytes:        1048588,
 		IndexIntervalBytes:     4096,
 		ProducerIDExpirationMs: 24 * 3600 * 1000,
+		DeleteRetentionMs:      24 * 3600 * 1000,
+		MaxCompactionLagMs:     math.MaxInt64,
+		MinCleanableDirtyRatio: 0.5,
 	}
 }
 
@@ -63,6 +85,16 @@ func (c Config) Validate() error {
 		return fmt.Errorf("index.interval.bytes %d: must be at least 1", c.IndexIntervalBytes)
 	case c.ProducerIDExpirationMs < 1:
 		return fmt.Errorf("producer.id.expiration.ms %d: must be at least 1", c.ProducerIDExpirationMs)
+	case c.Compact && c.DeleteRetentionMs < 0:
+		return fmt.Errorf("delete.retention.ms %d: must be at least 0", c.DeleteRetentionMs)
+	case c.Compact && c.MinCompactionLagMs < 0:
+		return fmt.Errorf("min.compaction.lag.ms %d: must be at least 0", c.MinCompactionLagMs)
+	case c.Compact && c.MaxCompactionLagMs < 1:
+		return fmt.Errorf("max.compaction.lag.ms %d: must be at least 1", c.MaxCompactionLagMs)
+	case c.Compact && c.MinCompactionLagMs > c.MaxCompactionLagMs:
+		return fmt.Errorf("min.compaction.lag.ms %d is above max.compaction.lag.ms %d", c.MinCompactionLagMs, c.MaxCompactionLagMs)
+	case c.Compact && !(c.MinCleanableDirtyRatio >= 0 && c.MinCleanableDirtyRatio <= 1):
+		return fmt.Errorf("min.cleanable.dirty.ratio %v: must be between 0 and 1", c.MinCleanableDirtyRatio)
 	}
 	return nil
 }
