@@ -113,12 +113,6 @@ var (
 	zstdEncoder = sync.OnceValues(func() (*zstd.Encoder, error) {
 		return zstd.NewWriter(nil)
 	})
-	// zstdDecoder is shared: DecodeAll is safe for concurrent use. WithDecodeAllCapLimit
-	// makes DecodeAll stop at the capacity of the buffer it is given, which is how
-	// decodeZstd holds a frame to the caller's limit.
-	zstdDecoder = sync.OnceValues(func() (*zstd.Decoder, error) {
-		return zstd.NewReader(nil, zstd.WithDecodeAllCapLimit(true), zstd.WithDecoderConcurrency(0))
-	})
 )
 
 // readLimited reads r to its end, failing with ErrTooLarge as soon as it yields more than
@@ -147,41 +141,51 @@ func readLimited(r io.Reader, compressed, limit int, codec string) ([]byte, erro
 		case errors.Is(err, io.EOF):
 			return buf, nil
 		case err != nil:
-			return nil, fmt.Errorf("%w: %s: %v", ErrMalformed, codec, err)
+			return nil, fmt.Errorf("%w: %s: %w", ErrMalformed, codec, err)
 		}
 	}
 }
 
-// decodeZstd decodes one or more zstd frames into at most limit bytes. It first tries a
-// buffer sized from the frame header's content size (or a guess from the input), and only
-// grows it, up to limit, when the output does not fit.
+// zstdMinWindow is the largest window decodeZstd accepts whatever the limit: a decoder
+// allocates the frame's whole window up front, so the window must be bounded too, but the
+// windows zstd-jni picks at Kafka's levels (at most 8 MiB below level 20) must pass even
+// under a small limit.
+const zstdMinWindow = 8 << 20
+
+// zstdStreams are synchronous streaming decoders (concurrency 1: no goroutines), reset for
+// each records section.
+var zstdStreams sync.Pool
+
+// decodeZstd decodes one or more zstd frames into at most limit bytes. A frame that declares
+// more than limit is refused from its header; otherwise the frames are streamed through
+// readLimited, so memory stays within limit plus one window (at most max(limit, 8 MiB)).
+// DecodeAll is not used here: once its output passes the buffer it was given it grows that
+// buffer before noticing, which would let a bomb allocate about twice the limit.
 func decodeZstd(body []byte, limit int) ([]byte, error) {
-	dec, err := zstdDecoder()
-	if err != nil {
-		return nil, fmt.Errorf("zstd: %w", err)
-	}
-	size := max(64<<10, 4*len(body))
 	var h zstd.Header
-	if h.Decode(body) == nil && h.HasFCS {
-		if h.FrameContentSize > uint64(limit) {
-			return nil, fmt.Errorf("%w: zstd frame declares %d bytes > %d", ErrTooLarge, h.FrameContentSize, limit)
-		}
-		size = max(size, int(h.FrameContentSize))
+	if h.Decode(body) == nil && h.HasFCS && h.FrameContentSize > uint64(limit) {
+		return nil, fmt.Errorf("%w: zstd frame declares %d bytes > %d", ErrTooLarge, h.FrameContentSize, limit)
 	}
-	size = min(size, limit)
-	for {
-		out, err := dec.DecodeAll(body, make([]byte, 0, size))
-		switch {
-		case err == nil:
-			return out, nil
-		case errors.Is(err, zstd.ErrDecoderSizeExceeded) && size < limit:
-			size = int(min(int64(limit), 4*int64(size)))
-		case errors.Is(err, zstd.ErrDecoderSizeExceeded), errors.Is(err, zstd.ErrWindowSizeExceeded):
-			return nil, fmt.Errorf("%w: zstd decompresses past %d bytes", ErrTooLarge, limit)
-		default:
-			return nil, fmt.Errorf("%w: zstd: %v", ErrMalformed, err)
+	dec, _ := zstdStreams.Get().(*zstd.Decoder)
+	if dec == nil {
+		var err error
+		if dec, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecodeBuffersBelow(0)); err != nil {
+			return nil, fmt.Errorf("zstd: %w", err)
 		}
 	}
+	defer func() {
+		_ = dec.Reset(nil) // drop the reference to body
+		zstdStreams.Put(dec)
+	}()
+	window := uint64(max(limit, zstdMinWindow))
+	if err := dec.ResetWithOptions(bytes.NewReader(body), zstd.WithDecoderMaxWindow(window)); err != nil {
+		return nil, fmt.Errorf("%w: zstd: %v", ErrMalformed, err)
+	}
+	out, err := readLimited(dec, len(body), limit, "zstd")
+	if errors.Is(err, zstd.ErrWindowSizeExceeded) || errors.Is(err, zstd.ErrDecoderSizeExceeded) {
+		return nil, fmt.Errorf("%w: zstd window above %d bytes", ErrTooLarge, window)
+	}
+	return out, err
 }
 
 // xerialMagic opens a snappy stream in the xerial framing (snappy-java's SnappyOutputStream),

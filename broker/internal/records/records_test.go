@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"sync"
 	"testing"
 
 	"github.com/klauspost/compress/snappy"
@@ -223,7 +224,8 @@ func TestADecompressionBombIsRefusedWithinTheLimit(t *testing.T) {
 				t.Fatalf("%v, want ErrTooLarge", err)
 			}
 			// Allowed: the output up to the limit (with its doublings), plus the
-			// decompressors' own windows and block buffers (lz4 up to 4 MiB blocks).
+			// decompressors' own windows and block buffers (lz4 blocks up to 4 MiB,
+			// a zstd window up to 8 MiB).
 			allocated := after.TotalAlloc - before.TotalAlloc
 			t.Logf("allocated %d bytes", allocated)
 			if allocated > 16<<20 {
@@ -231,6 +233,30 @@ func TestADecompressionBombIsRefusedWithinTheLimit(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestCodecsAreSafeForConcurrentUse(t *testing.T) {
+	want := sampleRecords()
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 20 {
+				for _, c := range codecs {
+					body, err := Encode(c.codec, want)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					got, err := Decode(uint16(c.codec), body, int32(len(want)), 1<<20)
+					if err != nil || !reflect.DeepEqual(got, want) {
+						t.Errorf("%s: %v", c.name, err)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 func TestOutputOfExactlyTheLimitIsAccepted(t *testing.T) {
