@@ -125,6 +125,24 @@ func (h batchHeader) shapeError() error {
 	return nil
 }
 
+// storedShapeError is shapeError for a batch in the log: with gaps (a cleaned segment) a
+// batch may hold fewer records than its offset range, none at all (a producer's last batch
+// the cleaner emptied, kept for its producer state).
+func (h batchHeader) storedShapeError(gaps bool) error {
+	if !gaps {
+		return h.shapeError()
+	}
+	switch {
+	case h.Length < minBatchLength:
+		return fmt.Errorf("%w: length %d below the %d-byte header", ErrCorruptMessage, h.Length, minBatchLength)
+	case h.Magic != magicV2:
+		return fmt.Errorf("%w: magic %d, only record batch v2 is accepted", ErrInvalidRecord, h.Magic)
+	case h.LastOffsetDelta < 0 || h.RecordCount < 0 || h.RecordCount > h.LastOffsetDelta+1:
+		return fmt.Errorf("%w: record count %d does not fit lastOffsetDelta %d", ErrInvalidRecord, h.RecordCount, h.LastOffsetDelta)
+	}
+	return nil
+}
+
 // batchCRC is the CRC-32C (Castagnoli) of bytes 21..end, as the header's crc field holds it.
 func batchCRC(b []byte) uint32 { return crc32.Checksum(b[offAttributes:], castagnoli) }
 

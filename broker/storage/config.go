@@ -116,6 +116,9 @@ type Options struct {
 	// listing, read or write that has not returned by then fails the log with ErrIOTimeout.
 	// DefaultIOTimeout when zero; negative turns the bound off.
 	IOTimeout time.Duration
+	// Cleaner, when set, cleans the log while it serves and its topic is compacted
+	// (docs/compaction.md); without one a compacted log is cleaned only by Log.Clean.
+	Cleaner *Cleaner
 
 	// step, when set (by this package's simulations), is called where a goroutine of the log
 	// resumes on its own without a file-system call — an append released after a roll — so

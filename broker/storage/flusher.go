@@ -95,10 +95,16 @@ func (l *Log) flush() {
 // closeFiles releases every file the log holds: the active segment (closed once the last
 // reader is done) and its cached closed segments.
 func (l *Log) closeFiles() {
+	if c := l.opts.Cleaner; c != nil {
+		c.remove(l)
+	}
 	l.mu.Lock()
 	e := l.activeFile
 	l.activeFile = nil
+	retired := l.retired
+	l.retired = nil
 	l.mu.Unlock()
+	l.removeRetired(retired) // no reader is left to open them
 	if e != nil {
 		l.cache.release(e)
 	}
@@ -167,7 +173,7 @@ func (l *Log) roll() error {
 		_ = f.Close()
 		return l.Err()
 	}
-	l.closed = append(l.closed, segmentFromIndex(epoch, oldIdx))
+	l.closed = append(l.closed, segmentFromIndex(epoch, cleanGen{}, oldIdx))
 	l.activeIdx = newSegIndex(base, interval)
 	l.activeFile = newPinned(cacheKey{owner: l.id, name: segmentName(base, epoch)}, f, l.activeIdx)
 	l.activeSince = time.Time{}

@@ -36,7 +36,7 @@ func FuzzScanBatches(f *testing.F) {
 			bound = -bound
 		}
 		var accepted []batchHeader
-		end, err := scanBatches(context.Background(), bytes.NewReader(data), 0, int64(len(data)), 0, bound, true, func(h batchHeader, pos int64) {
+		end, err := scanBatches(context.Background(), bytes.NewReader(data), 0, int64(len(data)), 0, bound, true, false, func(h batchHeader, pos int64) {
 			accepted = append(accepted, h)
 		})
 		if err != nil {
@@ -60,12 +60,12 @@ func FuzzScanBatches(f *testing.F) {
 			t.Fatalf("visited up to %d/%d, reported %d/%d", pos, next, end.pos, end.next)
 		}
 		prefix := data[:end.pos]
-		again, _ := scanBatches(context.Background(), bytes.NewReader(prefix), 0, int64(len(prefix)), 0, bound, true, nil)
+		again, _ := scanBatches(context.Background(), bytes.NewReader(prefix), 0, int64(len(prefix)), 0, bound, true, false, nil)
 		if again.pos != end.pos || again.next != end.next || again.refused != nil {
 			t.Fatalf("rescanning the accepted prefix: %+v, first scan %+v", again, end)
 		}
 		longer := append(bytes.Clone(prefix), data...)
-		more, _ := scanBatches(context.Background(), bytes.NewReader(longer), 0, int64(len(longer)), 0, bound, true, nil)
+		more, _ := scanBatches(context.Background(), bytes.NewReader(longer), 0, int64(len(longer)), 0, bound, true, false, nil)
 		if more.pos < end.pos {
 			t.Fatalf("bytes after the accepted prefix shrank it from %d to %d", end.pos, more.pos)
 		}
@@ -93,7 +93,7 @@ func FuzzTakeoverRecoversAnySegment(f *testing.F) {
 		if err := os.WriteFile(seg, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		want, _ := scanBatches(context.Background(), bytes.NewReader(data), 0, int64(len(data)), 0, 1<<62, true, nil)
+		want, _ := scanBatches(context.Background(), bytes.NewReader(data), 0, int64(len(data)), 0, 1<<62, true, false, nil)
 		l, err := Open(dir, testConfig(), Options{FS: noSyncFS{OSFS{}}})
 		if err != nil {
 			t.Fatal(err)
@@ -169,7 +169,7 @@ func FuzzDecodeIndex(f *testing.F) {
 	f.Add(x.encode(4))
 	f.Add(newSegIndex(100, 64).encode(4))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		got, err := decodeIndex(data, 100, 4, 64)
+		got, err := decodeIndex(data, 100, 4, 64, false)
 		if err != nil {
 			return
 		}
@@ -212,7 +212,8 @@ func (noSyncFile) Sync() error { return nil }
 // writes: a valid claim header, non-negative offsets, segments of non-negative epochs.
 func FuzzParseJournal(f *testing.F) {
 	h := encodeClaimHeader(claimHeader{epoch: 7, id: "0123456789abcdef0123456789abcdef", note: "host pid 1"})
-	j := appendRecord(bytes.Clone(h), recTakeover, encodeTakeover(takeoverRecord{logStart: 3, roll: 40, segments: []segRef{{0, 5}, {20, 6}}}))
+	j := appendRecord(bytes.Clone(h), recTakeover, encodeTakeover(takeoverRecord{logStart: 3, roll: 40, segments: []segRef{{base: 0, epoch: 5}, {base: 20, epoch: 6}}}))
+	j = appendRecord(j, recClean, encodeClean(cleanRecord{dirtyFrom: 20, segments: []segRef{{base: 0, epoch: 5, gen: cleanGen{by: 7, n: 1}}}}))
 	j = appendRecord(j, recRoll, encodeOffset(60))
 	j = appendRecord(j, recLogStart, encodeOffset(20))
 	j = appendRecord(j, recCheckpoint, encodeOffset(75))

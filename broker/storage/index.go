@@ -108,7 +108,10 @@ func (x *segIndex) encode(epoch int32) []byte {
 // relies on — length, CRC, identity, and that the entries are ordered and inside the summary —
 // so a damaged or foreign file is rejected (and the index rebuilt from the segment) instead of
 // misdirecting a read.
-func decodeIndex(b []byte, base int64, epoch int32, interval int32) (*segIndex, error) {
+//
+// A cleaned segment's index (gaps) has next at the segment's end, which its last batch may not
+// reach, and may describe no batch at all.
+func decodeIndex(b []byte, base int64, epoch int32, interval int32, gaps bool) (*segIndex, error) {
 	be := binary.BigEndian
 	if len(b) < indexHeaderSize+4 || string(b[:8]) != indexMagic {
 		return nil, fmt.Errorf("%w: too short or wrong magic", errBadIndex)
@@ -137,7 +140,7 @@ func decodeIndex(b []byte, base int64, epoch int32, interval int32) (*segIndex, 
 	switch {
 	case x.next < base || x.size < 0 || x.batches < 0 || x.lastEntryPos < 0 || x.lastEntryPos > x.size:
 		return nil, fmt.Errorf("%w: summary out of range", errBadIndex)
-	case (x.batches == 0) != (x.size == 0) || (x.batches == 0) != (x.next == base):
+	case (x.batches == 0) != (x.size == 0) || (!gaps && (x.batches == 0) != (x.next == base)):
 		return nil, fmt.Errorf("%w: summary inconsistent", errBadIndex)
 	case x.maxTs < -1 || (x.maxTs == -1) != (x.maxTsOffset == -1) || (x.maxTsOffset != -1 && (x.maxTsOffset < base || x.maxTsOffset >= x.next)):
 		return nil, fmt.Errorf("%w: max timestamp out of range", errBadIndex)

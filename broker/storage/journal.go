@@ -23,12 +23,70 @@ const (
 	recLogStart = 'L'
 	// recCheckpoint: the holder wrote a producer snapshot (recovery checkpoint) at this offset.
 	recCheckpoint = 'C'
+	// recClean: segments the log reads in a cleaned copy (compaction), and the first offset
+	// not yet cleaned. A cleaning pass records the copies it swapped in after their files are
+	// durable and before its fence check; a takeover records every cleaned segment it
+	// recovered, before its takeover record, so both are in the journal or neither counts.
+	// Later records override earlier ones for the same segment.
+	recClean = 'K'
 )
 
-// segRef names a segment: its base offset and the epoch that wrote it.
+// segRef names a segment: its base offset and the epoch that wrote it (and, in a journal
+// view, the cleaned copy the log reads).
 type segRef struct {
 	base  int64
 	epoch int32
+	gen   cleanGen
+}
+
+// cleanRecord is a recClean record: the first dirty offset after the pass (the cleaner's
+// checkpoint, Apache's cleaner-offset-checkpoint) and the cleaned copies.
+type cleanRecord struct {
+	dirtyFrom int64
+	// horizon is the earliest delete horizon in the cleaned log (-1: none), when the next
+	// pass has tombstones or markers to drop even if nothing is dirty.
+	horizon  int64
+	segments []segRef
+}
+
+const cleanSegRefSize = 8 + 4 + 4 + 4
+
+func encodeClean(c cleanRecord) []byte {
+	be := binary.BigEndian
+	p := be.AppendUint64(nil, uint64(c.dirtyFrom))
+	p = be.AppendUint64(p, uint64(c.horizon))
+	p = be.AppendUint32(p, uint32(len(c.segments)))
+	for _, s := range c.segments {
+		p = be.AppendUint64(p, uint64(s.base))
+		p = be.AppendUint32(p, uint32(s.epoch))
+		p = be.AppendUint32(p, uint32(s.gen.by))
+		p = be.AppendUint32(p, s.gen.n)
+	}
+	return p
+}
+
+func decodeClean(p []byte) (cleanRecord, error) {
+	r := recordReader{b: p}
+	c := cleanRecord{dirtyFrom: r.i64(), horizon: r.i64()}
+	n := r.u32()
+	if r.err == nil && uint64(n)*cleanSegRefSize != uint64(len(r.b)) {
+		return cleanRecord{}, fmt.Errorf("%w: %d cleaned segments in %d bytes", errBadRecord, n, len(r.b))
+	}
+	for range n {
+		c.segments = append(c.segments, segRef{base: r.i64(), epoch: r.i32(), gen: cleanGen{by: r.i32(), n: r.u32()}})
+	}
+	if err := r.done(); err != nil {
+		return cleanRecord{}, err
+	}
+	if c.dirtyFrom < 0 || c.horizon < -1 {
+		return cleanRecord{}, fmt.Errorf("%w: negative offset", errBadRecord)
+	}
+	for _, s := range c.segments {
+		if s.base < 0 || s.epoch < 0 || s.gen.by < 0 || !s.gen.cleaned() {
+			return cleanRecord{}, fmt.Errorf("%w: cleaned segment %d-%d", errBadRecord, s.base, s.epoch)
+		}
+	}
+	return c, nil
 }
 
 type takeoverRecord struct {
@@ -94,6 +152,12 @@ type journalView struct {
 	rolls       []int64         // later segments of the claim's epoch, by base offset
 	logStart    int64           // the largest log start recorded (-1: none)
 	checkpoints []int64         // offsets of snapshots the holder wrote
+	// cleaned is the copy the log reads of each cleaned segment, by (base, epoch).
+	cleaned map[segRef]cleanGen
+	// dirtyFrom is the first offset the cleaner has not cleaned yet (0: never cleaned);
+	// horizon the earliest delete horizon the last clean record saw (-1: none).
+	dirtyFrom int64
+	horizon   int64
 }
 
 // parseJournal decodes a claim file: the header, then the valid records after it (a torn
@@ -103,7 +167,7 @@ func parseJournal(b []byte) (journalView, error) {
 	if err != nil {
 		return journalView{}, err
 	}
-	v := journalView{header: h, logStart: -1}
+	v := journalView{header: h, logStart: -1, horizon: -1}
 	for _, rec := range splitRecords(b)[1:] {
 		switch rec.kind {
 		case recTakeover:
@@ -114,6 +178,21 @@ func parseJournal(b []byte) (journalView, error) {
 				v.takeover = &t
 				v.logStart = max(v.logStart, t.logStart)
 			}
+		case recClean:
+			// A takeover writes its inherited copies just before its takeover record, so
+			// these count before it too; a claim without a takeover record is ignored whole.
+			c, err := decodeClean(rec.payload)
+			if err != nil {
+				continue
+			}
+			if v.cleaned == nil {
+				v.cleaned = map[segRef]cleanGen{}
+			}
+			for _, s := range c.segments {
+				v.cleaned[segRef{base: s.base, epoch: s.epoch}] = s.gen
+			}
+			v.dirtyFrom = max(v.dirtyFrom, c.dirtyFrom)
+			v.horizon = c.horizon // each record describes the whole cleaned log
 		case recRoll, recLogStart, recCheckpoint:
 			off, err := decodeOffset(rec.payload)
 			if err != nil || v.takeover == nil {
@@ -142,6 +221,9 @@ func (v journalView) segments() []segRef {
 	out = append(out, segRef{base: v.takeover.roll, epoch: v.header.epoch})
 	for _, r := range v.rolls {
 		out = append(out, segRef{base: r, epoch: v.header.epoch})
+	}
+	for i := range out {
+		out[i].gen = v.cleaned[segRef{base: out[i].base, epoch: out[i].epoch}]
 	}
 	return out
 }

@@ -14,6 +14,8 @@ import (
 //	    fence/<epoch>                       one exclusively created entry per claimed epoch
 //	    <base:020>-<epoch:010>.log          a segment: record batches v2, verbatim
 //	    <base:020>-<epoch:010>.index        its sparse offset+time index and summary (rebuildable)
+//	    <base:020>-<epoch:010>.c<by:010>-<n:010>.log    the cleaner's copy of that segment (compaction)
+//	    <base:020>-<epoch:010>.c<by:010>-<n:010>.index  its index
 //	    <offset:020>-<epoch:010>.snapshot   producer state + recovery checkpoint at offset
 //	    log-start-offset                    the persisted log-start offset
 //	<data>/<clusterID>/groups/              the group coordinator's (broker/groups)
@@ -58,6 +60,28 @@ func stem(offset int64, epoch int32) string {
 
 func segmentName(base int64, epoch int32) string { return stem(base, epoch) + segmentSuffix }
 func indexName(base int64, epoch int32) string   { return stem(base, epoch) + indexSuffix }
+
+// cleanGen names one cleaned copy of a segment (docs/compaction.md "Swapping in"): the n-th
+// cleaning pass of the leader at epoch by. The zero value is the segment as its leader wrote
+// it. Each copy has a file name of its own, so a deposed leader's cleaner never changes a
+// file a newer leader reads.
+type cleanGen struct {
+	by int32
+	n  uint32
+}
+
+func (g cleanGen) cleaned() bool { return g.n > 0 }
+
+// segFileName is the file of segment (base, epoch) in generation g, with suffix (.log or
+// .index). A cleaned copy's name does not parse as a segment's (parseStem), so the listings
+// that look for segments (logs from before journals, the stale-leader guard) never take it
+// for one: only a journal names it.
+func segFileName(base int64, epoch int32, g cleanGen, suffix string) string {
+	if !g.cleaned() {
+		return stem(base, epoch) + suffix
+	}
+	return fmt.Sprintf("%s.c%0*d-%0*d%s", stem(base, epoch), epochDigits, g.by, epochDigits, g.n, suffix)
+}
 func snapshotName(off int64, epoch int32) string { return stem(off, epoch) + snapshotSuffix }
 
 // parseStem parses name = stem + suffix; anything else (other files, temporaries) is

@@ -167,6 +167,15 @@ type Log struct {
 	producers   *producerState
 	decided     []decidedTxn // transactions whose markers are written but not below hw yet
 	epochs      []epochStart
+	// dirtyFrom is the cleaner's checkpoint (compaction): offsets below it have been cleaned
+	// against every key at or above the log start up to it. cleanPasses counts this log's
+	// cleaning passes (the n of the copies it writes); retired are the files of segments a
+	// pass replaced, removed at the next pass or when the log stops (a reader that found the
+	// segment just before the swap may still open it).
+	dirtyFrom   int64
+	horizon     int64 // the earliest delete horizon in the cleaned log; -1 none
+	cleanPasses uint32
+	retired     []string
 
 	kick    chan struct{} // wakes the flusher; capacity 1
 	ops     chan func()   // work run on the flusher (DeleteRecords, retention on demand)
@@ -183,7 +192,7 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 	opts = opts.withDefaults()
 	l := &Log{
 		id: logIDs.Add(1), dir: dir, opts: opts, fsys: opts.FS, cache: opts.Cache,
-		cfg: cfg, epoch: -1, hwCh: make(chan struct{}), pending: newRound(),
+		cfg: cfg, epoch: -1, horizon: -1, hwCh: make(chan struct{}), pending: newRound(),
 		checkSem: make(chan struct{}, 1), journalSem: make(chan struct{}, 1),
 		kick: make(chan struct{}, 1), ops: make(chan func()),
 		done: make(chan struct{}), stopped: make(chan struct{}),
@@ -223,6 +232,9 @@ func (l *Log) SetConfig(cfg Config) error {
 	l.mu.Lock()
 	l.cfg = cfg
 	l.mu.Unlock()
+	if c := l.opts.Cleaner; c != nil && cfg.Compact {
+		c.Kick()
+	}
 	return nil
 }
 
@@ -507,7 +519,11 @@ func (l *Log) needsRollLocked(size int64, now time.Time) bool {
 	if x.batches == 0 {
 		return false
 	}
-	return x.size+size > l.cfg.SegmentBytes || now.Sub(l.activeSince).Milliseconds() >= l.cfg.SegmentMs
+	rollMs := l.cfg.SegmentMs
+	if l.cfg.Compact {
+		rollMs = min(rollMs, l.cfg.MaxCompactionLagMs) // the active segment is never cleaned
+	}
+	return x.size+size > l.cfg.SegmentBytes || now.Sub(l.activeSince).Milliseconds() >= rollMs
 }
 
 // duplicateLocked answers a retried batch with its original offsets, once those satisfy
@@ -711,23 +727,60 @@ func (l *Log) read(offset int64, maxBytes int, atLeastOne bool, sec *Section, is
 		collectAborted(&res, aborted, iso, offset, next)
 		return res, nil
 	}
-	i := sort.Search(len(l.closed), func(i int) bool { return l.closed[i].end > offset })
-	seg, logStart := l.closed[i], l.logStart // exists: closed segments are contiguous up to the active one
 	l.mu.Unlock()
-	e, err := l.acquireClosed(seg)
-	if err != nil {
-		return l.resultAfterVanish(res, offset, l.closedUnavailable(seg, logStart, err))
+	// From the segment holding offset on: a cleaned segment may hold no batch at or after
+	// offset (the cleaner removed its last offsets), and then the first batch is in a later
+	// one (Apache's searchForOffsetWithSize), possibly the active segment.
+	from := offset
+	for {
+		l.mu.Lock()
+		if err := l.servingLocked(); err != nil {
+			l.mu.Unlock()
+			return res, err
+		}
+		i := sort.Search(len(l.closed), func(i int) bool { return l.closed[i].end > from })
+		if i == len(l.closed) {
+			l.mu.Unlock()
+			return l.read(from, maxBytes, atLeastOne, sec, iso) // the rest is in the active segment
+		}
+		seg, logStart := l.closed[i], l.logStart
+		l.mu.Unlock()
+		e, err := l.acquireClosed(seg)
+		if err != nil && vanished(err) && l.replaced(seg) {
+			continue // a cleaning pass swapped in another copy since we looked
+		}
+		if err != nil {
+			return l.resultAfterVanish(res, offset, l.closedUnavailable(seg, logStart, err))
+		}
+		_, pos := e.idx.floorOffset(from)
+		recs, next, err := sec.readBatches(l.cache, e, pos, seg.size, from, cut)
+		if err == nil && next == from && seg.gen.cleaned() {
+			var found bool
+			if _, _, found, err = locateBatch(e.f, pos, seg.size, from); err == nil && !found {
+				l.cache.release(e)
+				from = seg.end
+				continue
+			}
+		}
+		if err != nil {
+			l.cache.release(e)
+			return l.resultAfterVanish(res, offset, l.segmentReadFailed(seg, logStart, err))
+		}
+		l.cache.release(e)
+		sec.from(l, seg, logStart, from)
+		res.Records = recs
+		collectAborted(&res, aborted, iso, from, next)
+		return res, nil
 	}
-	defer l.cache.release(e)
-	_, pos := e.idx.floorOffset(offset)
-	recs, next, err := sec.readBatches(l.cache, e, pos, seg.size, offset, cut)
-	if err != nil {
-		return l.resultAfterVanish(res, offset, l.segmentReadFailed(seg, logStart, err))
-	}
-	sec.from(l, seg, logStart, offset)
-	res.Records = recs
-	collectAborted(&res, aborted, iso, offset, next)
-	return res, nil
+}
+
+// replaced reports whether seg is no longer in the log because a cleaning pass swapped in
+// another copy of it (so a read that found it vanished reads the new copy instead).
+func (l *Log) replaced(seg *segment) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	i := sort.Search(len(l.closed), func(i int) bool { return l.closed[i].end > seg.base })
+	return i < len(l.closed) && l.closed[i] != seg && l.closed[i].base == seg.base && l.closed[i].epoch == seg.epoch
 }
 
 // collectAborted fills a READ_COMMITTED result's aborted transactions from index: those
@@ -787,6 +840,11 @@ func (l *Log) segmentReadFailed(seg *segment, logStart int64, err error) error {
 // the next leader does not count the segment either) and answers errLogStartMoved. A closed
 // segment above every recorded log start that vanished is damage to the log: a storage error.
 func (l *Log) vanishedSegment(seg *segment, seen int64, cause error) error {
+	if l.replaced(seg) {
+		// Not a log-start move: a cleaning pass swapped in another copy and removed this one
+		// (a reader that held it longer than the pass waits). The client retries.
+		return fmt.Errorf("%w: segment %s was replaced by its cleaned copy; retry", errSegmentReplaced, seg.name())
+	}
 	l.mu.Lock()
 	start, pred := l.logStart, l.pred
 	l.mu.Unlock()
@@ -851,7 +909,7 @@ func (l *Log) acquireClosed(s *segment) (*cachedSegment, error) {
 		l.mu.Lock()
 		interval := l.cfg.IndexIntervalBytes
 		l.mu.Unlock()
-		idx, err := l.loadIndex(context.Background(), f, s.base, s.epoch, s.end, s.size, interval)
+		idx, err := l.loadIndex(context.Background(), f, diskSegment{base: s.base, epoch: s.epoch, gen: s.gen}, s.end, s.size, interval)
 		if err != nil {
 			_ = f.Close()
 			return nil, nil, err
@@ -860,26 +918,34 @@ func (l *Log) acquireClosed(s *segment) (*cachedSegment, error) {
 	})
 }
 
-// loadIndex reads segment (base, epoch)'s .index file and returns it if it describes exactly
-// the batches below end in size bytes (any size when size < 0) within the file; otherwise it rebuilds the index by walking the batch
-// headers, and fails with ErrCorruptLog if those do not reach end.
-func (l *Log) loadIndex(ctx context.Context, f File, base int64, epoch int32, end, size int64, interval int32) (*segIndex, error) {
+// loadIndex reads segment s's .index file and returns it if it describes exactly the batches
+// below end in size bytes (any size when size < 0) within the file; otherwise it rebuilds the
+// index by walking the batch headers, and fails with ErrCorruptLog if those do not reach end.
+// A cleaned segment's batches may stop short of end (the cleaner removed the last offsets)
+// but must fill its file: the cleaner wrote it whole.
+func (l *Log) loadIndex(ctx context.Context, f File, s diskSegment, end, size int64, interval int32) (*segIndex, error) {
+	gaps := s.gen.cleaned()
 	fileSize, err := f.Size()
 	if err != nil {
 		return nil, err
 	}
-	if b, err := readFile(l.fsys, filepath.Join(l.dir, indexName(base, epoch))); err == nil {
-		if x, err := decodeIndex(b, base, epoch, interval); err == nil && x.next == end && x.size <= fileSize && (size < 0 || x.size == size) {
+	if b, err := readFile(l.fsys, filepath.Join(l.dir, s.indexName())); err == nil {
+		if x, err := decodeIndex(b, s.base, s.epoch, interval, gaps); err == nil && x.next == end && x.size <= fileSize && (size < 0 || x.size == size) {
 			return x, nil
 		}
 	}
-	x := newSegIndex(base, interval)
-	got, err := scanBatches(ctx, f, 0, fileSize, base, end, false, x.add)
+	x := newSegIndex(s.base, interval)
+	got, err := scanBatches(ctx, f, 0, fileSize, s.base, end, false, gaps, x.add)
 	if err != nil {
 		return nil, err
 	}
-	if got.next != end || (size >= 0 && got.pos != size) {
-		return nil, &StorageError{Op: "index " + segmentName(base, epoch), Err: fmt.Errorf("%w: batches end at offset %d (byte %d), the next segment starts at %d: %v", ErrCorruptLog, got.next, got.pos, end, got.refused)}
+	short := got.next != end
+	if gaps {
+		short = got.next > end || got.pos != fileSize || got.refused != nil
+		x.next = end
+	}
+	if short || (size >= 0 && got.pos != size) {
+		return nil, &StorageError{Op: "index " + s.name(), Err: fmt.Errorf("%w: batches end at offset %d (byte %d), the next segment starts at %d: %v", ErrCorruptLog, got.next, got.pos, end, got.refused)}
 	}
 	return x, nil
 }

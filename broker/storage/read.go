@@ -94,13 +94,17 @@ func readBatches(f io.ReaderAt, pos, limit, offset int64, c batchCut) ([]byte, i
 func (l *Log) OffsetForTimestamp(ts int64) (TimestampOffset, bool, error) {
 	for {
 		got, ok, err := l.offsetForTimestamp(ts)
-		if !errors.Is(err, errLogStartMoved) {
+		if !errors.Is(err, errLogStartMoved) && !errors.Is(err, errSegmentReplaced) {
 			return got, ok, err
 		}
 	}
 }
 
 var errLogStartMoved = errors.New("the log start moved")
+
+// errSegmentReplaced is a closed segment that vanished because a cleaning pass replaced it:
+// NOT_LEADER_OR_FOLLOWER to a client, which retries (docs/compaction.md "Readers").
+var errSegmentReplaced = fmt.Errorf("%w: segment replaced", ErrNotLeader)
 
 func (l *Log) offsetForTimestamp(ts int64) (TimestampOffset, bool, error) {
 	l.mu.Lock()

@@ -15,7 +15,8 @@ import (
 // dated by the records' own timestamps, never by file times, and a segment none of whose
 // batches carries a timestamp is never deleted by time. Segments that hold nothing readable
 // (empty, or wholly below the log start) go as well. Size retention then deletes the oldest
-// while the log stays at least retention.bytes without them.
+// while the log stays at least retention.bytes without them. With cleanup.policy=compact
+// (NoDelete) neither applies: only the cleaner removes data.
 func (l *Log) retentionCutLocked(nowMs int64) int {
 	cfg := l.cfg
 	n := 0
@@ -24,12 +25,12 @@ func (l *Log) retentionCutLocked(nowMs int64) int {
 		if s.empty() || s.end <= l.logStart {
 			continue
 		}
-		if cfg.RetentionMs >= 0 && s.maxTs >= 0 && nowMs-s.maxTs > cfg.RetentionMs {
+		if !cfg.NoDelete && cfg.RetentionMs >= 0 && s.maxTs >= 0 && nowMs-s.maxTs > cfg.RetentionMs {
 			continue
 		}
 		break
 	}
-	if cfg.RetentionBytes >= 0 {
+	if !cfg.NoDelete && cfg.RetentionBytes >= 0 {
 		total := l.activeIdx.size
 		for _, s := range l.closed[n:] {
 			total += s.size
@@ -100,7 +101,7 @@ func (l *Log) deleteFront(count int, minStart int64) error {
 	l.mu.Unlock()
 	for _, s := range gone {
 		l.cache.forget(l.cacheKey(s))
-		for _, name := range []string{s.name(), indexName(s.base, s.epoch)} {
+		for _, name := range []string{s.name(), s.indexName()} {
 			if err := l.fsys.Remove(filepath.Join(l.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return storageErr("retention: delete "+name, err)
 			}

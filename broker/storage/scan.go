@@ -34,10 +34,14 @@ const scanBufferSize = 1 << 20
 //     deposed writer appended after the new leader rolled);
 //   - with verify, a CRC-32C mismatch.
 //
+// With gaps (a cleaned segment, docs/compaction.md) a batch may start past next — the
+// cleaner removed the offsets between — and hold fewer records than its offset range (Apache
+// keeps a retained batch's base and last offset); it must still start at or after next.
+//
 // It stops cleanly when next reaches bound. It never trusts a length before checking it
 // against the bytes that exist, and never buffers more than scanBufferSize, whatever the
 // file holds. The error is an I/O error from r (or ctx's).
-func scanBatches(ctx context.Context, r io.ReaderAt, pos, size, next, bound int64, verify bool, visit func(h batchHeader, pos int64)) (scanEnd, error) {
+func scanBatches(ctx context.Context, r io.ReaderAt, pos, size, next, bound int64, verify, gaps bool, visit func(h batchHeader, pos int64)) (scanEnd, error) {
 	br := bufio.NewReaderSize(io.NewSectionReader(r, pos, max(size-pos, 0)), scanBufferSize)
 	var hdr [batchHeaderSize]byte
 	var scratch []byte
@@ -58,7 +62,7 @@ func scanBatches(ctx context.Context, r io.ReaderAt, pos, size, next, bound int6
 			return end, shortRead(&end, err)
 		}
 		h := parseHeader(hdr[:])
-		if err := h.shapeError(); err != nil {
+		if err := h.storedShapeError(gaps); err != nil {
 			end.refused = err
 			return end, nil
 		}
@@ -66,7 +70,7 @@ func scanBatches(ctx context.Context, r io.ReaderAt, pos, size, next, bound int6
 		case h.size() > left:
 			end.refused = fmt.Errorf("%w: batch at %d says %d bytes, %d left", errTorn, end.pos, h.size(), left)
 			return end, nil
-		case h.BaseOffset != end.next:
+		case h.BaseOffset != end.next && !(gaps && h.BaseOffset > end.next):
 			end.refused = fmt.Errorf("%w: batch at %d has base offset %d, expected %d", ErrCorruptMessage, end.pos, h.BaseOffset, end.next)
 			return end, nil
 		case h.lastOffset() >= bound:

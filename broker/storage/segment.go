@@ -11,6 +11,9 @@ import (
 type segment struct {
 	base  int64
 	epoch int32
+	// gen is the cleaned copy the log reads (zero: the file its leader wrote). A cleaned
+	// segment's batches leave gaps: offsets the cleaner removed (docs/compaction.md).
+	gen cleanGen
 	// end is the offset after the segment's last batch, which is the next segment's base
 	// offset. Bytes stored after the batch ending at end (a deposed writer's) are never read.
 	end int64
@@ -20,22 +23,27 @@ type segment struct {
 	maxTsOffset int64
 }
 
-func (s *segment) name() string { return segmentName(s.base, s.epoch) }
+func (s *segment) name() string      { return segFileName(s.base, s.epoch, s.gen, segmentSuffix) }
+func (s *segment) indexName() string { return segFileName(s.base, s.epoch, s.gen, indexSuffix) }
 
 func (s *segment) empty() bool { return s.end == s.base }
 
-func segmentFromIndex(epoch int32, x *segIndex) *segment {
-	return &segment{base: x.base, epoch: epoch, end: x.next, size: x.size, maxTs: x.maxTs, maxTsOffset: x.maxTsOffset}
+func segmentFromIndex(epoch int32, g cleanGen, x *segIndex) *segment {
+	return &segment{base: x.base, epoch: epoch, gen: g, end: x.next, size: x.size, maxTs: x.maxTs, maxTsOffset: x.maxTsOffset}
 }
 
 // diskSegment is a segment file found in the partition directory.
 type diskSegment struct {
 	base  int64
 	epoch int32
+	gen   cleanGen // the copy the journal names
 	// bound is the smallest base offset of every segment after this one in log order: the
 	// segment holds data only below it. MaxInt64 for the last segment.
 	bound int64
 }
+
+func (s diskSegment) name() string      { return segFileName(s.base, s.epoch, s.gen, segmentSuffix) }
+func (s diskSegment) indexName() string { return segFileName(s.base, s.epoch, s.gen, indexSuffix) }
 
 // orderSegments puts the segment files in log order and finds which are part of the log.
 //

@@ -108,6 +108,9 @@ func (l *Log) Takeover(ctx context.Context, epoch int32) error {
 		return err
 	}
 	l.state = stateServing
+	if c := l.opts.Cleaner; c != nil {
+		c.add(l)
+	}
 	l.log.V(1).Info("Took over partition", "epoch", epoch, "logStart", l.logStart, "logEnd", l.leo, "segments", len(l.closed)+1)
 	l.mu.Unlock()
 	go l.flush()
@@ -170,6 +173,9 @@ type knownLog struct {
 	logStart int64
 	snaps    []snapRef // checkpoint candidates, newest first
 	pred     string    // the claim file whose journal described the log ("" when a listing did)
+	// dirtyFrom is the first offset the previous leaders' cleaners had not cleaned, horizon
+	// the earliest delete horizon they left (-1: none).
+	dirtyFrom, horizon int64
 }
 
 // discover is step 2. The predecessor is the newest claim below ours whose takeover completed
@@ -191,19 +197,20 @@ func (l *Log) discover(epoch int32) (*knownLog, error) {
 	if err != nil {
 		return nil, err
 	}
-	known := &knownLog{pred: pred}
+	known := &knownLog{pred: pred, horizon: -1}
 	l.mu.Lock()
 	l.pred = pred
 	l.mu.Unlock()
 	if pred != "" {
 		for _, s := range view.segments() {
-			known.segs = append(known.segs, diskSegment{base: s.base, epoch: s.epoch})
+			known.segs = append(known.segs, diskSegment{base: s.base, epoch: s.epoch, gen: s.gen})
 			known.snaps = append(known.snaps, snapRef{s.base, s.epoch})
 		}
 		for _, off := range view.checkpoints {
 			known.snaps = append(known.snaps, snapRef{off, view.header.epoch})
 		}
 		known.logStart = max(view.logStart, 0)
+		known.dirtyFrom, known.horizon = view.dirtyFrom, view.horizon
 	} else {
 		known.segs = listedSegments(names, firstChained)
 		if known.logStart, err = l.readLegacyLogStart(); err != nil {
@@ -287,6 +294,8 @@ type recovered struct {
 	producers *producerState
 	history   []epochStart
 	tail      tailRange // what step 4 commits
+	dirtyFrom int64     // the cleaner's checkpoint: the first offset not cleaned yet
+	horizon   int64     // the earliest delete horizon in the cleaned log (-1: none)
 }
 
 // tailRange is the part of the last segment that recovery verified after the checkpoint.
@@ -301,7 +310,7 @@ type tailRange struct {
 func (l *Log) recoverLog(ctx context.Context, known *knownLog) (*recovered, error) {
 	valid, junk := orderSegments(known.segs)
 	for _, s := range junk {
-		l.log.V(1).Info("Ignoring a deposed leader's segment outside the log", "segment", segmentName(s.base, s.epoch), "nextBase", s.bound)
+		l.log.V(1).Info("Ignoring a deposed leader's segment outside the log", "segment", s.name(), "nextBase", s.bound)
 	}
 	valid = slices.DeleteFunc(valid, func(s diskSegment) bool { return s.bound <= known.logStart })
 	l.mu.Lock()
@@ -321,7 +330,7 @@ func (l *Log) recoverLog(ctx context.Context, known *knownLog) (*recovered, erro
 	if err != nil {
 		return nil, err
 	}
-	out := &recovered{closed: rec.closed, producers: rec.producers, tail: rec.tail}
+	out := &recovered{closed: rec.closed, producers: rec.producers, tail: rec.tail, dirtyFrom: known.dirtyFrom, horizon: known.horizon}
 	out.logStart = known.logStart
 	if len(rec.closed) > 0 {
 		out.logStart = max(out.logStart, rec.closed[0].base)
@@ -330,6 +339,7 @@ func (l *Log) recoverLog(ctx context.Context, known *knownLog) (*recovered, erro
 		out.leo = out.logStart // an empty partition, or one whose segments were all deleted
 	}
 	out.logStart = min(out.logStart, out.leo)
+	out.dirtyFrom = min(max(out.dirtyFrom, out.logStart), out.leo)
 	out.history = epochHistory(rec.closed, l.epoch, out.leo)
 	out.producers.expire(l.opts.Now().UnixMilli(), cfg.ProducerIDExpirationMs)
 	out.producers.dropAbortedBelow(out.logStart)
@@ -367,7 +377,7 @@ func (l *Log) commitTail(t tailRange) error {
 	if t.to <= t.from {
 		return nil // the checkpoint is at the log end: its writer fsynced everything before it
 	}
-	name := segmentName(t.seg.base, t.seg.epoch)
+	name := t.seg.name()
 	f, err := l.fsys.OpenFile(filepath.Join(l.dir, name), os.O_RDWR, 0)
 	if err != nil {
 		return storageErr("recover: commit "+name, err)
@@ -418,10 +428,24 @@ func (l *Log) rollAtTakeover(rec *recovered) error {
 
 // recordTakeover is step 6: the recovered log and the roll point, durable in the claim's
 // journal before the log serves. From now on a later takeover reads the log from here.
+//
+// The cleaned copies the log reads (and the cleaner's checkpoint) go first, in a record of
+// their own: the takeover record counts only with them before it, and an earlier version,
+// which skips the unknown record, still reads the takeover record (docs/compaction.md
+// "Upgrades").
 func (l *Log) recordTakeover(rec *recovered) error {
 	t := takeoverRecord{logStart: rec.logStart, roll: rec.leo}
+	c := cleanRecord{dirtyFrom: rec.dirtyFrom, horizon: rec.horizon}
 	for _, s := range rec.closed {
 		t.segments = append(t.segments, segRef{base: s.base, epoch: s.epoch})
+		if s.gen.cleaned() {
+			c.segments = append(c.segments, segRef{base: s.base, epoch: s.epoch, gen: s.gen})
+		}
+	}
+	if len(c.segments) > 0 || c.dirtyFrom > 0 || c.horizon >= 0 {
+		if err := l.journal.append(recClean, encodeClean(c)); err != nil {
+			return storageErr("record takeover", err)
+		}
 	}
 	if err := l.journal.append(recTakeover, encodeTakeover(t)); err != nil {
 		return storageErr("record takeover", err)
@@ -437,6 +461,7 @@ func (l *Log) install(rec *recovered) {
 	l.logStart, l.leo, l.hw, l.hwPos = rec.logStart, rec.leo, rec.leo, 0
 	l.producers = rec.producers
 	l.epochs = rec.history
+	l.dirtyFrom, l.horizon = rec.dirtyFrom, rec.horizon
 }
 
 // checkpointCandidate is a place recovery may start from.
@@ -464,6 +489,9 @@ func (l *Log) checkpointCandidates(snaps []snapRef, valid []diskSegment) []check
 		i := slices.IndexFunc(valid, func(d diskSegment) bool { return d.base == cp.segBase && d.epoch == cp.segEpoch })
 		if i < 0 || cp.offset > valid[i].bound {
 			continue
+		}
+		if valid[i].gen.cleaned() && (cp.pos != 0 || cp.offset != valid[i].base) {
+			continue // a position in the bytes the cleaner has since rewritten
 		}
 		out = append(out, checkpointCandidate{cp: cp, seg: i, producers: ps})
 	}
@@ -494,15 +522,15 @@ func (r *recovery) run(ctx context.Context) error {
 		seg, err := r.recoverSegment(ctx, i, s)
 		if errors.Is(err, errVanished) && len(r.closed) == 0 {
 			if i == r.cpSeg && !r.fallback {
-				return fmt.Errorf("%w: its segment %s vanished", errBadCheckpoint, segmentName(s.base, s.epoch))
+				return fmt.Errorf("%w: its segment %s vanished", errBadCheckpoint, s.name())
 			}
 			// The oldest segments went since they were recorded: the log start moved past
 			// them (retention by a leader whose record this takeover could not see).
-			r.l.log.Info("The oldest segment vanished: the log start moved past it", "segment", segmentName(s.base, s.epoch))
+			r.l.log.Info("The oldest segment vanished: the log start moved past it", "segment", s.name())
 			continue
 		}
 		if errors.Is(err, errVanished) {
-			return &StorageError{Op: "recover " + segmentName(s.base, s.epoch), Err: fmt.Errorf("%w: %w", ErrCorruptLog, err)}
+			return &StorageError{Op: "recover " + s.name(), Err: fmt.Errorf("%w: %w", ErrCorruptLog, err)}
 		}
 		if err != nil {
 			return err
@@ -540,17 +568,20 @@ func (r *recovery) recoverSegment(ctx context.Context, i int, s diskSegment) (*s
 	if last {
 		r.tail = tailRange{seg: s, from: pos, to: end.pos}
 	} else if err := f.Sync(); err != nil {
-		return nil, storageErr("recover: fsync "+segmentName(s.base, s.epoch), err)
+		return nil, storageErr("recover: fsync "+s.name(), err)
 	}
-	if err := writeFileAtomic(r.l.fsys, filepath.Join(r.l.dir, indexName(s.base, s.epoch)), x.encode(s.epoch), r.l.epoch); err != nil {
+	if s.gen.cleaned() && !last {
+		x.next = s.bound // the cleaner may have removed the segment's last offsets
+	}
+	if err := writeFileAtomic(r.l.fsys, filepath.Join(r.l.dir, s.indexName()), x.encode(s.epoch), r.l.epoch); err != nil {
 		return nil, storageErr("recover: write index", err)
 	}
-	return segmentFromIndex(s.epoch, x), nil
+	return segmentFromIndex(s.epoch, s.gen, x), nil
 }
 
 // open opens segment s for reading and returns its size.
 func (r *recovery) open(s diskSegment) (File, int64, error) {
-	name := segmentName(s.base, s.epoch)
+	name := s.name()
 	f, err := r.l.fsys.OpenFile(filepath.Join(r.l.dir, name), os.O_RDONLY, 0)
 	if vanished(err) {
 		return nil, 0, fmt.Errorf("%w: %s: %w", errVanished, name, err)
@@ -569,14 +600,14 @@ func (r *recovery) open(s diskSegment) (File, int64, error) {
 // indexBeforeCheckpoint is a closed segment before the checkpoint: verified when written, it
 // only needs its index.
 func (r *recovery) indexBeforeCheckpoint(ctx context.Context, f File, s diskSegment) (*segment, error) {
-	x, err := r.l.loadIndex(ctx, f, s.base, s.epoch, s.bound, -1, r.cfg.IndexIntervalBytes)
+	x, err := r.l.loadIndex(ctx, f, s, s.bound, -1, r.cfg.IndexIntervalBytes)
 	if err != nil {
 		return nil, storageErr("recover", err)
 	}
 	if err := r.writeIndexIfChanged(s, x); err != nil {
 		return nil, err
 	}
-	return segmentFromIndex(s.epoch, x), nil
+	return segmentFromIndex(s.epoch, s.gen, x), nil
 }
 
 // resumePoint is where verification of segment i starts: its first byte, or the checkpoint's
@@ -587,7 +618,7 @@ func (r *recovery) resumePoint(ctx context.Context, f File, s diskSegment, i int
 	if i != r.cpSeg {
 		return x, 0, s.base, nil
 	}
-	name := segmentName(s.base, s.epoch)
+	name := s.name()
 	switch {
 	case r.cp.pos == 0 && r.cp.offset != s.base:
 		return nil, 0, 0, fmt.Errorf("%w: snapshot at offset %d, byte 0 of %s", errBadCheckpoint, r.cp.offset, name)
@@ -606,14 +637,14 @@ func (r *recovery) resumePoint(ctx context.Context, f File, s diskSegment, i int
 // verify scans from pos, checking every batch (CRC-32C included) and applying idempotent ones
 // to the producer state.
 func (r *recovery) verify(ctx context.Context, f File, s diskSegment, x *segIndex, pos, next, size int64) (scanEnd, error) {
-	end, err := scanBatches(ctx, f, pos, size, next, s.bound, true, func(h batchHeader, pos int64) {
+	end, err := scanBatches(ctx, f, pos, size, next, s.bound, true, s.gen.cleaned(), func(h batchHeader, pos int64) {
 		x.add(h, pos)
 		if h.idempotent() {
 			r.producers.apply(h)
 		}
 	})
 	if err != nil {
-		return end, storageErr("recover: scan "+segmentName(s.base, s.epoch), err)
+		return end, storageErr("recover: scan "+s.name(), err)
 	}
 	return end, nil
 }
@@ -622,11 +653,17 @@ func (r *recovery) verify(ctx context.Context, f File, s diskSegment, x *segInde
 // base: bytes lost or damaged in the middle of the log. The last segment just ends where its
 // valid batches do (a torn tail is left in place and never read).
 func (r *recovery) checkReachesBound(s diskSegment, end scanEnd, last bool) error {
-	if !last && end.next != s.bound {
-		return &StorageError{Op: "recover " + segmentName(s.base, s.epoch), Err: fmt.Errorf("%w: batches stop at offset %d (byte %d), the next segment starts at %d: %v", ErrCorruptLog, end.next, end.pos, s.bound, end.refused)}
+	short := end.next != s.bound
+	if s.gen.cleaned() {
+		// The cleaner wrote the copy whole: every byte is a batch, the last may end short
+		// of the bound (offsets it removed).
+		short = end.next > s.bound || end.refused != nil
+	}
+	if !last && short {
+		return &StorageError{Op: "recover " + s.name(), Err: fmt.Errorf("%w: batches stop at offset %d (byte %d), the next segment starts at %d: %v", ErrCorruptLog, end.next, end.pos, s.bound, end.refused)}
 	}
 	if last && end.refused != nil {
-		r.l.log.Info("The partition's last segment ends in a torn tail; the log ends before it", "segment", segmentName(s.base, s.epoch), "validBytes", end.pos, "reason", end.refused.Error())
+		r.l.log.Info("The partition's last segment ends in a torn tail; the log ends before it", "segment", s.name(), "validBytes", end.pos, "reason", end.refused.Error())
 	}
 	return nil
 }
@@ -635,14 +672,14 @@ func (r *recovery) checkReachesBound(s diskSegment, end scanEnd, last bool) erro
 // that ends exactly at the checkpoint, else by walking the headers, which must land exactly on
 // the checkpoint (errBadCheckpoint otherwise: the snapshot is not about these bytes).
 func (l *Log) loadIndexPrefix(ctx context.Context, f File, s diskSegment, cp checkpoint, x *segIndex) (*segIndex, error) {
-	if b, err := readFile(l.fsys, filepath.Join(l.dir, indexName(s.base, s.epoch))); err == nil {
-		if got, err := decodeIndex(b, s.base, s.epoch, int32(x.interval)); err == nil && got.next == cp.offset && got.size == cp.pos {
+	if b, err := readFile(l.fsys, filepath.Join(l.dir, s.indexName())); err == nil {
+		if got, err := decodeIndex(b, s.base, s.epoch, int32(x.interval), false); err == nil && got.next == cp.offset && got.size == cp.pos {
 			return got, nil
 		}
 	}
-	end, err := scanBatches(ctx, f, 0, cp.pos, s.base, cp.offset, false, x.add)
+	end, err := scanBatches(ctx, f, 0, cp.pos, s.base, cp.offset, false, false, x.add)
 	if err != nil {
-		return nil, storageErr("recover: index "+segmentName(s.base, s.epoch), err)
+		return nil, storageErr("recover: index "+s.name(), err)
 	}
 	if end.pos != cp.pos || end.next != cp.offset {
 		return nil, fmt.Errorf("%w: batches reach offset %d at byte %d, snapshot says %d at %d", errBadCheckpoint, end.next, end.pos, cp.offset, cp.pos)
@@ -652,7 +689,7 @@ func (l *Log) loadIndexPrefix(ctx context.Context, f File, s diskSegment, cp che
 
 // writeIndexIfChanged writes a rebuilt index (one whose file was missing or stale).
 func (r *recovery) writeIndexIfChanged(s diskSegment, x *segIndex) error {
-	path := filepath.Join(r.l.dir, indexName(s.base, s.epoch))
+	path := filepath.Join(r.l.dir, s.indexName())
 	want := x.encode(s.epoch)
 	if b, err := readFile(r.l.fsys, path); err == nil && string(b) == string(want) {
 		return nil
