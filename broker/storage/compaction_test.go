@@ -24,13 +24,16 @@ type kv struct{ key, value []byte }
 
 // keyedBatch builds a batch of recs as a producer sends it: producer pid (−1 none) at epoch
 // with first sequence seq, transactional when txn, compressed with codec.
+// t may be nil (a child process of a crash test): an encoding error then panics.
 func keyedBatch(t testing.TB, recs []kv, pid int64, epoch int16, seq int32, txn bool, codec int, ts int64) []byte {
-	t.Helper()
 	rs := make([]records.Record, len(recs))
 	for i, r := range recs {
 		rs[i] = records.Record{TimestampDelta: int64(i), OffsetDelta: int32(i), Key: r.key, Value: r.value}
 	}
 	body, err := records.Encode(codec, rs)
+	if err != nil && t == nil {
+		panic(err)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
