@@ -21,6 +21,9 @@ type batchSpec struct {
 	pepoch    int16
 	seq       int32
 	codec     int16 // attribute codec bits (the records are not really compressed)
+	// keySeed, when not zero, gives record i the 8-byte key keySeed+i (unique in practice
+	// for random seeds: a compacted log's cleaner then removes nothing); else keys are null.
+	keySeed uint64
 }
 
 func plain(records int, seed byte) batchSpec {
@@ -54,7 +57,12 @@ func makeBatch(s batchSpec) []byte {
 		r = append(r, 0)                 // attributes
 		r = appendVarint(r, ts-s.baseTs) // timestamp delta
 		r = appendVarint(r, int64(i))    // offset delta
-		r = appendVarint(r, -1)          // null key
+		if s.keySeed != 0 {
+			r = appendVarint(r, 8)
+			r = binary.BigEndian.AppendUint64(r, s.keySeed+uint64(i))
+		} else {
+			r = appendVarint(r, -1) // null key
+		}
 		r = appendVarint(r, int64(s.valueSize))
 		for j := 0; j < s.valueSize; j++ {
 			r = append(r, s.seed+byte(i)+byte(j))

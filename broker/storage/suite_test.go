@@ -44,6 +44,24 @@ func TestTwoRacingTakeoversAndADeposedWriter(t *testing.T) {
 	}
 }
 
+// TestADeposedLeadersCleanerRacingTwoTakeovers is the race above on a compacted topic: every
+// leader also runs cleaning passes at random moments — the deposed one's swaps racing the
+// newer claims, the racers' racing their own appends and reads. Every key is unique, so a
+// clean removes nothing and every acknowledged and served batch must still read byte for
+// byte, from whichever copy of its segment the journals name.
+func TestADeposedLeadersCleanerRacingTwoTakeovers(t *testing.T) {
+	for _, b := range simBackends {
+		runSeeded(t, simRun{test: "TestADeposedLeadersCleanerRacingTwoTakeovers", backend: b, scenario: func(t *testing.T, seed uint64, be *simBackend) simStats {
+			return takeoverRaceCompacted(t, seed, be, 4, 2)
+		}}, simIterations())
+	}
+	if n := simCleanedPasses.Load(); n == 0 {
+		t.Fatal("no cleaning pass was swapped in: the race never exercised a swap")
+	} else {
+		t.Logf("%d cleaning passes swapped in", n)
+	}
+}
+
 // TestTwoLogsAtEpochs5And6NeverLoseAnAcknowledgedAppend is the safety core: whatever the
 // interleaving of an epoch-5 leader that keeps appending and an epoch-6 leader taking over
 // (mid-append, mid-roll, mid-fsync), every append the epoch-5 log acknowledged (acks=all or
@@ -182,17 +200,39 @@ func TestASeedReplaysTheSameSchedule(t *testing.T) {
 // takeoverRace is one iteration: a deposed leader at epoch deposed still appending while
 // racers takeovers at the next epochs start at random moments.
 func takeoverRace(t *testing.T, seed uint64, b *simBackend, deposed int32, racers int, record bool) simStats {
+	return takeoverRaceWith(t, seed, b, deposed, racers, record, false)
+}
+
+// takeoverRaceCompacted is takeoverRace on a compacted topic with cleaners.
+func takeoverRaceCompacted(t *testing.T, seed uint64, b *simBackend, deposed int32, racers int) simStats {
+	return takeoverRaceWith(t, seed, b, deposed, racers, false, true)
+}
+
+func takeoverRaceWith(t *testing.T, seed uint64, b *simBackend, deposed int32, racers int, record, compact bool) simStats {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	s := newSimScheduler(seed)
 	s.record = record
 	var st simStats
 	cfg := testConfig()
+	if compact {
+		cfg.Compact, cfg.MinCleanableDirtyRatio = true, 0
+	}
+	keys := func(r *rand.Rand) uint64 { // unique keys on a compacted topic, none otherwise
+		if !compact {
+			return 0
+		}
+		return r.Uint64() | 1
+	}
 	cfg.SegmentBytes = int64(2048 + rng.IntN(8192))
 	cfg.IndexIntervalBytes = int32(64 + rng.IntN(1024))
 	ledger := newSimLedger(t)
 	ledger.lossyAcksOne = b.nfs != nil
 	opts := func(node FS, actor string, fault func(Op, string) error) Options {
-		return s.options(FaultFS{FS: node, Fault: fault}, actor)
+		o := s.options(FaultFS{FS: node, Fault: fault}, actor)
+		if compact {
+			o.Cleaner = NewCleaner(CleanerConfig{DedupeBufferBytes: 64 << 10})
+		}
+		return o
 	}
 	var logs []*Log
 	defer func() {
@@ -208,8 +248,10 @@ func takeoverRace(t *testing.T, seed uint64, b *simBackend, deposed int32, racer
 		node, _ := b.node()
 		prev := openLog(t, b.dir, deposed-1, cfg, Options{FS: node})
 		for i := range rng.IntN(12) {
-			res := mustAppend(t, prev, makeBatch(plain(1+i%3, byte(i))), AcksAll)
-			ledger.acked(res.BaseOffset, stored(makeBatch(plain(1+i%3, byte(i))), res.BaseOffset, deposed-1), AcksAll)
+			spec := plain(1+i%3, byte(i))
+			spec.keySeed = keys(rng)
+			res := mustAppend(t, prev, makeBatch(spec), AcksAll)
+			ledger.acked(res.BaseOffset, stored(makeBatch(spec), res.BaseOffset, deposed-1), AcksAll)
 		}
 		crash(t, prev)
 	}
@@ -223,7 +265,9 @@ func takeoverRace(t *testing.T, seed uint64, b *simBackend, deposed int32, racer
 	}
 	logs = append(logs, l4)
 	for i := range 1 + rng.IntN(10) {
-		batch := makeBatch(plain(1+i%4, byte(50+i)))
+		spec := plain(1+i%4, byte(50+i))
+		spec.keySeed = keys(rng)
+		batch := makeBatch(spec)
 		res := mustAppend(t, l4, bytes.Clone(batch), AcksAll)
 		ledger.acked(res.BaseOffset, batch, AcksAll)
 	}
@@ -235,11 +279,15 @@ func takeoverRace(t *testing.T, seed uint64, b *simBackend, deposed int32, racer
 		for p := range 1 + prng.IntN(3) {
 			pseed := prng.Uint64()
 			s.actor(&wg, func() {
-				simProducer(t, s, l, ledger, fmt.Sprintf("%s-p%d", actor, p), int64(epoch)*100+int64(p), pseed)
+				simProducer(t, s, l, ledger, fmt.Sprintf("%s-p%d", actor, p), int64(epoch)*100+int64(p), pseed, compact)
 			})
 		}
 		rseed := prng.Uint64()
 		s.actor(&wg, func() { simReader(t, s, l, ledger, actor+"-r", rseed) })
+		if compact {
+			cseed := prng.Uint64()
+			s.actor(&wg, func() { simCleaner(t, s, l, actor+"-c", cseed) })
+		}
 	}
 	lead(l4, deposed, fmt.Sprintf("e%d", deposed), rand.New(rand.NewPCG(seed, 2)))
 
@@ -330,7 +378,10 @@ func takeoverRace(t *testing.T, seed uint64, b *simBackend, deposed int32, racer
 // simProducer appends batches to l, one scheduled step each, recording what is acknowledged;
 // now and then it retries its last idempotent batch, which must come back as the duplicate at
 // the original offsets.
-func simProducer(t *testing.T, s *simScheduler, l *Log, ledger *simLedger, actor string, pid int64, seed uint64) {
+//
+// With keyed, every record has a key of its own (a compacted topic whose cleaner removes
+// nothing).
+func simProducer(t *testing.T, s *simScheduler, l *Log, ledger *simLedger, actor string, pid int64, seed uint64, keyed bool) {
 	rng := rand.New(rand.NewPCG(seed, 4))
 	seq := int32(0)
 	var last []byte
@@ -348,6 +399,9 @@ func simProducer(t *testing.T, s *simScheduler, l *Log, ledger *simLedger, actor
 		} else {
 			spec := idem(pid, 0, seq, 1+rng.IntN(4))
 			spec.valueSize, spec.seed = rng.IntN(300), byte(n)
+			if keyed {
+				spec.keySeed = rng.Uint64() | 1
+			}
 			batch = makeBatch(spec)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -374,6 +428,31 @@ func simProducer(t *testing.T, s *simScheduler, l *Log, ledger *simLedger, actor
 		ledger.acked(res.BaseOffset, batch, acks)
 		last, lastRes = batch, res
 		seq += int32(parseHeader(batch).RecordCount)
+	}
+}
+
+// simCleanedPasses counts the passes the simulations' cleaners swapped in (the compacted
+// race checks it did clean).
+var simCleanedPasses atomic.Int64
+
+// simCleaner runs cleaning passes on l at random steps; it stops when the log does.
+func simCleaner(t *testing.T, s *simScheduler, l *Log, actor string, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 8))
+	for range 2 + rng.IntN(5) {
+		for range rng.IntN(30) {
+			s.step(actor + " wait")
+		}
+		s.step(actor + " clean")
+		res, err := l.Clean(context.Background())
+		if res.Cleaned {
+			simCleanedPasses.Add(1)
+		}
+		if err != nil {
+			if !errors.Is(err, ErrFenced) && !errors.Is(err, ErrNotLeader) && !errors.Is(err, ErrStorage) {
+				t.Errorf("%s: clean: %v", actor, err)
+			}
+			return
+		}
 	}
 }
 
@@ -453,7 +532,7 @@ func nodeCrashes(t *testing.T, seed uint64, b *simBackend) simStats {
 			for p := range 1 + prng.IntN(3) {
 				pseed := prng.Uint64()
 				s.actor(&wg, func() {
-					simProducer(t, s, l, ledger, fmt.Sprintf("%s-p%d", actor, p), int64(e)*100+int64(p), pseed)
+					simProducer(t, s, l, ledger, fmt.Sprintf("%s-p%d", actor, p), int64(e)*100+int64(p), pseed, false)
 				})
 			}
 			rseed := prng.Uint64()
