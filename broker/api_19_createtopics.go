@@ -30,7 +30,9 @@ import (
 //     durability; manual replica assignments → INVALID_REPLICA_ASSIGNMENT when counts are
 //     also set (INVALID_REQUEST in Apache's words), and refused otherwise too: paddock places
 //     leaders itself; an unknown config key, a null value or one paddock cannot honour
-//     (compaction, recompression, min.insync.replicas > 1) → INVALID_CONFIG.
+//     (recompression, min.insync.replicas > 1) → INVALID_CONFIG, and so are configs whose
+//     effective values conflict (min.compaction.lag.ms above max.compaction.lag.ms, the
+//     cluster's log.cleaner.* values included: kafkaconfig.TopicConflicts, Apache's message).
 //   - The answer waits, for at most the request's timeout (never more than maxAdminWait),
 //     until this broker's view shows every created topic with a topic id and a listed leader
 //     on every partition, so a client that produces right after creating finds a leader; it
@@ -173,6 +175,9 @@ func checkCreate(s *cluster.Snapshot, t kmsg.CreateTopicsRequestTopic, claimed m
 			spec.config = map[string]string{}
 		}
 		spec.config[c.Name] = *c.Value
+	}
+	if p := kafkaconfig.TopicConflicts(spec.config, s.ConfigMap); len(p) > 0 {
+		return nil, kerr.InvalidConfig.Code, kafkaconfig.Summary(p)
 	}
 	return spec, 0, ""
 }

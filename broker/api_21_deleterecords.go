@@ -1,9 +1,6 @@
 package broker
 
 import (
-	"slices"
-	"strings"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -18,8 +15,8 @@ import (
 //     closed segments wholly below it are deleted. LowWatermark is the log start after the
 //     call (-1 on error).
 //   - An offset past the high watermark, or negative other than -1 → OFFSET_OUT_OF_RANGE; a
-//     topic whose cleanup.policy lacks "delete" → POLICY_VIOLATION (Apache's rule; today every
-//     topic's policy is delete); an unknown topic or partition → UNKNOWN_TOPIC_OR_PARTITION;
+//     topic whose cleanup.policy lacks "delete" (cleanup.policy=compact) → POLICY_VIOLATION
+//     (Apache's rule); an unknown topic or partition → UNKNOWN_TOPIC_OR_PARTITION;
 //     not led or not yet taken over here → NOT_LEADER_OR_FOLLOWER; a volume failure →
 //     KAFKA_STORAGE_ERROR; the move not durable within the request's timeout (at least the
 //     admin APIs' minimum write time, so TimeoutMs 0 still moves it) → REQUEST_TIMED_OUT.
@@ -50,7 +47,7 @@ func handleDeleteRecords(rc *requestContext, kreq kmsg.Request) (kmsg.Response, 
 				op.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case !known:
 				op.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case !slices.Contains(strings.Split(t.Config.CleanupPolicy, ","), "delete"):
+			case !t.Config.Delete():
 				op.ErrorCode = kerr.PolicyViolation.Code
 			case rp.Offset < -1:
 				op.ErrorCode = kerr.OffsetOutOfRange.Code

@@ -18,7 +18,9 @@ import (
 //     INVALID_REQUEST (broker configs are the KafkaCluster's spec.config, changed with
 //     kubectl); an invalid topic name → INVALID_TOPIC_EXCEPTION; an unknown topic →
 //     UNKNOWN_TOPIC_OR_PARTITION; a key given twice, a null value, an unknown key or a value
-//     paddock cannot honour → INVALID_CONFIG, and nothing of that resource changes.
+//     paddock cannot honour → INVALID_CONFIG, and nothing of that resource changes; so does a
+//     new config whose effective values conflict (min.compaction.lag.ms above
+//     max.compaction.lag.ms: topic_config.go withoutConflicts).
 //   - ValidateOnly runs the checks and changes nothing.
 //   - Authorization (Apache's handleAlterConfigsRequest), after the duplicate check: a topic
 //     needs ALTER_CONFIGS on it, else TOPIC_AUTHORIZATION_FAILED; a broker or broker-logger

@@ -24,7 +24,9 @@ import (
 //     INVALID_REQUEST; an unknown key, APPEND or SUBTRACT on a key that is no list, or a value
 //     paddock cannot honour → INVALID_CONFIG.
 //   - Only the keys the request names are checked, so an existing invalid entry (set with
-//     kubectl, reported by the topic's Degraded condition) does not block other changes.
+//     kubectl, reported by the topic's Degraded condition) does not block other changes. The
+//     rules between keys are checked on the whole result, as Apache does: a config whose
+//     min.compaction.lag.ms ends above its max.compaction.lag.ms → INVALID_CONFIG.
 //   - Nothing of a resource changes unless all of its ops pass.
 //   - Authorization: as AlterConfigs' (ALTER_CONFIGS on the topic, or on the cluster for a
 //     broker or broker-logger resource: api_33_alterconfigs.go).

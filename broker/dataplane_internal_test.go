@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -269,5 +270,36 @@ func TestStorageConfigTakesEveryValueKafkaAccepts(t *testing.T) {
 	}
 	if cfg.SegmentBytes != 61 || cfg.MaxMessageBytes != 61 || cfg.IndexIntervalBytes != 1 || !cfg.LogAppendTime || cfg.RetentionMs != -1 {
 		t.Fatalf("config %+v", cfg)
+	}
+}
+
+// TestStorageConfigCarriesTheCompactionKeys: cleanup.policy becomes Compact and NoDelete, the
+// compaction keys pass through, and every edge kafkaconfig accepts (a zero lag, equal lags,
+// ratios 0 and 1, no tombstone retention) and a cluster whose lags make the topic's no range
+// pass storage's checks.
+func TestStorageConfigCarriesTheCompactionKeys(t *testing.T) {
+	for _, tt := range []struct {
+		rule              string
+		topic, cluster    map[string]string
+		compact, noDelete bool
+		minLag, maxLag    int64
+	}{
+		{"delete, the default", nil, nil, false, false, 0, math.MaxInt64},
+		{"compact only", map[string]string{"cleanup.policy": "compact", "delete.retention.ms": "0", "min.cleanable.dirty.ratio": "0"}, nil, true, true, 0, math.MaxInt64},
+		{"both", map[string]string{"cleanup.policy": "delete, compact", "min.cleanable.dirty.ratio": "1", "min.compaction.lag.ms": "5", "max.compaction.lag.ms": "5"}, nil, true, false, 5, 5},
+		{"from the cluster", nil, map[string]string{"log.cleanup.policy": "compact", "log.cleaner.min.compaction.lag.ms": "7"}, true, true, 7, math.MaxInt64},
+		{"the cluster's max below the topic's min", map[string]string{"cleanup.policy": "compact", "min.compaction.lag.ms": "100"},
+			map[string]string{"log.cleaner.max.compaction.lag.ms": "50"}, true, true, 0, math.MaxInt64},
+	} {
+		v := cluster.NewMemoryView(cluster.Snapshot{ClusterID: testClusterID, ConfigMap: tt.cluster, Topics: []cluster.Topic{{Name: "t", ID: [16]byte{1},
+			ConfigMap: tt.topic, Partitions: []cluster.Partition{{Index: 0, Leader: 0, LeaderEpoch: 1}}}}})
+		s := v.Snapshot()
+		cfg := storageConfig(&s.Topics[0], s)
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("%s: config %+v refused by storage: %v", tt.rule, cfg, err)
+		}
+		if cfg.Compact != tt.compact || cfg.NoDelete != tt.noDelete || cfg.MinCompactionLagMs != tt.minLag || cfg.MaxCompactionLagMs != tt.maxLag {
+			t.Errorf("%s: config %+v, want compact %v, no delete %v, lags %d and %d", tt.rule, cfg, tt.compact, tt.noDelete, tt.minLag, tt.maxLag)
+		}
 	}
 }

@@ -328,7 +328,9 @@ const batchHeaderBytes = 61
 // few values below what storage takes (segment.bytes from 14, max.message.bytes and
 // index.interval.bytes from 0); they are raised to storage's minimum, which answers the same:
 // a segment or message limit below a batch header refuses every batch, as Apache's does, and
-// an index interval of 0 indexes every batch, as 1 does.
+// an index interval of 0 indexes every batch, as 1 does. The compaction fields pass storage's
+// checks for every value kafkaconfig accepts: each key's range is storage's, and
+// kafkaconfig.ResolveTopic never resolves a min compaction lag above the max.
 func storageConfig(t *cluster.Topic, s *cluster.Snapshot) storage.Config {
 	c := t.Config
 	return storage.Config{
@@ -340,6 +342,12 @@ func storageConfig(t *cluster.Topic, s *cluster.Snapshot) storage.Config {
 		LogAppendTime:          c.LogAppendTime(),
 		IndexIntervalBytes:     max(c.IndexIntervalBytes, 1),
 		ProducerIDExpirationMs: s.Config.ProducerIDExpirationMs,
+		Compact:                c.Compact(),
+		NoDelete:               !c.Delete(),
+		DeleteRetentionMs:      c.DeleteRetentionMs,
+		MinCompactionLagMs:     c.MinCompactionLagMs,
+		MaxCompactionLagMs:     c.MaxCompactionLagMs,
+		MinCleanableDirtyRatio: c.MinCleanableDirtyRatio,
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/broker/cluster"
 	"github.com/paddock-dev/paddock/internal/acl"
+	"github.com/paddock-dev/paddock/internal/kafkaconfig"
 	"github.com/paddock-dev/paddock/internal/topicname"
 )
 
@@ -110,6 +111,7 @@ func (e *configError) Error() string { return e.msg }
 // validateOnly, else on the current object, written back. It returns the generation written
 // (0 when nothing was) and the error code and message.
 func (rc *requestContext) alterTopicConfig(ctx context.Context, t *cluster.Topic, validateOnly bool, change configChange) (int64, int16, string) {
+	change = withoutConflicts(change, rc.view.ConfigMap)
 	if validateOnly {
 		if _, cerr := change(maps.Clone(t.ConfigMap)); cerr != nil {
 			return 0, cerr.code, cerr.msg
@@ -135,6 +137,22 @@ func (rc *requestContext) alterTopicConfig(ctx context.Context, t *cluster.Topic
 		return 0, code, fmt.Sprintf("update KafkaTopic %s of '%s': %s", t.Object, t.Name, msg)
 	}
 	return kt.Generation, 0, ""
+}
+
+// withoutConflicts is change refusing a result whose keys conflict on their effective values
+// in a cluster whose spec.config is cluster (kafkaconfig.TopicConflicts: a min.compaction.lag.ms
+// above max.compaction.lag.ms), with INVALID_CONFIG, as Apache's LogConfig.validateValues does.
+func withoutConflicts(change configChange, cluster map[string]string) configChange {
+	return func(cur map[string]string) (map[string]string, *configError) {
+		next, cerr := change(cur)
+		if cerr != nil {
+			return nil, cerr
+		}
+		if p := kafkaconfig.TopicConflicts(next, cluster); len(p) > 0 {
+			return nil, &configError{kerr.InvalidConfig.Code, kafkaconfig.Summary(p)}
+		}
+		return next, nil
+	}
 }
 
 // waitForGenerations waits until this broker's view shows each topic (by name) at least at

@@ -23,7 +23,6 @@ import (
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/internal/balance"
-	"github.com/paddock-dev/paddock/internal/kafkaconfig"
 )
 
 // Reconciler assigns the partitions of one KafkaCluster's topics (package doc). A request is a
@@ -201,9 +200,13 @@ func (r *Reconciler) writeTopic(ctx context.Context, s *scope, kt *kafkav1alpha1
 		}
 		st.TopicID = id.String() // minted once: the guarded write below fails if another reconcile stored one
 	}
+	var clusterConfig map[string]string
+	if s.cluster != nil {
+		clusterConfig = s.cluster.Spec.Config
+	}
 	f := topicFacts{
 		Generation: kt.Generation, ClusterFound: s.cluster != nil, Alive: len(s.alive),
-		ConfigProblems: kafkaconfig.CheckTopicConfig(kt.Spec.Config),
+		ConfigProblems: topicConfigProblems(kt.Spec.Config, clusterConfig),
 	}
 	var moves []balance.Move
 	switch other, yields := s.yieldsTo[kt.Name]; {

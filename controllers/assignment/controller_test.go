@@ -340,14 +340,16 @@ var _ = Describe("Assignment", Ordered, func() {
 		newCluster(ctx, ns, c)
 		setRows(ctx, ns, c, row(0, alive, 1))
 		newTopic(ctx, ns, c, "orders", 1, func(kt *kafkav1alpha1.KafkaTopic) {
-			kt.Spec.Config = map[string]string{"cleanup.policy": "compact", "retention.ms": "60000"}
+			kt.Spec.Config = map[string]string{"cleanup.policy": "compact", "retention.ms": "60000",
+				"min.compaction.lag.ms": "120000", "max.compaction.lag.ms": "60000"}
 		})
 		assigned(ctx, ns, "orders", 1, 0)
 		Eventually(func(g Gomega) {
 			d := meta.FindStatusCondition(readTopic(ctx, ns, "orders").Status.Conditions, kafkav1alpha1.ConditionDegraded)
 			g.Expect(d).NotTo(BeNil())
 			g.Expect(d.Reason).To(Equal(kafkav1alpha1.ReasonInvalidConfig))
-			g.Expect(d.Message).To(ContainSubstring("log compaction is not implemented"))
+			g.Expect(d.Message).To(ContainSubstring("conflict topic config setting min.compaction.lag.ms (120000) > max.compaction.lag.ms (60000)"))
+			g.Expect(d.Message).NotTo(ContainSubstring("cleanup.policy"))
 		}).Should(Succeed())
 	})
 

@@ -98,7 +98,7 @@ type topicFacts struct {
 	// YieldsTo is the older KafkaTopic whose Kafka name this one's collides with; "" when
 	// the topic is served.
 	YieldsTo, YieldsToName string
-	// ConfigProblems are the spec.config entries that are not applied.
+	// ConfigProblems are the spec.config entries that are not applied (topicConfigProblems).
 	ConfigProblems []kafkaconfig.Problem
 	// Alive is the number of alive brokers.
 	Alive int
@@ -106,6 +106,16 @@ type topicFacts struct {
 	Leaderless, Partitions int
 	// Offline are the partitions whose storage failed on every alive broker.
 	Offline []int32
+}
+
+// topicConfigProblems are the entries of a topic's spec.config (topic) that are not applied
+// in a cluster whose spec.config is cluster (nil without a cluster): each entry that fails
+// its own check, then the rules between keys on the effective values — a
+// min.compaction.lag.ms above max.compaction.lag.ms, which the brokers refuse with
+// INVALID_CONFIG and resolve to the default lags. The same rules as CreateTopics and the
+// AlterConfigs APIs.
+func topicConfigProblems(topic, cluster map[string]string) []kafkaconfig.Problem {
+	return append(kafkaconfig.CheckTopicConfig(topic), kafkaconfig.TopicConflicts(topic, cluster)...)
 }
 
 // readyCondition is True when every partition has an alive leader.

@@ -109,7 +109,7 @@ func TestAHandEditedStatusCannotStopTheAssignment(t *testing.T) {
 }
 
 func TestTopicConditions(t *testing.T) {
-	bad := kafkaconfig.CheckTopicConfig(map[string]string{"cleanup.policy": "compact"})
+	bad := kafkaconfig.CheckTopicConfig(map[string]string{"cleanup.policy": "shred"})
 	for _, tt := range []struct {
 		rule                  string
 		f                     topicFacts
@@ -124,7 +124,7 @@ func TestTopicConditions(t *testing.T) {
 		{"no alive broker: not ready and degraded", topicFacts{ClusterFound: true, Partitions: 6, Leaderless: 6},
 			"False", kafkav1alpha1.ReasonNoAliveBrokers, "True", kafkav1alpha1.ReasonNoAliveBrokers, "kept"},
 		{"an invalid config is degraded, the topic still served", topicFacts{ClusterFound: true, Alive: 1, Partitions: 1, ConfigProblems: bad},
-			"True", kafkav1alpha1.ReasonLeadersAlive, "True", kafkav1alpha1.ReasonInvalidConfig, "compaction"},
+			"True", kafkav1alpha1.ReasonLeadersAlive, "True", kafkav1alpha1.ReasonInvalidConfig, "cleanup policy"},
 		{"a younger topic with a colliding name is not served", topicFacts{ClusterFound: true, Alive: 1, YieldsTo: "a-b", YieldsToName: "a.b"},
 			"False", kafkav1alpha1.ReasonTopicNameConflict, "True", kafkav1alpha1.ReasonTopicNameConflict, "a-b"},
 		{"a topic of no cluster", topicFacts{},
@@ -158,5 +158,31 @@ func TestTheEventNamesTheFirstMovesAndCountsTheRest(t *testing.T) {
 	msg := movesMessage(moves)
 	if !strings.HasPrefix(msg, "10 partition(s)") || !strings.Contains(msg, "0: none→0 epoch 1 (Unassigned)") || !strings.HasSuffix(msg, "and 2 more") {
 		t.Errorf("message %q", msg)
+	}
+}
+
+func TestTopicConfigProblemsAreTheEntriesThenTheRulesBetweenKeysInTheCluster(t *testing.T) {
+	for _, tt := range []struct {
+		rule           string
+		topic, cluster map[string]string
+		want           []string // problem keys
+	}{
+		{"a compacted topic is fine", map[string]string{"cleanup.policy": "compact"}, nil, nil},
+		{"an entry that fails its check", map[string]string{"cleanup.policy": ""}, nil, []string{"cleanup.policy"}},
+		{"the topic's own lags conflict", map[string]string{"min.compaction.lag.ms": "2", "max.compaction.lag.ms": "1"}, nil,
+			[]string{"min.compaction.lag.ms"}},
+		{"the topic's min lag above its cluster's max", map[string]string{"min.compaction.lag.ms": "2"},
+			map[string]string{"log.cleaner.max.compaction.lag.ms": "1"}, []string{"min.compaction.lag.ms"}},
+		{"without a cluster only the topic's values and the defaults count", map[string]string{"min.compaction.lag.ms": "2"}, nil, nil},
+		{"a bad entry and a conflict", map[string]string{"segment.ms": "0", "max.compaction.lag.ms": "1"},
+			map[string]string{"log.cleaner.min.compaction.lag.ms": "5"}, []string{"segment.ms", "min.compaction.lag.ms"}},
+	} {
+		var keys []string
+		for _, p := range topicConfigProblems(tt.topic, tt.cluster) {
+			keys = append(keys, p.Key)
+		}
+		if !slices.Equal(keys, tt.want) {
+			t.Errorf("%s: problems %v, want %v", tt.rule, keys, tt.want)
+		}
 	}
 }

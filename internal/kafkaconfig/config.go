@@ -115,8 +115,11 @@ func (p Problem) String() string { return p.Err.Error() }
 // CheckTopicConfig checks every entry of a topic config map, sorted by key.
 func CheckTopicConfig(cfg map[string]string) []Problem { return checkAll(topicKeys, "topic", cfg) }
 
-// CheckBrokerConfig checks every entry of a KafkaCluster spec.config, sorted by key.
-func CheckBrokerConfig(cfg map[string]string) []Problem { return checkAll(brokerKeys, "broker", cfg) }
+// CheckBrokerConfig checks every entry of a KafkaCluster spec.config, sorted by key, then the
+// rules between them (ClusterConflicts).
+func CheckBrokerConfig(cfg map[string]string) []Problem {
+	return append(checkAll(brokerKeys, "broker", cfg), ClusterConflicts(cfg)...)
+}
 
 func checkAll(table []Key, kind string, cfg map[string]string) []Problem {
 	var out []Problem
@@ -126,6 +129,51 @@ func checkAll(table []Key, kind string, cfg map[string]string) []Problem {
 		}
 	}
 	return out
+}
+
+// TopicConflicts checks the rules between a topic's keys, on its effective values (the
+// topic's valid entries, else the cluster's through the keys' synonyms, else the defaults),
+// as Apache's LogConfig.validateValues does when a topic is created or altered:
+// min.compaction.lag.ms may not be above max.compaction.lag.ms. The message is Apache's.
+// Entries that fail their own check are CheckTopicConfig's problems and not applied, so they
+// take no part here.
+func TopicConflicts(topic, cluster map[string]string) []Problem {
+	lo := describeTopicKey(mustKey(topicKeys, "min.compaction.lag.ms"), topic, cluster).Value.Value
+	hi := describeTopicKey(mustKey(topicKeys, "max.compaction.lag.ms"), topic, cluster).Value.Value
+	if atoi(lo) > atoi(hi) {
+		return []Problem{{Key: "min.compaction.lag.ms",
+			Err: fmt.Errorf("conflict topic config setting min.compaction.lag.ms (%s) > max.compaction.lag.ms (%s)", lo, hi)}}
+	}
+	return nil
+}
+
+// ClusterConflicts checks the rules between a KafkaCluster spec.config's keys, on their
+// valid values over the defaults: log.cleaner.min.compaction.lag.ms may not be above
+// log.cleaner.max.compaction.lag.ms (Apache validates the broker's log defaults as a topic's).
+func ClusterConflicts(cluster map[string]string) []Problem {
+	lo, hi := brokerValue("log.cleaner.min.compaction.lag.ms", cluster), brokerValue("log.cleaner.max.compaction.lag.ms", cluster)
+	if atoi(lo) > atoi(hi) {
+		return []Problem{{Key: "log.cleaner.min.compaction.lag.ms",
+			Err: fmt.Errorf("conflict config setting log.cleaner.min.compaction.lag.ms (%s) > log.cleaner.max.compaction.lag.ms (%s)", lo, hi)}}
+	}
+	return nil
+}
+
+// brokerValue is a broker key's valid value in cluster, else its default.
+func brokerValue(name string, cluster map[string]string) string {
+	if v, ok := valid(brokerKeys, name, cluster); ok {
+		return v
+	}
+	return mustKey(brokerKeys, name).Default
+}
+
+// mustKey is the table's key called name, which the table is known to have.
+func mustKey(table []Key, name string) Key {
+	k, ok := lookup(table, name)
+	if !ok {
+		panic("kafkaconfig: no key " + name)
+	}
+	return k
 }
 
 // Summary joins problems into one sentence for a condition message.

@@ -75,9 +75,21 @@ func TestValuesAreCheckedAgainstTypeRangeAndWhatPaddockHonours(t *testing.T) {
 		{key: "min.cleanable.dirty.ratio", value: "0.25"},
 		{key: "min.cleanable.dirty.ratio", value: "1.5", wantErr: "between 0 and 1"},
 		{key: "cleanup.policy", value: "delete"},
-		{key: "cleanup.policy", value: "compact", wantErr: "log compaction is not implemented"},
-		{key: "cleanup.policy", value: "delete,compact", wantErr: "log compaction is not implemented"},
+		{key: "cleanup.policy", value: "compact"},
+		{key: "cleanup.policy", value: "compact,delete"},
+		{key: "cleanup.policy", value: "delete,compact"},
+		{key: "cleanup.policy", value: "compact, delete"},
+		{key: "cleanup.policy", value: " delete , compact "},
 		{key: "cleanup.policy", value: "shred", wantErr: "not a cleanup policy"},
+		{key: "cleanup.policy", value: "compact,shred", wantErr: "not a cleanup policy"},
+		{key: "cleanup.policy", value: "Compact", wantErr: "not a cleanup policy"},
+		{key: "cleanup.policy", value: "", wantErr: "must name a policy"},
+		{key: "cleanup.policy", value: " , ", wantErr: "must name a policy"},
+		{key: "delete.retention.ms", value: "0"},
+		{key: "delete.retention.ms", value: "-1", wantErr: "at least 0"},
+		{key: "min.compaction.lag.ms", value: "-1", wantErr: "at least 0"},
+		{key: "max.compaction.lag.ms", value: "0", wantErr: "at least 1"},
+		{key: "min.cleanable.dirty.ratio", value: "-0.1", wantErr: "between 0 and 1"},
 		{key: "compression.type", value: "producer"},
 		{key: "compression.type", value: "zstd", wantErr: "recompression is not implemented"},
 		{key: "min.insync.replicas", value: "2", wantErr: "one replica per partition"},
@@ -87,7 +99,22 @@ func TestValuesAreCheckedAgainstTypeRangeAndWhatPaddockHonours(t *testing.T) {
 		{key: "auto.create.topics.enable", value: "false", broker: true},
 		{key: "default.replication.factor", value: "3", broker: true, wantErr: "one replica per partition"},
 		{key: "log.retention.ms", value: "60000", broker: true},
-		{key: "log.cleanup.policy", value: "compact", broker: true, wantErr: "log compaction is not implemented"},
+		{key: "log.cleanup.policy", value: "compact", broker: true},
+		{key: "log.cleanup.policy", value: "delete, compact", broker: true},
+		{key: "log.cleanup.policy", value: "", broker: true, wantErr: "must name a policy"},
+		{key: "log.cleanup.policy", value: "archive", broker: true, wantErr: "not a cleanup policy"},
+		{key: "log.cleaner.enable", value: "false", broker: true},
+		{key: "log.cleaner.backoff.ms", value: "0", broker: true},
+		{key: "log.cleaner.backoff.ms", value: "-1", broker: true, wantErr: "at least 0"},
+		{key: "log.cleaner.dedupe.buffer.size", value: "1048576", broker: true},
+		{key: "log.cleaner.dedupe.buffer.size", value: "1048575", broker: true, wantErr: "at least 1048576"},
+		{key: "log.cleaner.io.buffer.size", value: "-1", broker: true, wantErr: "at least 0"},
+		{key: "log.cleaner.io.buffer.size", value: "4294967296", broker: true, wantErr: "32-bit integer"},
+		{key: "log.cleaner.io.max.bytes.per.second", value: "1048576.5", broker: true},
+		{key: "log.cleaner.io.max.bytes.per.second", value: "0", broker: true, wantErr: "above 0"},
+		{key: "log.cleaner.min.cleanable.ratio", value: "1.01", broker: true, wantErr: "between 0 and 1"},
+		{key: "log.cleaner.delete.retention.ms", value: "-1", broker: true, wantErr: "at least 0"},
+		{key: "log.cleaner.max.compaction.lag.ms", value: "0", broker: true, wantErr: "at least 1"},
 		{key: "group.initial.rebalance.delay.ms", value: "0", broker: true},
 		{key: "group.initial.rebalance.delay.ms", value: "-1", broker: true, wantErr: "at least 0"},
 		{key: "group.max.size", value: "0", broker: true, wantErr: "at least 1"},
@@ -116,7 +143,7 @@ func TestValuesAreCheckedAgainstTypeRangeAndWhatPaddockHonours(t *testing.T) {
 }
 
 func TestCheckConfigListsEveryProblemSortedByKey(t *testing.T) {
-	got := CheckTopicConfig(map[string]string{"retention.ms": "x", "cleanup.policy": "compact", "segment.ms": "10", "bogus": "1"})
+	got := CheckTopicConfig(map[string]string{"retention.ms": "x", "cleanup.policy": "shred", "segment.ms": "10", "bogus": "1"})
 	var keys []string
 	for _, p := range got {
 		keys = append(keys, p.Key)
@@ -169,7 +196,7 @@ func TestRetentionComesFromLogRetentionMsThenMinutesThenHours(t *testing.T) {
 }
 
 func TestInvalidEntriesAreNotApplied(t *testing.T) {
-	got := ResolveTopic(map[string]string{"cleanup.policy": "compact", "segment.ms": "0"}, map[string]string{"log.roll.hours": "1"})
+	got := ResolveTopic(map[string]string{"cleanup.policy": "shred", "segment.ms": "0"}, map[string]string{"log.roll.hours": "1"})
 	if got.CleanupPolicy != "delete" || got.SegmentMs != 3_600_000 {
 		t.Errorf("ResolveTopic = %+v, want cleanup.policy delete and segment.ms from log.roll.hours", got)
 	}
@@ -204,12 +231,16 @@ func TestClusterConfigDefaultsAreApaches(t *testing.T) {
 		GroupInitialRebalanceDelay: 3 * time.Second, GroupMinSessionTimeout: 6 * time.Second, GroupMaxSessionTimeout: 30 * time.Minute,
 		GroupMaxSize: math.MaxInt32, OffsetMetadataMaxBytes: 4096, OffsetsRetention: 7 * 24 * time.Hour,
 		ConsumerProtocol: true, ConsumerHeartbeatInterval: 5 * time.Second, ConsumerSessionTimeout: 45 * time.Second,
-		ConsumerMaxSize: math.MaxInt32, ConsumerAssignors: []string{"uniform", "range"}, OffsetsTopicPartitions: 50}
+		ConsumerMaxSize: math.MaxInt32, ConsumerAssignors: []string{"uniform", "range"}, OffsetsTopicPartitions: 50,
+		CleanerEnable: true, CleanerDedupeBufferBytes: 128 << 20, CleanerIOMaxBytesPerSecond: math.Inf(1), CleanerBackoff: 15 * time.Second,
+		CleanerIOBufferBytes: 512 << 10}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("ResolveCluster(nil) = %+v, want %+v", c, want)
 	}
 	topic := ResolveTopic(nil, nil)
-	if topic.SegmentBytes != 1<<30 || topic.SegmentMs != 604_800_000 || topic.RetentionBytes != -1 || topic.MessageTimestampType != "CreateTime" || topic.LogAppendTime() {
+	if topic.SegmentBytes != 1<<30 || topic.SegmentMs != 604_800_000 || topic.RetentionBytes != -1 || topic.MessageTimestampType != "CreateTime" || topic.LogAppendTime() ||
+		topic.CleanupPolicy != "delete" || topic.DeleteRetentionMs != 86_400_000 || topic.MinCompactionLagMs != 0 || topic.MaxCompactionLagMs != math.MaxInt64 ||
+		topic.MinCleanableDirtyRatio != 0.5 {
 		t.Errorf("ResolveTopic(nil, nil) = %+v, want Apache's defaults", topic)
 	}
 }
@@ -287,5 +318,101 @@ func TestTheConsumerProtocolKeysResolve(t *testing.T) {
 				t.Errorf("%s=%s accepted", k, v)
 			}
 		}
+	}
+}
+
+func TestCleanupPolicyIsTheValueAsSetAndCompactAndDeleteParseIt(t *testing.T) {
+	for _, tt := range []struct {
+		topic, cluster  map[string]string
+		policy          string
+		compact, delete bool
+	}{
+		{nil, nil, "delete", false, true},
+		{map[string]string{"cleanup.policy": "compact"}, nil, "compact", true, false},
+		{map[string]string{"cleanup.policy": "compact, delete"}, nil, "compact,delete", true, true},
+		{map[string]string{"cleanup.policy": "delete,compact"}, nil, "delete,compact", true, true},
+		{nil, map[string]string{"log.cleanup.policy": "compact"}, "compact", true, false},
+		{map[string]string{"cleanup.policy": "delete"}, map[string]string{"log.cleanup.policy": "compact"}, "delete", false, true},
+		{map[string]string{"cleanup.policy": ""}, map[string]string{"log.cleanup.policy": "compact"}, "compact", true, false},
+	} {
+		got := ResolveTopic(tt.topic, tt.cluster)
+		if got.CleanupPolicy != tt.policy || got.Compact() != tt.compact || got.Delete() != tt.delete {
+			t.Errorf("topic %v, cluster %v: cleanup.policy %q compact %v delete %v, want %q %v %v",
+				tt.topic, tt.cluster, got.CleanupPolicy, got.Compact(), got.Delete(), tt.policy, tt.compact, tt.delete)
+		}
+	}
+	for _, e := range DescribeTopic(map[string]string{"cleanup.policy": "compact"}, nil) {
+		if e.Key.Name == "cleanup.policy" && (e.Value.Value != "compact" || e.Value.Source != SourceTopic) {
+			t.Errorf("DescribeTopic cleanup.policy = %+v, want compact from the topic", e.Value)
+		}
+	}
+}
+
+func TestTheCompactionKeysResolveFromTheTopicThenTheCleanerKeys(t *testing.T) {
+	cluster := map[string]string{"log.cleaner.delete.retention.ms": "1000", "log.cleaner.min.cleanable.ratio": "0.1",
+		"log.cleaner.min.compaction.lag.ms": "5", "log.cleaner.max.compaction.lag.ms": "50"}
+	got := ResolveTopic(map[string]string{"min.cleanable.dirty.ratio": "0.75", "max.compaction.lag.ms": "60"}, cluster)
+	if got.DeleteRetentionMs != 1000 || got.MinCleanableDirtyRatio != 0.75 || got.MinCompactionLagMs != 5 || got.MaxCompactionLagMs != 60 {
+		t.Errorf("ResolveTopic = %+v, want delete.retention.ms 1000, ratio 0.75, lags 5 and 60", got)
+	}
+}
+
+// TestAMinCompactionLagAboveTheMaxIsAConflict: Apache's LogConfig.validateValues on the
+// effective values, the cluster's cleaner keys included; equal lags are fine, and an entry
+// that fails its own check takes no part.
+func TestAMinCompactionLagAboveTheMaxIsAConflict(t *testing.T) {
+	for _, tt := range []struct {
+		rule           string
+		topic, cluster map[string]string
+		want           string // "" = no conflict
+	}{
+		{"the defaults are a range", nil, nil, ""},
+		{"equal lags are a range", map[string]string{"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "10"}, nil, ""},
+		{"the topic's min above its max", map[string]string{"min.compaction.lag.ms": "11", "max.compaction.lag.ms": "10"}, nil,
+			"conflict topic config setting min.compaction.lag.ms (11) > max.compaction.lag.ms (10)"},
+		{"the topic's min above the cluster's max", map[string]string{"min.compaction.lag.ms": "100"}, map[string]string{"log.cleaner.max.compaction.lag.ms": "50"},
+			"conflict topic config setting min.compaction.lag.ms (100) > max.compaction.lag.ms (50)"},
+		{"the topic's max below the cluster's min", map[string]string{"max.compaction.lag.ms": "50"}, map[string]string{"log.cleaner.min.compaction.lag.ms": "100"},
+			"conflict topic config setting min.compaction.lag.ms (100) > max.compaction.lag.ms (50)"},
+		{"the topic's max over the cluster's conflict", map[string]string{"max.compaction.lag.ms": "200"},
+			map[string]string{"log.cleaner.min.compaction.lag.ms": "100", "log.cleaner.max.compaction.lag.ms": "50"}, ""},
+		{"an invalid entry takes no part", map[string]string{"min.compaction.lag.ms": "100", "max.compaction.lag.ms": "x"}, nil, ""},
+	} {
+		got := Summary(TopicConflicts(tt.topic, tt.cluster))
+		if got != tt.want {
+			t.Errorf("%s: TopicConflicts = %q, want %q", tt.rule, got, tt.want)
+		}
+		if tt.want != "" {
+			if c := ResolveTopic(tt.topic, tt.cluster); c.MinCompactionLagMs != 0 || c.MaxCompactionLagMs != math.MaxInt64 {
+				t.Errorf("%s: ResolveTopic lags %d, %d, want the defaults", tt.rule, c.MinCompactionLagMs, c.MaxCompactionLagMs)
+			}
+		}
+	}
+}
+
+func TestTheClustersCleanerLagsMustBeARange(t *testing.T) {
+	bad := map[string]string{"log.cleaner.min.compaction.lag.ms": "100", "log.cleaner.max.compaction.lag.ms": "50"}
+	problems := CheckBrokerConfig(bad)
+	if len(problems) != 1 || problems[0].Key != "log.cleaner.min.compaction.lag.ms" ||
+		problems[0].String() != "conflict config setting log.cleaner.min.compaction.lag.ms (100) > log.cleaner.max.compaction.lag.ms (50)" {
+		t.Errorf("CheckBrokerConfig = %v, want the conflict", problems)
+	}
+	if p := CheckBrokerConfig(map[string]string{"log.cleaner.min.compaction.lag.ms": "100"}); len(p) != 0 {
+		t.Errorf("a min below the default max: %v", p)
+	}
+	if c := ResolveTopic(nil, bad); c.MinCompactionLagMs != 0 || c.MaxCompactionLagMs != math.MaxInt64 {
+		t.Errorf("a topic under a conflicting cluster resolves lags %d, %d, want the defaults", c.MinCompactionLagMs, c.MaxCompactionLagMs)
+	}
+}
+
+func TestTheCleanerKeysResolve(t *testing.T) {
+	c := ResolveCluster(map[string]string{"log.cleaner.enable": "false", "log.cleaner.dedupe.buffer.size": "16777216",
+		"log.cleaner.io.max.bytes.per.second": "1048576", "log.cleaner.backoff.ms": "500", "log.cleaner.io.buffer.size": "65536"})
+	if c.CleanerEnable || c.CleanerDedupeBufferBytes != 16<<20 || c.CleanerIOMaxBytesPerSecond != 1<<20 || c.CleanerBackoff != 500*time.Millisecond || c.CleanerIOBufferBytes != 64<<10 {
+		t.Errorf("ResolveCluster = %+v", c)
+	}
+	c = ResolveCluster(map[string]string{"log.cleaner.io.max.bytes.per.second": "1.7976931348623157E308"})
+	if !math.IsInf(c.CleanerIOMaxBytesPerSecond, 1) {
+		t.Errorf("Double.MAX_VALUE resolves to %v, want +Inf (no limit)", c.CleanerIOMaxBytesPerSecond)
 	}
 }

@@ -42,7 +42,7 @@ type Key struct {
 	// ReadOnly keys cannot be set (broker.id).
 	ReadOnly bool
 	// check, when set, refuses values beyond the type check: ranges, enumerations, and
-	// values paddock cannot honour (compaction, more than one replica).
+	// values paddock cannot honour (recompression, more than one replica).
 	check func(v string) error
 }
 
@@ -55,12 +55,13 @@ type Synonym struct {
 
 // Notes for the last sentence of Doc, so the table says plainly what is and is not done.
 const (
-	noEffect      = " paddock accepts and reports it; it has no effect."
-	noReplication = " paddock accepts and reports it; with one replica per partition on shared storage it has no effect."
-	noCompaction  = " paddock does not implement log compaction; the key is accepted and reported and has no effect."
-	storageNote   = " paddock's storage honours it."
-	produceNote   = " paddock's produce path honours it."
-	staticNote    = " Static: the operator passes it to the brokers as a flag, so changing it rolls them (docs/bounds.md)."
+	noEffect           = " paddock accepts and reports it; it has no effect."
+	noReplication      = " paddock accepts and reports it; with one replica per partition on shared storage it has no effect."
+	cleanerNote        = " paddock's log cleaner honours it (docs/compaction.md)."
+	cleanerClusterNote = " paddock resolves it for its log cleaner (kafkaconfig.ClusterConfig; docs/compaction.md)."
+	storageNote        = " paddock's storage honours it."
+	produceNote        = " paddock's produce path honours it."
+	staticNote         = " Static: the operator passes it to the brokers as a flag, so changing it rolls them (docs/bounds.md)."
 )
 
 const maxLong = "9223372036854775807"
@@ -75,13 +76,14 @@ const sessionNote = groupNote + " A range that is not one (min above max) is ign
 // each says whether paddock acts on it.
 var topicKeys = []Key{
 	{Name: "cleanup.policy", Type: List, Default: "delete", HasDefault: true, Synonyms: syn("log.cleanup.policy"),
-		Doc:   "delete removes old segments by retention.ms/retention.bytes; compact keeps the latest value per key." + " paddock implements delete only: compact is refused (log compaction is not implemented).",
+		Doc: "A list of delete, compact or both: delete removes old segments by retention.ms/retention.bytes; compact keeps the latest record per key (the log cleaner) and refuses records without a key." +
+			" paddock honours it: storage deletes and compacts (docs/compaction.md), and DescribeConfigs reports the value as set.",
 		check: cleanupPolicy},
 	{Name: "compression.type", Type: String, Default: "producer", HasDefault: true, Synonyms: syn("compression.type"),
 		Doc:   "The codec batches are stored with; producer keeps the producer's." + " paddock stores batches as sent: only producer is accepted (recompression is not implemented).",
 		check: compressionType},
 	{Name: "delete.retention.ms", Type: Long, Default: "86400000", HasDefault: true, Synonyms: syn("log.cleaner.delete.retention.ms"),
-		Doc: "How long delete tombstones are kept on compacted topics." + noCompaction, check: atLeast(0)},
+		Doc: "How long a tombstone (a record with a null value) or a transaction marker stays on a compacted topic after the cleaning that first kept it: a consumer reading from the start within this time sees the delete." + cleanerNote, check: atLeast(0)},
 	{Name: "file.delete.delay.ms", Type: Long, Default: "60000", HasDefault: true, Synonyms: syn("log.segment.delete.delay.ms"),
 		Doc: "How long a deleted segment's file lingers before it is removed." + noEffect + " Segments are removed at once.", check: atLeast(0)},
 	{Name: "flush.messages", Type: Long, Default: maxLong, HasDefault: true, Synonyms: syn("log.flush.interval.messages"),
@@ -99,7 +101,7 @@ var topicKeys = []Key{
 	{Name: "local.retention.ms", Type: Long, Default: "-2", HasDefault: true, Synonyms: syn("log.local.retention.ms"),
 		Doc: "Local retention time with tiered storage (-2: retention.ms)." + noEffect + " There is no tiered storage.", check: atLeast(-2)},
 	{Name: "max.compaction.lag.ms", Type: Long, Default: maxLong, HasDefault: true, Synonyms: syn("log.cleaner.max.compaction.lag.ms"),
-		Doc: "Longest time a message stays uncompacted." + noCompaction, check: atLeast(1)},
+		Doc: "Longest time a record of a compacted topic stays uncleaned: dirty data older than this is cleaned whatever min.cleanable.dirty.ratio says, and the active segment rolls at least this often. It may not be below min.compaction.lag.ms." + cleanerNote, check: atLeast(1)},
 	{Name: "max.message.bytes", Type: Int, Default: "1048588", HasDefault: true, Synonyms: syn("message.max.bytes"),
 		Doc: "Largest record batch (with its 12-byte log overhead) the topic accepts." + produceNote, check: atLeast(0)},
 	{Name: "message.downconversion.enable", Type: Boolean, Default: "true", HasDefault: true, Synonyms: syn("log.message.downconversion.enable"),
@@ -115,9 +117,9 @@ var topicKeys = []Key{
 	{Name: "message.timestamp.type", Type: String, Default: "CreateTime", HasDefault: true, Synonyms: syn("log.message.timestamp.type"),
 		Doc: "CreateTime keeps the producer's timestamps; LogAppendTime stamps each batch with the broker's clock." + storageNote, check: oneOf("CreateTime", "LogAppendTime")},
 	{Name: "min.cleanable.dirty.ratio", Type: Double, Default: "0.5", HasDefault: true, Synonyms: syn("log.cleaner.min.cleanable.ratio"),
-		Doc: "Dirty share of the log that triggers compaction." + noCompaction, check: between(0, 1)},
+		Doc: "A compacted log is cleaned once its dirty (not yet cleaned) bytes are more than this share of its cleanable bytes, or its dirty data is older than max.compaction.lag.ms." + cleanerNote, check: between(0, 1)},
 	{Name: "min.compaction.lag.ms", Type: Long, Default: "0", HasDefault: true, Synonyms: syn("log.cleaner.min.compaction.lag.ms"),
-		Doc: "Shortest time a message stays uncompacted." + noCompaction, check: atLeast(0)},
+		Doc: "Shortest time a record of a compacted topic stays uncleaned: a segment whose newest record is younger is not cleaned. It may not be above max.compaction.lag.ms." + cleanerNote, check: atLeast(0)},
 	{Name: "min.insync.replicas", Type: Int, Default: "1", HasDefault: true, Synonyms: syn("min.insync.replicas"),
 		Doc: "Replicas that must have an acks=all write." + " paddock has one replica per partition (storage is shared and durable on its own): only 1 is accepted.", check: onlyOne},
 	{Name: "preallocate", Type: Boolean, Default: "false", HasDefault: true, Synonyms: syn("log.preallocate"),
@@ -176,8 +178,30 @@ var brokerKeys = []Key{
 		Doc: "The most members a group may have." + groupNote, check: atLeast(1)},
 	{Name: "group.min.session.timeout.ms", Type: Int, Default: "6000", HasDefault: true,
 		Doc: "The shortest session timeout a group member may ask for." + sessionNote, check: atLeast(1)},
+	{Name: "log.cleaner.backoff.ms", Type: Long, Default: "15000", HasDefault: true,
+		Doc: "How long the log cleaner sleeps when no log needs cleaning." + cleanerClusterNote, check: atLeast(0)},
+	{Name: "log.cleaner.dedupe.buffer.size", Type: Long, Default: "134217728", HasDefault: true,
+		Doc: "Memory for the log cleaner's key map (the keys of the dirty section it cleans at once)." +
+			" Apache checks no range; paddock requires at least 1 MiB so the map holds a useful number of keys." + cleanerClusterNote,
+		check: atLeast(1 << 20)},
+	{Name: "log.cleaner.delete.retention.ms", Type: Long, Default: "86400000", HasDefault: true,
+		Doc: "Default of the topic key delete.retention.ms.", check: atLeast(0)},
+	{Name: "log.cleaner.enable", Type: Boolean, Default: "true", HasDefault: true,
+		Doc: "Whether the log cleaner runs; with false no compacted topic is cleaned (retention still deletes from topics whose cleanup.policy has delete)." + cleanerClusterNote},
+	{Name: "log.cleaner.io.buffer.size", Type: Int, Default: "524288", HasDefault: true,
+		Doc: "Bytes of the log cleaner's read and write buffers." + cleanerClusterNote, check: atLeast(0)},
+	{Name: "log.cleaner.io.max.bytes.per.second", Type: Double, Default: "1.7976931348623157E308", HasDefault: true,
+		Doc: "The rate, in bytes per second, the log cleaner's reads and writes are throttled to; Apache's default (Double.MAX_VALUE) is no limit." +
+			" Apache checks no range; paddock requires a value above 0." + cleanerClusterNote,
+		check: above(0)},
+	{Name: "log.cleaner.max.compaction.lag.ms", Type: Long, Default: maxLong, HasDefault: true,
+		Doc: "Default of the topic key max.compaction.lag.ms. It may not be below log.cleaner.min.compaction.lag.ms.", check: atLeast(1)},
+	{Name: "log.cleaner.min.cleanable.ratio", Type: Double, Default: "0.5", HasDefault: true,
+		Doc: "Default of the topic key min.cleanable.dirty.ratio.", check: between(0, 1)},
+	{Name: "log.cleaner.min.compaction.lag.ms", Type: Long, Default: "0", HasDefault: true,
+		Doc: "Default of the topic key min.compaction.lag.ms. It may not be above log.cleaner.max.compaction.lag.ms.", check: atLeast(0)},
 	{Name: "log.cleanup.policy", Type: List, Default: "delete", HasDefault: true,
-		Doc: "Default of the topic key cleanup.policy. Only delete is accepted.", check: cleanupPolicy},
+		Doc: "Default of the topic key cleanup.policy: delete, compact or both.", check: cleanupPolicy},
 	{Name: "log.index.interval.bytes", Type: Int, Default: "4096", HasDefault: true,
 		Doc: "Default of the topic key index.interval.bytes.", check: atLeast(0)},
 	{Name: "log.message.timestamp.after.max.ms", Type: Long, Default: maxLong, HasDefault: true,
@@ -247,6 +271,16 @@ func atLeast(min int64) func(string) error {
 		n, _ := parseNumber(v)
 		if n < float64(min) {
 			return fmt.Errorf("must be at least %d", min)
+		}
+		return nil
+	}
+}
+
+// above refuses a value not greater than min.
+func above(min float64) func(string) error {
+	return func(v string) error {
+		if n, _ := parseNumber(v); !(n > min) {
+			return fmt.Errorf("must be above %v", min)
 		}
 		return nil
 	}
@@ -327,18 +361,18 @@ func rebalanceProtocols(v string) error {
 	return nil
 }
 
+// cleanupPolicy accepts a list of delete and compact, in any order (Apache's ValidList: case
+// sensitive, items trimmed). An empty list, which would neither delete nor compact, is
+// refused.
 func cleanupPolicy(v string) error {
-	for _, p := range SplitList(v) {
-		switch p {
-		case "delete":
-		case "compact":
-			return fmt.Errorf("log compaction is not implemented in paddock; only delete is accepted")
-		default:
+	policies := SplitList(v)
+	if len(policies) == 0 {
+		return fmt.Errorf("must name a policy (delete, compact or both)")
+	}
+	for _, p := range policies {
+		if p != "delete" && p != "compact" {
 			return fmt.Errorf("%q is not a cleanup policy (delete, compact)", p)
 		}
-	}
-	if len(SplitList(v)) == 0 {
-		return fmt.Errorf("must name a policy; only delete is accepted")
 	}
 	return nil
 }

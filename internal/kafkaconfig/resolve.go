@@ -1,6 +1,7 @@
 package kafkaconfig
 
 import (
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -9,20 +10,34 @@ import (
 // TopicConfig is a topic's effective configuration for the keys paddock acts on: each field
 // is the topic's valid value, else the cluster's (through the key's broker synonyms), else
 // Apache's default. broker/storage and the produce path are fed from it; units are the
-// Kafka keys' own.
+// Kafka keys' own. A compaction lag range that is not one (min.compaction.lag.ms above
+// max.compaction.lag.ms, as a cluster value can make it after the topic was checked) resolves
+// both lags to their defaults, so storage is never handed one.
 type TopicConfig struct {
-	SegmentBytes                int32  // segment.bytes
-	SegmentMs                   int64  // segment.ms
-	RetentionMs                 int64  // retention.ms; -1 keeps data forever
-	RetentionBytes              int64  // retention.bytes; -1 no limit
-	MaxMessageBytes             int32  // max.message.bytes
-	IndexIntervalBytes          int32  // index.interval.bytes
-	MessageTimestampType        string // message.timestamp.type: CreateTime or LogAppendTime
-	MessageTimestampBeforeMaxMs int64  // message.timestamp.before.max.ms
-	MessageTimestampAfterMaxMs  int64  // message.timestamp.after.max.ms
-	CleanupPolicy               string // cleanup.policy: always "delete" (compact is refused)
-	CompressionType             string // compression.type: always "producer" (recompression is refused)
+	SegmentBytes                int32   // segment.bytes
+	SegmentMs                   int64   // segment.ms
+	RetentionMs                 int64   // retention.ms; -1 keeps data forever
+	RetentionBytes              int64   // retention.bytes; -1 no limit
+	MaxMessageBytes             int32   // max.message.bytes
+	IndexIntervalBytes          int32   // index.interval.bytes
+	MessageTimestampType        string  // message.timestamp.type: CreateTime or LogAppendTime
+	MessageTimestampBeforeMaxMs int64   // message.timestamp.before.max.ms
+	MessageTimestampAfterMaxMs  int64   // message.timestamp.after.max.ms
+	CleanupPolicy               string  // cleanup.policy as DescribeConfigs reports it: "delete", "compact", "compact,delete"...
+	CompressionType             string  // compression.type: always "producer" (recompression is refused)
+	DeleteRetentionMs           int64   // delete.retention.ms
+	MinCompactionLagMs          int64   // min.compaction.lag.ms; at most MaxCompactionLagMs
+	MaxCompactionLagMs          int64   // max.compaction.lag.ms
+	MinCleanableDirtyRatio      float64 // min.cleanable.dirty.ratio, in [0, 1]
 }
+
+// Compact is cleanup.policy listing compact: the log cleaner keeps the latest record per key
+// and Produce refuses records without a key.
+func (t TopicConfig) Compact() bool { return slices.Contains(SplitList(t.CleanupPolicy), "compact") }
+
+// Delete is cleanup.policy listing delete: retention.ms and retention.bytes delete old
+// segments (and DeleteRecords is allowed).
+func (t TopicConfig) Delete() bool { return slices.Contains(SplitList(t.CleanupPolicy), "delete") }
 
 // LogAppendTime is message.timestamp.type=LogAppendTime.
 func (t TopicConfig) LogAppendTime() bool { return t.MessageTimestampType == "LogAppendTime" }
@@ -34,7 +49,7 @@ func ResolveTopic(topic, cluster map[string]string) TopicConfig {
 		k, _ := TopicKey(name)
 		return describeTopicKey(k, topic, cluster).Value.Value
 	}
-	return TopicConfig{
+	c := TopicConfig{
 		SegmentBytes:                int32(atoi(v("segment.bytes"))),
 		SegmentMs:                   atoi(v("segment.ms")),
 		RetentionMs:                 atoi(v("retention.ms")),
@@ -46,7 +61,17 @@ func ResolveTopic(topic, cluster map[string]string) TopicConfig {
 		MessageTimestampAfterMaxMs:  atoi(v("message.timestamp.after.max.ms")),
 		CleanupPolicy:               v("cleanup.policy"),
 		CompressionType:             v("compression.type"),
+		DeleteRetentionMs:           atoi(v("delete.retention.ms")),
+		MinCompactionLagMs:          atoi(v("min.compaction.lag.ms")),
+		MaxCompactionLagMs:          atoi(v("max.compaction.lag.ms")),
+		MinCleanableDirtyRatio:      atof(v("min.cleanable.dirty.ratio")),
 	}
+	if c.MinCompactionLagMs > c.MaxCompactionLagMs {
+		lo, _ := TopicKey("min.compaction.lag.ms")
+		hi, _ := TopicKey("max.compaction.lag.ms")
+		c.MinCompactionLagMs, c.MaxCompactionLagMs = atoi(lo.Default), atoi(hi.Default)
+	}
+	return c
 }
 
 // ClusterConfig is the cluster-wide settings the brokers read from KafkaCluster spec.config
@@ -84,6 +109,15 @@ type ClusterConfig struct {
 	// OffsetsTopicPartitions is offsets.topic.num.partitions: the partitions of
 	// __consumer_offsets, which groups hash to (internal/coordinator.Partition).
 	OffsetsTopicPartitions int32
+	// The log cleaner's cluster-wide settings: log.cleaner.enable,
+	// log.cleaner.dedupe.buffer.size, log.cleaner.backoff.ms and log.cleaner.io.buffer.size.
+	// CleanerIOMaxBytesPerSecond is log.cleaner.io.max.bytes.per.second, always above 0;
+	// Apache's default, Double.MAX_VALUE, meaning no limit, resolves to +Inf.
+	CleanerEnable              bool
+	CleanerDedupeBufferBytes   int64
+	CleanerIOMaxBytesPerSecond float64
+	CleanerBackoff             time.Duration
+	CleanerIOBufferBytes       int32
 }
 
 // ResolveCluster reads a KafkaCluster's spec.config.
@@ -114,6 +148,14 @@ func ResolveCluster(cluster map[string]string) ClusterConfig {
 		ConsumerHeartbeatInterval:  ms("group.consumer.heartbeat.interval.ms"),
 		ConsumerSessionTimeout:     ms("group.consumer.session.timeout.ms"),
 		ConsumerMaxSize:            int32(atoi(v("group.consumer.max.size"))),
+		CleanerEnable:              v("log.cleaner.enable") == "true",
+		CleanerDedupeBufferBytes:   atoi(v("log.cleaner.dedupe.buffer.size")),
+		CleanerIOMaxBytesPerSecond: atof(v("log.cleaner.io.max.bytes.per.second")),
+		CleanerBackoff:             ms("log.cleaner.backoff.ms"),
+		CleanerIOBufferBytes:       int32(atoi(v("log.cleaner.io.buffer.size"))),
+	}
+	if c.CleanerIOMaxBytesPerSecond >= math.MaxFloat64 {
+		c.CleanerIOMaxBytesPerSecond = math.Inf(1)
 	}
 	for _, a := range SplitList(v("group.consumer.assignors")) {
 		if name := AssignorNames[a]; !slices.Contains(c.ConsumerAssignors, name) {
@@ -139,4 +181,10 @@ func ResolveCluster(cluster map[string]string) ClusterConfig {
 func atoi(s string) int64 {
 	n, _ := strconv.ParseInt(s, 10, 64)
 	return n
+}
+
+// atof parses a Double value the table has already validated.
+func atof(s string) float64 {
+	f, _ := strconv.ParseFloat(s, 64)
+	return f
 }

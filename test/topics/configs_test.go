@@ -173,13 +173,14 @@ func TestAlterConfigsIncrementalAndLegacyPatchTheKafkaTopic(t *testing.T) {
 		t.Errorf("described after the alter: retention.ms %q, segment.ms from %v", retention.MaybeValue(), segment.Source)
 	}
 
-	// Refusals change nothing: unknown key, compact, append to a key that is no list.
+	// Refusals change nothing: unknown key, an empty cleanup.policy, append to a key that is
+	// no list.
 	for _, bad := range []struct {
 		op   kadm.AlterConfig
 		want error
 	}{
 		{kadm.AlterConfig{Op: kadm.SetConfig, Name: "retention.msx", Value: ptr.To("1")}, kerr.InvalidConfig},
-		{kadm.AlterConfig{Op: kadm.SetConfig, Name: "cleanup.policy", Value: ptr.To("compact")}, kerr.InvalidConfig},
+		{kadm.AlterConfig{Op: kadm.SetConfig, Name: "cleanup.policy", Value: ptr.To("")}, kerr.InvalidConfig},
 		{kadm.AlterConfig{Op: kadm.AppendConfig, Name: "retention.ms", Value: ptr.To("1")}, kerr.InvalidConfig},
 	} {
 		resp, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "segment.bytes", Value: ptr.To("1048576")}, bad.op}, "orders")

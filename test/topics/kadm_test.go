@@ -119,7 +119,9 @@ func TestCreateTopicsRefusesWhatKafkaRefuses(t *testing.T) {
 		{name: "rf3", partitions: 1, rf: 3, want: want{kerr.InvalidReplicationFactor, "shared volume"}},
 		{name: "rf0", partitions: 1, rf: 0, want: want{kerr.InvalidReplicationFactor, "larger than 0"}},
 		{name: "unknown-config", partitions: 1, rf: 1, configs: map[string]*string{"retention.msx": ptr.To("1")}, want: want{kerr.InvalidConfig, "retention.msx"}},
-		{name: "compact", partitions: 1, rf: 1, configs: map[string]*string{"cleanup.policy": ptr.To("compact")}, want: want{kerr.InvalidConfig, "compaction is not implemented"}},
+		{name: "no-policy", partitions: 1, rf: 1, configs: map[string]*string{"cleanup.policy": ptr.To("")}, want: want{kerr.InvalidConfig, "must name a policy"}},
+		{name: "lags", partitions: 1, rf: 1, configs: map[string]*string{"min.compaction.lag.ms": ptr.To("2"), "max.compaction.lag.ms": ptr.To("1")},
+			want: want{kerr.InvalidConfig, "conflict topic config setting min.compaction.lag.ms (2) > max.compaction.lag.ms (1)"}},
 		{name: "null-config", partitions: 1, rf: 1, configs: map[string]*string{"retention.ms": nil}, want: want{kerr.InvalidConfig, "Null value"}},
 		{name: "bad-value", partitions: 1, rf: 1, configs: map[string]*string{"retention.ms": ptr.To("soon")}, want: want{kerr.InvalidConfig, "64-bit integer"}},
 	} {

@@ -111,9 +111,9 @@ func TestSaramaClusterAdmin(t *testing.T) {
 	if got := c.topicObject("orders").Spec.Config; len(got) != 1 || got["retention.ms"] != "120000" {
 		t.Errorf("spec.config after the legacy alter %v, want only retention.ms", got)
 	}
-	err = adm.AlterConfig(sarama.TopicResource, "orders", map[string]*string{"cleanup.policy": ptr.To("compact")}, false)
+	err = adm.AlterConfig(sarama.TopicResource, "orders", map[string]*string{"min.compaction.lag.ms": ptr.To("2"), "max.compaction.lag.ms": ptr.To("1")}, false)
 	if !errors.Is(err, sarama.ErrInvalidConfig) {
-		t.Errorf("alter to compact: %v, want INVALID_CONFIG", err)
+		t.Errorf("alter to a min compaction lag above the max: %v, want INVALID_CONFIG", err)
 	}
 
 	if err := adm.CreatePartitions("orders", 5, nil, false); err != nil {
