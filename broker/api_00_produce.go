@@ -14,6 +14,7 @@ import (
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/broker/cluster"
+	"github.com/paddock-dev/paddock/broker/internal/records"
 	"github.com/paddock-dev/paddock/broker/storage"
 	"github.com/paddock-dev/paddock/internal/acl"
 )
@@ -208,7 +209,30 @@ func (p *produce) check(t *cluster.Topic, sp servedPartition, raw []byte) ([]byt
 	case !t.Config.LogAppendTime():
 		code, msg = checkTimestamps(records, t.Config.MessageTimestampBeforeMaxMs, t.Config.MessageTimestampAfterMaxMs, p.start.UnixMilli())
 	}
+	if code == 0 && t.Config.Compact() {
+		code, msg = checkKeys(records, t.Name, sp.part.Index)
+	}
 	return records, code, msg
+}
+
+// checkKeys refuses a batch for a compacted topic holding a record without a key, as Apache's
+// LogValidator does (the cleaner would drop it): INVALID_RECORD. The records are decompressed
+// to look, within a bound (a batch decompressing past it is refused too, never allocated).
+func checkKeys(b []byte, topic string, partition int32) (int16, string) {
+	if len(b) < batchHeaderBytes {
+		return 0, "" // storage refuses it with the right error
+	}
+	attrs := binary.BigEndian.Uint16(b[batchAttributesOffset:])
+	count := int32(binary.BigEndian.Uint32(b[batchRecordCountOffset:]))
+	limit := min(max(64*len(b), 1<<20), 256<<20)
+	keyless, err := records.NullKey(attrs, b[batchHeaderBytes:], count, limit)
+	switch {
+	case err != nil:
+		return kerr.InvalidRecord.Code, fmt.Sprintf("The records of a batch for compacted topic partition %s-%d do not decode: %v", topic, partition, err)
+	case keyless:
+		return kerr.InvalidRecord.Code, fmt.Sprintf("Compacted topic cannot accept message without key in topic partition %s-%d.", topic, partition)
+	}
+	return 0, ""
 }
 
 // begin writes every job's batch (storage.Log.Begin), the partitions in parallel and a
@@ -326,13 +350,14 @@ func setProduceError(pr *kmsg.ProduceResponseTopicPartition, code int16, msg str
 
 // Record batch v2 header fields the handler reads (docs/dataplane.md, "Record batch v2").
 const (
-	batchLengthOffset     = 8
-	batchMagicOffset      = 16
-	batchAttributesOffset = 21
-	batchOverhead         = 12 // baseOffset + batchLength: the bytes batchLength does not count
-	codecMask             = 0x07
-	codecZstd             = 4
-	attrTransactional     = 0x10
+	batchLengthOffset      = 8
+	batchMagicOffset       = 16
+	batchAttributesOffset  = 21
+	batchOverhead          = 12 // baseOffset + batchLength: the bytes batchLength does not count
+	codecMask              = 0x07
+	codecZstd              = 4
+	attrTransactional      = 0x10
+	batchRecordCountOffset = 57
 )
 
 // checkProduceRecords is ProduceRequest.validateRecords for v3+: exactly one batch, magic 2,

@@ -45,6 +45,22 @@ var (
 		"Leader epoch at which this broker serves the partition.", partitionLabels, nil)
 	descLogBytesTotal = prometheus.NewDesc("paddock_broker_log_size_bytes",
 		"Record-batch bytes kept by every partition this broker serves (not bounded by --metrics-partition-limit).", nil, nil)
+	descDirtyRatio = prometheus.NewDesc("paddock_partition_cleaner_dirty_ratio",
+		"Dirty share of the cleanable bytes of a compacted partition this broker serves: the cleaner cleans it above min.cleanable.dirty.ratio.", partitionLabels, nil)
+	descCleanerLag = prometheus.NewDesc("paddock_partition_cleaner_lag_seconds",
+		"How long the oldest uncleaned record of a compacted partition this broker serves has waited (0 when nothing is dirty); max.compaction.lag.ms bounds it.", partitionLabels, nil)
+	descUncleanable = prometheus.NewDesc("paddock_partition_uncleanable",
+		"1 when the cleaner's last pass on a compacted partition this broker serves failed (the offset map is too small, a batch does not decode): see the broker's log; retried every 10 minutes.", partitionLabels, nil)
+	descCleanerPasses = prometheus.NewDesc("paddock_cleaner_passes_total",
+		"Cleaning passes this broker's log cleaner swapped in.", nil, nil)
+	descCleanerFailures = prometheus.NewDesc("paddock_cleaner_failures_total",
+		"Cleaning passes that failed (the partition is retried later; paddock_partition_uncleanable says which).", nil, nil)
+	descCleanerRead = prometheus.NewDesc("paddock_cleaner_read_bytes_total",
+		"Segment bytes the log cleaner read (the dirty section twice: to map its keys, then to clean it).", nil, nil)
+	descCleanerWritten = prometheus.NewDesc("paddock_cleaner_written_bytes_total",
+		"Bytes of cleaned segment copies the log cleaner wrote.", nil, nil)
+	descCleanerRemoved = prometheus.NewDesc("paddock_cleaner_removed_records_total",
+		"Records the log cleaner removed: superseded, keyless, aborted, and tombstones past their delete horizon.", nil, nil)
 	descDropped = prometheus.NewDesc("paddock_broker_metrics_series_dropped",
 		"Partitions (kind=partition) and group partitions (kind=group_partition) left out of the per-partition series by --metrics-partition-limit.",
 		[]string{"kind"}, nil)
@@ -67,6 +83,7 @@ type stateCollector struct{ b *Broker }
 func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descPartitions, descStorageHealthy, descLogStart, descHighWatermark, descLogEnd,
 		descLogBytes, descSegments, descLeaderEpoch, descLogBytesTotal, descDropped,
+		descDirtyRatio, descCleanerLag, descUncleanable, descCleanerPasses, descCleanerFailures, descCleanerRead, descCleanerWritten, descCleanerRemoved,
 		descGroupState, descGroupMembers, descGroupCommitted, descGroupLag} {
 		ch <- d
 	}
@@ -148,6 +165,24 @@ func (c stateCollector) collectPartitions(ch chan<- prometheus.Metric, limit int
 		gauge(descLogBytes, float64(s.Bytes), labels...)
 		gauge(descSegments, float64(s.Segments), labels...)
 		gauge(descLeaderEpoch, float64(e.l.epoch), labels...)
+		if cs, ok := e.l.log.CompactionStats(); ok {
+			gauge(descDirtyRatio, cs.DirtyRatio, labels...)
+			gauge(descCleanerLag, cs.Lag.Seconds(), labels...)
+			bad := 0.0
+			if p.cleaner.Uncleanable(e.l.log) != nil {
+				bad = 1
+			}
+			gauge(descUncleanable, bad, labels...)
+		}
+	}
+	if p != nil {
+		cs := p.cleaner.Stats()
+		for _, c := range []struct {
+			d *prometheus.Desc
+			v int64
+		}{{descCleanerPasses, cs.Passes}, {descCleanerFailures, cs.Failures}, {descCleanerRead, cs.BytesRead}, {descCleanerWritten, cs.BytesWritten}, {descCleanerRemoved, cs.RecordsRemoved}} {
+			ch <- prometheus.MustNewConstMetric(c.d, prometheus.CounterValue, float64(c.v))
+		}
 	}
 	for _, ph := range []leaderPhase{phaseTakingOver, phaseServing, phaseFenced, phaseFailed} {
 		gauge(descPartitions, float64(counts[ph]), ph.String())

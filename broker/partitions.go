@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/broker/cluster"
 	"github.com/paddock-dev/paddock/broker/storage"
+	"github.com/paddock-dev/paddock/internal/kafkaconfig"
 	"github.com/paddock-dev/paddock/internal/notify"
 )
 
@@ -111,6 +113,19 @@ type PartitionsConfig struct {
 	IOTimeout time.Duration
 }
 
+// cleanerConfig is the broker's log cleaner settings from the cluster's log.cleaner.* keys.
+func cleanerConfig(c kafkaconfig.ClusterConfig, log logr.Logger) storage.CleanerConfig {
+	rate := c.CleanerIOMaxBytesPerSecond
+	if math.IsInf(rate, 1) {
+		rate = 0 // Apache's Double.MAX_VALUE: no limit
+	}
+	return storage.CleanerConfig{
+		DedupeBufferBytes: c.CleanerDedupeBufferBytes, IOBufferBytes: int(c.CleanerIOBufferBytes),
+		IOBytesPerSecond: rate, Backoff: c.CleanerBackoff, Disabled: !c.CleanerEnable,
+		Log: log.WithName("cleaner"),
+	}
+}
+
 // Partitions owns the partition logs this broker leads. One goroutine, Run, is the owner: it
 // alone opens, takes over and relinquishes logs and writes the table; the request path reads
 // the table (Leader) under mu and never holds a log past its request. Every method is safe
@@ -118,6 +133,10 @@ type PartitionsConfig struct {
 type Partitions struct {
 	cfg PartitionsConfig
 	log logr.Logger
+	// cleaner cleans the compacted partitions this broker leads (docs/compaction.md), with
+	// the settings last taken from the view (cleanerSet, owner only).
+	cleaner    *storage.Cleaner
+	cleanerSet storage.CleanerConfig
 
 	mu  sync.RWMutex
 	led map[partitionKey]*leader // guarded by mu; written only by the owner goroutine
@@ -201,6 +220,7 @@ func NewPartitions(cfg PartitionsConfig) *Partitions {
 		quit:          make(chan struct{}),
 	}
 	p.storageOK.Store(true)
+	p.cleaner = storage.NewCleaner(storage.CleanerConfig{Log: cfg.Log.WithName("cleaner")})
 	return p
 }
 
@@ -269,6 +289,11 @@ func (p *Partitions) Changed() <-chan struct{} { return p.changed.Changed() }
 // bounded by relinquishTimeout, all at once) and returns once every worker goroutine has
 // ended.
 func (p *Partitions) Run(ctx context.Context) {
+	p.workers.Add(1)
+	go func() {
+		defer p.workers.Done()
+		p.cleaner.Run(ctx)
+	}()
 	updated := p.cfg.View.Updated()
 	p.reconcile(ctx, p.cfg.View.Snapshot())
 	for {
@@ -354,6 +379,11 @@ func storageConfig(t *cluster.Topic, s *cluster.Snapshot) storage.Config {
 // reconcile makes the held partitions match what s gives this broker: release what it no
 // longer gives (or gives at another epoch), take over what is new, and pass config changes on.
 func (p *Partitions) reconcile(ctx context.Context, s *cluster.Snapshot) {
+	if cc := cleanerConfig(s.Config, p.log); cc.DedupeBufferBytes != p.cleanerSet.DedupeBufferBytes || cc.IOBufferBytes != p.cleanerSet.IOBufferBytes ||
+		cc.IOBytesPerSecond != p.cleanerSet.IOBytesPerSecond || cc.Backoff != p.cleanerSet.Backoff || cc.Disabled != p.cleanerSet.Disabled {
+		p.cleaner.SetConfig(cc)
+		p.cleanerSet = cc
+	}
 	wanted := wantedHere(s, p.cfg.Self, p.cfg.DataDir)
 	for key, o := range p.owned {
 		if w, ok := wanted[key]; !ok || w.epoch != o.cur.epoch || w.dir != o.dir {
@@ -395,6 +425,7 @@ func (p *Partitions) acquire(ctx context.Context, key partitionKey, w want, s *c
 		Log:                    p.log.WithValues("topic", w.topic, "partition", key.index),
 		RetentionCheckInterval: s.Config.RetentionCheckInterval,
 		IOTimeout:              p.cfg.IOTimeout,
+		Cleaner:                p.cleaner,
 	}
 	l, err := storage.Open(w.dir, w.cfg, opts)
 	if err != nil {

@@ -2,8 +2,8 @@ package storage
 
 import (
 	"context"
-	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -23,6 +23,8 @@ type CleanerConfig struct {
 	// Backoff is log.cleaner.backoff.ms: how long the cleaner sleeps when no log needs
 	// cleaning. 15 s when zero.
 	Backoff time.Duration
+	// Disabled is log.cleaner.enable=false: Run cleans nothing (Log.Clean still does).
+	Disabled bool
 	// Log receives the passes (V(1)) and the logs that cannot be cleaned.
 	Log logr.Logger
 	// Uncleanable, when set, is told about a log a pass failed on (the offset map is too
@@ -39,12 +41,14 @@ const uncleanableRetry = 10 * time.Minute
 // register themselves when they start serving (Options.Cleaner) and leave when they stop. Its
 // memory is the offset map and two I/O buffers, whatever the number of logs.
 type Cleaner struct {
-	cfg  CleanerConfig
 	kick chan struct{}
 
 	mu          sync.Mutex
+	cfg         CleanerConfig
 	logs        map[*Log]struct{}
-	uncleanable map[*Log]time.Time // when the last pass on it failed
+	uncleanable map[*Log]uncleanable // the logs whose last pass failed
+
+	stats struct{ passes, failures, bytesRead, bytesWritten, recordsRemoved atomic.Int64 }
 
 	// The pass's memory, reused: one pass at a time (passMu).
 	passMu sync.Mutex
@@ -53,6 +57,16 @@ type Cleaner struct {
 
 // NewCleaner makes a cleaner; Run runs it.
 func NewCleaner(cfg CleanerConfig) *Cleaner {
+	return &Cleaner{cfg: cfg.withDefaults(), kick: make(chan struct{}, 1), logs: map[*Log]struct{}{}, uncleanable: map[*Log]uncleanable{}}
+}
+
+// uncleanable is a log whose last pass failed, and why.
+type uncleanable struct {
+	at  time.Time
+	err error
+}
+
+func (cfg CleanerConfig) withDefaults() CleanerConfig {
 	if cfg.DedupeBufferBytes <= 0 {
 		cfg.DedupeBufferBytes = 128 << 20
 	}
@@ -65,7 +79,48 @@ func NewCleaner(cfg CleanerConfig) *Cleaner {
 	if cfg.Log.GetSink() == nil {
 		cfg.Log = logr.Discard()
 	}
-	return &Cleaner{cfg: cfg, kick: make(chan struct{}, 1), logs: map[*Log]struct{}{}, uncleanable: map[*Log]time.Time{}}
+	return cfg
+}
+
+// SetConfig changes the settings from the next pass on (the broker follows the cluster's
+// log.cleaner.* keys). A new buffer size frees the old buffers.
+func (c *Cleaner) SetConfig(cfg CleanerConfig) {
+	cfg = cfg.withDefaults()
+	c.passMu.Lock()
+	c.mu.Lock()
+	if c.env != nil && (c.env.cfg.DedupeBufferBytes != cfg.DedupeBufferBytes || c.env.cfg.IOBufferBytes != cfg.IOBufferBytes) {
+		c.env = nil
+	} else if c.env != nil {
+		c.env.cfg = cfg
+	}
+	c.cfg = cfg
+	c.mu.Unlock()
+	c.passMu.Unlock()
+	c.Kick()
+}
+
+func (c *Cleaner) config() CleanerConfig {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cfg
+}
+
+// CleanerStats are a cleaner's totals since it was made.
+type CleanerStats struct {
+	Passes, Failures, BytesRead, BytesWritten, RecordsRemoved int64
+}
+
+// Stats are the cleaner's totals.
+func (c *Cleaner) Stats() CleanerStats {
+	return CleanerStats{Passes: c.stats.passes.Load(), Failures: c.stats.failures.Load(), BytesRead: c.stats.bytesRead.Load(),
+		BytesWritten: c.stats.bytesWritten.Load(), RecordsRemoved: c.stats.recordsRemoved.Load()}
+}
+
+// Uncleanable is why the last pass on l failed, nil when it did not.
+func (c *Cleaner) Uncleanable(l *Log) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.uncleanable[l].err
 }
 
 func (c *Cleaner) add(l *Log) {
@@ -99,7 +154,7 @@ func (c *Cleaner) Run(ctx context.Context) {
 			_, _ = c.clean(ctx, l, false)
 			continue
 		}
-		t := time.NewTimer(c.cfg.Backoff)
+		t := time.NewTimer(c.config().Backoff)
 		select {
 		case <-ctx.Done():
 		case <-c.kick:
@@ -112,9 +167,13 @@ func (c *Cleaner) Run(ctx context.Context) {
 // next is the log to clean now, or nil.
 func (c *Cleaner) next() *Log {
 	c.mu.Lock()
+	if c.cfg.Disabled {
+		c.mu.Unlock()
+		return nil
+	}
 	logs := make([]*Log, 0, len(c.logs))
 	for l := range c.logs {
-		if t, bad := c.uncleanable[l]; !bad || time.Since(t) > uncleanableRetry {
+		if u, bad := c.uncleanable[l]; !bad || time.Since(u.at) > uncleanableRetry {
 			logs = append(logs, l)
 		}
 	}
@@ -155,29 +214,36 @@ func (c *Cleaner) clean(ctx context.Context, l *Log, force bool) (CleanResult, e
 	if p == nil {
 		return CleanResult{}, nil
 	}
+	cfg := c.config()
 	if c.env == nil {
-		c.env = newCleanerEnv(c.cfg)
+		c.env = newCleanerEnv(cfg)
 	}
 	start := time.Now()
 	res, err := l.cleanPass(ctx, c.env, p)
+	c.stats.bytesRead.Add(res.BytesRead)
+	c.stats.bytesWritten.Add(res.BytesWritten)
+	failed := err != nil && l.Err() == nil && ctx.Err() == nil // not the log stopping under it
 	c.mu.Lock()
-	if err != nil && !errors.Is(err, context.Canceled) && l.Err() == nil {
-		c.uncleanable[l] = time.Now()
+	if failed {
+		c.uncleanable[l] = uncleanable{at: time.Now(), err: err}
 	} else {
 		delete(c.uncleanable, l)
 	}
 	c.mu.Unlock()
 	switch {
-	case err != nil && l.Err() == nil && ctx.Err() == nil:
-		c.cfg.Log.Error(err, "Cannot clean the partition; retrying later", "dir", l.dir, "retryAfter", uncleanableRetry)
-		if c.cfg.Uncleanable != nil {
-			c.cfg.Uncleanable(l.dir, err)
+	case failed:
+		c.stats.failures.Add(1)
+		cfg.Log.Error(err, "Cannot clean the partition; retrying later", "dir", l.dir, "retryAfter", uncleanableRetry)
+		if cfg.Uncleanable != nil {
+			cfg.Uncleanable(l.dir, err)
 		}
 	case res.Cleaned:
-		c.cfg.Log.V(1).Info("Cleaned partition", "dir", l.dir, "segments", res.Segments, "dirtyFrom", res.DirtyFrom, "dirtyTo", res.DirtyTo,
+		c.stats.passes.Add(1)
+		c.stats.recordsRemoved.Add(res.RecordsRemoved)
+		cfg.Log.V(1).Info("Cleaned partition", "dir", l.dir, "segments", res.Segments, "dirtyFrom", res.DirtyFrom, "dirtyTo", res.DirtyTo,
 			"bytesRead", res.BytesRead, "bytesWritten", res.BytesWritten, "recordsRemoved", res.RecordsRemoved, "took", time.Since(start))
-		if c.cfg.Cleaned != nil {
-			c.cfg.Cleaned(l.dir, res)
+		if cfg.Cleaned != nil {
+			cfg.Cleaned(l.dir, res)
 		}
 	}
 	return res, err

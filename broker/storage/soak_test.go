@@ -25,7 +25,9 @@ func TestSoakStorage(t *testing.T) {
 	}{
 		{"TestTwoRacingTakeoversAndADeposedWriter", func(t *testing.T, seed uint64, b *simBackend) simStats { return takeoverRace(t, seed, b, 4, 2, false) }},
 		{"TestTwoLogsAtEpochs5And6NeverLoseAnAcknowledgedAppend", func(t *testing.T, seed uint64, b *simBackend) simStats { return takeoverRace(t, seed, b, 5, 1, false) }},
-		{"TestADeposedLeadersCleanerRacingTwoTakeovers", func(t *testing.T, seed uint64, b *simBackend) simStats { return takeoverRaceCompacted(t, seed, b, 4, 2) }},
+		{"TestADeposedLeadersCleanerRacingTwoTakeovers", func(t *testing.T, seed uint64, b *simBackend) simStats {
+			return takeoverRaceCompacted(t, seed, b, 4, 2)
+		}},
 		{"TestAcknowledgedAppendsSurviveNodeCrashes", nodeCrashes},
 	}
 	type tally struct {

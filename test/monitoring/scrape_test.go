@@ -92,6 +92,17 @@ func traffic(t *testing.T) (brokers []target, manager target) {
 		}
 	}
 	produce(20)
+	// A compacted topic, so the cleaner's per-partition series are served.
+	compact := "compact"
+	if resp, err := kadm.NewClient(c.Kgo()).CreateTopic(ctx, 1, 1, map[string]*string{"cleanup.policy": &compact}, "changelog"); err != nil || resp.Err != nil {
+		t.Fatalf("create changelog: %v %v", err, resp.Err)
+	}
+	for i := range 5 {
+		r := &kgo.Record{Topic: "changelog", Key: []byte(strconv.Itoa(i % 2)), Value: []byte(strconv.Itoa(i))}
+		if err := producer.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatalf("produce to changelog: %v", err)
+		}
+	}
 	consumer := c.Kgo(kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit(),
 		kgo.FetchMaxWait(200*time.Millisecond), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	for read := 0; read < 20; {
