@@ -144,7 +144,7 @@ func (l *Log) planCleanLocked(now time.Time, force bool) *cleanPlan {
 	due := st.DirtyRatio > l.cfg.MinCleanableDirtyRatio || st.Lag.Milliseconds() > l.cfg.MaxCompactionLagMs
 	// A delete horizon that has passed needs a pass even with nothing dirty: it drops the
 	// tombstones and markers past it (and finds the next horizon).
-	if !(dirty && (due || force)) && !st.HorizonDue {
+	if wanted := dirty && (due || force); !wanted && !st.HorizonDue {
 		return nil
 	}
 	l.cleanPasses++

@@ -201,12 +201,7 @@ func (l *Log) createSegment(base int64, epoch int32) (File, error) {
 // journalRecord appends a record of an offset (a roll, a log-start move, a checkpoint) to the
 // claim's journal, durably.
 func (l *Log) journalRecord(kind byte, offset int64) error {
-	l.journalSem <- struct{}{}
-	defer func() { <-l.journalSem }()
-	l.mu.Lock()
-	j := l.journal
-	l.mu.Unlock()
-	return j.append(kind, encodeOffset(offset))
+	return l.journalAppend(kind, encodeOffset(offset))
 }
 
 // snapshotsKept is how many producer snapshots a partition keeps: the newest is the

@@ -70,7 +70,7 @@ func scanBatches(ctx context.Context, r io.ReaderAt, pos, size, next, bound int6
 		case h.size() > left:
 			end.refused = fmt.Errorf("%w: batch at %d says %d bytes, %d left", errTorn, end.pos, h.size(), left)
 			return end, nil
-		case h.BaseOffset != end.next && !(gaps && h.BaseOffset > end.next):
+		case h.BaseOffset < end.next || (h.BaseOffset > end.next && !gaps):
 			end.refused = fmt.Errorf("%w: batch at %d has base offset %d, expected %d", ErrCorruptMessage, end.pos, h.BaseOffset, end.next)
 			return end, nil
 		case h.lastOffset() >= bound:
