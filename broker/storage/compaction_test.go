@@ -480,3 +480,117 @@ func TestCleaningNeverTouchesTheActiveSegmentOrUndecidedTransactions(t *testing.
 		t.Fatal("the latest record before the transaction is gone")
 	}
 }
+
+// TestLookupsAnswerOverTheCleanersGaps: after a pass removed most offsets, a timestamp lookup
+// answers the first surviving record at or after the timestamp, a read at a removed offset
+// returns the next surviving batch, OffsetForLeaderEpoch answers as before the pass, and the
+// log start has not moved.
+func TestLookupsAnswerOverTheCleanersGaps(t *testing.T) {
+	dir := partitionDir(t)
+	cfg := compactConfig()
+	clock := newFakeClock()
+	l := openLog(t, dir, 3, cfg, Options{Now: clock.now})
+	base := clock.ms.Load()
+	for i := range 300 {
+		// Key k0 is rewritten every time but every 50th record has a key of its own.
+		key := "k0"
+		if i%50 == 0 {
+			key = fmt.Sprint("unique", i)
+		}
+		mustAppend(t, l, keyedBatch(t, []kv{{[]byte(key), []byte(fmt.Sprint("v", i))}}, -1, -1, -1, false, 0, base+int64(i)), AcksAll)
+	}
+	before, err := l.Offsets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	epochBefore, endBefore, err := l.EpochEndOffset(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := l.Clean(context.Background()); err != nil || !res.Cleaned {
+		t.Fatalf("clean: %+v, %v", res, err)
+	}
+	after, err := l.Offsets()
+	if err != nil || after.LogStart != before.LogStart {
+		t.Fatalf("offsets after the pass: %+v (before %+v), %v", after, before, err)
+	}
+	if st, _ := l.CompactionStats(); st.DirtyFrom <= 100 {
+		t.Fatalf("cleaned only below %d: the test needs offset 100 cleaned", st.DirtyFrom)
+	}
+	// Offset 60 held k0, superseded; the next survivor at or after it is unique100's record.
+	res, err := l.Read(60, 1<<20, true)
+	if err != nil || len(res.Records) == 0 {
+		t.Fatalf("read at a removed offset: %v, %d bytes", err, len(res.Records))
+	}
+	if first := parseHeader(res.Records); first.BaseOffset != 100 {
+		t.Fatalf("read at 60 starts with the batch at %d..%d", first.BaseOffset, first.lastOffset())
+	}
+	got, ok, err := l.OffsetForTimestamp(base + 60)
+	if err != nil || !ok {
+		t.Fatalf("timestamp lookup: %v, %v", ok, err)
+	}
+	if got.Offset != 100 || got.Timestamp != base+100 {
+		t.Fatalf("timestamp lookup for the record at 60 (removed) answered %+v, want offset 100", got)
+	}
+	if e, end, err := l.EpochEndOffset(3); err != nil || e != epochBefore || end != endBefore {
+		t.Fatalf("OffsetForLeaderEpoch after the pass: %d, %d, %v; before %d, %d", e, end, err, epochBefore, endBefore)
+	}
+}
+
+// TestTheOffsetMapKeepsEachKeysLatestOffsetAndNeverFillsPastItsLimit pins the map's rules.
+func TestTheOffsetMapKeepsEachKeysLatestOffsetAndNeverFillsPastItsLimit(t *testing.T) {
+	m := newOffsetMap(24 * 100)
+	if m.capacity() != 100 || m.room() != 90 {
+		t.Fatalf("capacity %d, room %d; want 100 slots, 90 usable", m.capacity(), m.room())
+	}
+	for i := range 90 {
+		m.put([]byte(fmt.Sprint("key", i)), int64(i))
+		m.put([]byte(fmt.Sprint("key", i)), int64(1000+i))
+	}
+	if m.room() != 0 {
+		t.Fatalf("room %d after 90 keys", m.room())
+	}
+	for i := range 90 {
+		if off, ok := m.get([]byte(fmt.Sprint("key", i))); !ok || off != int64(1000+i) {
+			t.Fatalf("key%d: %d, %v", i, off, ok)
+		}
+	}
+	if _, ok := m.get([]byte("absent")); ok {
+		t.Fatal("an absent key was found")
+	}
+	if off, ok := m.get([]byte("key0")); !ok || off != 1000 {
+		t.Fatal("offset 0 must be storable (slots store offset+1)")
+	}
+	m.reset()
+	if _, ok := m.get([]byte("key1")); ok || m.room() != 90 {
+		t.Fatal("reset left entries")
+	}
+	if tiny := newOffsetMap(1); tiny.capacity() != 2 || tiny.room() != 1 {
+		t.Fatalf("a tiny buffer: capacity %d, room %d; want 2 and 1 (one slot always empty)", tiny.capacity(), tiny.room())
+	}
+}
+
+// TestAPassThatCannotMapOneBatchIsRefusedAndChangesNothing: a map smaller than a batch's
+// record count is ErrOffsetMapTooSmall, and the log reads as before.
+func TestAPassThatCannotMapOneBatchIsRefusedAndChangesNothing(t *testing.T) {
+	dir := partitionDir(t)
+	clock := newFakeClock()
+	l := openLog(t, dir, 1, compactConfig(), Options{Now: clock.now, Cleaner: NewCleaner(CleanerConfig{DedupeBufferBytes: 24 * 4})})
+	recs := make([]kv, 10)
+	for i := range recs {
+		recs[i] = kv{[]byte(fmt.Sprint("k", i)), []byte("v")}
+	}
+	for range 40 {
+		mustAppend(t, l, keyedBatch(t, recs, -1, -1, -1, false, 0, clock.ms.Load()), AcksAll)
+	}
+	want := readAll(t, l)
+	if _, err := l.Clean(context.Background()); !errors.Is(err, ErrOffsetMapTooSmall) {
+		t.Fatalf("clean with a 3-key map of 10-record batches: %v, want ErrOffsetMapTooSmall", err)
+	}
+	if got := readAll(t, l); !bytes.Equal(got, want) {
+		t.Fatal("a refused pass changed the log")
+	}
+	if l.opts.Cleaner.Uncleanable(l) == nil {
+		t.Fatal("the cleaner does not report the log as uncleanable")
+	}
+}
