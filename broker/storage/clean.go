@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/paddock-dev/paddock/broker/internal/records"
@@ -642,12 +643,18 @@ func (l *Log) journalAppend(kind byte, payload []byte) error {
 }
 
 // Clean runs one cleaning pass on the log now, if it is compacted and has dirty cleanable
-// segments, whatever its dirty ratio (tests, and the cleaner when a log is past
-// max.compaction.lag.ms). It uses the broker's Cleaner (Options.Cleaner, or a private one).
+// segments (or a delete horizon that has passed), whatever its dirty ratio. It uses the
+// log's Cleaner (Options.Cleaner), else a shared one with a 16 MiB offset map.
 func (l *Log) Clean(ctx context.Context) (CleanResult, error) {
 	c := l.opts.Cleaner
 	if c == nil {
-		c = NewCleaner(CleanerConfig{})
+		fallbackCleanerOnce.Do(func() { fallbackCleaner = NewCleaner(CleanerConfig{DedupeBufferBytes: 16 << 20}) })
+		c = fallbackCleaner
 	}
 	return c.clean(ctx, l, true)
 }
+
+var (
+	fallbackCleanerOnce sync.Once
+	fallbackCleaner     *Cleaner
+)
