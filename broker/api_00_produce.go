@@ -14,8 +14,8 @@ import (
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/broker/cluster"
-	"github.com/paddock-dev/paddock/broker/internal/records"
 	"github.com/paddock-dev/paddock/broker/storage"
+	"github.com/paddock-dev/paddock/broker/storage/records"
 	"github.com/paddock-dev/paddock/internal/acl"
 )
 

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/paddock-dev/paddock/broker/internal/records"
+	"github.com/paddock-dev/paddock/broker/storage/records"
 )
 
 // Compaction (docs/compaction.md): a cleaning pass on a serving log keeps the latest record

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/paddock-dev/paddock/broker/internal/records"
+	"github.com/paddock-dev/paddock/broker/storage/records"
 )
 
 var compactionSeed = flag.Uint64("compaction.seed", 0, "run the compaction property test with this seed only")
