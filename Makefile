@@ -206,6 +206,10 @@ bench-balance: ## Benchmark the partition balancer (100 brokers, 10,000 partitio
 bench-storage: ## Run the broker/storage benchmarks (group commit vs plain fsync loops, reads) for BENCHTIME each.
 	go test -run='^$$' -bench=. -benchtime=$(BENCHTIME) ./broker/storage/
 
+.PHONY: bench-compaction
+bench-compaction: ## Benchmark the log cleaner (MB/s of dirty log vs a sequential read of the same files) and acks=all produce while cleaning vs without, in one run.
+	go test -run='^$$' -bench='^(BenchmarkCleaner|BenchmarkProduceWhileCleaning)$$' -benchtime=1x -count=2 ./broker/storage/
+
 .PHONY: bench-dataplane
 bench-dataplane: ## Benchmark kgo produce (acks=all, 1 KiB records; pipelined and not), consume, and SIGTERM-to-exit drains (0, 100, 1000 partitions) on in-process brokers, for BENCHTIME each.
 	go test -run='^$$' -bench='BenchmarkProduceKgo|BenchmarkConsumeKgo|BenchmarkDrain' -benchtime=$(BENCHTIME) ./broker/
