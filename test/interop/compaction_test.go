@@ -114,9 +114,10 @@ func TestACompactedTopicReadsTheLatestValueOfEveryKeyAcrossItsGaps(t *testing.T)
 		t.Fatalf("kadm DescribeConfigs cleanup.policy: %+v, %v; want exactly compact", rc, err)
 	}
 	sa := saramaAdmin(t, addrs)
-	entries, err := sa.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic, ConfigNames: []string{"cleanup.policy"}})
-	if err != nil || len(entries) != 1 || entries[0].Value != "compact" {
-		t.Fatalf("sarama DescribeConfig cleanup.policy: %+v, %v; want exactly compact", entries, err)
+	described, err := sa.DescribeConfigs([]*sarama.ConfigResource{{Type: sarama.TopicResource, Name: topic, ConfigNames: []string{"cleanup.policy"}}},
+		sarama.DescribeConfigsOptions{})
+	if err != nil || len(described) != 1 || len(described[0].Configs) != 1 || described[0].Configs[0].Value != "compact" {
+		t.Fatalf("sarama DescribeConfigs cleanup.policy: %+v, %v; want exactly compact", described, err)
 	}
 
 	// A keyless record: INVALID_RECORD, nothing appended.
