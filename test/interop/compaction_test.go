@@ -3,9 +3,14 @@ package interop
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,7 +25,7 @@ import (
 
 // TestACompactedTopicReadsTheLatestValueOfEveryKeyAcrossItsGaps: on a topic with
 // cleanup.policy=compact, 300 records over 20 keys (tombstones among them) are cleaned by the
-// broker's cleaner; kgo, sarama and kcat (librdkafka) then read it from the beginning across
+// broker's cleaner; kgo, sarama, kcat (librdkafka) and kafkajs then read it from the beginning across
 // the offset gaps to its end, each seeing every key's latest record at its offset and only
 // records that were produced there. DescribeConfigs reads back exactly "compact" (what Kafka
 // Connect checks), and a keyless record is refused with INVALID_RECORD, appending nothing.
@@ -104,6 +109,7 @@ func TestACompactedTopicReadsTheLatestValueOfEveryKeyAcrossItsGaps(t *testing.T)
 		t.Fatalf("kcat output: %v", err)
 	}
 	check("kcat", read)
+	check("kafkajs", kafkajsReadAll(t, addrs, topic, last))
 
 	// What Kafka Connect's TopicAdmin.verifyTopicCleanupPolicyOnlyCompact reads.
 	rcs, err := adm.DescribeTopicConfigs(ctx, topic)
@@ -215,4 +221,48 @@ func saramaAdmin(t *testing.T, addrs []string) sarama.ClusterAdmin {
 	}
 	t.Cleanup(func() { _ = a.Close() })
 	return a
+}
+
+// kafkajsReadAll runs js/compaction.js: kafkajs reads partition 0 of topic from the beginning
+// up to offset last.
+func kafkajsReadAll(t *testing.T, addrs []string, topic string, last int64) []record {
+	t.Helper()
+	node := requireKafkajs(t)
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(testCtx(t), node, filepath.Join("js", "compaction.js"), strings.Join(addrs, ","), topic, strconv.FormatInt(last, 10))
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node js/compaction.js: %v\n%s", err, stderr.Bytes())
+	}
+	var read []record
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var m struct {
+			Offset     string
+			Key, Value *string
+		}
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("kafkajs output %q: %v", line, err)
+		}
+		off, err := strconv.ParseInt(m.Offset, 10, 64)
+		if err != nil {
+			t.Fatalf("kafkajs offset %q: %v", m.Offset, err)
+		}
+		r := record{Offset: off}
+		for _, f := range []struct {
+			in  *string
+			out *[]byte
+		}{{m.Key, &r.Key}, {m.Value, &r.Value}} {
+			if f.in == nil {
+				continue
+			}
+			b, err := base64.StdEncoding.DecodeString(*f.in)
+			if err != nil {
+				t.Fatalf("kafkajs output %q: %v", line, err)
+			}
+			*f.out = append([]byte{}, b...)
+		}
+		read = append(read, r)
+	}
+	return read
 }
