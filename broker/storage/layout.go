@@ -61,7 +61,7 @@ func stem(offset int64, epoch int32) string {
 func segmentName(base int64, epoch int32) string { return stem(base, epoch) + segmentSuffix }
 func indexName(base int64, epoch int32) string   { return stem(base, epoch) + indexSuffix }
 
-// cleanGen names one cleaned copy of a segment (docs/compaction.md "Swapping in"): the n-th
+// cleanGen names one cleaned copy of a segment (docs/compaction.md "Swapping in, under the fence"): the n-th
 // cleaning pass of the leader at epoch by. The zero value is the segment as its leader wrote
 // it. Each copy has a file name of its own, so a deposed leader's cleaner never changes a
 // file a newer leader reads.

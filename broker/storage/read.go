@@ -103,7 +103,7 @@ func (l *Log) OffsetForTimestamp(ts int64) (TimestampOffset, bool, error) {
 var errLogStartMoved = errors.New("the log start moved")
 
 // errSegmentReplaced is a closed segment that vanished because a cleaning pass replaced it:
-// NOT_LEADER_OR_FOLLOWER to a client, which retries (docs/compaction.md "Readers").
+// NOT_LEADER_OR_FOLLOWER to a client, which retries (docs/compaction.md "Swapping in, under the fence").
 var errSegmentReplaced = fmt.Errorf("%w: segment replaced", ErrNotLeader)
 
 func (l *Log) offsetForTimestamp(ts int64) (TimestampOffset, bool, error) {
