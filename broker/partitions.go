@@ -674,6 +674,40 @@ func (p *Partitions) Failed() []v1alpha1.PartitionFailure {
 	return out
 }
 
+// Uncleanable lists the compacted partitions served here whose last cleaning pass failed,
+// for the heartbeat to announce (v1alpha1.AnnotationUncleanable; docs/compaction.md, "When a
+// partition cannot be cleaned"). A partition leaves the list when a pass succeeds or when it
+// stops being served here. Nil on a nil Partitions.
+func (p *Partitions) Uncleanable() []v1alpha1.UncleanablePartition {
+	if p == nil {
+		return nil
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	var out []v1alpha1.UncleanablePartition
+	for key, l := range p.led {
+		if l.phase != phaseServing || l.log == nil {
+			continue
+		}
+		if err := p.cleaner.Uncleanable(l.log); err != nil {
+			out = append(out, v1alpha1.UncleanablePartition{TopicID: v1alpha1.KafkaUUID(key.topicID).String(),
+				Partition: key.index, Cause: uncleanableCause(err)})
+		}
+	}
+	return out
+}
+
+// uncleanableCause names a failed pass's error for the operator.
+func uncleanableCause(err error) v1alpha1.UncleanableCause {
+	switch {
+	case errors.Is(err, storage.ErrOffsetMapTooSmall):
+		return v1alpha1.CauseOffsetMapTooSmall
+	case errors.Is(err, storage.ErrCorruptLog):
+		return v1alpha1.CauseCorruptBatch
+	}
+	return v1alpha1.CauseFailed
+}
+
 // ioTimeout is the bound of one file-system call: the logs' (PartitionsConfig.IOTimeout), or
 // storage's default.
 func (p *Partitions) ioTimeout() time.Duration {

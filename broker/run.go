@@ -303,6 +303,7 @@ func (b *Broker) startBackground(r *running) {
 		b.Heartbeat.Listeners = b.Addresses.Known
 		b.Heartbeat.Claims = b.Claims
 		b.Heartbeat.Failed = b.Failed
+		b.Heartbeat.Uncleanable = b.Uncleanable
 		b.Heartbeat.MountRefused = b.MountRefused
 		b.Heartbeat.Groups = b.GroupCounts
 		b.Heartbeat.OngoingTransactions = b.OngoingTransactions

@@ -114,6 +114,11 @@ func (b *Broker) Claims() []v1alpha1.PartitionClaim { return b.partitions.Load()
 // Failed lists the partitions whose storage failed here recently (Partitions.Failed).
 func (b *Broker) Failed() []v1alpha1.PartitionFailure { return b.partitions.Load().Failed() }
 
+// Uncleanable is the heartbeat's uncleanable-partitions announcement (Partitions.Uncleanable).
+func (b *Broker) Uncleanable() []v1alpha1.UncleanablePartition {
+	return b.partitions.Load().Uncleanable()
+}
+
 // Leading is how many partition logs this broker holds open: taking over, serving or
 // relinquishing. Zero means it leads nothing.
 func (b *Broker) Leading() int { return b.partitions.Load().Open() }

@@ -641,6 +641,14 @@ type BrokerRow struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Failed Partitions"
 	FailedPartitions []PartitionFailure `json:"failedPartitions,omitempty"`
 
+	// uncleanablePartitions are the compacted partitions this broker leads whose last
+	// cleaning pass failed, as its heartbeat Lease announces them; they still serve.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Uncleanable Partitions"
+	UncleanablePartitions []UncleanablePartition `json:"uncleanablePartitions,omitempty"`
+
 	// mountRefused says why the broker refuses to serve from its data volume's mount, as its
 	// heartbeat Lease announces it; empty when the mount is accepted.
 	// +optional

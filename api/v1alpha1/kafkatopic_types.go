@@ -65,6 +65,18 @@ type PartitionStatus struct {
 	LeaderIncarnation int64 `json:"leaderIncarnation,omitempty"`
 }
 
+// UncleanablePartitionStatus is one partition of a KafkaTopic its leader cannot clean.
+type UncleanablePartitionStatus struct {
+	// partition is the partition index.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=9999
+	Partition int32 `json:"partition"`
+	// broker is the broker whose cleaner announced it.
+	Broker int32 `json:"broker"`
+	// cause is why the pass failed.
+	Cause UncleanableCause `json:"cause"`
+}
+
 // KafkaTopicStatus is what the operator observed and assigned.
 type KafkaTopicStatus struct {
 	// observedGeneration is the spec generation the status was computed for.
@@ -90,6 +102,17 @@ type KafkaTopicStatus struct {
 	// +kubebuilder:validation:MaxItems=10000
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Partition Leaders"
 	Partitions []PartitionStatus `json:"partitions,omitempty"`
+
+	// uncleanable lists the partitions of a compacted topic whose leader's cleaner cannot
+	// clean them, as the brokers' heartbeats announce (docs/compaction.md, "When a partition
+	// cannot be cleaned"). They still serve, but their dirty section only grows until the
+	// cause is fixed. The assignment reconciler is its only writer.
+	// +optional
+	// +listType=map
+	// +listMapKey=partition
+	// +kubebuilder:validation:MaxItems=10000
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Uncleanable Partitions"
+	Uncleanable []UncleanablePartitionStatus `json:"uncleanable,omitempty"`
 
 	// conditions are Ready (every partition has an alive leader) and Degraded (the topic
 	// cannot be served as asked: invalid config, a conflicting name, no alive broker, no

@@ -267,6 +267,15 @@ func (c *Cluster) publishLocked() {
 	}
 }
 
+// SetClusterConfig replaces the KafkaCluster spec.config every view carries, as an edit of
+// the cluster's spec would, and publishes it.
+func (c *Cluster) SetClusterConfig(cfg map[string]string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.opts.ClusterConfig = cfg
+	c.publishLocked()
+}
+
 // Lag stops (true) or resumes (false) updating broker id's view: a lagging broker keeps
 // acting on the state it last saw, as a broker whose informer is behind, or that is cut off
 // from the API server, does. Resuming publishes the current state to it.

@@ -50,6 +50,10 @@ type Heartbeat struct {
 	// Lease (AnnotationFailed, as FormatFailures writes them) for the assignment reconciler
 	// to take them over again or move them. Nil announces nothing.
 	Failed func() []v1alpha1.PartitionFailure
+	// Uncleanable returns the compacted partitions whose last cleaning pass failed here,
+	// announced on the Lease (AnnotationUncleanable, as FormatUncleanable writes them) for
+	// the KafkaTopic's status and a Warning Event. Nil announces nothing.
+	Uncleanable func() []v1alpha1.UncleanablePartition
 	// MountRefused returns why the data volume's mount is refused ("option: reason" each),
 	// announced on the Lease (AnnotationMountRefused) for the KafkaCluster's Degraded
 	// condition. Nil announces nothing.
@@ -300,6 +304,7 @@ func (h *Heartbeat) renew(l *coordinationv1.Lease) {
 	// broker whose storage is fine carries neither.
 	setOrDelete(l.Annotations, v1alpha1.AnnotationFailed, h.Failed, v1alpha1.FormatFailures)
 	setOrDelete(l.Annotations, v1alpha1.AnnotationMountRefused, h.MountRefused, formatMountRefused)
+	setOrDelete(l.Annotations, v1alpha1.AnnotationUncleanable, h.Uncleanable, v1alpha1.FormatUncleanable)
 	// Removed when the broker coordinates no group, as the storage announcements are.
 	setOrDelete(l.Annotations, v1alpha1.AnnotationGroups, h.Groups, v1alpha1.FormatGroupCounts)
 	// Removed when no transaction is open, likewise.

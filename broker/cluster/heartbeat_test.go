@@ -232,6 +232,27 @@ func TestHeartbeatLeaseFollowsTheContract(t *testing.T) {
 		}
 	})
 
+	t.Run("the uncleanable partitions are written while a pass fails, and removed after", func(t *testing.T) {
+		bad := []v1alpha1.UncleanablePartition{{TopicID: "AAAAAAAAAAAAAAAAAAAAAA", Partition: 2, Cause: v1alpha1.CauseOffsetMapTooSmall}}
+		hb.Uncleanable = func() []v1alpha1.UncleanablePartition { return bad }
+		defer func() { hb.Uncleanable = nil }()
+		if err := hb.Beat(ctx); err != nil {
+			t.Fatal(err)
+		}
+		l, _ := testenv.BrokerLease(c, ns, "c", 1)
+		if got, err := v1alpha1.ReadUncleanable(l.Annotations[v1alpha1.AnnotationUncleanable]); err != nil || !slices.Equal(got, bad) {
+			t.Fatalf("uncleanable annotation %q reads %+v, %v; want %+v", l.Annotations[v1alpha1.AnnotationUncleanable], got, err, bad)
+		}
+		bad = nil
+		if err := hb.Beat(ctx); err != nil {
+			t.Fatal(err)
+		}
+		l, _ = testenv.BrokerLease(c, ns, "c", 1)
+		if _, ok := l.Annotations[v1alpha1.AnnotationUncleanable]; ok {
+			t.Fatalf("annotations %v: the uncleanable partitions were not removed", l.Annotations)
+		}
+	})
+
 	t.Run("the group counts are written while the broker coordinates groups, and removed after", func(t *testing.T) {
 		counts := []v1alpha1.GroupCount{{Protocol: "consumer", State: "Stable", Count: 2}, {Protocol: "classic", State: "Empty", Count: 1}}
 		hb.Groups = func() []v1alpha1.GroupCount { return counts }

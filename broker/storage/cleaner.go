@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -83,11 +84,20 @@ func (cfg CleanerConfig) withDefaults() CleanerConfig {
 }
 
 // SetConfig changes the settings from the next pass on (the broker follows the cluster's
-// log.cleaner.* keys). A new buffer size frees the old buffers.
+// log.cleaner.* keys). A new buffer size frees the old buffers; a larger offset map makes the
+// logs it was too small for due at once rather than after uncleanableRetry (they stay
+// uncleanable until that pass succeeds).
 func (c *Cleaner) SetConfig(cfg CleanerConfig) {
 	cfg = cfg.withDefaults()
 	c.passMu.Lock()
 	c.mu.Lock()
+	if cfg.DedupeBufferBytes > c.cfg.DedupeBufferBytes {
+		for l, u := range c.uncleanable {
+			if errors.Is(u.err, ErrOffsetMapTooSmall) {
+				c.uncleanable[l] = uncleanable{err: u.err} // at zero: retried at the next look
+			}
+		}
+	}
 	if c.env != nil && (c.env.cfg.DedupeBufferBytes != cfg.DedupeBufferBytes || c.env.cfg.IOBufferBytes != cfg.IOBufferBytes) {
 		c.env = nil
 	} else if c.env != nil {

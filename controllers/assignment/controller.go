@@ -80,6 +80,9 @@ type scope struct {
 	alive  []balance.Broker
 	failed []balance.Failure
 	result balance.Result
+	// uncleanable is what the rows announce of partitions that cannot be compacted, by
+	// served topic.
+	uncleanable map[string][]kafkav1alpha1.UncleanablePartitionStatus
 }
 
 // phase is one ordered step of a reconcile. An error stops the reconcile.
@@ -137,6 +140,7 @@ func (r *Reconciler) observe(ctx context.Context, s *scope) error {
 	if s.cluster != nil {
 		s.alive = alive(s.cluster.Status.Brokers)
 		s.failed = failures(s.cluster.Status.Brokers, s.served)
+		s.uncleanable = uncleanableByTopic(s.cluster.Status.Brokers, s.served)
 	}
 	return nil
 }
@@ -216,9 +220,11 @@ func (r *Reconciler) writeTopic(ctx context.Context, s *scope, kt *kafkav1alpha1
 	case yields:
 		f.YieldsTo, f.YieldsToName = other, kt.KafkaName()
 		st.Partitions = unassigned(kt)
+		st.Uncleanable = nil
 	default:
 		a, _ := s.result.Topic(kt.Name)
 		st.Partitions = partitionStatuses(a)
+		st.Uncleanable = s.uncleanable[kt.Name]
 		for _, m := range s.result.Moves {
 			if m.Topic == kt.Name {
 				moves = append(moves, m)
@@ -241,6 +247,11 @@ func (r *Reconciler) writeTopic(ctx context.Context, s *scope, kt *kafkav1alpha1
 		log.FromContext(ctx).Info("Assigned leaders", "topic", kt.Name, "changed", len(moves))
 	}
 	r.reportFailures(ctx, s, kt, orig, moves, f.Offline)
+	for _, u := range newlyUncleanable(orig.Status.Uncleanable, st.Uncleanable) {
+		r.Recorder.Eventf(kt, nil, corev1.EventTypeWarning, kafkav1alpha1.EventPartitionUncleanable, actionAssign, "%s", uncleanableMessage(u))
+		log.FromContext(ctx).Info("A compacted partition cannot be cleaned", "topic", kt.Name, "partition", u.Partition,
+			"broker", u.Broker, "cause", u.Cause)
+	}
 	return nil
 }
 

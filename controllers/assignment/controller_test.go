@@ -211,6 +211,56 @@ var _ = Describe("Assignment", Ordered, func() {
 		}).Should(Succeed())
 	})
 
+	It("reports a partition its leader cannot compact in the topic's status and one Warning Event, until a pass succeeds", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		newCluster(ctx, ns, c)
+		setRows(ctx, ns, c, row(0, alive, 1), row(1, alive, 1))
+		newTopic(ctx, ns, c, "changelog", 2)
+		parts := assigned(ctx, ns, "changelog", 2, 0, 1)
+		id := readTopic(ctx, ns, "changelog").Status.TopicID
+		leader := parts[1].Leader
+		rows := func(cause kafkav1alpha1.UncleanableCause) []kafkav1alpha1.BrokerRow {
+			out := []kafkav1alpha1.BrokerRow{row(0, alive, 1), row(1, alive, 1)}
+			if cause != "" {
+				out[leader].UncleanablePartitions = []kafkav1alpha1.UncleanablePartition{
+					{TopicID: id, Partition: 1, Cause: cause},
+					{TopicID: "AAAAAAAAAAAAAAAAAAAAAQ", Partition: 0, Cause: cause}, // another topic's id: not this one's
+				}
+			}
+			return out
+		}
+		uncleanable := func() []kafkav1alpha1.UncleanablePartitionStatus {
+			return readTopic(ctx, ns, "changelog").Status.Uncleanable
+		}
+		warnings := func() int {
+			n := 0
+			for _, r := range eventReasons(ctx, ns, "changelog") {
+				if r == kafkav1alpha1.EventPartitionUncleanable {
+					n++
+				}
+			}
+			return n
+		}
+
+		By("the leader announces it: the status names broker and cause, and one Event says so")
+		setRows(ctx, ns, c, rows(kafkav1alpha1.CauseOffsetMapTooSmall)...)
+		want := []kafkav1alpha1.UncleanablePartitionStatus{{Partition: 1, Broker: leader, Cause: kafkav1alpha1.CauseOffsetMapTooSmall}}
+		Eventually(uncleanable).Should(Equal(want))
+		Eventually(warnings).Should(Equal(1))
+
+		By("it stays announced while the cause changes and the registry rewrites its rows: no second Event")
+		setRows(ctx, ns, c, rows(kafkav1alpha1.CauseFailed)...)
+		Eventually(uncleanable).Should(Equal([]kafkav1alpha1.UncleanablePartitionStatus{{Partition: 1, Broker: leader, Cause: kafkav1alpha1.CauseFailed}}))
+		Consistently(warnings, 2*time.Second).Should(Equal(1))
+
+		By("a pass succeeds: the status forgets it, and a new failure is a new Event")
+		setRows(ctx, ns, c, rows("")...)
+		Eventually(uncleanable).Should(BeEmpty())
+		setRows(ctx, ns, c, rows(kafkav1alpha1.CauseCorruptBatch)...)
+		Eventually(warnings).Should(Equal(2))
+		Expect(leaders(readTopic(ctx, ns, "changelog"))).To(Equal(parts), "an uncleanable partition moves nothing")
+	})
+
 	It("keeps the assignment and reports the cluster Degraded when no broker is alive", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		newCluster(ctx, ns, c)

@@ -185,6 +185,78 @@ func failures(rows []kafkav1alpha1.BrokerRow, served []*kafkav1alpha1.KafkaTopic
 	return out
 }
 
+// uncleanableByTopic is what the registry rows announce of compacted partitions their
+// brokers cannot clean, by served topic (the topic whose status.topicID an entry names) and
+// sorted by partition: one entry a partition — its leader's when the leader announces it
+// (after a move the old leader's announcement may linger for a beat), else the lowest
+// broker's — and only partitions the topic has.
+func uncleanableByTopic(rows []kafkav1alpha1.BrokerRow, served []*kafkav1alpha1.KafkaTopic) map[string][]kafkav1alpha1.UncleanablePartitionStatus {
+	byID := map[string]*kafkav1alpha1.KafkaTopic{}
+	for _, kt := range served {
+		if kt.Status.TopicID != "" {
+			byID[kt.Status.TopicID] = kt
+		}
+	}
+	out := map[string][]kafkav1alpha1.UncleanablePartitionStatus{}
+	for _, row := range rows {
+		for _, u := range row.UncleanablePartitions {
+			kt, ok := byID[u.TopicID]
+			if !ok || u.Partition >= kt.Spec.Partitions {
+				continue
+			}
+			e := kafkav1alpha1.UncleanablePartitionStatus{Partition: u.Partition, Broker: row.ID, Cause: u.Cause}
+			list := out[kt.Name]
+			i := slices.IndexFunc(list, func(v kafkav1alpha1.UncleanablePartitionStatus) bool { return v.Partition == u.Partition })
+			switch {
+			case i < 0:
+				out[kt.Name] = append(list, e)
+			case leaderOf(kt, u.Partition) == row.ID || leaderOf(kt, u.Partition) != list[i].Broker && row.ID < list[i].Broker:
+				list[i] = e
+			}
+		}
+	}
+	for _, list := range out {
+		slices.SortFunc(list, func(a, b kafkav1alpha1.UncleanablePartitionStatus) int { return int(a.Partition) - int(b.Partition) })
+	}
+	return out
+}
+
+// leaderOf is the leader kt's status names for partition p, or -1.
+func leaderOf(kt *kafkav1alpha1.KafkaTopic, p int32) int32 {
+	for _, ps := range kt.Status.Partitions {
+		if ps.Partition == p {
+			return ps.Leader
+		}
+	}
+	return -1
+}
+
+// newlyUncleanable is the entries of now whose partition was not in before: each gets one
+// Warning Event, so a partition that stays uncleanable is reported once.
+func newlyUncleanable(before, now []kafkav1alpha1.UncleanablePartitionStatus) []kafkav1alpha1.UncleanablePartitionStatus {
+	var out []kafkav1alpha1.UncleanablePartitionStatus
+	for _, u := range now {
+		if !slices.ContainsFunc(before, func(b kafkav1alpha1.UncleanablePartitionStatus) bool { return b.Partition == u.Partition }) {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// uncleanableMessage is the PartitionUncleanable Event's message: where, why, and what fixes it.
+func uncleanableMessage(u kafkav1alpha1.UncleanablePartitionStatus) string {
+	const still = "the partition still serves, but its uncleaned section grows until a pass succeeds (retried every 10 minutes)"
+	switch u.Cause {
+	case kafkav1alpha1.CauseOffsetMapTooSmall:
+		return fmt.Sprintf("partition %d cannot be compacted on broker %d: one of its batches has more keys than the cleaner's offset map holds; "+
+			"raise log.cleaner.dedupe.buffer.size in the KafkaCluster's spec.config; %s", u.Partition, u.Broker, still)
+	case kafkav1alpha1.CauseCorruptBatch:
+		return fmt.Sprintf("partition %d cannot be compacted on broker %d: a stored batch's records do not decode (the broker's log names its offset); %s",
+			u.Partition, u.Broker, still)
+	}
+	return fmt.Sprintf("partition %d cannot be compacted on broker %d: its cleaning pass failed (the broker's log says why); %s", u.Partition, u.Broker, still)
+}
+
 // offlineOf is the partitions of topic key among offline.
 func offlineOf(offline []balance.PartitionRef, key string) []int32 {
 	var out []int32

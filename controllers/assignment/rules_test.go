@@ -186,3 +186,49 @@ func TestTopicConfigProblemsAreTheEntriesThenTheRulesBetweenKeysInTheCluster(t *
 		}
 	}
 }
+
+// A partition's uncleanable report comes from its leader when the leader announces it (an old
+// leader's last beat may still name it after a move), is kept to the topic the id names and
+// the partitions it has, and a partition is reported once while it stays listed.
+func TestAnUncleanableReportIsTheLeadersAndIsNewOncePerAppearance(t *testing.T) {
+	const id, other = "AAAAAAAAAAAAAAAAAAAAAQ", "AAAAAAAAAAAAAAAAAAAAAg"
+	kt := &kafkav1alpha1.KafkaTopic{}
+	kt.Name, kt.Spec.Partitions, kt.Status.TopicID = "changelog", 3, id
+	kt.Status.Partitions = []kafkav1alpha1.PartitionStatus{{Partition: 0, Leader: 1}, {Partition: 1, Leader: 2}, {Partition: 2, Leader: 0}}
+	say := func(broker int32, us ...kafkav1alpha1.UncleanablePartition) kafkav1alpha1.BrokerRow {
+		return kafkav1alpha1.BrokerRow{ID: broker, Health: kafkav1alpha1.BrokerAlive, UncleanablePartitions: us}
+	}
+	u := func(topic string, p int32, c kafkav1alpha1.UncleanableCause) kafkav1alpha1.UncleanablePartition {
+		return kafkav1alpha1.UncleanablePartition{TopicID: topic, Partition: p, Cause: c}
+	}
+	const F, M, B = kafkav1alpha1.CauseFailed, kafkav1alpha1.CauseOffsetMapTooSmall, kafkav1alpha1.CauseCorruptBatch
+	got := uncleanableByTopic([]kafkav1alpha1.BrokerRow{
+		say(0, u(id, 1, F), u(id, 0, F), u(other, 2, F), u(id, 7, F)), // 0 no longer leads 1 or 0; 7 is past the topic's partitions
+		say(1, u(id, 0, M)), // the leader of 0
+		say(2, u(id, 1, B)), // the leader of 1
+	}, []*kafkav1alpha1.KafkaTopic{kt})
+	want := []kafkav1alpha1.UncleanablePartitionStatus{{Partition: 0, Broker: 1, Cause: M}, {Partition: 1, Broker: 2, Cause: B}}
+	if len(got) != 1 || !slices.Equal(got["changelog"], want) {
+		t.Fatalf("uncleanableByTopic = %+v, want changelog: %+v", got, want)
+	}
+	// Broker 0 alone names partition 1 (its leader says nothing): the report stands.
+	got = uncleanableByTopic([]kafkav1alpha1.BrokerRow{say(0, u(id, 1, F))}, []*kafkav1alpha1.KafkaTopic{kt})
+	if !slices.Equal(got["changelog"], []kafkav1alpha1.UncleanablePartitionStatus{{Partition: 1, Broker: 0, Cause: F}}) {
+		t.Fatalf("a report only a former leader makes = %+v, want it kept", got)
+	}
+
+	before := []kafkav1alpha1.UncleanablePartitionStatus{{Partition: 0, Broker: 1, Cause: F}}
+	if n := newlyUncleanable(before, want); !slices.Equal(n, want[1:]) {
+		t.Fatalf("newlyUncleanable = %+v, want only partition 1 (0 was listed, with another cause)", n)
+	}
+	if n := newlyUncleanable(want, want); n != nil {
+		t.Fatalf("newlyUncleanable of an unchanged list = %+v, want none", n)
+	}
+	for _, c := range []kafkav1alpha1.UncleanableCause{M, B, F} {
+		msg := uncleanableMessage(kafkav1alpha1.UncleanablePartitionStatus{Partition: 4, Broker: 2, Cause: c})
+		if !strings.Contains(msg, "partition 4") || !strings.Contains(msg, "broker 2") || !strings.Contains(msg, "still serves") ||
+			(c == M) != strings.Contains(msg, "log.cleaner.dedupe.buffer.size") {
+			t.Errorf("the %s message %q does not say where, that it serves, and (only for the map) what to raise", c, msg)
+		}
+	}
+}

@@ -35,8 +35,8 @@ func topicToCluster(_ context.Context, obj client.Object) []reconcile.Request {
 }
 
 // registryChanged passes a KafkaCluster event when what the assignment is computed from
-// changed: the registry rows' ids, health, epochs or failed partitions, or the object's
-// deletion. The row
+// changed: the registry rows' ids, health, epochs, failed partitions or partitions that
+// cannot be compacted, or the object's deletion. The row
 // fields that move without changing the assignment (lastSeen, state, addresses) and the
 // status this reconciler writes itself do not retrigger it.
 func registryChanged() predicate.Predicate {
@@ -52,10 +52,12 @@ func registryChanged() predicate.Predicate {
 	}}
 }
 
-// failuresEqual reports whether two sets of rows announce the same failed partitions.
+// failuresEqual reports whether two sets of rows announce the same failed partitions and the
+// same partitions that cannot be compacted.
 func failuresEqual(a, b []kafkav1alpha1.BrokerRow) bool {
 	return slices.EqualFunc(a, b, func(x, y kafkav1alpha1.BrokerRow) bool {
-		return x.ID == y.ID && slices.Equal(x.FailedPartitions, y.FailedPartitions)
+		return x.ID == y.ID && slices.Equal(x.FailedPartitions, y.FailedPartitions) &&
+			slices.Equal(x.UncleanablePartitions, y.UncleanablePartitions)
 	})
 }
 

@@ -249,3 +249,32 @@ func TestTheClustersOngoingTransactionsSumWhatTheLivingBrokersSayStrictly(t *tes
 		t.Errorf("broker 3's row health %s ongoing transactions %d, want Dead with none", res.Rows[3].Health, res.Rows[3].OngoingTransactions)
 	}
 }
+
+// What a broker says of the compacted partitions its cleaner cannot clean reaches its row only
+// when it reads strictly, and a dead broker's last announcement is dropped: its partitions
+// are cleaned, or not, by their next leader, which says so itself.
+func TestTheRegistryCopiesTheUncleanablePartitionsOfLivingBrokersStrictly(t *testing.T) {
+	const id = "AAAAAAAAAAAAAAAAAAAAAQ"
+	beat := func(n int32, age time.Duration, says string) coordinationv1.Lease {
+		l := lease{id: n, age: age}.build()
+		l.Annotations[v1alpha1.AnnotationUncleanable] = says
+		return l
+	}
+	res := compute(Input{Cluster: "c", Replicas: 3, PortName: "kafka", SessionTimeout: leaseSeconds * time.Second, Now: t0,
+		Slices: []discoveryv1.EndpointSlice{slice("s1", serving(0), serving(1), serving(2))},
+		Leases: []coordinationv1.Lease{
+			beat(0, time.Second, id+"/4=OffsetMapTooSmall"),
+			beat(1, time.Second, id+"/4=Sleepy"),                       // an unknown cause: not believed
+			beat(2, 2*leaseSeconds*time.Second, id+"/5=CorruptBatch"), // dead
+		}})
+	if want := []v1alpha1.UncleanablePartition{{TopicID: id, Partition: 4, Cause: v1alpha1.CauseOffsetMapTooSmall}}; !slices.Equal(res.Rows[0].UncleanablePartitions, want) {
+		t.Errorf("broker 0's row %+v, want its announcement %+v", res.Rows[0].UncleanablePartitions, want)
+	}
+	if res.Rows[1].UncleanablePartitions != nil || len(res.Refused) != 1 || res.Refused[0].Broker != 1 ||
+		!strings.Contains(res.Refused[0].Problem, "no partition counts as uncleanable") {
+		t.Errorf("broker 1's row %+v, refused %+v; want none and one refusal saying so", res.Rows[1].UncleanablePartitions, res.Refused)
+	}
+	if res.Rows[2].Health != v1alpha1.BrokerDead || res.Rows[2].UncleanablePartitions != nil {
+		t.Errorf("broker 2's row health %s uncleanable %+v, want Dead with none", res.Rows[2].Health, res.Rows[2].UncleanablePartitions)
+	}
+}

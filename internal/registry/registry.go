@@ -155,6 +155,8 @@ type heartbeat struct {
 	// failures and mountRefused are what the Lease says of the broker's storage.
 	failures     []v1alpha1.PartitionFailure
 	mountRefused string
+	// uncleanable is what the Lease says of the compacted partitions its cleaner cannot clean.
+	uncleanable []v1alpha1.UncleanablePartition
 	// groups is what the Lease says of the consumer groups the broker coordinates.
 	groups []v1alpha1.GroupCount
 	// ongoingTransactions is what the Lease says of the transactions its coordinator holds
@@ -342,7 +344,7 @@ func heartbeats(in Input) (map[int32]heartbeat, []Refusal) {
 		}
 		w := written[id]
 		hb := heartbeat{healthy: said.healthy, draining: said.draining, epoch: said.epoch, listeners: said.listeners,
-			failures: said.failures, mountRefused: said.mountRefused, groups: said.groups,
+			failures: said.failures, mountRefused: said.mountRefused, uncleanable: said.uncleanable, groups: said.groups,
 			ongoingTransactions: said.ongoingTransactions}
 		if said.listenersRefused && w != nil {
 			hb.listeners = slices.Clone(w.Listeners) // the addresses last believed stand
@@ -379,6 +381,8 @@ type leaseSays struct {
 	// failures and mountRefused as announced (none when not announced or refused).
 	failures     []v1alpha1.PartitionFailure
 	mountRefused string
+	// uncleanable as announced (none when not announced or refused).
+	uncleanable []v1alpha1.UncleanablePartition
 	// groups as announced (none when not announced or refused).
 	groups []v1alpha1.GroupCount
 	// ongoingTransactions as announced (0 when not announced or refused).
@@ -424,6 +428,13 @@ func readLease(l *coordinationv1.Lease, known []string, sessionTimeout time.Dura
 			refuse("annotation %s is not believed (%v): no partition counts as failed", v1alpha1.AnnotationFailed, err)
 		}
 		says.failures = fs
+	}
+	if v := l.Annotations[v1alpha1.AnnotationUncleanable]; v != "" {
+		us, err := v1alpha1.ReadUncleanable(v)
+		if err != nil {
+			refuse("annotation %s is not believed (%v): no partition counts as uncleanable", v1alpha1.AnnotationUncleanable, err)
+		}
+		says.uncleanable = us
 	}
 	if v := l.Annotations[v1alpha1.AnnotationGroups]; v != "" {
 		gs, err := v1alpha1.ReadGroupCounts(v)
@@ -510,7 +521,8 @@ func makeRow(in Input, id int32, ep endpoint, listed bool, hb heartbeat, hasLeas
 		Listeners: advertised(in.PortName, ep, listed, hb),
 		State:     v1alpha1.BrokerFenced, Epoch: hb.epoch, LastSeen: hb.seen,
 		FailedPartitions: hb.failures, MountRefused: hb.mountRefused, Groups: hb.groups,
-		OngoingTransactions: hb.ongoingTransactions,
+		UncleanablePartitions: hb.uncleanable,
+		OngoingTransactions:   hb.ongoingTransactions,
 	}
 	if !listed {
 		row.Pod = v1alpha1.BrokerPodName(in.Cluster, id)
@@ -522,6 +534,7 @@ func makeRow(in Input, id int32, ep endpoint, listed bool, hb heartbeat, hasLeas
 		// elsewhere, and its last announcement would count them twice.
 		row.Groups = nil
 		row.OngoingTransactions = 0
+		row.UncleanablePartitions = nil // its partitions are cleaned, or not, by their next leader
 	}
 	switch {
 	case starting && (!listed || ep.terminating || !ep.serving || row.Health == v1alpha1.BrokerDead):
