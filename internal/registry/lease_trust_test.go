@@ -264,7 +264,7 @@ func TestTheRegistryCopiesTheUncleanablePartitionsOfLivingBrokersStrictly(t *tes
 		Slices: []discoveryv1.EndpointSlice{slice("s1", serving(0), serving(1), serving(2))},
 		Leases: []coordinationv1.Lease{
 			beat(0, time.Second, id+"/4=OffsetMapTooSmall"),
-			beat(1, time.Second, id+"/4=Sleepy"),                       // an unknown cause: not believed
+			beat(1, time.Second, id+"/4=Sleepy"),                      // an unknown cause: not believed
 			beat(2, 2*leaseSeconds*time.Second, id+"/5=CorruptBatch"), // dead
 		}})
 	if want := []v1alpha1.UncleanablePartition{{TopicID: id, Partition: 4, Cause: v1alpha1.CauseOffsetMapTooSmall}}; !slices.Equal(res.Rows[0].UncleanablePartitions, want) {
