@@ -78,25 +78,9 @@ func FormatGroupCounts(cs []GroupCount) string {
 // from 1 to MaxGroupsPerBroker written without sign or leading zeros. The first entry that is
 // not is the error, and nothing is returned with it. "" is no group.
 func ReadGroupCounts(s string) ([]GroupCount, error) {
-	if s == "" {
-		return []GroupCount{}, nil
-	}
-	entries := strings.Split(s, ",")
-	if len(entries) > maxGroupCountEntries {
-		return nil, fmt.Errorf("%d entries, more than %d", len(entries), maxGroupCountEntries)
-	}
-	out := make([]GroupCount, 0, len(entries))
-	for _, e := range entries {
-		c, err := readGroupCount(e)
-		if err != nil {
-			return nil, err
-		}
-		if slices.ContainsFunc(out, func(d GroupCount) bool { return compareGroupCounts(c, d) == 0 }) {
-			return nil, fmt.Errorf("%s/%s listed twice", c.Protocol, c.State)
-		}
-		out = append(out, c)
-	}
-	return out, nil
+	return readAnnouncement(s, maxGroupCountEntries, readGroupCount,
+		func(a, b GroupCount) bool { return compareGroupCounts(a, b) == 0 },
+		func(c GroupCount) string { return c.Protocol + "/" + c.State })
 }
 
 func readGroupCount(e string) (GroupCount, error) {

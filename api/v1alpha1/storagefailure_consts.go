@@ -90,25 +90,9 @@ func comparePartitionFailures(a, b PartitionFailure) int {
 // partition and epoch decimals ≥ 0, failures ≥ 1, no partition twice. The first entry that
 // is not is the error, and nothing is returned with it. "" is no failure.
 func ReadFailures(s string) ([]PartitionFailure, error) {
-	if s == "" {
-		return []PartitionFailure{}, nil
-	}
-	entries := strings.Split(s, ",")
-	if len(entries) > MaxFailures {
-		return nil, fmt.Errorf("%d entries, more than %d", len(entries), MaxFailures)
-	}
-	out := make([]PartitionFailure, 0, len(entries))
-	for _, e := range entries {
-		f, err := readFailure(e)
-		if err != nil {
-			return nil, err
-		}
-		if slices.ContainsFunc(out, func(g PartitionFailure) bool { return g.TopicID == f.TopicID && g.Partition == f.Partition }) {
-			return nil, fmt.Errorf("partition %s/%d listed twice", f.TopicID, f.Partition)
-		}
-		out = append(out, f)
-	}
-	return out, nil
+	return readAnnouncement(s, MaxFailures, readFailure,
+		func(a, b PartitionFailure) bool { return comparePartitionFailures(a, b) == 0 },
+		func(f PartitionFailure) string { return fmt.Sprintf("partition %s/%d", f.TopicID, f.Partition) })
 }
 
 func readFailure(e string) (PartitionFailure, error) {

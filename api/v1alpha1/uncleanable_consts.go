@@ -61,12 +61,7 @@ type UncleanablePartition struct {
 // (the first ones in that order).
 func FormatUncleanable(us []UncleanablePartition) string {
 	sorted := slices.Clone(us)
-	slices.SortFunc(sorted, func(a, b UncleanablePartition) int {
-		if c := strings.Compare(a.TopicID, b.TopicID); c != 0 {
-			return c
-		}
-		return int(a.Partition) - int(b.Partition)
-	})
+	slices.SortFunc(sorted, compareUncleanable)
 	sorted = sorted[:min(len(sorted), MaxUncleanable)]
 	parts := make([]string, len(sorted))
 	for i, u := range sorted {
@@ -75,31 +70,22 @@ func FormatUncleanable(us []UncleanablePartition) string {
 	return strings.Join(parts, ",")
 }
 
+func compareUncleanable(a, b UncleanablePartition) int {
+	if c := strings.Compare(a.TopicID, b.TopicID); c != 0 {
+		return c
+	}
+	return int(a.Partition) - int(b.Partition)
+}
+
 // ReadUncleanable reads an AnnotationUncleanable value strictly, as the operator must read
 // what a broker says about itself: at most MaxUncleanable entries, each
 // "<topicID>/<partition>=<cause>" with a topic id of 22 base64url characters, a partition
 // decimal ≥ 0, a known cause, no partition twice. The first entry that is not is the error,
 // and nothing is returned with it. "" is none.
 func ReadUncleanable(s string) ([]UncleanablePartition, error) {
-	if s == "" {
-		return []UncleanablePartition{}, nil
-	}
-	entries := strings.Split(s, ",")
-	if len(entries) > MaxUncleanable {
-		return nil, fmt.Errorf("%d entries, more than %d", len(entries), MaxUncleanable)
-	}
-	out := make([]UncleanablePartition, 0, len(entries))
-	for _, e := range entries {
-		u, err := readUncleanable(e)
-		if err != nil {
-			return nil, err
-		}
-		if slices.ContainsFunc(out, func(v UncleanablePartition) bool { return v.TopicID == u.TopicID && v.Partition == u.Partition }) {
-			return nil, fmt.Errorf("partition %s/%d listed twice", u.TopicID, u.Partition)
-		}
-		out = append(out, u)
-	}
-	return out, nil
+	return readAnnouncement(s, MaxUncleanable, readUncleanable,
+		func(a, b UncleanablePartition) bool { return compareUncleanable(a, b) == 0 },
+		func(u UncleanablePartition) string { return fmt.Sprintf("partition %s/%d", u.TopicID, u.Partition) })
 }
 
 func readUncleanable(e string) (UncleanablePartition, error) {
