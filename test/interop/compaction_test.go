@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/paddock-dev/paddock/internal/testkit"
 	"github.com/paddock-dev/paddock/test/kubebrokers"
@@ -59,6 +61,13 @@ func TestACompactedTopicReadsTheLatestValueOfEveryKeyAcrossItsGaps(t *testing.T)
 		latest[key] = r.Offset
 		return r.Offset
 	}
+	// A second idempotent producer writes key-0 once, first. Its only batch is superseded by
+	// key-0's later records, and the cleaner keeps it as a batch without records (a
+	// producer's last batch keeps its sequence), so every client below reads across one.
+	early := kgoClient(t, addrs, kgo.DefaultProduceTopic(topic))
+	if err := early.ProduceSync(ctx, &kgo.Record{Key: []byte("key-0"), Value: []byte("early")}).FirstErr(); err != nil {
+		t.Fatalf("produce the early key-0: %v", err)
+	}
 	for i := range 300 {
 		var v []byte
 		if i%13 != 12 {
@@ -97,6 +106,9 @@ func TestACompactedTopicReadsTheLatestValueOfEveryKeyAcrossItsGaps(t *testing.T)
 		if prev != last || len(read) >= 100 {
 			t.Fatalf("%s: read %d records ending at %d; want the cleaned log (fewer than 100) up to %d", client, len(read), prev, last)
 		}
+	}
+	if n := emptyBatches(t, addrs, topic); n < 1 {
+		t.Fatalf("the cleaned log holds %d batches without records, want the early producer's", n)
 	}
 	check("kgo", got)
 	check("sarama", saramaReadAll(t, addrs, topic, last))
@@ -143,6 +155,45 @@ func TestACompactedTopicReadsTheLatestValueOfEveryKeyAcrossItsGaps(t *testing.T)
 	if after, _ := ends.Lookup(topic, 0); after.Offset != before.Offset {
 		t.Fatalf("the high watermark moved from %d to %d after a refused record", before.Offset, after.Offset)
 	}
+}
+
+// emptyBatches counts the record batches without records that a Fetch of topic's partition 0
+// from offset 0 returns, read straight from the leader.
+func emptyBatches(t *testing.T, addrs []string, topic string) int {
+	t.Helper()
+	cl := kgoClient(t, addrs)
+	defer cl.Close()
+	ctx := testCtx(t)
+	adm := kadm.NewClient(cl)
+	topics, err := adm.ListTopics(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := topics[topic]
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID, req.MaxWaitMillis, req.MaxBytes = -1, 0, 16<<20
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic, rt.TopicID = topic, d.ID
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = 0, 0, 16<<20
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl.Broker(int(d.Partitions[0].Leader)))
+	if err != nil || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("fetch %s from offset 0: %+v, %v", topic, resp, err)
+	}
+	b, n := resp.Topics[0].Partitions[0].RecordBatches, 0
+	for len(b) >= 61 { // a batch header: length at 8, the record count at 57
+		size := 12 + int(binary.BigEndian.Uint32(b[8:12]))
+		if size > len(b) {
+			break // a partial batch at the end of the response
+		}
+		if binary.BigEndian.Uint32(b[57:61]) == 0 {
+			n++
+		}
+		b = b[size:]
+	}
+	return n
 }
 
 func hasConfig(cs []kadm.Config, name, value string) bool {
