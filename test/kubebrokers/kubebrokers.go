@@ -134,6 +134,11 @@ type Options struct {
 	// Authorization is the KafkaCluster's spec.authorization (nil: none, everyone may do
 	// everything). The harness' own user needs to be one of its super users.
 	Authorization *v1alpha1.Authorization
+	// Certificates is the KafkaCluster's spec.certificates.
+	Certificates v1alpha1.Certificates
+	// Objects are created in the test's namespace before the KafkaCluster (a user CA's
+	// Secret, say).
+	Objects []client.Object
 }
 
 // Security is the listener's tls and authentication (spec.listeners[].tls, .authentication)
@@ -197,8 +202,15 @@ func NewCluster(t *testing.T, n int, opts Options) *Cluster {
 	t.Cleanup(func() {
 		_ = Env.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}) // best effort; envtest stops anyway
 	})
+	for _, o := range opts.Objects {
+		o.SetNamespace(ns)
+		if err := Env.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
 	kc := &v1alpha1.KafkaCluster{ObjectMeta: metav1.ObjectMeta{Name: ClusterName, Namespace: ns},
-		Spec: v1alpha1.KafkaClusterSpec{Replicas: int32(n), Config: opts.Config, Limits: opts.Limits, Authorization: opts.Authorization}}
+		Spec: v1alpha1.KafkaClusterSpec{Replicas: int32(n), Config: opts.Config, Limits: opts.Limits, Authorization: opts.Authorization,
+			Certificates: opts.Certificates}}
 	if sec := opts.Security; sec != nil {
 		l := v1alpha1.Listener{Name: "kafka", Port: 9092, TLS: sec.TLS}
 		if sec.Authentication != "" {
@@ -296,6 +308,16 @@ func (c *Cluster) WaitExit(id int32) (err error, exited bool) {
 		return p.err, true
 	case <-time.After(testkit.Deadline):
 		return nil, false
+	}
+}
+
+// Exited reports whether broker id's process has ended.
+func (c *Cluster) Exited(id int32) bool {
+	select {
+	case <-c.procs[id].exited:
+		return true
+	default:
+		return false
 	}
 }
 
