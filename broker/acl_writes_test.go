@@ -53,7 +53,7 @@ func TestCreateAclsAnswersEachACLWithApachesErrorOrItsUsersWrite(t *testing.T) {
 		{"User:alice", topic, "", lit, read, allowP, bad, "Resource name should not be empty"},
 		{"User:alice", cl, "c", lit, kmsg.ACLOperationAlter, allowP, bad, "kafka-cluster"},
 		{"User:alice", kmsg.ACLResourceTypeDelegationToken, "tok", lit, read, allowP, bad, "KafkaUser"},
-		{"User:*", topic, "orders", lit, read, allowP, bad, "declare the ACL on a KafkaUser"},
+		{"User:*", topic, "orders", lit, read, allowP, bad, "in the KafkaCluster's spec.authorization.acls"},
 		{"User:CN=heidi", topic, "orders", lit, read, allowP, bad, "create it with authentication type tls"},
 		{"User:grace", topic, "orders", lit, read, allowP, bad, "principal is User:CN=grace"},
 		{"User:CN=grace", topic, "orders", lit, read, allowP, 0, ""},

@@ -13,7 +13,8 @@ import (
 //   - The ACLs are the KafkaUsers' spec.authorization.acls as the broker sees them (the
 //     security snapshot): one binding per operation of each rule, the rule's principal
 //     (User:<name> or User:CN=<name>), host ("*" when unset), pattern LITERAL or PREFIXED,
-//     the cluster named kafka-cluster. They are grouped by resource, sorted.
+//     the cluster named kafka-cluster; and the KafkaCluster's spec.authorization.acls under
+//     the wildcard principal User:*. They are grouped by resource, sorted.
 //   - The filter selects as Apache's AclBindingFilter: a null name, principal or host
 //     matches any; type, operation and permission ANY match any; pattern ANY every pattern
 //     of exactly the name, MATCH every binding that applies to the name (literal equal or

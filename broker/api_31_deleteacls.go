@@ -27,6 +27,9 @@ import (
 //     selected; an ACL two filters select is listed under each (deleted once), as Apache's
 //     AclControlManager.deleteAcls. The ACLs of a user whose write failed are listed with
 //     the write's error (userWriteError) on each matching ACL, and stay.
+//   - The ACLs of User:* are the KafkaCluster's spec.authorization.acls, which no broker
+//     writes: each one a filter selects is listed with INVALID_REQUEST (msgEveryoneACLs)
+//     and stays.
 //   - A filter with an UNKNOWN (or undefined) element → INVALID_REQUEST for that filter, in
 //     Apache's words ("Unknown patternFilter." for the resource type or pattern, "Unknown
 //     entryFilter." for the operation or permission).
@@ -124,20 +127,32 @@ func handleDeleteACLs(rc *requestContext, kreq kmsg.Request) (kmsg.Response, err
 			code, msg = c, strptr(m)
 			_, removed = acl.Remove(listed.Principal(), rulesOf(listed), selected)
 		}
-		for _, b := range removed {
-			for i, f := range filters {
-				if f == nil || !f.Matches(b) {
-					continue
-				}
-				m := kmsg.NewDeleteACLsResponseResultMatchingACL()
-				m.ErrorCode, m.ErrorMessage = code, msg
-				m.ResourceType, m.ResourceName, m.ResourcePatternType = kmsg.ACLResourceType(b.ResourceType), b.ResourceName, kmsg.ACLResourcePatternType(b.PatternType)
-				m.Principal, m.Host, m.Operation, m.PermissionType = b.Principal, b.Host, kmsg.ACLOperation(b.Operation), kmsg.ACLPermissionType(b.Permission)
-				resp.Results[i].MatchingACLs = append(resp.Results[i].MatchingACLs, m)
+		listMatching(resp, filters, removed, code, msg)
+	}
+	// The wildcard principal's ACLs are the KafkaCluster's (spec.authorization.acls), which a
+	// broker does not write: each one a filter selects is listed with INVALID_REQUEST, and stays.
+	everyone := acl.Bindings(map[string][]v1alpha1.ACLRule{acl.WildcardPrincipal: rc.view.EveryoneACLs})
+	listMatching(resp, filters, everyone, kerr.InvalidRequest.Code, strptr(msgEveryoneACLs))
+	return resp, nil
+}
+
+// msgEveryoneACLs says why a User:* ACL is not deleted.
+const msgEveryoneACLs = "the ACLs of User:* are the KafkaCluster's spec.authorization.acls: remove it there"
+
+// listMatching lists each of bindings under every filter that selects it, with code and msg.
+func listMatching(resp *kmsg.DeleteACLsResponse, filters []*acl.Filter, bindings []acl.Binding, code int16, msg *string) {
+	for _, b := range bindings {
+		for i, f := range filters {
+			if f == nil || !f.Matches(b) {
+				continue
 			}
+			m := kmsg.NewDeleteACLsResponseResultMatchingACL()
+			m.ErrorCode, m.ErrorMessage = code, msg
+			m.ResourceType, m.ResourceName, m.ResourcePatternType = kmsg.ACLResourceType(b.ResourceType), b.ResourceName, kmsg.ACLResourcePatternType(b.PatternType)
+			m.Principal, m.Host, m.Operation, m.PermissionType = b.Principal, b.Host, kmsg.ACLOperation(b.Operation), kmsg.ACLPermissionType(b.Permission)
+			resp.Results[i].MatchingACLs = append(resp.Results[i].MatchingACLs, m)
 		}
 	}
-	return resp, nil
 }
 
 // rulesOf is u's ACL rules (nil without spec.authorization).

@@ -50,6 +50,9 @@ func (h *Handler) authorizer(view *cluster.Snapshot) *acl.Authorizer {
 	for principal, u := range sec.Users {
 		z.Rules[principal] = u.ACLs
 	}
+	if len(view.EveryoneACLs) > 0 {
+		z.Rules[acl.WildcardPrincipal] = view.EveryoneACLs // no KafkaUser's principal is User:*
+	}
 	h.authz.Store(&authzCache{view: view, sec: sec, z: z})
 	return z
 }

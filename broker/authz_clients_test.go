@@ -139,3 +139,65 @@ func TestTheAuthorizerIsBuiltOncePerSnapshotWithTheImplicitSuperUsers(t *testing
 		t.Error("a new security snapshot did not rebuild the Authorizer without alice's rules")
 	}
 }
+
+// The KafkaCluster's spec.authorization.acls are User:*'s (Apache's wildcard principal): they
+// apply to every principal — an allow lets a principal without rules of its own in, a deny
+// beats its own allow — DescribeAcls lists them under User:*, and DeleteAcls lists the ones it
+// selects with INVALID_REQUEST and leaves them (no broker writes the KafkaCluster).
+func TestTheClustersACLsAreUserStarsAndApplyToEveryone(t *testing.T) {
+	ab := startACLBroker(t, true)
+	cl := ab.client(t, kgo.DisableIdempotentWrite())
+	ctx := testkit.Context(t)
+	produce := func() error { return cl.ProduceSync(ctx, &kgo.Record{Topic: "t", Value: []byte("x")}).FirstErr() }
+	if err := produce(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("produce with no rule: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+	ab.everyone(allow(v1alpha1.ACLTopic, "t", acl.OpWrite))
+	testkit.Eventually(t, "User:*'s WRITE on t to let ANONYMOUS produce", func() bool { return produce() == nil })
+
+	ab.grant(allow(v1alpha1.ACLCluster, "", acl.OpDescribe, acl.OpAlter))
+	adm := kadm.NewClient(ab.client(t))
+	described, err := adm.DescribeACLs(ctx, kadm.NewACLs().Allow(acl.WildcardPrincipal).AllowHosts().Topics("t").Operations(kadm.OpAny).ResourcePatternType(kadm.ACLPatternAny))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []string
+	for _, r := range described {
+		if r.Err != nil {
+			t.Fatalf("describe: %v", r.Err)
+		}
+		for _, d := range r.Described {
+			found = append(found, d.Principal+" "+d.Name+" "+d.Operation.String())
+		}
+	}
+	if !slices.Equal(found, []string{"User:* t WRITE"}) {
+		t.Fatalf("DescribeAcls for User:* lists %v, want the cluster's one rule", found)
+	}
+
+	deleted, err := adm.DeleteACLs(ctx, kadm.NewACLs().Allow(acl.WildcardPrincipal).AllowHosts().Topics("t").Operations(kadm.OpAny).ResourcePatternType(kadm.ACLPatternAny))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refused int
+	for _, r := range deleted {
+		for _, d := range r.Deleted {
+			if !errors.Is(d.Err, kerr.InvalidRequest) || d.Principal != acl.WildcardPrincipal {
+				t.Fatalf("DeleteAcls answered %+v for a User:* ACL, want INVALID_REQUEST", d)
+			}
+			refused++
+		}
+	}
+	if refused != 1 {
+		t.Fatalf("DeleteAcls listed %d User:* ACLs, want the one it selects", refused)
+	}
+	if err := produce(); err != nil {
+		t.Fatalf("produce after the refused DeleteAcls: %v", err)
+	}
+
+	ab.grant(allow(v1alpha1.ACLTopic, "t", acl.OpWrite))
+	ab.everyone(v1alpha1.ACLRule{Type: v1alpha1.ACLDeny, Resource: v1alpha1.ACLResource{Type: v1alpha1.ACLTopic, Name: "t"},
+		Operations: []v1alpha1.ACLOperation{acl.OpWrite}})
+	testkit.Eventually(t, "User:*'s deny to beat ANONYMOUS's own allow", func() bool {
+		return errors.Is(produce(), kerr.TopicAuthorizationFailed)
+	})
+}

@@ -33,6 +33,8 @@ type aclBroker struct {
 	rules []v1alpha1.ACLRule // User:ANONYMOUS's, as last granted
 	sec   *cluster.MemorySecurity
 	kube  client.Client
+	view  *cluster.MemoryView
+	snap  cluster.Snapshot // the view's state, as last set
 }
 
 var (
@@ -87,6 +89,7 @@ func startACLBroker(t *testing.T, authorization bool) *aclBroker {
 	snap.Brokers = []v1alpha1.BrokerRow{{ID: 0, State: v1alpha1.BrokerServing, Health: v1alpha1.BrokerAlive,
 		Listeners: []v1alpha1.ListenerAddress{{Name: "plain", Host: "127.0.0.1", Port: int32(atoiOrZero(port))}}}}
 	view.Set(snap)
+	ab.view, ab.snap = view, snap
 	testkit.Eventually(t, "the partitions taken over", b.CaughtUp)
 	// The coordinator loads its offsets partitions: wait until a commit goes through.
 	ab.asSuper(func() {
@@ -107,6 +110,12 @@ func (ab *aclBroker) set(rules []v1alpha1.ACLRule) {
 	ab.sec.Set(cluster.SecuritySnapshot{Users: map[string]cluster.User{
 		anonymous: {Name: "anonymous", Principal: anonymous, ACLs: rules},
 	}})
+}
+
+// everyone sets the KafkaCluster's spec.authorization.acls: the rules of User:*.
+func (ab *aclBroker) everyone(rules ...v1alpha1.ACLRule) {
+	ab.snap.EveryoneACLs = rules
+	ab.view.Set(ab.snap)
 }
 
 // asSuper runs f with User:ANONYMOUS allowed everything (to set up or look at the state a

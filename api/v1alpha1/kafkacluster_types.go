@@ -200,6 +200,15 @@ type Authorization struct {
 	// +kubebuilder:validation:items:MaxLength=512
 	// +kubebuilder:validation:items:Pattern=`^User:.+$`
 	SuperUsers []string `json:"superUsers,omitempty"`
+
+	// acls are the ACLs of the wildcard principal User:*: they apply to every principal,
+	// authenticated or not, as Apache's User:* ACLs do (a deny here denies everyone but the
+	// super users). They are declared here because no KafkaUser is everyone; DescribeAcls
+	// lists them, CreateAcls and DeleteAcls cannot change them.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=1024
+	ACLs []ACLRule `json:"acls,omitempty"`
 }
 
 // ListenerService is how a NodePort or LoadBalancer listener's Services are set up.

@@ -54,6 +54,9 @@ type Snapshot struct {
 	// SuperUsers are spec.authorization.superUsers: principals allowed everything (and a
 	// mutual-TLS connection without a KafkaUser).
 	SuperUsers []string
+	// EveryoneACLs are spec.authorization.acls: the rules of the wildcard principal User:*,
+	// which apply to every principal.
+	EveryoneACLs []v1alpha1.ACLRule
 	// Authorization is true when spec.authorization is set: every request is checked against
 	// the KafkaUsers' ACLs (broker/authz.go). False: everyone may do everything.
 	Authorization bool
@@ -257,8 +260,8 @@ func (v *MemoryView) Set(s Snapshot) {
 		Config:     kafkaconfig.ResolveCluster(s.ConfigMap),
 		Topics:     make([]Topic, len(s.Topics)),
 		Deleting:   slices.Clone(s.Deleting),
-		SuperUsers: slices.Clone(s.SuperUsers),
-		Limits:     s.Limits,
+		SuperUsers: slices.Clone(s.SuperUsers), EveryoneACLs: slices.Clone(s.EveryoneACLs),
+		Limits: s.Limits,
 
 		Authorization: s.Authorization,
 

@@ -112,6 +112,7 @@ func snapshotFrom(cluster string, kc *v1alpha1.KafkaCluster, topics []v1alpha1.K
 		s.CoordinatorEpoch = kc.Status.CoordinatorEpoch
 		if kc.Spec.Authorization != nil {
 			s.SuperUsers = kc.Spec.Authorization.SuperUsers
+			s.EveryoneACLs = kc.Spec.Authorization.ACLs
 			s.Authorization = true
 		}
 		if kc.Status.CoordinatorBrokers != nil {

@@ -77,7 +77,7 @@ func UserOf(principal string) (name string, tls bool, why string) {
 	case typ != "User":
 		return "", false, fmt.Sprintf("principal %s is of type %s: paddock's ACLs are KafkaUsers' and name User principals only; %s", principal, typ, declareOnAKafkaUser)
 	case rest == "*":
-		return "", false, fmt.Sprintf("the wildcard principal %s names no KafkaUser; %s", principal, declareOnAKafkaUser)
+		return "", false, fmt.Sprintf("the wildcard principal %s names no KafkaUser: declare its ACLs in the KafkaCluster's spec.authorization.acls", principal)
 	}
 	name = rest
 	if cn, isCN := strings.CutPrefix(rest, "CN="); isCN {

@@ -72,8 +72,12 @@ func TestUserOfMapsOnlyPrincipalsAKafkaUserHas(t *testing.T) {
 		if name != tc.name || tls != tc.tls || (name == "") != (why != "") {
 			t.Errorf("UserOf(%q) = %q, %v, %q; want %q, %v", tc.principal, name, tls, why, tc.name, tc.tls)
 		}
-		if why != "" && !strings.Contains(why, "declare the ACL on a KafkaUser") {
-			t.Errorf("UserOf(%q)'s refusal %q does not say to declare the ACL on a KafkaUser", tc.principal, why)
+		where := "declare the ACL on a KafkaUser"
+		if tc.principal == WildcardPrincipal {
+			where = "the KafkaCluster's spec.authorization.acls" // everyone's rules live there
+		}
+		if why != "" && !strings.Contains(why, where) {
+			t.Errorf("UserOf(%q)'s refusal %q does not say where to declare it (%s)", tc.principal, why, where)
 		}
 	}
 }
