@@ -126,4 +126,13 @@ func TestSnapshotSaysWhetherSpecAuthorizationIsSet(t *testing.T) {
 	if v := NewMemoryView(Snapshot{Authorization: true}); !v.Snapshot().Authorization {
 		t.Fatal("MemoryView.Set dropped Authorization")
 	}
+	everyone := []v1alpha1.ACLRule{{Resource: v1alpha1.ACLResource{Type: v1alpha1.ACLTopic, Name: "public-", PatternType: v1alpha1.ACLPrefix},
+		Operations: []v1alpha1.ACLOperation{"Read"}}}
+	kc.Spec.Authorization.ACLs = everyone
+	if s := snapshotFrom("c", kc, nil); len(s.EveryoneACLs) != 1 || s.EveryoneACLs[0].Resource.Name != "public-" {
+		t.Fatalf("spec.authorization.acls: the snapshot's User:* rules %+v, want %+v", s.EveryoneACLs, everyone)
+	}
+	if v := NewMemoryView(Snapshot{Authorization: true, EveryoneACLs: everyone}); len(v.Snapshot().EveryoneACLs) != 1 {
+		t.Fatal("MemoryView.Set dropped the User:* rules")
+	}
 }
