@@ -129,6 +129,26 @@ func parseOffset(t *testing.T, s string) int64 {
 	return n
 }
 
+// kafkajsRefused runs js/refused.js with security (INTEROP_SECURITY), connecting from local
+// address from: a kafkajs producer that must be refused. It returns the kafkajs error's name
+// and message, and fails the test if the record was acknowledged.
+func kafkajsRefused(t *testing.T, addrs []string, topic, security, from string) (name, message string) {
+	t.Helper()
+	cmd := exec.CommandContext(testCtx(t), requireKafkajs(t), filepath.Join("js", "refused.js"), strings.Join(addrs, ","), topic)
+	cmd.Env = append(os.Environ(), "INTEROP_SECURITY="+security, "INTEROP_LOCAL_ADDRESS="+from)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var res struct {
+		Refused        bool
+		Error, Message string
+	}
+	if jerr := json.Unmarshal(out, &res); jerr != nil || err != nil || !res.Refused {
+		t.Fatalf("node js/refused.js: %v, %s %+v\n%s", err, out, res, stderr.Bytes())
+	}
+	return res.Error, res.Message
+}
+
 // requireKafkajs fails the test unless node and kafkajs (in js/node_modules) are installed,
 // and returns node's path.
 func requireKafkajs(t *testing.T) string {

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -185,6 +186,33 @@ func testSecuredListener(t *testing.T, auth v1alpha1.ListenerAuthenticationType)
 			}
 			if bad.sasl() && !errors.Is(err, sarama.ErrSASLAuthenticationFailed) {
 				t.Fatalf("sarama: %v, want SASL_AUTHENTICATION_FAILED", err)
+			}
+		})
+		// kafka-go and kafkajs connect from sources of their own (127.0.0.2, .3): the
+		// failures above already use most of 127.0.0.1's budget.
+		t.Run("kafka-go is refused with "+why, func(t *testing.T) {
+			_, dialer := bad.kafkaGo(t, c)
+			dialer.LocalAddr = &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}
+			ctx, cancel := context.WithTimeout(testCtx(t), 10*time.Second)
+			defer cancel()
+			conn, err := dialer.DialContext(ctx, "tcp", c.Addrs[0])
+			if err == nil {
+				// With mutual TLS a TLS 1.3 client finishes its handshake before the broker
+				// has checked its certificate: the refusal comes at the first request.
+				_, err = conn.ApiVersions()
+				_ = conn.Close()
+			}
+			if err == nil {
+				t.Fatalf("kafka-go was answered with %s", why)
+			}
+			if bad.sasl() && !errors.Is(err, kafka.SASLAuthenticationFailed) {
+				t.Fatalf("kafka-go with %s: %v, want SASL_AUTHENTICATION_FAILED", why, err)
+			}
+		})
+		t.Run("kafkajs is refused with "+why, func(t *testing.T) {
+			name, msg := kafkajsRefused(t, c.Addrs, topic, bad.kafkajs(t, c), "127.0.0.3")
+			if bad.sasl() && name != "KafkaJSSASLAuthenticationError" {
+				t.Fatalf("kafkajs with %s: %s %q, want KafkaJSSASLAuthenticationError", why, name, msg)
 			}
 		})
 		t.Run("kcat is refused with "+why, func(t *testing.T) {

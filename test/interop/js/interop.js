@@ -19,22 +19,8 @@
 // when "sasl" is given.
 'use strict';
 
-const fs = require('fs');
 const { Kafka, logLevel } = require('kafkajs');
-
-// security is the kafkajs ssl and sasl options INTEROP_SECURITY asks for ({} without it).
-function security() {
-  if (!process.env.INTEROP_SECURITY) {
-    return {};
-  }
-  const s = JSON.parse(process.env.INTEROP_SECURITY);
-  const ssl = { ca: [fs.readFileSync(s.ca)], rejectUnauthorized: true };
-  if (s.cert) {
-    ssl.cert = fs.readFileSync(s.cert);
-    ssl.key = fs.readFileSync(s.key);
-  }
-  return s.sasl ? { ssl, sasl: s.sasl } : { ssl };
-}
+const { security } = require('./security');
 
 async function main() {
   const [brokers, topic, partitionsArg, groupId] = process.argv.slice(2);
