@@ -70,7 +70,8 @@ func testSecuredListener(t *testing.T, auth v1alpha1.ListenerAuthenticationType)
 	if auth == v1alpha1.AuthenticationTLS {
 		cert, certFile, keyFile := c.AddTLSUser("alice")
 		alice.cert, alice.certFile, alice.keyFile = &cert, certFile, keyFile
-		refusals = map[string]credential{"a certificate of a foreign CA": foreignCertificate(t), "a certificate of no KafkaUser": noUserCertificate(t, c)}
+		refusals = map[string]credential{"a certificate of a foreign CA": foreignCertificate(t), "a certificate of no KafkaUser": noUserCertificate(t, c),
+			"alice's certificate expired": expiredCertificate(t, c)}
 	} else {
 		alice.pass = c.AddKafkaUser("alice")
 		refusals = map[string]credential{"a wrong password": {auth: auth, user: "alice", pass: "not-" + alice.pass},
@@ -398,7 +399,19 @@ func noUserCertificate(t *testing.T, c *kubebrokers.Cluster) credential {
 
 func certificateCredential(t *testing.T, ca *pki.CA, name string) credential {
 	t.Helper()
-	certPEM, keyPEM, err := ca.Issue(pki.Leaf{Subject: pkix.Name{CommonName: name}, Client: true}, time.Now(), time.Hour, rand.Reader)
+	return certificateIssuedAt(t, ca, name, time.Now())
+}
+
+// expiredCertificate is alice's own certificate from the clients CA, expired an hour ago.
+func expiredCertificate(t *testing.T, c *kubebrokers.Cluster) credential {
+	t.Helper()
+	return certificateIssuedAt(t, c.ClientsCA, "alice", time.Now().Add(-2*time.Hour))
+}
+
+// certificateIssuedAt is a client certificate for CN=name from ca, issued at issued for an hour.
+func certificateIssuedAt(t *testing.T, ca *pki.CA, name string, issued time.Time) credential {
+	t.Helper()
+	certPEM, keyPEM, err := ca.Issue(pki.Leaf{Subject: pkix.Name{CommonName: name}, Client: true}, issued, time.Hour, rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
