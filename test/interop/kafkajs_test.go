@@ -129,24 +129,35 @@ func parseOffset(t *testing.T, s string) int64 {
 	return n
 }
 
-// kafkajsRefused runs js/refused.js with security (INTEROP_SECURITY), connecting from local
-// address from: a kafkajs producer that must be refused. It returns the kafkajs error's name
-// and message, and fails the test if the record was acknowledged.
-func kafkajsRefused(t *testing.T, addrs []string, topic, security, from string) (name, message string) {
+// kafkajsProduceOne runs js/produce_one.js with security (INTEROP_SECURITY), connecting from
+// local address from ("": any): one kafkajs record to topic. It returns whether it was
+// acknowledged and, when not, the kafkajs error's name, Kafka error type and message.
+func kafkajsProduceOne(t *testing.T, addrs []string, topic, security, from string) (acknowledged bool, name, typ, message string) {
 	t.Helper()
-	cmd := exec.CommandContext(testCtx(t), requireKafkajs(t), filepath.Join("js", "refused.js"), strings.Join(addrs, ","), topic)
+	cmd := exec.CommandContext(testCtx(t), requireKafkajs(t), filepath.Join("js", "produce_one.js"), strings.Join(addrs, ","), topic)
 	cmd.Env = append(os.Environ(), "INTEROP_SECURITY="+security, "INTEROP_LOCAL_ADDRESS="+from)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	var res struct {
-		Refused        bool
-		Error, Message string
+		Acknowledged         bool
+		Error, Type, Message string
 	}
-	if jerr := json.Unmarshal(out, &res); jerr != nil || err != nil || !res.Refused {
-		t.Fatalf("node js/refused.js: %v, %s %+v\n%s", err, out, res, stderr.Bytes())
+	if jerr := json.Unmarshal(out, &res); jerr != nil || err != nil {
+		t.Fatalf("node js/produce_one.js: %v %v, %s\n%s", err, jerr, out, stderr.Bytes())
 	}
-	return res.Error, res.Message
+	return res.Acknowledged, res.Error, res.Type, res.Message
+}
+
+// kafkajsRefused is kafkajsProduceOne that must be refused: the kafkajs error's name and
+// message.
+func kafkajsRefused(t *testing.T, addrs []string, topic, security, from string) (name, message string) {
+	t.Helper()
+	acked, name, _, message := kafkajsProduceOne(t, addrs, topic, security, from)
+	if acked {
+		t.Fatalf("kafkajs produced to %s", topic)
+	}
+	return name, message
 }
 
 // requireKafkajs fails the test unless node and kafkajs (in js/node_modules) are installed,

@@ -1,13 +1,13 @@
-// kafkajs refused by paddock, for test/interop (security_test.go runs it):
+// One kafkajs record, for test/interop (security_test.go and acl_test.go run it):
 //
-//   INTEROP_SECURITY=... [INTEROP_LOCAL_ADDRESS=127.0.0.3] node refused.js <broker,broker,...> <topic>
+//   INTEROP_SECURITY=... [INTEROP_LOCAL_ADDRESS=127.0.0.3] node produce_one.js <broker,broker,...> <topic>
 //
-// INTEROP_SECURITY is interop.js's (the CA bundle, a client certificate or SASL credentials
-// that should not be accepted); INTEROP_LOCAL_ADDRESS, when set, is the address its
-// connections come from (a source of its own for the broker's authentication rate limit). The script connects a producer without retries and sends one
-// record to <topic>. Refused, it prints {"refused": true, "error": <the kafkajs error's
-// name>, "message": ...} and exits 0; if the record was acknowledged it prints {"refused":
-// false} and exits 1.
+// INTEROP_SECURITY is interop.js's (the CA bundle, a client certificate or SASL credentials);
+// INTEROP_LOCAL_ADDRESS, when set, is the address its connections come from (a source of its
+// own for the broker's authentication rate limit). The script connects a producer without
+// retries and sends one record (acks=all) to <topic>. It prints {"acknowledged": true} or
+// {"acknowledged": false, "error": <the kafkajs error's name>, "type": <its Kafka error
+// type, or its cause's, when it has one>, "message": ...} and exits 0; it exits 2 on bad usage.
 'use strict';
 
 const net = require('net');
@@ -28,10 +28,10 @@ function socketFactory({ host, port, ssl, onConnect }) {
 async function main() {
   const [brokers, topic] = process.argv.slice(2);
   if (!brokers || !topic) {
-    throw new Error('usage: node refused.js <brokers> <topic>');
+    throw new Error('usage: node produce_one.js <brokers> <topic>');
   }
   const kafka = new Kafka({
-    clientId: 'interop-kafkajs-refused',
+    clientId: 'interop-kafkajs-one',
     brokers: brokers.split(','),
     logLevel: logLevel.NOTHING,
     connectionTimeout: 3000,
@@ -42,15 +42,15 @@ async function main() {
   const producer = kafka.producer({ retry: { retries: 0 } });
   try {
     await producer.connect();
-    await producer.send({ topic, acks: -1, messages: [{ key: 'refused', value: 'kafkajs' }] });
+    await producer.send({ topic, acks: -1, messages: [{ key: 'one', value: 'kafkajs' }] });
   } catch (err) {
-    console.log(JSON.stringify({ refused: true, error: err.name, message: String(err.message) }));
+    console.log(JSON.stringify({ acknowledged: false, error: err.name, type: err.type || (err.cause && err.cause.type), message: String(err.message) }));
     return 0;
   } finally {
     await producer.disconnect().catch(() => {});
   }
-  console.log(JSON.stringify({ refused: false }));
-  return 1;
+  console.log(JSON.stringify({ acknowledged: true }));
+  return 0;
 }
 
 main().then((code) => process.exit(code), (err) => {
