@@ -62,7 +62,8 @@ func described(t *testing.T, adm *kadm.Client, principal string) []string {
 // (Ready, reason ACLsOnly), DescribeAcls lists both, and bob then produces where he was
 // refused. DeleteAcls takes bob's WRITE out again (listing it), and bob is refused again.
 // A principal that names no KafkaUser is refused INVALID_REQUEST, saying to declare the ACL
-// on a KafkaUser, and nothing is written.
+// on a KafkaUser (User:*: in the KafkaCluster's spec.authorization.acls), and nothing is
+// written.
 func TestCreateAndDeleteAclsThroughKadmChangeTheKafkaUsers(t *testing.T) {
 	c, _ := aclCluster(t, "interop-aclw")
 	createSecuredTopic(t, c, "aclw", 1)
@@ -146,9 +147,13 @@ func TestCreateAndDeleteAclsThroughKadmChangeTheKafkaUsers(t *testing.T) {
 	}
 
 	for _, principal := range []string{"User:*", "Group:ops", "User:CN=dave,O=paddock.dev", "User:Dave"} {
+		where := "declare the ACL on a KafkaUser"
+		if principal == "User:*" {
+			where = "the KafkaCluster's spec.authorization.acls" // everyone's rules live there
+		}
 		res, err := adm.CreateACLs(ctx, kadm.NewACLs().Allow(principal).Topics("aclw").Operations(kadm.OpRead))
-		if err != nil || len(res) != 1 || !errors.Is(res[0].Err, kerr.InvalidRequest) || !strings.Contains(res[0].ErrMessage, "declare the ACL on a KafkaUser") {
-			t.Errorf("CreateAcls for %s: %v %+v, want INVALID_REQUEST saying to declare the ACL on a KafkaUser", principal, err, res)
+		if err != nil || len(res) != 1 || !errors.Is(res[0].Err, kerr.InvalidRequest) || !strings.Contains(res[0].ErrMessage, where) {
+			t.Errorf("CreateAcls for %s: %v %+v, want INVALID_REQUEST saying where to declare it (%s)", principal, err, res, where)
 		}
 	}
 	var users v1alpha1.KafkaUserList
