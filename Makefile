@@ -22,6 +22,13 @@ HELM_VERSION ?= v3.22.0
 # service-discovery plugins (cloud SDKs), which the rule, metrics and unit-test commands do
 # not use, more than double its cold build (docs/testing.md, "promtool").
 PROMTOOL_VERSION ?= v0.316.0
+# Prometheus itself (cmd/prometheus of the same module), for paddock dev and the e2e suite:
+# remove_all_sd with the one discovery plugin it uses back in (enable_kubernetes_sd). Built
+# from the module proxy's copy, which carries no compiled web UI: the HTTP API, /metrics and
+# the status pages answer; the React pages do not (docs/devcluster.md, "Prometheus").
+PROMETHEUS_VERSION ?= $(PROMTOOL_VERSION)
+
+comma := ,
 
 ## Locations
 ROOT := $(shell pwd)
@@ -34,6 +41,8 @@ export HELM
 CHART := config/helm/paddock
 # test/monitoring reads $PROMTOOL (a plain go test falls back to bin/promtool-*).
 export PROMTOOL := $(LOCALBIN)/promtool-$(PROMTOOL_VERSION)
+# paddock dev and test/e2e read $PROMETHEUS (paddock dev's --prometheus-binary default).
+export PROMETHEUS := $(LOCALBIN)/prometheus-$(PROMETHEUS_VERSION)
 K8S_VERSION := $(shell grep -oE 'k8s.io/kubernetes v[0-9.]+' hack/k8s-bins/go.mod | head -1 | cut -dv -f2)
 K8S_BINS := $(LOCALBIN)/k8s/$(K8S_VERSION)
 export KUBEBUILDER_ASSETS := $(K8S_BINS)
@@ -157,7 +166,7 @@ gotest = echo "test: go test $(2)" && $(GOTESTSUM) --format $(GOTESTSUM_FORMAT) 
 ENVTEST_PKGS := ./api/... ./controllers/... ./test/topics/... ./test/groups/...
 
 .PHONY: test
-test: manifests generate k8s-bins coredns kubectl kcat kafkajs $(HELM) $(PROMTOOL) $(GOTESTSUM) ## Run every test: unit (with -race), envtest, broker, client interop, fuzz (bounded) and e2e; then name every failed test and the slowest ones.
+test: manifests generate k8s-bins coredns kubectl kcat kafkajs $(HELM) $(PROMTOOL) $(PROMETHEUS) $(GOTESTSUM) ## Run every test: unit (with -race), envtest, broker, client interop, fuzz (bounded) and e2e; then name every failed test and the slowest ones.
 	@rm -rf $(TEST_RESULTS) && mkdir -p $(TEST_RESULTS); status=0; \
 	$(call gotest,race,-race $(GO_TEST_FLAGS) $(RACE_PKGS)) || status=1; \
 	$(call gotest,other,$(GO_TEST_FLAGS) $(OTHER_PKGS)) || status=1; \
@@ -186,7 +195,7 @@ test-under-load: ## Run `make LOAD_TARGETS` (test; or e.g. "test-unit test-envte
 	LOAD_PASSES=$(LOAD_PASSES) LOAD_TARGETS="$(LOAD_TARGETS)" hack/test-under-load.sh
 
 .PHONY: e2e
-e2e: k8s-bins coredns kubectl kcat $(HELM) ## Run only the end-to-end suite (test/e2e) against a fresh paddock dev environment.
+e2e: k8s-bins coredns kubectl kcat $(HELM) $(PROMETHEUS) ## Run only the end-to-end suite (test/e2e) against a fresh paddock dev environment.
 	go test $(GO_TEST_FLAGS) -v ./test/e2e/...
 
 .PHONY: fuzz
@@ -260,7 +269,7 @@ run: manifests generate ## Run the manager against the cluster in $$KUBECONFIG.
 # What every paddock dev command of make dev is given: the binaries the Makefile builds, and
 # bin/ (kubectl, paddock), which the environment's env file puts on PATH. DEV_FLAGS adds the
 # person's own (--detach, --keep, --brokers=N, --dir=...; paddock dev --help).
-DEV_ARGS = --k8s-bin-dir=$(K8S_BINS) --coredns=$(COREDNS) --bin-dir=$(LOCALBIN)
+DEV_ARGS = --k8s-bin-dir=$(K8S_BINS) --coredns=$(COREDNS) --prometheus-binary=$(PROMETHEUS) --bin-dir=$(LOCALBIN)
 
 # make dev builds bin/paddock, then checks the machine before it builds anything else or
 # touches .paddock/dev (paddock dev preflight), builds what is missing with a line per binary,
@@ -272,7 +281,7 @@ dev: ## Run the whole system locally: control plane, cluster DNS, the operator D
 	@echo "make dev: building bin/paddock with the dev environment (the first time, with an empty Go build cache, this takes minutes)"
 	@start=$$(date +%s); $(MAKE) --no-print-directory build-dev; echo "make dev: bin/paddock built in $$(( $$(date +%s) - start ))s"
 	@$(LOCALBIN)/paddock dev preflight --before-build $(DEV_ARGS) $(DEV_FLAGS)
-	@$(MAKE) --no-print-directory k8s-bins coredns kubectl kcat
+	@$(MAKE) --no-print-directory k8s-bins coredns kubectl kcat prometheus
 	@$(LOCALBIN)/paddock dev $(DEV_ARGS) $(DEV_FLAGS)
 
 .PHONY: docker-build
@@ -361,6 +370,9 @@ $(GOLANGCI_LINT): | $(LOCALBIN)
 $(PROMTOOL): | $(LOCALBIN)
 	$(call go-install-tool,$(PROMTOOL),github.com/prometheus/prometheus/cmd/promtool,$(PROMTOOL_VERSION),-tags remove_all_sd)
 
+$(PROMETHEUS): | $(LOCALBIN)
+	$(call go-install-tool,$(PROMETHEUS),github.com/prometheus/prometheus/cmd/prometheus,$(PROMETHEUS_VERSION),-tags remove_all_sd$(comma)enable_kubernetes_sd)
+
 $(GOTESTSUM): | $(LOCALBIN)
 	$(call go-install-tool,$(GOTESTSUM),gotest.tools/gotestsum,$(GOTESTSUM_VERSION))
 
@@ -379,13 +391,14 @@ interop: k8s-bins kcat kafkajs ## Run only the client interop suite (test/intero
 $(HELM): | $(LOCALBIN)
 	$(call go-install-tool,$(HELM),helm.sh/helm/v3/cmd/helm,$(HELM_VERSION))
 
-.PHONY: controller-gen kustomize golangci-lint gotestsum helm promtool
+.PHONY: controller-gen kustomize golangci-lint gotestsum helm promtool prometheus
 helm: $(HELM) ## Build helm into bin/ from the Go module proxy.
 controller-gen: $(CONTROLLER_GEN) ## Install controller-gen into bin/.
 kustomize: $(KUSTOMIZE) ## Install kustomize into bin/.
 golangci-lint: $(GOLANGCI_LINT) ## Install golangci-lint into bin/.
 gotestsum: $(GOTESTSUM) ## Install gotestsum (make test's runner and summary) into bin/.
 promtool: $(PROMTOOL) ## Install promtool (test/monitoring's rule and metrics checker) into bin/.
+prometheus: $(PROMETHEUS) ## Install Prometheus (kubernetes discovery only; paddock dev's and the e2e suite's) into bin/.
 
 # go-install-tool installs package $(2) at version $(3) as the file $(1), with go install flags $(4).
 define go-install-tool

@@ -74,6 +74,16 @@ type Config struct {
 	// Images maps further images to the binaries that run them, beside the operator's image
 	// (PaddockBinary): operators of other versions, brokers of another image.
 	Images map[string]string
+	// PrometheusBinary, when set, runs a Prometheus that scrapes what config/monitoring's
+	// PodMonitors select and evaluates its rules (prometheus.go); `make prometheus` builds it.
+	// Empty: no Prometheus.
+	PrometheusBinary string
+	// HostPrometheusPort is Prometheus's port on HostAddress.
+	HostPrometheusPort int
+	// PrometheusSpeedup, above 1, divides the monitors' scrape intervals and the rules' `for`
+	// and range selectors by it (prometheusRuleFile): for tests that cannot wait ten minutes
+	// for an alert. paddock dev runs the kit as written.
+	PrometheusSpeedup int
 
 	// progress, when set, is told of each start-up step as it ends (paddock dev prints them).
 	progress *progress
@@ -101,21 +111,27 @@ func DefaultConfig() Config {
 	if dir == "" {
 		dir = filepath.Join(".paddock", "dev")
 	}
+	prometheusBinary := os.Getenv("PROMETHEUS")
+	if prometheusBinary == "" {
+		prometheusBinary = filepath.Join("bin", "prometheus-v"+prometheusVersion)
+	}
 	hostAddress := os.Getenv("PADDOCK_DEV_HOST_ADDRESS")
 	if hostAddress == "" {
 		hostAddress = "127.0.0.1"
 	}
 	return Config{
-		Dir:               dir,
-		K8sBinDir:         binDir,
-		ConfigDir:         "config",
-		Nodes:             3,
-		APIServerPort:     6443,
-		EtcdPort:          2379,
-		HostAddress:       hostAddress,
-		HostAPIServerPort: 6443,
-		CoreDNSBinary:     coreDNS,
-		BinDir:            "bin",
+		Dir:                dir,
+		K8sBinDir:          binDir,
+		ConfigDir:          "config",
+		Nodes:              3,
+		APIServerPort:      6443,
+		EtcdPort:           2379,
+		HostAddress:        hostAddress,
+		HostAPIServerPort:  6443,
+		HostPrometheusPort: 9090,
+		CoreDNSBinary:      coreDNS,
+		PrometheusBinary:   prometheusBinary,
+		BinDir:             "bin",
 	}
 }
 
@@ -157,6 +173,7 @@ type Env struct {
 	rt         *podRuntime
 	proxy      *serviceProxy
 	dns        *coreDNS
+	prom       *prometheus
 	nodes      []*nodeAgent
 	restConfig *rest.Config
 	client     client.Client
@@ -212,6 +229,9 @@ func (e *Env) startSteps() []step {
 		{"cluster DNS (CoreDNS) answering at " + ClusterDNSIP, e.startClusterDNS},
 		{fmt.Sprintf("service proxy forwarding %s; %d node agents running", e.cfg.hostAPIServerAddr(), e.cfg.Nodes), e.startNodes},
 	}
+	if e.cfg.PrometheusBinary != "" {
+		steps = append(steps, step{"Prometheus scraping " + rel(filepath.Join(e.cfg.ConfigDir, "monitoring")) + "'s PodMonitors, its rules loaded, at http://" + e.cfg.hostPrometheusAddr(), e.startPrometheus})
+	}
 	steps = append(steps, waitManager...)
 	return append(steps, step{"shell " + rel(e.ShellPath()) + " and control socket ready", e.serveShellAndControl})
 }
@@ -247,7 +267,10 @@ func (c Config) resolved() (Config, error) {
 	if c.BinDir == "" {
 		c.BinDir = filepath.Dir(c.PaddockBinary)
 	}
-	for _, p := range []*string{&c.Dir, &c.K8sBinDir, &c.ConfigDir, &c.PaddockBinary, &c.CoreDNSBinary, &c.BinDir} {
+	for _, p := range []*string{&c.Dir, &c.K8sBinDir, &c.ConfigDir, &c.PaddockBinary, &c.CoreDNSBinary, &c.BinDir, &c.PrometheusBinary} {
+		if *p == "" {
+			continue // only PrometheusBinary may be empty: no Prometheus
+		}
 		if *p, err = filepath.Abs(*p); err != nil {
 			return c, err
 		}
@@ -276,6 +299,11 @@ func (c Config) check() error {
 	}
 	if err := checkPodSandbox(); err != nil {
 		return err
+	}
+	if c.PrometheusBinary != "" {
+		if _, err := os.Stat(c.PrometheusBinary); err != nil {
+			return fmt.Errorf("prometheus: %w (make prometheus builds it; or run without: --prometheus=false)", err)
+		}
 	}
 	if ip := net.ParseIP(c.HostAddress); ip == nil || !ip.IsLoopback() {
 		return fmt.Errorf("host address %q is not a loopback address", c.HostAddress)
@@ -351,7 +379,7 @@ func (e *Env) startNodes(context.Context) error {
 	}
 	e.rt = &podRuntime{client: clientset, cfg: e.cfg, history: &history{}, images: images}
 	logger := log.FromContext(e.ctx)
-	e.proxy = newServiceProxy(clientset, e.cfg.HostAddress, e.runningNodeIPs, clusterDNSAddrs(), logger.WithName("service-proxy"))
+	e.proxy = newServiceProxy(clientset, e.cfg.HostAddress, e.runningNodeIPs, append(clusterDNSAddrs(), prometheusAddr()), logger.WithName("service-proxy"))
 	if err := e.proxy.forward(e.cfg.hostAPIServerAddr(), e.cfg.apiServerAddr()); err != nil {
 		e.proxy.close()
 		return fmt.Errorf("forward the apiserver to %s (another paddock dev running? pass --host-address or --host-apiserver-port): %w", e.cfg.hostAPIServerAddr(), err)
@@ -455,6 +483,7 @@ func (e *Env) Stop() {
 	}
 	e.cancel()
 	e.wg.Wait()
+	e.prom.stop()
 	e.dns.stop()
 	if e.cp != nil {
 		e.cp.stop()
@@ -499,6 +528,9 @@ func (e *Env) Err() error {
 	}
 	if e.dns != nil && e.dns.proc.exited() {
 		return fmt.Errorf("the cluster DNS exited (see %s)", e.cfg.logPath("coredns"))
+	}
+	if e.prom != nil && e.prom.proc.exited() {
+		return fmt.Errorf("Prometheus exited (see %s)", e.cfg.logPath("prometheus"))
 	}
 	return nil
 }

@@ -44,11 +44,16 @@ func RenderInstall(configDir string) ([]byte, error) {
 // buildInstall runs kustomize on configDir/default with the options of a plain
 // `kustomize build` (no --reorder, plugins off, files only from inside the tree).
 func buildInstall(configDir string) (resmap.ResMap, error) {
+	return kustomizeBuild(filepath.Join(configDir, "default"))
+}
+
+// kustomizeBuild is `kustomize build dir` (also of config/monitoring: prometheus.go).
+func kustomizeBuild(dir string) (resmap.ResMap, error) {
 	opts := krusty.MakeDefaultOptions()
 	opts.Reorder = krusty.ReorderOptionUnspecified
-	resources, err := krusty.MakeKustomizer(opts).Run(filesys.MakeFsOnDisk(), filepath.Join(configDir, "default"))
+	resources, err := krusty.MakeKustomizer(opts).Run(filesys.MakeFsOnDisk(), dir)
 	if err != nil {
-		return nil, fmt.Errorf("kustomize build %s: %w", filepath.Join(configDir, "default"), err)
+		return nil, fmt.Errorf("kustomize build %s: %w", dir, err)
 	}
 	return resources, nil
 }

@@ -32,11 +32,13 @@ type options struct {
 	detach bool
 	// beforeBuild: `paddock dev preflight` runs before make dev builds the binaries.
 	beforeBuild bool
+	// prometheus runs the dev Prometheus (prometheus.go) from cfg.PrometheusBinary.
+	prometheus bool
 }
 
 // Main runs `paddock dev` with args and returns the process exit code.
 func Main(args []string) int {
-	opts := options{cfg: DefaultConfig(), brokers: 3}
+	opts := options{cfg: DefaultConfig(), brokers: 3, prometheus: true}
 	fs := opts.flagSet()
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
@@ -51,6 +53,9 @@ func Main(args []string) int {
 	// Flags may follow the subcommand too: paddock dev status --dir=...
 	if code, ok := parseFlags(fs, rest); !ok {
 		return code
+	}
+	if !opts.prometheus {
+		opts.cfg.PrometheusBinary = ""
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "paddock dev: unexpected arguments %q (paddock dev --help)\n", fs.Args())
@@ -105,6 +110,9 @@ func (o *options) flagSet() *flag.FlagSet {
 	fs.IntVar(&cfg.EtcdPort, "etcd-port", cfg.EtcdPort, "etcd client port; the peer port is the next one.")
 	fs.StringVar(&cfg.HostAddress, "host-address", cfg.HostAddress, "Loopback address the environment answers at from the host: the apiserver and every nodePort ($PADDOCK_DEV_HOST_ADDRESS).")
 	fs.IntVar(&cfg.HostAPIServerPort, "host-apiserver-port", cfg.HostAPIServerPort, "The apiserver's port on --host-address (what .paddock/dev/kubeconfig names).")
+	fs.BoolVar(&o.prometheus, "prometheus", o.prometheus, "Run a Prometheus that scrapes what config/monitoring's PodMonitors select, with its alert rules (make prometheus builds it).")
+	fs.StringVar(&cfg.PrometheusBinary, "prometheus-binary", cfg.PrometheusBinary, "The dev Prometheus ($PROMETHEUS; make prometheus).")
+	fs.IntVar(&cfg.HostPrometheusPort, "host-prometheus-port", cfg.HostPrometheusPort, "Prometheus's port on --host-address.")
 	fs.DurationVar(&cfg.NodeMonitorGracePeriod, "node-monitor-grace-period", cfg.NodeMonitorGracePeriod, "How long a silent node stays Ready; 0 keeps Kubernetes' default.")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), `Usage: paddock dev [flags] [up|status|down|preflight]

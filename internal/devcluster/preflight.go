@@ -293,13 +293,18 @@ func checkHostPort(r *preflightReport, h host, cfg Config) {
 // checkBuilt checks the control-plane binaries and CoreDNS and reports whether some are
 // still to be built (beforeBuild: make dev builds them next).
 func checkBuilt(r *preflightReport, h host, cfg Config, mode preflightMode) (pending bool) {
-	for _, b := range []struct {
+	type built struct {
 		name, dir, make, flag string
 		files                 []string
-	}{
+	}
+	bins := []built{
 		{"control-plane bins", cfg.K8sBinDir, "make k8s-bins", "--k8s-bin-dir", k8sBinaries},
 		{"cluster DNS", filepath.Dir(cfg.CoreDNSBinary), "make coredns", "--coredns", []string{filepath.Base(cfg.CoreDNSBinary)}},
-	} {
+	}
+	if cfg.PrometheusBinary != "" {
+		bins = append(bins, built{"prometheus", filepath.Dir(cfg.PrometheusBinary), "make prometheus", "--prometheus-binary (or --prometheus=false)", []string{filepath.Base(cfg.PrometheusBinary)}})
+	}
+	for _, b := range bins {
 		missing := missingFiles(h, b.dir, b.files...)
 		switch {
 		case len(missing) == 0:

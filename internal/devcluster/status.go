@@ -81,6 +81,9 @@ func (e *Env) status(ctx context.Context) (envStatus, error) {
 	if e.dns != nil {
 		procs = append(procs, e.dns.proc)
 	}
+	if e.prom != nil {
+		procs = append(procs, e.prom.proc)
+	}
 	for _, p := range procs {
 		st.Components = append(st.Components, componentStatus{Name: p.name, PID: p.pid(), Running: !p.exited(), Log: e.cfg.logPath(p.name)})
 	}
