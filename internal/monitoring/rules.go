@@ -18,8 +18,9 @@ type Rule struct {
 
 // RuleGroup is one group of a rule file.
 type RuleGroup struct {
-	Name  string `json:"name"`
-	Rules []Rule `json:"rules"`
+	Name     string `json:"name"`
+	Interval string `json:"interval,omitempty"`
+	Rules    []Rule `json:"rules"`
 }
 
 // RuleFile is what Prometheus's rule_files (and promtool) read.
