@@ -42,6 +42,20 @@ func devConfig(t *testing.T) devcluster.Config {
 	cfg.ConfigDir = filepath.Join("..", "..", "config")
 	cfg.PaddockBinary = paddockBinary
 	cfg.HostAddress = devcluster.TestHostAddress()
+	cfg.PrometheusBinary = "" // withPrometheus adds it
+	return cfg
+}
+
+// withPrometheus is cfg with paddock dev's Prometheus ($PROMETHEUS, which the Makefile
+// exports, else the checkout's bin/prometheus-*) on the suite's faster clock.
+func withPrometheus(cfg devcluster.Config) devcluster.Config {
+	cfg.PrometheusBinary = os.Getenv("PROMETHEUS")
+	if cfg.PrometheusBinary == "" {
+		if found, _ := filepath.Glob(filepath.Join("..", "..", "bin", "prometheus-v*")); len(found) > 0 {
+			cfg.PrometheusBinary = found[len(found)-1]
+		}
+	}
+	cfg.PrometheusSpeedup = prometheusSpeedup
 	return cfg
 }
 
@@ -71,9 +85,13 @@ func TestFencingScenarios(t *testing.T) {
 	if _, err := exec.LookPath("kcat"); err != nil {
 		t.Fatal("kcat is not installed: run `make kcat` (hack/install-kcat.sh); the e2e suite does not run without it")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 26*time.Minute)
 	defer cancel()
-	env := startEnv(ctx, t, devConfig(t), "environment", "start (control plane, nodes, operator Deployment Available)")
+	cfg := withPrometheus(devConfig(t))
+	if cfg.PrometheusBinary == "" {
+		t.Fatal("no Prometheus: run `make prometheus` (scenario 20 needs it)")
+	}
+	env := startEnv(ctx, t, cfg, "environment", "start (control plane, nodes, operator Deployment Available)")
 
 	s := &suite{env: env, c: env.Client(), namespace: "e2e", name: "e2e", port: 9092}
 	if err := s.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.namespace}}); err != nil {
@@ -100,6 +118,7 @@ func TestFencingScenarios(t *testing.T) {
 		{"9 from outside", fromOutside},
 		{"10 topics", topics},
 		{"17 failed partition", failedPartition},
+		{"20 monitoring", monitoringScenario},
 		{"13 drain timing", drainTiming},
 		{"2 crash", crash},
 		{"3 graceful", graceful},
