@@ -530,7 +530,7 @@ func (e *Env) Err() error {
 		return fmt.Errorf("the cluster DNS exited (see %s)", e.cfg.logPath("coredns"))
 	}
 	if e.prom != nil && e.prom.proc.exited() {
-		return fmt.Errorf("Prometheus exited (see %s)", e.cfg.logPath("prometheus"))
+		return fmt.Errorf("the dev Prometheus exited (see %s)", e.cfg.logPath("prometheus"))
 	}
 	return nil
 }

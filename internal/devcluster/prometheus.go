@@ -209,7 +209,7 @@ func (e *Env) startPrometheus(ctx context.Context) error {
 	}
 	e.prom = &prometheus{proc: proc}
 	if err := waitHTTP(ctx, http.DefaultClient, "http://"+prometheusAddr()+"/-/ready", time.Minute); err != nil {
-		return fmt.Errorf("Prometheus did not become ready (see %s): %w", e.cfg.logPath("prometheus"), err)
+		return fmt.Errorf("the dev Prometheus did not become ready (see %s): %w", e.cfg.logPath("prometheus"), err)
 	}
 	if err := e.proxy.forward(e.cfg.hostPrometheusAddr(), prometheusAddr()); err != nil {
 		return fmt.Errorf("forward Prometheus to %s (pass --host-prometheus-port, or --prometheus=false): %w", e.cfg.hostPrometheusAddr(), err)
