@@ -14,8 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/broker/storage"
 	"github.com/paddock-dev/paddock/internal/testenv"
@@ -46,17 +44,7 @@ func failedPartition(ctx context.Context, t *testing.T, s *suite) {
 		}
 		return len(leadersPerBroker(before)) == 3, fmt.Sprintf("leaders per broker %v", leadersPerBroker(before))
 	})
-	defer func() {
-		// The next scenario starts from a cluster without topics: wait until this one is gone.
-		if _, err := adm.DeleteTopic(context.WithoutCancel(ctx), topic); err != nil {
-			t.Errorf("delete %s: %v", topic, err)
-			return
-		}
-		testkit.EventuallyDetail(t, "the topic's KafkaTopic gone", func() (bool, string) {
-			_, err := s.kafkaTopic(ctx, topic)
-			return client.IgnoreNotFound(err) == nil && err != nil, fmt.Sprint(err)
-		})
-	}()
+	defer s.deleteTopicAndWait(ctx, t, adm, topic) // the next scenario starts from a cluster without topics
 	victim := before.Status.Partitions[0]
 	id, err := kafkav1alpha1.ParseKafkaUUID(before.Status.TopicID)
 	if err != nil {

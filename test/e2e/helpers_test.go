@@ -26,6 +26,7 @@ import (
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/internal/devcluster"
+	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
 // suite is the shared environment and the cluster every scenario works on.
@@ -347,4 +348,17 @@ func (s *suite) kafkaTopic(ctx context.Context, name string) (*kafkav1alpha1.Kaf
 		}
 	}
 	return nil, apierrors.NewNotFound(kafkav1alpha1.GroupVersion.WithResource("kafkatopics").GroupResource(), name)
+}
+
+// deleteTopicAndWait deletes topic and waits until its KafkaTopic is gone.
+func (s *suite) deleteTopicAndWait(ctx context.Context, t *testing.T, adm *kadm.Client, topic string) {
+	t.Helper()
+	if _, err := adm.DeleteTopic(context.WithoutCancel(ctx), topic); err != nil {
+		t.Errorf("delete %s: %v", topic, err)
+		return
+	}
+	testkit.EventuallyDetail(t, "the topic's KafkaTopic gone", func() (bool, string) {
+		_, err := s.kafkaTopic(ctx, topic)
+		return client.IgnoreNotFound(err) == nil && err != nil, fmt.Sprint(err)
+	})
 }

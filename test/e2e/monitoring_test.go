@@ -19,7 +19,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/internal/monitoring"
@@ -66,16 +65,7 @@ func monitoringScenario(ctx context.Context, t *testing.T, s *suite) {
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	createTopic(ctx, t, adm, partitions, topic)
-	defer func() {
-		if _, err := adm.DeleteTopic(context.WithoutCancel(ctx), topic); err != nil {
-			t.Errorf("delete %s: %v", topic, err)
-			return
-		}
-		testkit.EventuallyDetail(t, "the topic's KafkaTopic gone", func() (bool, string) {
-			_, err := s.kafkaTopic(ctx, topic)
-			return client.IgnoreNotFound(err) == nil && err != nil, fmt.Sprint(err)
-		})
-	}()
+	defer s.deleteTopicAndWait(ctx, t, adm, topic) // the next scenario starts from a cluster without topics
 	pctx, stopProducing := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() { stopProducing(); wg.Wait() }()
