@@ -24,8 +24,8 @@ HELM_VERSION ?= v3.22.0
 PROMTOOL_VERSION ?= v0.316.0
 # Prometheus itself (cmd/prometheus of the same module), for paddock dev and the e2e suite:
 # remove_all_sd with the one discovery plugin it uses back in (enable_kubernetes_sd). Built
-# from the module proxy's copy, which carries no compiled web UI: the HTTP API, /metrics and
-# the status pages answer; the React pages do not (docs/devcluster.md, "Prometheus").
+# from the module proxy's copy, which carries no compiled web UI: the HTTP API and /metrics
+# answer, the web pages do not (docs/devcluster.md, "Prometheus").
 PROMETHEUS_VERSION ?= $(PROMTOOL_VERSION)
 
 comma := ,

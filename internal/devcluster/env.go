@@ -81,7 +81,7 @@ type Config struct {
 	// HostPrometheusPort is Prometheus's port on HostAddress.
 	HostPrometheusPort int
 	// PrometheusSpeedup, above 1, divides the monitors' scrape intervals and the rules' `for`
-	// and range selectors by it (prometheusRuleFile): for tests that cannot wait ten minutes
+	// and range selectors by it (monitoring.Speedup): for tests that cannot wait ten minutes
 	// for an alert. paddock dev runs the kit as written.
 	PrometheusSpeedup int
 
