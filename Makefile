@@ -27,6 +27,11 @@ PROMTOOL_VERSION ?= v0.316.0
 # from the module proxy's copy, which carries no compiled web UI: the HTTP API and /metrics
 # answer, the web pages do not (docs/devcluster.md, "Prometheus").
 PROMETHEUS_VERSION ?= $(PROMTOOL_VERSION)
+# The Prometheus Operator whose CRDs (PodMonitor, ServiceMonitor, PrometheusRule) the envtest
+# suites install: the operator's own PodMonitor (controllers/kafkacluster) and the monitoring
+# kit's objects (test/monitoring) are created against the real schemas. Copied out of the
+# module's example/ directory into bin/, never committed.
+PROMETHEUS_OPERATOR_VERSION ?= v0.94.0
 
 comma := ,
 
@@ -43,6 +48,8 @@ CHART := config/helm/paddock
 export PROMTOOL := $(LOCALBIN)/promtool-$(PROMTOOL_VERSION)
 # paddock dev and test/e2e read $PROMETHEUS (paddock dev's --prometheus-binary default).
 export PROMETHEUS := $(LOCALBIN)/prometheus-$(PROMETHEUS_VERSION)
+# controllers/kafkacluster and test/monitoring read $MONITORING_CRDS (a directory of CRD files).
+export MONITORING_CRDS := $(LOCALBIN)/crds/prometheus-operator-$(PROMETHEUS_OPERATOR_VERSION)
 K8S_VERSION := $(shell grep -oE 'k8s.io/kubernetes v[0-9.]+' hack/k8s-bins/go.mod | head -1 | cut -dv -f2)
 K8S_BINS := $(LOCALBIN)/k8s/$(K8S_VERSION)
 export KUBEBUILDER_ASSETS := $(K8S_BINS)
@@ -166,7 +173,7 @@ gotest = echo "test: go test $(2)" && $(GOTESTSUM) --format $(GOTESTSUM_FORMAT) 
 ENVTEST_PKGS := ./api/... ./controllers/... ./test/topics/... ./test/groups/...
 
 .PHONY: test
-test: manifests generate k8s-bins coredns kubectl kcat kafkajs $(HELM) $(PROMTOOL) $(PROMETHEUS) $(GOTESTSUM) ## Run every test: unit (with -race), envtest, broker, client interop, fuzz (bounded) and e2e; then name every failed test and the slowest ones.
+test: manifests generate k8s-bins coredns kubectl kcat kafkajs $(HELM) $(PROMTOOL) $(PROMETHEUS) $(MONITORING_CRDS) $(GOTESTSUM) ## Run every test: unit (with -race), envtest, broker, client interop, fuzz (bounded) and e2e; then name every failed test and the slowest ones.
 	@rm -rf $(TEST_RESULTS) && mkdir -p $(TEST_RESULTS); status=0; \
 	$(call gotest,race,-race $(GO_TEST_FLAGS) $(RACE_PKGS)) || status=1; \
 	$(call gotest,other,$(GO_TEST_FLAGS) $(OTHER_PKGS)) || status=1; \
@@ -181,11 +188,11 @@ test-unit: k8s-bins coredns $(GOTESTSUM) ## Run the unit packages (pure rules, d
 	@mkdir -p $(TEST_RESULTS) && $(call gotest,race,-race $(GO_TEST_FLAGS) $(RACE_PKGS))
 
 .PHONY: test-rules
-test-rules: k8s-bins $(PROMTOOL) $(GOTESTSUM) ## Run the monitoring kit's checks (test/monitoring): promtool unit tests of every alert, promtool check rules and metrics, every dashboard query answered from real brokers' and the manager's /metrics.
+test-rules: k8s-bins $(PROMTOOL) $(MONITORING_CRDS) $(GOTESTSUM) ## Run the monitoring kit's checks (test/monitoring): promtool unit tests of every alert, promtool check rules and metrics, every dashboard query answered from real brokers' and the manager's /metrics.
 	@mkdir -p $(TEST_RESULTS) && $(call gotest,rules,$(GO_TEST_FLAGS) ./test/monitoring/...)
 
 .PHONY: test-envtest
-test-envtest: k8s-bins $(GOTESTSUM) ## Run the envtest suites (api/, controllers/) and the client suites on in-process brokers (test/topics, test/groups).
+test-envtest: k8s-bins $(MONITORING_CRDS) $(GOTESTSUM) ## Run the envtest suites (api/, controllers/) and the client suites on in-process brokers (test/topics, test/groups).
 	@mkdir -p $(TEST_RESULTS) && $(call gotest,envtest,$(GO_TEST_FLAGS) $(ENVTEST_PKGS))
 
 LOAD_PASSES ?= 3
@@ -391,7 +398,18 @@ interop: k8s-bins kcat kafkajs ## Run only the client interop suite (test/intero
 $(HELM): | $(LOCALBIN)
 	$(call go-install-tool,$(HELM),helm.sh/helm/v3/cmd/helm,$(HELM_VERSION))
 
-.PHONY: controller-gen kustomize golangci-lint gotestsum helm promtool prometheus
+# The module's example/ CRDs: go mod download fetches the module into the Go module cache
+# (a 4.6 MB zip, once) and three of its files are copied.
+$(MONITORING_CRDS): | $(LOCALBIN)
+	@set -e; echo "Copying the Prometheus Operator $(PROMETHEUS_OPERATOR_VERSION) CRDs"; \
+	dir=$$(go mod download -json github.com/prometheus-operator/prometheus-operator@$(PROMETHEUS_OPERATOR_VERSION) | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p'); \
+	test -n "$$dir" || { echo "go mod download github.com/prometheus-operator/prometheus-operator@$(PROMETHEUS_OPERATOR_VERSION) gave no directory" >&2; exit 1; }; \
+	tmp=$$(mktemp -d $(LOCALBIN)/crds-XXXXXX); \
+	for kind in podmonitors servicemonitors prometheusrules; do cp $$dir/example/prometheus-operator-crd/monitoring.coreos.com_$$kind.yaml $$tmp/; done; \
+	chmod -R u+w $$tmp; mkdir -p $(LOCALBIN)/crds; mv $$tmp $@
+
+.PHONY: controller-gen kustomize golangci-lint gotestsum helm promtool prometheus monitoring-crds
+monitoring-crds: $(MONITORING_CRDS) ## Copy the Prometheus Operator's PodMonitor, ServiceMonitor and PrometheusRule CRDs into bin/crds/ (the envtest suites install them).
 helm: $(HELM) ## Build helm into bin/ from the Go module proxy.
 controller-gen: $(CONTROLLER_GEN) ## Install controller-gen into bin/.
 kustomize: $(KUSTOMIZE) ## Install kustomize into bin/.

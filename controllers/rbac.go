@@ -27,6 +27,9 @@ package controllers
 // KafkaUser reconciler writes each user's Secret and the cluster's salted-credentials Secret.
 // Brokers read their own certificate Secrets and the salted credentials through the broker
 // Role, which names those Secrets.
+//
+// A cluster with spec.monitoring.podMonitor enabled gets a Prometheus Operator PodMonitor
+// (applied, read and deleted through the API server, never watched: the kind may not exist).
 
 // +kubebuilder:rbac:groups=kafka.paddock.dev,resources=kafkaclusters;brokers;kafkatopics;kafkausers,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=kafka.paddock.dev,resources=kafkaclusters/status;brokers/status;kafkatopics/status;kafkausers/status,verbs=get;update;patch
@@ -43,3 +46,4 @@ package controllers
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=monitoring.coreos.com,resources=podmonitors,verbs=get;create;patch;delete

@@ -526,6 +526,44 @@ type KafkaClusterSpec struct {
 	// +kubebuilder:default={}
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Network Policy",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	NetworkPolicy NetworkPolicy `json:"networkPolicy,omitempty"`
+
+	// monitoring asks the operator for the objects a Prometheus Operator scrapes the brokers
+	// by (README "Monitoring").
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Monitoring",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
+	Monitoring *Monitoring `json:"monitoring,omitempty"`
+}
+
+// Monitoring is what the operator makes for a Prometheus Operator.
+type Monitoring struct {
+	// podMonitor, enabled, makes a monitoring.coreos.com/v1 PodMonitor <cluster>-broker in
+	// the cluster's namespace that scrapes every broker's /metrics on the health port with
+	// the labels the monitoring kit's rules and dashboard group by (cluster, broker) — the
+	// kit's paddock-brokers PodMonitor narrowed to this cluster. It needs the Prometheus
+	// Operator's CRDs; without them the Monitored condition says so and the operator looks
+	// again every five minutes. The alert rules and the dashboard stay the kit's
+	// (config/monitoring): one set serves every cluster.
+	// +optional
+	PodMonitor *PodMonitorSpec `json:"podMonitor,omitempty"`
+}
+
+// PodMonitorSpec shapes the operator's PodMonitor of a cluster.
+type PodMonitorSpec struct {
+	// enabled keeps the PodMonitor; false deletes it.
+	Enabled bool `json:"enabled"`
+
+	// labels are added to the PodMonitor's, so that a Prometheus's podMonitorSelector
+	// selects it (the operator sets app.kubernetes.io/name: paddock and the cluster's own
+	// labels; these may not replace them).
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// interval is how often Prometheus scrapes each broker.
+	// +optional
+	// +kubebuilder:default="15s"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('1h')",message="interval must be between 1s and 1h"
+	Interval *metav1.Duration `json:"interval,omitempty"`
 }
 
 // ClusterLimits bound what a cluster keeps in the API server.

@@ -113,6 +113,19 @@ type scope struct {
 	checkJob        *batchv1.Job
 	storageVerified metav1.Condition
 	storageHold     string
+	// monitored is the Monitored condition (reconcilePodMonitor): nil when the spec asks for
+	// no PodMonitor or the reconcile stopped before the phase.
+	monitored *metav1.Condition
+	// monitorPhaseRan is true once reconcilePodMonitor ran, so a nil monitored means "not
+	// asked for" and the condition is removed.
+	monitorPhaseRan bool
+}
+
+// requeueWithin asks for another reconcile at most d from now.
+func (s *scope) requeueWithin(d time.Duration) {
+	if s.requeueAfter == 0 || d < s.requeueAfter {
+		s.requeueAfter = d
+	}
 }
 
 // phase is one ordered step of a reconcile. An error stops the reconcile.
@@ -146,6 +159,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		r.runStorageCheck,
 		r.pruneBrokerServices,
 		r.pruneOptionalChildren,
+		r.reconcilePodMonitor,
 	}
 	for _, phase := range phases {
 		if err := phase(ctx, s); err != nil {
@@ -430,6 +444,12 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, reterr *error) {
 	meta.SetStatusCondition(&c.Status.Conditions, securedCondition(c.Generation, c.Spec.Listeners))
 	if s.storageVerified.Type != "" {
 		meta.SetStatusCondition(&c.Status.Conditions, s.storageVerified)
+	}
+	switch {
+	case s.monitored != nil:
+		meta.SetStatusCondition(&c.Status.Conditions, *s.monitored)
+	case s.monitorPhaseRan:
+		meta.RemoveStatusCondition(&c.Status.Conditions, kafkav1alpha1.ConditionMonitored)
 	}
 
 	if equality.Semantic.DeepEqual(s.orig.Status, c.Status) {

@@ -74,6 +74,10 @@ var (
 		"authorization": func(s *kafkav1alpha1.KafkaClusterSpec) {
 			s.Authorization = &kafkav1alpha1.Authorization{Type: kafkav1alpha1.AuthorizationSimple}
 		},
+		// It shapes the PodMonitor, which scrapes the pods; the pods serve /metrics anyway.
+		"monitoring": func(s *kafkav1alpha1.KafkaClusterSpec) {
+			s.Monitoring = &kafkav1alpha1.Monitoring{PodMonitor: &kafkav1alpha1.PodMonitorSpec{Enabled: true}}
+		},
 	}
 	// Of a listener, the settings of its Services and of the NetworkPolicy never reach the pod.
 	notPodListenerMutations = map[string]func(*kafkav1alpha1.Listener){

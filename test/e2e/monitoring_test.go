@@ -110,10 +110,34 @@ func monitoringScenario(ctx context.Context, t *testing.T, s *suite) {
 	t.Logf("all %d dashboard queries answered from the dev Prometheus", len(queries))
 	measure(t, scenario, fmt.Sprintf("every dashboard query (%d) answering", len(queries)), time.Since(started))
 
-	// The volume refuses writes on one broker.
+	// The volume refuses writes on one broker. A broker learns that from a write that
+	// fails, so the victim must lead a partition the test then writes to: the topic is led
+	// by all three brokers first, and the victim's partition gets a record until the
+	// broker's probe reports the volume unwritable.
 	victim, _ := s.brokerAwayFromManager(ctx, t)
 	pod := kafkav1alpha1.BrokerPodName(s.name, victim)
 	labels := fmt.Sprintf(`namespace=%q,cluster=%q,broker="%d"`, s.namespace, s.name, victim)
+	var led int32 = -1
+	testkit.EventuallyDetail(t, "the topic led by all three brokers", func() (bool, string) {
+		kt, err := s.kafkaTopic(ctx, topic)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, p := range kt.Status.Partitions {
+			if p.Leader == victim {
+				led = p.Partition
+			}
+		}
+		return len(leadersPerBroker(kt)) == 3 && led >= 0, fmt.Sprintf("leaders per broker %v", leadersPerBroker(kt))
+	})
+	victimPod, err := s.pod(ctx, victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	victimAddr, err := s.addr(ctx, victim)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := s.env.SetStorageFaults(s.namespace, pod, "eio@/"); err != nil {
 		t.Fatal(err)
 	}
@@ -126,6 +150,13 @@ func monitoringScenario(ctx context.Context, t *testing.T, s *suite) {
 			}
 		}
 	}()
+	testkit.EventuallyDetail(t, fmt.Sprintf("broker %d reporting its volume unwritable", victim), func() (bool, string) {
+		code, perr := produceOne(ctx, victimAddr, topic, led) // fails: the write is what the broker notices
+		healthy, err := scrapeMetrics(ctx, victimPod.Status.PodIP, func(series string) bool {
+			return series == "paddock_broker_storage_healthy"
+		})
+		return err == nil && healthy == 0, fmt.Sprintf("produce to partition %d: code %d, %v; paddock_broker_storage_healthy %v (%v)", led, code, perr, healthy, err)
+	})
 	waitAlert(ctx, t, prom, "PaddockVolumeUnwritable", labels, true)
 	measure(t, scenario, "every write on a broker's volume fails → PaddockVolumeUnwritable firing", time.Since(injected))
 	if err := s.env.SetStorageFaults(s.namespace, pod, ""); err != nil {
