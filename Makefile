@@ -166,6 +166,9 @@ crd-baseline: manifests ## After a release: record its CRDs as the baseline the 
 GOTESTSUM ?= $(LOCALBIN)/gotestsum-$(GOTESTSUM_VERSION)
 TEST_RESULTS ?= $(LOCALBIN)/test-results
 GOTESTSUM_FORMAT ?= pkgname-and-test-fails
+# e2e scenario 20 draws the dashboard while a broker is dead (internal/monitoring/snapshot)
+# to DASHBOARD_SNAPSHOT; make dashboard-snapshot draws it for the README.
+export DASHBOARD_SNAPSHOT ?= $(TEST_RESULTS)/dashboard-broker-dead.png
 # gotest runs go test with arguments $(2) through gotestsum, its events into TEST_RESULTS/$(1).json.
 gotest = echo "test: go test $(2)" && $(GOTESTSUM) --format $(GOTESTSUM_FORMAT) --format-hide-empty-pkg \
 	--jsonfile $(TEST_RESULTS)/$(1).json -- $(2)
@@ -204,6 +207,10 @@ test-under-load: ## Run `make LOAD_TARGETS` (test; or e.g. "test-unit test-envte
 .PHONY: e2e
 e2e: k8s-bins coredns kubectl kcat $(HELM) $(PROMETHEUS) ## Run only the end-to-end suite (test/e2e) against a fresh paddock dev environment.
 	go test $(GO_TEST_FLAGS) -v ./test/e2e/...
+
+.PHONY: dashboard-snapshot
+dashboard-snapshot: k8s-bins coredns kubectl kcat $(HELM) $(PROMETHEUS) ## Draw the dashboard during a broker's death (e2e scenario 20 in a fresh paddock dev) to docs/images/dashboard-broker-dead.png, README "Monitoring"'s picture.
+	DASHBOARD_SNAPSHOT=$(ROOT)/docs/images/dashboard-broker-dead.png go test $(GO_TEST_FLAGS) -v -run 'TestFencingScenarios/^(1_bring-up|20_monitoring)$$' ./test/e2e/
 
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for FUZZTIME (default 20s) on top of its committed seed corpus.

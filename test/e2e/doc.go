@@ -15,7 +15,8 @@
 // serves on another broker within the session timeout + 2 s, nothing else moves, nothing
 // acknowledged is lost), 20 monitoring (the dev Prometheus, on a 10x clock, scrapes every broker
 // and the operator as the kit's PodMonitors say; every dashboard query answers; the volume,
-// broker-dead and consumer-lag alerts fire in their failures and resolve after), 13 drain timing (SIGTERM → exit of a broker leading 0, 100 and 1,000 partitions; it exits 0
+// broker-dead and consumer-lag alerts fire in their failures and resolve after; the dashboard
+// is drawn while the broker is dead, every panel with data: $DASHBOARD_SNAPSHOT, README "Monitoring"), 13 drain timing (SIGTERM → exit of a broker leading 0, 100 and 1,000 partitions; it exits 0
 // having drained), 2 crash, 3 graceful, 7 operator down, 11 no acknowledged record lost (an
 // idempotent producer through kill -9, pod delete, `kubectl rollout restart` and an operator
 // restart; every acknowledged record read back exactly once, in order), 12 group coordinator

@@ -22,6 +22,7 @@ import (
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/internal/monitoring"
+	"github.com/paddock-dev/paddock/internal/monitoring/snapshot"
 	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
@@ -40,6 +41,7 @@ const prometheusSpeedup = 10
 // when the group's consumer stops while records keep coming.
 func monitoringScenario(ctx context.Context, t *testing.T, s *suite) {
 	const scenario = "20 monitoring"
+	began := time.Now()
 	prom := s.env.PrometheusURL()
 	if prom == "" {
 		t.Fatal("the suite's environment runs no Prometheus (make prometheus builds it; $PROMETHEUS names it)")
@@ -84,11 +86,11 @@ func monitoringScenario(ctx context.Context, t *testing.T, s *suite) {
 
 	// Every panel's every query, with Grafana's values for "All" and this Prometheus's
 	// scrape interval: none may be empty.
-	b, err := os.ReadFile(filepath.Join("..", "..", "config", "monitoring", "dashboards", "paddock.json"))
+	dashboard, err := os.ReadFile(filepath.Join("..", "..", "config", "monitoring", "dashboards", "paddock.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	queries, err := monitoring.DashboardQueries(b)
+	queries, err := monitoring.DashboardQueries(dashboard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +188,15 @@ func monitoringScenario(ctx context.Context, t *testing.T, s *suite) {
 	}
 	defer resume()
 	waitAlert(ctx, t, prom, "PaddockBrokerDead", labels, true)
-	measure(t, scenario, "broker stopped (SIGSTOP) → PaddockBrokerDead firing", time.Since(stopped))
+	firing := time.Now()
+	measure(t, scenario, "broker stopped (SIGSTOP) → PaddockBrokerDead firing", firing.Sub(stopped))
+	// The picture of README "Monitoring": the dashboard as it looks now, the broker dead.
+	dashboardSnapshot(ctx, t, prom, dashboard, snapshot.Options{
+		Title: fmt.Sprintf("paddock: broker %d of %s/%s frozen with SIGSTOP, PaddockBrokerDead firing (e2e scenario 20; Prometheus clock ×%d)", victim, s.namespace, s.name, prometheusSpeedup),
+		Start: latest(began, stopped.Add(-90*time.Second)),
+		End:   firing,
+		Marks: []snapshot.Mark{{At: stopped, Label: fmt.Sprintf("broker %d SIGSTOP", victim)}, {At: firing, Label: "BrokerDead firing"}},
+	})
 	resume()
 	back := time.Now()
 	waitAlert(ctx, t, prom, "PaddockBrokerDead", labels, false)
@@ -205,6 +215,54 @@ func monitoringScenario(ctx context.Context, t *testing.T, s *suite) {
 	caughtUp := time.Now()
 	waitAlert(ctx, t, prom, "PaddockConsumerLagGrowing", groupLabels, false)
 	measure(t, scenario, "consumer back, producer stopped → PaddockConsumerLagGrowing resolved", time.Since(caughtUp))
+}
+
+// dashboardSnapshot draws the dashboard over opt's window from the suite's Prometheus
+// (package snapshot) to $DASHBOARD_SNAPSHOT (make test and make e2e: bin/test-results; make
+// dashboard-snapshot: docs/images, README "Monitoring"), or to a temporary file when it is
+// unset, and fails if a panel drew no series. The window is drawn at the scrape interval, and
+// $__rate_interval is Grafana's for it: four scrape intervals.
+func dashboardSnapshot(ctx context.Context, t *testing.T, prom string, dashboard []byte, opt snapshot.Options) {
+	t.Helper()
+	panels, err := monitoring.DashboardPanels(dashboard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scrape := monitoring.Scaled(15*time.Second, prometheusSpeedup) // the kit's PodMonitors' interval, on the suite's clock
+	opt.Step = scrape
+	opt.Vars = map[string]string{"namespace": ".*", "cluster": ".*", "datasource": "", "__rate_interval": (4 * scrape).String()}
+	started := time.Now()
+	png, reports, err := snapshot.Render(ctx, panels, snapshot.Prometheus(prom, nil), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var empty []string
+	for _, r := range reports {
+		if r.Series == 0 {
+			empty = append(empty, r.Title)
+		}
+	}
+	if len(empty) > 0 {
+		t.Errorf("dashboard snapshot: %d of %d panels drew nothing: %s", len(empty), len(reports), strings.Join(empty, "; "))
+	}
+	out := os.Getenv("DASHBOARD_SNAPSHOT")
+	if out == "" {
+		out = filepath.Join(t.TempDir(), "dashboard.png")
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(out, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("dashboard snapshot: %d panels over %s, %d KiB, drawn in %s: %s", len(reports), opt.End.Sub(opt.Start).Round(time.Second), len(png)>>10, time.Since(started).Round(time.Millisecond), out)
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // badRequest sends addr a frame of API key 9999 and waits for the broker to close the
