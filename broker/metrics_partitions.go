@@ -77,14 +77,15 @@ var (
 		groupPartitionLabels, nil)
 )
 
-// stateCollector is the broker's scrape-time series: its partitions, its groups, its volume.
+// stateCollector is the broker's scrape-time series: its partitions, its groups, its volume,
+// its certificate.
 type stateCollector struct{ b *Broker }
 
 func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descPartitions, descStorageHealthy, descLogStart, descHighWatermark, descLogEnd,
 		descLogBytes, descSegments, descLeaderEpoch, descLogBytesTotal, descDropped,
 		descDirtyRatio, descCleanerLag, descUncleanable, descCleanerPasses, descCleanerFailures, descCleanerRead, descCleanerWritten, descCleanerRemoved,
-		descGroupState, descGroupMembers, descGroupCommitted, descGroupLag} {
+		descGroupState, descGroupMembers, descGroupCommitted, descGroupLag, descCertificateExpiry} {
 		ch <- d
 	}
 	describeVolume(ch)
@@ -104,6 +105,7 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	if c.b.Config.DataDir != "" {
 		collectVolume(ch, c.b.Config.DataDir)
 	}
+	c.collectCertificates(ch)
 }
 
 // topicPartition names a partition by topic name, as the group offsets do.
