@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"os"
 	"time"
 
@@ -21,6 +22,8 @@ type dataPlaneMetrics struct {
 	drainTimeouts     prometheus.Counter
 	selfFenced        prometheus.Counter
 	partitionFailures prometheus.Counter
+	fenceChecks       *prometheus.CounterVec
+	fenceCheck        prometheus.Histogram
 }
 
 func newDataPlaneMetrics(r *prometheus.Registry) dataPlaneMetrics {
@@ -81,10 +84,23 @@ func newDataPlaneMetrics(r *prometheus.Registry) dataPlaneMetrics {
 			Help: "Storage failures that took a partition offline on this broker (a failed takeover, or a serving log that hit a storage error); each is announced on the broker's Lease for the operator to take the partition over again or move it.",
 		}),
 	}
+	m.fenceChecks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "paddock_broker_fence_checks_total",
+		Help: "Fence checks of the partition logs (before an acknowledgement, at a takeover's steps, on a storage error), by result: ok, fenced (a newer leader claimed), error (the fence could not be read).",
+	}, []string{"result"})
+	m.fenceCheck = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "paddock_broker_fence_check_duration_seconds",
+		Help:    "Duration of every fence check of the partition logs: reads of the fence by name, never a listing (docs/storage.md).",
+		Buckets: latency,
+	})
 	for _, result := range []string{"served", "fenced", "failed"} {
 		m.takeovers.WithLabelValues(result) // every result shows from the first scrape: rate() needs the zero
 	}
-	r.MustRegister(m.bytesIn, m.bytesOut, m.produce, m.fetch, m.takeoverSeconds, m.takeovers, m.led, m.takingOver, m.fsync, m.drainTimeouts, m.selfFenced, m.partitionFailures)
+	for _, result := range []string{"ok", "fenced", "error"} {
+		m.fenceChecks.WithLabelValues(result)
+	}
+	r.MustRegister(m.bytesIn, m.bytesOut, m.produce, m.fetch, m.takeoverSeconds, m.takeovers, m.led, m.takingOver, m.fsync, m.drainTimeouts, m.selfFenced, m.partitionFailures,
+		m.fenceChecks, m.fenceCheck)
 	return m
 }
 
@@ -121,6 +137,22 @@ func (m *Metrics) takeover(result string, d time.Duration) {
 	if result == "served" {
 		m.dp.takeoverSeconds.Observe(d.Seconds())
 	}
+}
+
+// fenceChecked counts and times a partition log's fence check (storage.Options.FenceChecked).
+func (m *Metrics) fenceChecked(took time.Duration, err error) {
+	if m == nil {
+		return
+	}
+	result := "ok"
+	switch {
+	case errors.Is(err, storage.ErrFenced):
+		result = "fenced"
+	case err != nil:
+		result = "error"
+	}
+	m.dp.fenceChecks.WithLabelValues(result).Inc()
+	m.dp.fenceCheck.Observe(took.Seconds())
 }
 
 func (m *Metrics) partitionFailed() {

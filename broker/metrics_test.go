@@ -79,6 +79,8 @@ func TestMetricsShowEachPartitionsOffsetsAndAGroupsLag(t *testing.T) {
 		`paddock_broker_partitions{state="failed"}`:                                 0,
 		`paddock_broker_storage_healthy`:                                            1,
 		`paddock_broker_takeovers_total{result="served"}`:                           1,
+		`paddock_broker_fence_checks_total{result="fenced"}`:                        0,
+		`paddock_broker_fence_checks_total{result="error"}`:                         0,
 		`paddock_broker_metrics_series_dropped{kind="partition"}`:                   0,
 		`paddock_broker_request_duration_seconds_count{api="Produce",version="10"}`: 3,
 	} {
@@ -87,7 +89,8 @@ func TestMetricsShowEachPartitionsOffsetsAndAGroupsLag(t *testing.T) {
 		}
 	}
 	for _, series := range []string{`paddock_partition_size_bytes{partition="0",topic="m"}`, `paddock_broker_log_size_bytes`,
-		`paddock_volume_size_bytes`, `paddock_volume_available_bytes`, `paddock_volume_used_bytes`} {
+		`paddock_volume_size_bytes`, `paddock_volume_available_bytes`, `paddock_volume_used_bytes`,
+		`paddock_broker_fence_checks_total{result="ok"}`, `paddock_broker_fence_check_duration_seconds_count`} {
 		if got := metric(t, b, series); got <= 0 {
 			t.Errorf("%s = %v, want > 0", series, got)
 		}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,6 +36,9 @@ func TestMetricsShowWhenEachTLSListenersCertificateExpires(t *testing.T) {
 			t.Fatal(err)
 		}
 		out := map[string]int64{}
+		if series.Match(body) && !strings.Contains(string(body), "# TYPE paddock_tls_certificate_expiry_timestamp_seconds gauge\n") {
+			t.Fatal("paddock_tls_certificate_expiry_timestamp_seconds is served, but not as a gauge")
+		}
 		for _, m := range series.FindAllStringSubmatch(string(body), -1) {
 			v, err := strconv.ParseFloat(m[2], 64)
 			if err != nil {

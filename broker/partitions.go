@@ -426,6 +426,7 @@ func (p *Partitions) acquire(ctx context.Context, key partitionKey, w want, s *c
 		RetentionCheckInterval: s.Config.RetentionCheckInterval,
 		IOTimeout:              p.cfg.IOTimeout,
 		Cleaner:                p.cleaner,
+		FenceChecked:           p.cfg.Metrics.fenceChecked,
 	}
 	l, err := storage.Open(w.dir, w.cfg, opts)
 	if err != nil {

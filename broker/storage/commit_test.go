@@ -437,3 +437,53 @@ func TestRetryOfABatchWhoseFsyncIsInFlightIsAnsweredOnceItIsDurable(t *testing.T
 		relinquish(t, l)
 	})
 }
+
+// Options.FenceChecked hears every fence check with its result: the takeover's, the one
+// before an acknowledgement, and the one that finds the fence moved.
+func TestEveryFenceCheckIsToldWithItsResult(t *testing.T) {
+	dir := partitionDir(t)
+	var mu sync.Mutex
+	var results []error
+	checked := func(took time.Duration, err error) {
+		if took < 0 {
+			t.Errorf("a check took %s", took)
+		}
+		mu.Lock()
+		results = append(results, err)
+		mu.Unlock()
+	}
+	count := func() (passed, fenced, other int) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, err := range results {
+			switch {
+			case err == nil:
+				passed++
+			case isErr(err, ErrFenced):
+				fenced++
+			default:
+				other++
+			}
+		}
+		return
+	}
+	l := openLog(t, dir, 1, testConfig(), Options{FenceChecked: checked})
+	afterTakeover, _, _ := count()
+	if afterTakeover == 0 {
+		t.Fatal("the takeover's fence checks were not told")
+	}
+	mustAppend(t, l, makeBatch(plain(1, 1)), AcksLeader)
+	if passed, fenced, other := count(); passed <= afterTakeover || fenced != 0 || other != 0 {
+		t.Fatalf("after an acks=1 append: %d passed, %d fenced, %d other; want more than the takeover's %d passed", passed, fenced, other, afterTakeover)
+	}
+	f, _ := OpenFence(OSFS{}, filepath.Join(dir, fenceDirName))
+	if err := f.Claim(2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(context.Background(), makeBatch(plain(1, 2)), AcksLeader); !isErr(err, ErrFenced) {
+		t.Fatalf("acks=1 after the fence moved: %v, want ErrFenced", err)
+	}
+	if _, fenced, other := count(); fenced == 0 || other != 0 {
+		t.Fatalf("after the fence moved: %d fenced, %d other; want a fenced one", fenced, other)
+	}
+}

@@ -119,6 +119,11 @@ type Options struct {
 	// Cleaner, when set, cleans the log while it serves and its topic is compacted
 	// (docs/compaction.md); without one a compacted log is cleaned only by Log.Clean.
 	Cleaner *Cleaner
+	// FenceChecked, when set, is told of every fence check the log makes — before it
+	// acknowledges, at the steps of a takeover, when it classifies a storage error — with how
+	// long the check took and its result: nil, an ErrFenced error, or a storage error. It is
+	// called on the checking goroutine and must not block (the broker counts and times them).
+	FenceChecked func(took time.Duration, err error)
 
 	// step, when set (by this package's simulations), is called where a goroutine of the log
 	// resumes on its own without a file-system call — an append released after a roll — so

@@ -592,7 +592,17 @@ func (l *Log) fenceCheck() error {
 	l.mu.Lock()
 	fence, epoch := l.fence, l.epoch
 	l.mu.Unlock()
-	return fence.Check(epoch)
+	return l.checkFence(fence, epoch)
+}
+
+// checkFence is fence.Check(epoch), told to Options.FenceChecked.
+func (l *Log) checkFence(fence *Fence, epoch int32) error {
+	start := time.Now()
+	err := fence.Check(epoch)
+	if l.opts.FenceChecked != nil {
+		l.opts.FenceChecked(time.Since(start), err)
+	}
+	return err
 }
 
 func (l *Log) kickFlusher() {
@@ -620,7 +630,7 @@ func (l *Log) classify(err error) error {
 	if fence == nil || !errors.Is(err, ErrStorage) || errors.Is(err, ErrIOTimeout) {
 		return err // a volume that hangs cannot tell us the fence either
 	}
-	if ferr := fence.Check(epoch); errors.Is(ferr, ErrFenced) {
+	if ferr := l.checkFence(fence, epoch); errors.Is(ferr, ErrFenced) {
 		return ferr
 	}
 	return err

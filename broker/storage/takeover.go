@@ -139,7 +139,7 @@ func (l *Log) takeover(ctx context.Context, epoch int32) error {
 	if err := l.recordTakeover(rec); err != nil {
 		return err
 	}
-	if err := l.fence.Check(epoch); err != nil {
+	if err := l.checkFence(l.fence, epoch); err != nil {
 		return err
 	}
 	l.install(rec)
@@ -413,7 +413,7 @@ func (l *Log) rollAtTakeover(rec *recovered) error {
 	if err != nil {
 		return err
 	}
-	if err := l.fence.Check(l.epoch); err != nil {
+	if err := l.checkFence(l.fence, l.epoch); err != nil {
 		_ = f.Close()
 		_ = l.fsys.Remove(filepath.Join(l.dir, segmentName(rec.leo, l.epoch)))
 		return err
