@@ -172,7 +172,7 @@ func (p *produce) plan() {
 // planPartition checks one partition of known topic t in Apache's order and queues its job,
 // or answers its error.
 func (p *produce) planPartition(t *cluster.Topic, rp kmsg.ProduceRequestTopicPartition, pr *kmsg.ProduceResponseTopicPartition) {
-	sp := p.rc.partition(t, rp.Partition, -1)
+	sp := p.rc.partitionAfterTakeover(t, rp.Partition, -1, time.Duration(p.req.TimeoutMillis)*time.Millisecond)
 	if sp.code == kerr.UnknownTopicOrPartition.Code {
 		setProduceError(pr, sp.code, "This server does not host this topic-partition.")
 		return

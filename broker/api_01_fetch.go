@@ -200,7 +200,7 @@ func (f *fetchState) resolve(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) [
 			if req.Version >= 9 {
 				current = rp.CurrentLeaderEpoch
 			}
-			sp := rc.partition(t, rp.Partition, current)
+			sp := rc.partitionAfterTakeover(t, rp.Partition, current, time.Duration(req.MaxWaitMillis)*time.Millisecond)
 			if sp.code != 0 {
 				setFetchError(op, sp.code)
 				if sp.code != kerr.UnknownTopicOrPartition.Code {

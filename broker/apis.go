@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -67,6 +68,9 @@ type requestContext struct {
 	// next request until that answer is computed.
 	later func() (kmsg.Response, error)
 	alone bool
+	// takeoverDeadline ends the request's waits for partitions still taking over
+	// (awaitTakeover); zero until its first.
+	takeoverDeadline time.Time
 	// closeAfter closes the connection once the answer is written (a failed
 	// authentication: wire.Answer.Close).
 	closeAfter bool

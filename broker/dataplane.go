@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -22,6 +23,13 @@ type servedPartition struct {
 	code int16
 }
 
+// takeoverWait bounds how long one Produce or Fetch waits, over all its partitions, for
+// partitions this broker is still taking over at the epoch the request's view gives it
+// (partitionAfterTakeover). A takeover takes milliseconds; a refusal instead would cost the
+// client its retry backoff (kgo: 250 ms at least), since the answer names this broker, which
+// the client already asked (docs/dataplane.md, "The client-side gap of a move").
+const takeoverWait = 2 * time.Second
+
 // partition finds partition index of t for a data request carrying currentEpoch (-1: none),
 // in Apache's order (Partition.getLocalLog): unknown index → UNKNOWN_TOPIC_OR_PARTITION; a
 // current epoch below the view's → FENCED_LEADER_EPOCH, above it → UNKNOWN_LEADER_EPOCH; then
@@ -30,6 +38,19 @@ type servedPartition struct {
 // than the view shows, or held at another epoch — is NOT_LEADER_OR_FOLLOWER too; a partition
 // a storage error took offline is KAFKA_STORAGE_ERROR.
 func (rc *requestContext) partition(t *cluster.Topic, index int32, currentEpoch int32) servedPartition {
+	return rc.findPartition(t, index, currentEpoch, 0)
+}
+
+// partitionAfterTakeover is partition for a Produce or a Fetch: a partition this broker is
+// taking over at the view's epoch is waited for — until its takeover ends, limit (the
+// request's own timeout or max wait) passes, or takeoverWait since the request's first wait
+// — and then answered as it is: served once taken over, NOT_LEADER_OR_FOLLOWER if the wait
+// ran out or it was fenced, KAFKA_STORAGE_ERROR if it failed.
+func (rc *requestContext) partitionAfterTakeover(t *cluster.Topic, index int32, currentEpoch int32, limit time.Duration) servedPartition {
+	return rc.findPartition(t, index, currentEpoch, limit)
+}
+
+func (rc *requestContext) findPartition(t *cluster.Topic, index int32, currentEpoch int32, wait time.Duration) servedPartition {
 	if index < 0 || int(index) >= len(t.Partitions) {
 		return servedPartition{part: cluster.Partition{Index: index, Leader: -1, LeaderEpoch: -1}, code: kerr.UnknownTopicOrPartition.Code}
 	}
@@ -46,7 +67,11 @@ func (rc *requestContext) partition(t *cluster.Topic, index int32, currentEpoch 
 	if sp.part.Leader != rc.self || t.ID == ([16]byte{}) {
 		return sp
 	}
-	l := rc.h.Partitions.Leader(partitionKey{t.ID, index})
+	key := partitionKey{t.ID, index}
+	l := rc.h.Partitions.Leader(key)
+	if wait > 0 && l != nil && l.epoch == sp.part.LeaderEpoch && l.phase == phaseTakingOver {
+		l = rc.awaitTakeover(key, l, wait)
+	}
 	if l == nil || l.epoch != sp.part.LeaderEpoch {
 		return sp
 	}
@@ -57,6 +82,36 @@ func (rc *requestContext) partition(t *cluster.Topic, index int32, currentEpoch 
 		sp.code = kerr.KafkaStorageError.Code
 	}
 	return sp
+}
+
+// awaitTakeover waits until key's leader entry is no longer l in its takeover (Partitions
+// publishes each takeover's outcome, then wakes Changed) or the wait's bound passes, and
+// returns the entry then.
+func (rc *requestContext) awaitTakeover(key partitionKey, l *leader, limit time.Duration) *leader {
+	if rc.takeoverDeadline.IsZero() {
+		rc.takeoverDeadline = time.Now().Add(min(takeoverWait, limit))
+	}
+	left := time.Until(rc.takeoverDeadline)
+	if left <= 0 {
+		return l
+	}
+	timer := time.NewTimer(left)
+	defer timer.Stop()
+	for l != nil && l.phase == phaseTakingOver {
+		changed := rc.h.Partitions.Changed() // taken before the entry is read: no wake-up is missed
+		if cur := rc.h.Partitions.Leader(key); cur != l {
+			l = cur
+			continue
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			return l
+		case <-rc.ctx.Done():
+			return l
+		}
+	}
+	return l
 }
 
 // storageCode is the Kafka error code of an error from broker/storage (docs/storage.md,

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ import (
 
 	v1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
 	"github.com/paddock-dev/paddock/broker/brokertest"
+	"github.com/paddock-dev/paddock/broker/storage"
 	"github.com/paddock-dev/paddock/internal/testkit"
 )
 
@@ -311,4 +314,97 @@ func TestABrokerClaimsExactlyThePartitionsItTookOver(t *testing.T) {
 		return v1alpha1.FormatClaims(c.Broker(1-from).B.Claims()) == assigned(1-from) &&
 			v1alpha1.FormatClaims(c.Broker(from).B.Claims()) == assigned(from)
 	})
+}
+
+// A Produce that reaches the new leader while it is still taking over waits for the
+// takeover and is acknowledged, instead of being answered NOT_LEADER_OR_FOLLOWER naming the
+// broker it asked (which costs kgo its 250 ms retry backoff); one whose takeover outlasts
+// the wait's bound (2 s) is refused as before.
+func TestAProduceDuringATakeoverWaitsForItInsteadOfBeingRefused(t *testing.T) {
+	var mu sync.Mutex
+	var gate chan struct{} // nil: broker 1's fence is not held
+	hold := func() {
+		mu.Lock()
+		gate = make(chan struct{})
+		mu.Unlock()
+	}
+	release := func() {
+		mu.Lock()
+		close(gate)
+		gate = nil
+		mu.Unlock()
+	}
+	fault := func(_ storage.Op, path string) error {
+		mu.Lock()
+		g := gate
+		mu.Unlock()
+		if g != nil && strings.Contains(path, string(filepath.Separator)+"fence") {
+			<-g
+		}
+		return nil
+	}
+	c := brokertest.Start(t, brokertest.Options{Brokers: 2, StorageFS: func(id int32) storage.FS {
+		if id == 1 {
+			return storage.FaultFS{FS: storage.OSFS{}, Fault: fault}
+		}
+		return storage.OSFS{}
+	}})
+	c.CreateTopic("t", 1, nil)
+	if leader, _ := c.Leader("t", 0); leader != 0 {
+		c.Move("t", 0, 0)
+	}
+	c.WaitServed()
+	conn := brokertest.Dial(t, c.Addrs()[1])
+	moveToOneHeld := func() {
+		t.Helper()
+		hold()
+		c.Move("t", 0, 1)
+		testkit.Eventually(t, "broker 1 taking the partition over", func() bool {
+			return metric(t, c.Broker(1), "paddock_broker_partitions_under_takeover") == 1
+		})
+	}
+	type answer struct {
+		code int16
+		took time.Duration
+	}
+	produce := func() <-chan answer {
+		out := make(chan answer, 1)
+		go func() {
+			start := time.Now()
+			resp := conn.Request(produceReq(10, -1, "t", 0, brokertest.Plain([]byte("during")).Bytes())).(*kmsg.ProduceResponse)
+			out <- answer{resp.Topics[0].Partitions[0].ErrorCode, time.Since(start)}
+		}()
+		return out
+	}
+
+	moveToOneHeld()
+	answered := produce()
+	select {
+	case a := <-answered:
+		release()
+		t.Fatalf("answered during the takeover: code %d after %s; want it held until the takeover ends", a.code, a.took)
+	case <-time.After(300 * time.Millisecond):
+	}
+	release()
+	select {
+	case a := <-answered:
+		if a.code != 0 {
+			t.Fatalf("after the takeover: code %d, want the append acknowledged", a.code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no answer after the takeover ended")
+	}
+
+	c.Move("t", 0, 0)
+	c.WaitServed()
+	moveToOneHeld()
+	a := <-produce()
+	release()
+	if a.code != kerr.NotLeaderForPartition.Code || a.took < 1900*time.Millisecond {
+		t.Fatalf("a takeover held past the bound: code %d after %s; want NOT_LEADER_OR_FOLLOWER after the 2 s wait", a.code, a.took)
+	}
+	c.WaitServed()
+	if p, _ := produceOne(t, conn, 10, "t", 0, brokertest.Plain([]byte("after")).Bytes()); p.ErrorCode != 0 {
+		t.Fatalf("once taken over: %+v", p)
+	}
 }
