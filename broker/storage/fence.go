@@ -251,6 +251,12 @@ func (f *Fence) publish(p *preparedClaim, h chainHead) (claimRef, error) {
 			return claimRef{}, &FencedError{Epoch: p.hdr.epoch, Fence: pred}
 		}
 		err := f.fs.Link(p.tmp, filepath.Join(f.dir, claimName(n)))
+		if !errors.Is(err, fs.ErrExist) {
+			// Linked, or failed in a way that may have linked (a lost reply): from here the
+			// claim may be in the chain, and a published claim's notice is never removed — a
+			// claim without one would read as superseded while the claims below it still hold.
+			p.published = true
+		}
 		if err == nil {
 			if err := f.fs.SyncDir(f.dir); err != nil {
 				return claimRef{}, storageErr("claim fence", err)
@@ -288,13 +294,16 @@ func (f *Fence) supersedeBelow(ref claimRef) error {
 		if err != nil {
 			return err
 		}
-		by, err := f.superseded(claimRef{n: n, epoch: h.epoch, id: h.id})
-		if err != nil {
+		by, err := f.noticeSays(claimRef{n: n, epoch: h.epoch, id: h.id})
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
-		if by >= 0 {
+		if err == nil && by >= 0 {
 			break
 		}
+		// Holding, or a notice that cannot be found: not known to be superseded, so it gets
+		// a notice (created if missing) and the walk goes on down. Only a written notice
+		// proves the claims below it are superseded.
 		holding = append(holding, h)
 	}
 	note := []byte(fmt.Sprintf("superseded by claim %d at epoch %d\n", ref.n, ref.epoch))
@@ -345,10 +354,18 @@ func (f *Fence) linkFresh(path string, content []byte) error {
 // superseded it (or the claim's own epoch + 1 when the notice says no more). A notice that
 // cannot be opened counts as superseded: the safe direction.
 func (f *Fence) superseded(ref claimRef) (int32, error) {
-	b, err := readPrefix(f.fs, filepath.Join(f.dir, ref.id+noticeSuffix), 256)
+	by, err := f.noticeSays(ref)
 	if errors.Is(err, fs.ErrNotExist) {
 		return ref.epoch + 1, nil
 	}
+	return by, err
+}
+
+// noticeSays reads claim ref's notice as superseded does, except that a notice that cannot
+// be opened is an error wrapping fs.ErrNotExist: safe for the holder to count as superseded,
+// never proof to a claimer that the claims below it are.
+func (f *Fence) noticeSays(ref claimRef) (int32, error) {
+	b, err := readPrefix(f.fs, filepath.Join(f.dir, ref.id+noticeSuffix), 256)
 	if err != nil {
 		return 0, err
 	}
