@@ -58,6 +58,14 @@ const (
 	// ReasonHeartbeatExpired: the broker's Lease was not renewed within the session timeout
 	// (on the operator's clock). The broker is fenced for it even while its endpoint serves.
 	ReasonHeartbeatExpired = "HeartbeatExpired"
+	// ReasonPodGone: the pod the broker's Lease holder ran in is observed deleted or replaced
+	// by a pod of another uid, while the Lease is still fresh: the process that beat is gone
+	// (or, on a lost node, cut off: the fence keeps it from acknowledging anything).
+	ReasonPodGone = "PodGone"
+	// ReasonProcessExited: the broker container is observed terminated, or running a process
+	// started after the one that holds the Lease acquired it, while the Lease is still fresh:
+	// the process that beat has exited.
+	ReasonProcessExited = "ProcessExited"
 	// ReasonUnhealthy: the broker's fresh Lease says healthy=false.
 	ReasonUnhealthy = "Unhealthy"
 	// ReasonDraining: the broker announced a shutdown and is handing its work over.

@@ -268,6 +268,8 @@ var messages = map[string]string{
 	kafkav1alpha1.ReasonStarting:         "The broker has not heartbeated yet: it is being scheduled or is starting.",
 	kafkav1alpha1.ReasonNoHeartbeat:      "The broker has never heartbeated, and its start-up grace period is over.",
 	kafkav1alpha1.ReasonHeartbeatExpired: "The broker's heartbeat Lease was not renewed within its duration; clients no longer see it in Metadata.",
+	kafkav1alpha1.ReasonPodGone:          "The pod the broker's heartbeat came from was deleted or replaced: the broker is out of the alive set without waiting for its Lease to expire.",
+	kafkav1alpha1.ReasonProcessExited:    "The broker container exited or restarted since its last heartbeat: the broker is out of the alive set without waiting for its Lease to expire.",
 	kafkav1alpha1.ReasonUnhealthy:        "The broker reports itself unhealthy: its request loop is wedged or its storage is failing.",
 	kafkav1alpha1.ReasonDraining:         "The broker announced a shutdown and is handing its work over.",
 }

@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -128,7 +129,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // observeSources reads the registry's inputs from the cache: the headless Service's
-// EndpointSlices, the cluster's Leases and the StatefulSet's replicas.
+// EndpointSlices, the cluster's Leases and pods (a broker whose pod or process is seen gone is
+// Dead at once: rules.SeenDead) and the StatefulSet's replicas.
 func (r *Reconciler) observeSources(ctx context.Context, s *scope) error {
 	c := s.cluster
 	s.input = rules.Input{Cluster: c.Name, Now: s.now, SessionTimeout: c.Spec.SessionTimeout()}
@@ -156,6 +158,11 @@ func (r *Reconciler) observeSources(ctx context.Context, s *scope) error {
 		_, _, s.input.Observed[leases.Items[i].Name] = r.leases.Observe(&leases.Items[i], s.now)
 		r.leases.Cap(c.Namespace, leases.Items[i].Name, s.input.SessionTimeout)
 	}
+	pods := &corev1.PodList{}
+	if err := r.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels{kafkav1alpha1.LabelCluster: c.Name}); err != nil {
+		return fmt.Errorf("list pods of cluster %s: %w", c.Name, err)
+	}
+	s.input.Pods, s.input.PodsListed = pods.Items, true
 	s.input.Written = s.orig.Status.Brokers
 	sts := &appsv1.StatefulSet{}
 	switch err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: kafkav1alpha1.StatefulSetName(c.Name)}, sts); {
@@ -264,6 +271,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&kafkav1alpha1.Broker{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(endpointSliceToCluster)).
 		Watches(&coordinationv1.Lease{}, r.leaseEvents()).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(leaseToCluster), builder.WithPredicates(brokerProcessChanged)).
 		Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(statefulSetToCluster),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Complete(r)

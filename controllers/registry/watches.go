@@ -5,10 +5,14 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kafkav1alpha1 "github.com/paddock-dev/paddock/api/v1alpha1"
@@ -62,4 +66,29 @@ func freshRenewal(u rules.Update) bool { return u.RenewalOnly && u.WasFresh }
 // it observes a fresh renewal and enqueues nothing.
 func (r *Reconciler) renewalOnly(oldObj, newObj client.Object) bool {
 	return leasewatch.Skips(&r.leases, r.clock().Now(), oldObj, newObj, freshRenewal)
+}
+
+// brokerProcessChanged passes the pod events that can change what rules.SeenDead shows: a pod
+// created or deleted, and an update that changes its uid or its broker container's status
+// (state, last termination, restarts). Probe results and other status churn pass nothing.
+var brokerProcessChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		oldPod, ok1 := e.ObjectOld.(*corev1.Pod)
+		newPod, ok2 := e.ObjectNew.(*corev1.Pod)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return oldPod.UID != newPod.UID || !equality.Semantic.DeepEqual(brokerProcess(oldPod), brokerProcess(newPod))
+	},
+}
+
+// brokerProcess is what of the broker container's status rules.SeenDead reads (nil when the
+// pod has none yet).
+func brokerProcess(p *corev1.Pod) *corev1.ContainerStatus {
+	for i := range p.Status.ContainerStatuses {
+		if cs := p.Status.ContainerStatuses[i]; cs.Name == kafkav1alpha1.BrokerContainerName {
+			return &corev1.ContainerStatus{State: cs.State, LastTerminationState: cs.LastTerminationState, RestartCount: cs.RestartCount}
+		}
+	}
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -55,6 +56,12 @@ type Input struct {
 	// fresh longer than that after a renewal, whatever its leaseDurationSeconds says (a
 	// longer one is Refused and capped). Zero leaves every Lease's own duration.
 	SessionTimeout time.Duration
+	// Pods are the cluster's broker pods as the cache shows them, in any order, when
+	// PodsListed: a fresh Lease whose holder's pod is observed gone, or whose broker container
+	// is observed exited since the Lease was acquired, is Dead at once (SeenDead). Without
+	// PodsListed no death is judged from pods.
+	Pods       []corev1.Pod
+	PodsListed bool
 	// Now is the time freshness is judged at, on the operator's clock.
 	Now time.Time
 }
@@ -102,7 +109,8 @@ type Reasons struct {
 // because it says it is unhealthy. Such a broker's lastSeen moves with every beat.
 func (r Reasons) Heartbeating() bool {
 	switch r.Health {
-	case v1alpha1.ReasonHeartbeatExpired, v1alpha1.ReasonNoHeartbeat, v1alpha1.ReasonStarting:
+	case v1alpha1.ReasonHeartbeatExpired, v1alpha1.ReasonNoHeartbeat, v1alpha1.ReasonStarting,
+		v1alpha1.ReasonPodGone, v1alpha1.ReasonProcessExited:
 		return false
 	}
 	return true
@@ -162,6 +170,8 @@ type heartbeat struct {
 	// ongoingTransactions is what the Lease says of the transactions its coordinator holds
 	// open.
 	ongoingTransactions int32
+	// seenDead is why the process holding the Lease is observed gone (SeenDead), or "".
+	seenDead string
 }
 
 // Compute applies the registry rules (docs/registry.md) to in. It does not modify in.
@@ -332,6 +342,13 @@ func heartbeats(in Input) (map[int32]heartbeat, []Refusal) {
 		known = []string{in.PortName}
 	}
 	seen := make([]metav1.Time, len(in.Leases)) // one allocation for every row's lastSeen
+	var pods map[string]*corev1.Pod
+	if in.PodsListed {
+		pods = make(map[string]*corev1.Pod, len(in.Pods))
+		for i := range in.Pods {
+			pods[in.Pods[i].Name] = &in.Pods[i]
+		}
+	}
 	for i := range in.Leases {
 		l := &in.Leases[i]
 		id, ok := ordinal(prefix, l.Name)
@@ -348,6 +365,9 @@ func heartbeats(in Input) (map[int32]heartbeat, []Refusal) {
 			ongoingTransactions: said.ongoingTransactions}
 		if said.listenersRefused && w != nil {
 			hb.listeners = slices.Clone(w.Listeners) // the addresses last believed stand
+		}
+		if in.PodsListed {
+			hb.seenDead = SeenDead(l, pods)
 		}
 		obs, observed := in.Observed[l.Name]
 		if !observed {
@@ -577,8 +597,10 @@ func advertised(firstListener string, ep endpoint, listed bool, hb heartbeat) []
 	return []v1alpha1.ListenerAddress{{Name: firstListener, Host: ep.host, Port: ep.listenerPort}}
 }
 
-// health is Draining if the fresh Lease says draining (draining outranks alive), else Alive if
-// the Lease is fresh and healthy, else Dead, with the reason it is not Alive.
+// health is Dead if the Lease's process is observed gone (death seen outranks draining: a
+// broker whose drain ended in its exit holds nothing), else Draining if the fresh Lease says
+// draining (draining outranks alive), else Alive if the Lease is fresh and healthy, else Dead,
+// with the reason it is not Alive.
 func health(hb heartbeat, hasLease, starting bool) (v1alpha1.BrokerHealth, string) {
 	switch {
 	case starting:
@@ -587,6 +609,8 @@ func health(hb heartbeat, hasLease, starting bool) (v1alpha1.BrokerHealth, strin
 		return v1alpha1.BrokerDead, v1alpha1.ReasonNoHeartbeat
 	case !hb.fresh:
 		return v1alpha1.BrokerDead, v1alpha1.ReasonHeartbeatExpired
+	case hb.seenDead != "":
+		return v1alpha1.BrokerDead, hb.seenDead
 	case hb.draining:
 		return v1alpha1.BrokerDraining, v1alpha1.ReasonDraining
 	case !hb.healthy:
