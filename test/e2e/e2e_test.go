@@ -263,8 +263,8 @@ func (s *suite) shellProduceConsume(ctx context.Context, t *testing.T, bootstrap
 }
 
 // 2. Crash: kill -9 → Fenced as soon as the pod is not ready (Metadata omits it,
-// DescribeCluster v2 lists it fenced, the others unfenced); Dead after the session timeout
-// while it stays down; back to Serving/Alive with a higher epoch after the restart.
+// DescribeCluster v2 lists it fenced, the others unfenced); Dead as soon as its container is
+// reported terminated (death seen; the session timeout at the latest) while it stays down; back to Serving/Alive with a higher epoch after the restart.
 func crash(ctx context.Context, t *testing.T, s *suite) {
 	const victim = int32(1)
 	pod := kafkav1alpha1.BrokerPodName(s.name, victim)

@@ -158,9 +158,10 @@ func groupCoordinatorMoves(ctx context.Context, t *testing.T, s *suite) {
 		do func(coordinator int32) (settled func() (bool, string))
 	}{
 		{"kill -9 of the coordinator", func(id int32) func() (bool, string) {
-			// The node agent restarts it at once, inside the session timeout: it stays in the
-			// alive set, and its new incarnation claims its groups at the coordinator epoch
-			// the operator bumps for the restart.
+			// It leaves the alive set as soon as its container is reported terminated (death
+			// seen: docs/registry.md), so its groups move to another coordinator; the node
+			// agent restarts it, and at its new process's first beat it is alive again and the
+			// groups come back at the coordinator epoch the operator bumps for that.
 			return s.killBroker(ctx, t, id)
 		}},
 		{"pod delete of the coordinator (SIGTERM drain)", func(id int32) func() (bool, string) {

@@ -74,9 +74,11 @@ func topics(ctx context.Context, t *testing.T, s *suite) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The partitions move once the registry declares the broker Dead at its Lease's expiry.
-	// 30 s covers a loaded machine's reconciles and informers; every slower path (a periodic
-	// resync, the registry's 5 min lastSeen refresh) takes minutes. The delay is printed.
+	// The partitions move once the registry declares the broker Dead: at once when its
+	// container is reported terminated (death seen, docs/registry.md), at its Lease's expiry
+	// at the latest. 30 s covers a loaded machine's reconciles and informers; every slower
+	// path (a periodic resync, the registry's 5 min lastSeen refresh) takes minutes. The delay
+	// is printed.
 	bound := kc.Spec.SessionTimeout() + 30*time.Second
 	killed := time.Now()
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
