@@ -14,7 +14,7 @@ const (
 	DefaultHeartbeatInterval            = time.Second
 	DefaultSessionTimeout               = 6 * time.Second
 	DefaultDrainTimeout                 = 60 * time.Second
-	DefaultNodeLossTimeout              = 90 * time.Second
+	DefaultNodeLossTimeout              = 5 * time.Second
 	DefaultRackTopologyKey              = "topology.kubernetes.io/zone"
 	DefaultStorageSize                  = "10Gi"
 	DefaultCertificateValidity          = 8760 * time.Hour

@@ -458,11 +458,12 @@ type KafkaClusterSpec struct {
 	// nodeLossTimeout is how long a broker's node must have been NotReady (or Unknown) before
 	// the operator force-deletes the broker's pod so the StatefulSet can recreate it on
 	// another node — and only once the broker's heartbeat has expired and every partition it
-	// led has been claimed by its new leader (docs/recovery.md). The node taint
-	// node.kubernetes.io/out-of-service cuts it short. The annotation
+	// led has been claimed by its new leader (docs/recovery.md). Those gates already prove
+	// the old process can acknowledge nothing, so the default only rides out a brief NotReady.
+	// The node taint node.kubernetes.io/out-of-service cuts it short. The annotation
 	// kafka.paddock.dev/auto-recover: "false" turns recovery off.
 	// +optional
-	// +kubebuilder:default="90s"
+	// +kubebuilder:default="5s"
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('24h')",message="nodeLossTimeout must be between 1s and 24h"
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Node Loss Timeout",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	NodeLossTimeout *metav1.Duration `json:"nodeLossTimeout,omitempty"`

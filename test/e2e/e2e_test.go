@@ -99,8 +99,8 @@ func TestFencingScenarios(t *testing.T) {
 	}
 	kc := devcluster.SampleCluster(s.namespace, s.name, 3, env.HostAddress())
 	kc.Spec.DrainTimeout = &metav1.Duration{Duration: 20 * time.Second}
-	// A lost node's broker is replaced 15 s after its Node turns NotReady (scenario 14).
-	kc.Spec.NodeLossTimeout = &metav1.Duration{Duration: 15 * time.Second}
+	// A lost node's broker is replaced at the default nodeLossTimeout (5 s) after its Node
+	// turns NotReady at Kubernetes' default node-monitor grace (scenario 14).
 	kc.Spec.Listeners = append(kc.Spec.Listeners, kafkav1alpha1.Listener{Name: nodesListener, Port: 9095, Type: kafkav1alpha1.ListenerNodePort})
 	applied := time.Now()
 	if err := s.c.Create(ctx, kc); err != nil {

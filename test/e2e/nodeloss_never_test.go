@@ -117,7 +117,7 @@ func nodeNeverReturns(ctx context.Context, t *testing.T, s *suite) {
 	if !notReadyAt.IsZero() {
 		measure(t, "14 node never returns", "node lost → Node NotReady (node monitor grace period)", notReadyAt.Sub(lost))
 	}
-	measure(t, "14 node never returns", "node lost → pod force-deleted (NotReady + nodeLossTimeout 15s + a reconcile)", deletedAt.Sub(lost))
+	measure(t, "14 node never returns", "node lost → pod force-deleted (NotReady + the default nodeLossTimeout 5s + a reconcile)", deletedAt.Sub(lost))
 	measure(t, "14 node never returns", "node lost → pod replaced (on "+newNode+")", replacedAt.Sub(lost))
 	testkit.Within(t, "the replaced broker Serving/Alive", 3*time.Minute, func() (bool, string) { return s.healthy(ctx, 3) })
 	measure(t, "14 node never returns", "node lost → Serving/Alive again", time.Since(lost))
