@@ -57,8 +57,9 @@ type Input struct {
 	// longer one is Refused and capped). Zero leaves every Lease's own duration.
 	SessionTimeout time.Duration
 	// Pods are the cluster's broker pods as the cache shows them, in any order, when
-	// PodsListed: a fresh Lease whose holder's pod is observed gone, or whose broker container
-	// is observed exited since the Lease was acquired, is Dead at once (SeenDead). Without
+	// PodsListed: a fresh Lease whose holder's pod is observed replaced (another uid), or whose
+	// broker container is observed exited since the Lease was acquired, is Dead at once
+	// (SeenDead). Without
 	// PodsListed no death is judged from pods.
 	Pods       []corev1.Pod
 	PodsListed bool
