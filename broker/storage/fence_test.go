@@ -366,12 +366,19 @@ func TestAClaimerThatDiedBeforeSupersedingLeavesNoSecondHolder(t *testing.T) {
 	if err := holder.Check(5); err != nil {
 		t.Fatalf("the holder after a claimer died half-way: %v, want it still holding", err)
 	}
+	claimOf7Supersedes5(t, dir, holder, "a claimer of 6 that died half-way")
+}
+
+// claimOf7Supersedes5 claims 7 on dir and requires that holder's claim of 5 no longer holds
+// and the claim of 7 does; after says what happened to the claim of 6 between them.
+func claimOf7Supersedes5(t *testing.T, dir string, holder *Fence, after string) {
+	t.Helper()
 	next, _ := OpenFence(OSFS{}, dir)
 	if err := next.Claim(7); err != nil {
 		t.Fatal(err)
 	}
 	if err := holder.Check(5); !errors.Is(err, ErrFenced) {
-		t.Fatalf("the old holder after 7 claimed over a dead claimer of 6: %v, want ErrFenced", err)
+		t.Fatalf("the holder of 5 after %s and a won claim of 7: %v, want ErrFenced", after, err)
 	}
 	if err := next.Check(7); err != nil {
 		t.Fatal(err)
@@ -408,16 +415,7 @@ func TestAClaimerThatFailedAfterPublishingLeavesNoSecondHolder(t *testing.T) {
 	if notices, _ := filepath.Glob(filepath.Join(dir, "*"+noticeSuffix)); len(notices) != 2 {
 		t.Fatalf("notices after the failed claim of 6: %v, want the holder's and the published claim's", notices)
 	}
-	next, _ := OpenFence(OSFS{}, dir)
-	if err := next.Claim(7); err != nil {
-		t.Fatal(err)
-	}
-	if err := holder.Check(5); !errors.Is(err, ErrFenced) {
-		t.Fatalf("the holder of 5 after a failed claim of 6 and a won claim of 7: %v, want ErrFenced", err)
-	}
-	if err := next.Check(7); err != nil {
-		t.Fatal(err)
-	}
+	claimOf7Supersedes5(t, dir, holder, "a claim of 6 that failed after publishing")
 }
 
 // TestASupersedeWalkGoesOnPastAMissingNotice: a claim whose notice cannot be found (removed,
@@ -446,17 +444,8 @@ func TestASupersedeWalkGoesOnPastAMissingNotice(t *testing.T) {
 	if err := holder.Check(5); err != nil {
 		t.Fatalf("setup: the holder of 5 does not hold again: %v", err)
 	}
-	next, _ := OpenFence(OSFS{}, dir)
-	if err := next.Claim(7); err != nil {
-		t.Fatal(err)
-	}
-	if err := holder.Check(5); !errors.Is(err, ErrFenced) {
-		t.Fatalf("the holder of 5 after claim 7 walked past claim 6's missing notice: %v, want ErrFenced", err)
-	}
+	claimOf7Supersedes5(t, dir, holder, "a claim of 6 whose notice is missing")
 	if err := middle.Check(6); !errors.Is(err, ErrFenced) {
 		t.Fatalf("claim 6 after claim 7: %v, want ErrFenced", err)
-	}
-	if err := next.Check(7); err != nil {
-		t.Fatal(err)
 	}
 }
